@@ -1,0 +1,121 @@
+/* tether: version control for heterogeneous datasets.
+ *
+ * The public API. Every report is a jansson value (json_t); the CLI renders
+ * the same values as text or with --json, so the two never disagree.
+ *
+ * Errors: functions return 0 or a negative TETHER_E* code; the message of the
+ * last failure on this thread is tether_error_last(). */
+#ifndef TETHER_H
+#define TETHER_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TETHER_VERSION "0.1.0"
+
+#if defined(__GNUC__)
+#define TETHER_API __attribute__((visibility("default")))
+#else
+#define TETHER_API
+#endif
+
+/* Error codes. The CLI maps them onto its exit codes (docs/CLI.md). */
+enum {
+	TETHER_OK = 0,
+	TETHER_ERROR = -1,     /* generic failure                          exit 1 */
+	TETHER_EUSAGE = -2,    /* bad argument or option                   exit 2 */
+	TETHER_EREFUSED = -3,  /* refused: conflict, drift, unsafe state   exit 3 */
+	TETHER_ELOCK = -4,     /* a lock was held past its timeout          exit 4 */
+	TETHER_ENOTFOUND = -5, /* a key, revision, path or file is missing exit 1 */
+	TETHER_ECONFIG = -6,   /* malformed tether.toml / manifest          exit 1 */
+	TETHER_EIO = -7,       /* operating-system or store failure         exit 1 */
+	TETHER_ENOREPO = -8,   /* not inside a repository / dataset         exit 1 */
+};
+
+TETHER_API const char *tether_version(void);
+
+/* The message of the last error on the calling thread ("" if none). */
+TETHER_API const char *tether_error_last(void);
+/* An optional hint for the last error (NULL if none). */
+TETHER_API const char *tether_error_hint(void);
+/* Exit code the CLI uses for an error code. */
+TETHER_API int tether_exit_code(int err);
+
+typedef struct tether_repo tether_repo;
+
+/* Find the dataset (the nearest directory holding tether.toml, at or above
+ * start_dir, inside the enclosing VCS checkout). */
+TETHER_API int tether_repo_find(const char *start_dir, tether_repo **out);
+/* Create tether.toml and .tether/ in start_dir, which must be inside a VCS
+ * checkout. Refuses when a dataset already exists there. */
+TETHER_API int tether_repo_init(const char *start_dir, tether_repo **out);
+TETHER_API void tether_repo_free(tether_repo *repo);
+/* Absolute path of the dataset root. */
+TETHER_API const char *tether_repo_root(const tether_repo *repo);
+/* The dataset id (32 hex); its first 8 characters prefix every pin id. */
+TETHER_API const char *tether_repo_id(const tether_repo *repo);
+
+/* tether add KEY URI --kind K [options]. `options` holds the policy and
+ * backend options as given on the command line ({"file": "mutable", ...});
+ * `cwd` resolves relative paths. */
+struct tether_add_opts {
+	const char *key;
+	const char *kind;
+	const char *uri;
+	const char *cwd;
+	const json_t *options; /* may be NULL */
+};
+TETHER_API int tether_add(tether_repo *repo, const struct tether_add_opts *opts, json_t **report);
+
+/* tether status. snapshot: -1 = tether.toml's snapshot.auto, 0 = no, 1 = yes.
+ * Report: {"objects": [{key, kind, tier, status, ...}], "clean": bool}. */
+struct tether_status_opts {
+	int snapshot;
+	int progress; /* allow a progress line on stderr */
+};
+TETHER_API int tether_status(tether_repo *repo, const struct tether_status_opts *opts, json_t **report);
+
+/* tether commit -m MSG. Report: {"commit": id|null, "objects": [...],
+ * "warnings": [...]}; "commit" is null when nothing changed. */
+struct tether_commit_opts {
+	const char *message;
+	int strict;   /* refuse objects that cannot be pinned or addressed */
+	int progress;
+};
+TETHER_API int tether_commit(tether_repo *repo, const struct tether_commit_opts *opts, json_t **report);
+
+/* tether diff A B [--content]. Report: {"from", "to", "objects": [...]}. */
+struct tether_diff_opts {
+	const char *from;
+	const char *to;
+	int content;
+	size_t max_entries; /* per object; 0 = default 2000 */
+};
+TETHER_API int tether_diff(tether_repo *repo, const struct tether_diff_opts *opts, json_t **report);
+
+/* tether log: the dataset's commits, newest first. */
+struct tether_log_opts {
+	const char *rev; /* NULL = HEAD */
+	int max_count;   /* 0 = all */
+};
+TETHER_API int tether_log(tether_repo *repo, const struct tether_log_opts *opts, json_t **report);
+
+/* tether verify: every recorded state is still what it says.
+ * Report: {"ok": bool, "objects": [{key, ok, detail}]}. */
+struct tether_verify_opts {
+	int progress;
+};
+TETHER_API int tether_verify(tether_repo *repo, const struct tether_verify_opts *opts, json_t **report);
+
+/* The registered backends: [{kind, maturity, tier, flags: [...]}]. */
+TETHER_API json_t *tether_backends(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,162 @@
+/* tether backends: the interface every kind of data system implements.
+ *
+ * A backend is a const struct tether_backend: its kind, maturity,
+ * capabilities, the state keys that are addresses rather than content, and
+ * function pointers. The engine asks for capabilities and never names a
+ * backend. Built-in backends sit in a table; others register with
+ * tether_backend_register(), or are shared objects in the module path that
+ * export `tether_backend_module` (see docs/BACKENDS.md).
+ *
+ * Every function returns 0 or a negative TETHER_E* code after setting the
+ * message with tether_error_set(). Output values (json_t **, char **) are
+ * owned by the caller. Functions may run concurrently on worker threads for
+ * different objects, so a backend keeps no unsynchronised global state. */
+#ifndef TETHER_BACKEND_H
+#define TETHER_BACKEND_H
+
+#include <tether.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TETHER_BACKEND_ABI 1
+
+/* Tiers: each includes the ones above it. */
+#define TETHER_CAP_FINGERPRINT (1u << 0)
+#define TETHER_CAP_ADDRESSABLE (1u << 1)
+#define TETHER_CAP_PIN (1u << 2)
+#define TETHER_CAP_FORK (1u << 3)
+/* Orthogonal flags. */
+#define TETHER_CAP_CHEAP_FINGERPRINT (1u << 8)
+#define TETHER_CAP_RETENTION_BOUND (1u << 9)
+#define TETHER_CAP_NEEDS_QUIESCENCE (1u << 10)
+#define TETHER_CAP_ATOMIC_REF (1u << 11)
+#define TETHER_CAP_CONDITIONAL_REF (1u << 12)
+#define TETHER_CAP_DIFF (1u << 13)
+#define TETHER_CAP_HISTORY (1u << 14)
+#define TETHER_CAP_PROMOTE (1u << 15)
+#define TETHER_CAP_MERGE (1u << 16)
+#define TETHER_CAP_CREATE (1u << 17)
+#define TETHER_CAP_BRANCH_IS_STORAGE (1u << 18)
+
+#define TETHER_TIER_MASK 0xffu
+
+/* Name of the highest tier in caps: "observed", "addressable", "pinnable",
+ * "forkable", or "none". */
+TETHER_API const char *tether_tier_name(unsigned caps);
+/* Names of the flags set in caps, in a fixed order, as a JSON array. */
+TETHER_API json_t *tether_cap_names(unsigned caps);
+
+/* What every backend call receives. */
+struct tether_bctx {
+	const char *dataset_root;  /* absolute */
+	const char *dataset_id;    /* 32 hex */
+	const char *cache_dir;     /* .tether/cache, absolute; backends may keep files here */
+	const json_t *config;      /* [backends.<kind>] of tether.toml, or NULL */
+	const json_t *defaults;    /* [defaults] of tether.toml, or NULL */
+	const json_t *secrets;     /* this object's secrets, or NULL */
+	const char *key;           /* the object's key, or NULL outside an object */
+	int threads;               /* worker threads a backend may use itself */
+	int progress;              /* a backend may print a progress line on stderr */
+	volatile int *cancel;      /* non-zero: stop early with TETHER_ERROR */
+};
+
+/* A fingerprint: the state, and for digest states the listing the engine
+ * stores content-addressed under .tether/listings/ (NULL when none). */
+struct tether_fingerprint {
+	json_t *state;
+	char *listing;      /* malloc'd JSONL text, or NULL */
+	size_t listing_len;
+};
+
+struct tether_backend {
+	int abi;                     /* TETHER_BACKEND_ABI */
+	const char *kind;
+	const char *maturity;        /* "stable" | "experimental" */
+	const char *summary;         /* one line for `tether backends` */
+	unsigned caps;
+	const char *const *volatile_keys; /* NULL-terminated; may be NULL */
+
+	/* Build a locator from `tether add`'s URI and options, resolving
+	 * relative paths against cwd. Refuse bad options with TETHER_EUSAGE. */
+	int (*make_locator)(const struct tether_bctx *, const char *uri, const json_t *options,
+	                    const char *cwd, json_t **locator);
+	/* The policy keys this backend accepts beyond write/pin, with defaults
+	 * filled in (e.g. {"file": "immutable"}). */
+	int (*make_policy)(const struct tether_bctx *, const json_t *options, json_t **policy);
+	/* Capabilities for one object, when they vary by locator and policy. */
+	int (*effective_capabilities)(const struct tether_bctx *, const json_t *locator,
+	                              const json_t *policy, unsigned *caps);
+	/* The subset of the locator that names the system. */
+	int (*identity)(const struct tether_bctx *, const json_t *locator, json_t **identity);
+	/* Read the current state. */
+	int (*fingerprint)(const struct tether_bctx *, const json_t *locator, const json_t *policy,
+	                   struct tether_fingerprint *out);
+	/* Would committing `current` over `recorded` be drift the policy
+	 * forbids? Sets *refused and returns a reason. Optional. */
+	int (*check_drift)(const struct tether_bctx *, const json_t *locator, const json_t *policy,
+	                   const json_t *recorded, const json_t *current, int *refused, char **why);
+
+	/* PIN tier. */
+	int (*pin)(const struct tether_bctx *, const json_t *locator, const json_t *state,
+	           const char *pin_id, json_t **pin_ref);
+	int (*unpin)(const struct tether_bctx *, const json_t *locator, const json_t *pin_ref);
+	int (*list_pins)(const struct tether_bctx *, const json_t *locator, json_t **pin_refs);
+	/* Is the recorded state still held (by its pin when there is one)?
+	 * *ok = 1 or 0, *detail explains a failure. */
+	int (*verify)(const struct tether_bctx *, const json_t *locator, const json_t *state,
+	              const json_t *pin_ref, int *ok, char **detail);
+
+	/* FORK tier. */
+	int (*fork)(const struct tether_bctx *, const json_t *locator, const json_t *state,
+	            const json_t *pin_ref, const char *branch, const json_t *expect,
+	            json_t **working_ref);
+	int (*delete_working_ref)(const struct tether_bctx *, const json_t *locator,
+	                          const json_t *working_ref);
+	/* A handle descriptor: {kind, uri, ref, snapshot, read_only, ...}. */
+	int (*open)(const struct tether_bctx *, const json_t *locator, const json_t *state,
+	            const json_t *pin_ref, const json_t *working_ref, int read_only,
+	            json_t **handle);
+
+	/* DIFF flag: what changed between two recorded states. listing_a/b are
+	 * the stored listings (NULL when missing). Result:
+	 * {"unit", "summary", "entries": [...], "totals": {...}, "truncated"}. */
+	int (*diff)(const struct tether_bctx *, const json_t *locator, const json_t *a,
+	            const json_t *b, const char *listing_a, size_t len_a, const char *listing_b,
+	            size_t len_b, size_t max_entries, json_t **diff);
+	/* HISTORY flag: native history, newest first. */
+	int (*history)(const struct tether_bctx *, const json_t *locator, int max_count,
+	               json_t **entries);
+	/* CREATE flag. */
+	int (*create_store)(const struct tether_bctx *, const json_t *locator);
+	int (*delete_store)(const struct tether_bctx *, const json_t *locator);
+};
+
+/* Register a backend (a third party's, or one from a module). Refuses a
+ * duplicate kind or a different ABI. */
+TETHER_API int tether_backend_register(const struct tether_backend *backend);
+/* Look a backend up by kind, loading module tether-backend-<kind>.so from
+ * the module path on first use. NULL (with an error set) when unknown. */
+TETHER_API const struct tether_backend *tether_backend_find(const char *kind);
+
+/* A module exports this symbol: a NULL-terminated array of backends. */
+typedef const struct tether_backend *const tether_backend_module_t[];
+
+/* Errors, for backends and modules. */
+TETHER_API int tether_error_set(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+TETHER_API int tether_error_setv(int code, const char *fmt, va_list ap);
+TETHER_API void tether_error_set_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+TETHER_API void tether_error_clear(void);
+
+/* SHA-256, as tether computes it everywhere (hex is 64 chars + NUL). */
+TETHER_API void tether_sha256_hex(const void *data, size_t len, char hex[65]);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

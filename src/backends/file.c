@@ -1,0 +1,392 @@
+/* The `file` backend: a local file or directory. Observed tier: its state
+ * can be detected, not recovered. A file's state is its size and sha256; a
+ * directory's is count, size and the digest of its listing (the per-file
+ * sha256s), and the listing itself goes to the engine to store. */
+#include <tether/backend.h>
+
+#include "core/scan.h"
+#include "util/fsutil.h"
+#include "util/hash.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define OWNER_MARKER ".tether-owner"
+
+static int has_remote_scheme(const char *uri)
+{
+	const char *colon = strstr(uri, "://");
+	return colon && strncmp(uri, "file://", 7) != 0;
+}
+
+static int file_make_locator(const struct tether_bctx *ctx, const char *uri, const json_t *options,
+                             const char *cwd, json_t **locator)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)options, k, v) {
+		if (strcmp(k, "file") != 0)
+			return tether_error_set(TETHER_EUSAGE, "unknown option '--%s' for kind file", k);
+	}
+	if (!uri || !*uri)
+		return tether_error_set(TETHER_EUSAGE, "kind file needs a path: tether add KEY PATH --kind file");
+	if (has_remote_scheme(uri))
+		return tether_error_set(TETHER_EUSAGE, "'%s': object-store URIs are not supported by this build yet; "
+		                        "kind file takes a local path", uri);
+	char *path = tt_path_resolve(uri, cwd);
+	struct stat st;
+	if (stat(path, &st) != 0) {
+		int rc = tether_error_set(TETHER_ENOTFOUND, "path does not exist: %s", uri);
+		free(path);
+		return rc;
+	}
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+		int rc = tether_error_set(TETHER_EUSAGE, "%s is neither a regular file nor a directory", uri);
+		free(path);
+		return rc;
+	}
+	/* A directory holding the dataset would change with every commit. */
+	size_t pl = strlen(path);
+	const char *root = ctx->dataset_root;
+	if (root && strncmp(root, path, pl) == 0 && (root[pl] == '\0' || root[pl] == '/' || pl == 1)) {
+		int rc = tether_error_set(TETHER_EUSAGE, "%s contains the dataset itself (%s)", uri, root);
+		free(path);
+		return rc;
+	}
+	*locator = json_pack("{s:s}", "uri", path);
+	free(path);
+	return 0;
+}
+
+static int file_make_policy(const struct tether_bctx *ctx, const json_t *options, json_t **policy)
+{
+	const char *mode = json_string_value(json_object_get(options, "file"));
+	if (!mode)
+		mode = json_string_value(json_object_get(ctx->defaults, "file"));
+	if (!mode)
+		mode = "immutable";
+	if (strcmp(mode, "immutable") != 0 && strcmp(mode, "mutable") != 0)
+		return tether_error_set(TETHER_EUSAGE, "--file must be immutable or mutable, not '%s'", mode);
+	*policy = json_pack("{s:s}", "file", mode);
+	return 0;
+}
+
+static int file_identity(const struct tether_bctx *ctx, const json_t *locator, json_t **identity)
+{
+	(void)ctx;
+	const char *uri = json_string_value(json_object_get(locator, "uri"));
+	if (!uri)
+		return tether_error_set(TETHER_ECONFIG, "file locator has no uri");
+	*identity = json_pack("{s:s}", "uri", uri);
+	return 0;
+}
+
+static void scan_options(const struct tether_bctx *ctx, struct tt_scan_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->threads = ctx->threads;
+	o->progress = ctx->progress;
+	o->cache_dir = ctx->cache_dir;
+	o->skip_name = OWNER_MARKER;
+}
+
+static int fingerprint_dir(const struct tether_bctx *ctx, const char *path, struct tether_fingerprint *out)
+{
+	struct tt_scan_opts o;
+	scan_options(ctx, &o);
+	struct tt_scan_result r;
+	int rc = tt_scan_tree(path, &o, &r);
+	if (rc)
+		return rc;
+	size_t len;
+	char *listing = tt_scan_listing(&r, &len);
+	char digest[65];
+	tether_sha256_hex(listing, len, digest);
+	out->state = json_pack("{s:s, s:I, s:I, s:s}", "type", "dir", "count", (json_int_t)r.count, "size",
+	                       (json_int_t)r.total_size, "digest", digest);
+	out->listing = listing;
+	out->listing_len = len;
+	tt_scan_result_free(&r);
+	return 0;
+}
+
+static int file_fingerprint(const struct tether_bctx *ctx, const json_t *locator, const json_t *policy,
+                            struct tether_fingerprint *out)
+{
+	(void)policy;
+	memset(out, 0, sizeof *out);
+	const char *path = json_string_value(json_object_get(locator, "uri"));
+	if (!path)
+		return tether_error_set(TETHER_ECONFIG, "file locator has no uri");
+	struct stat st;
+	if (stat(path, &st) != 0) {
+		if (errno != ENOENT && errno != ENOTDIR)
+			return tether_error_set(TETHER_EIO, "%s: %s", path, strerror(errno));
+		out->state = json_pack("{s:s}", "type", "missing");
+		return 0;
+	}
+	if (S_ISDIR(st.st_mode))
+		return fingerprint_dir(ctx, path, out);
+	if (!S_ISREG(st.st_mode))
+		return tether_error_set(TETHER_EIO, "%s is neither a regular file nor a directory", path);
+	struct tt_scan_opts o;
+	scan_options(ctx, &o);
+	uint64_t size;
+	unsigned char sha[32];
+	int rc = tt_scan_file(path, &o, &size, sha);
+	if (rc)
+		return rc;
+	char hex[65];
+	tt_hex(sha, 32, hex);
+	out->state = json_pack("{s:s, s:I, s:s}", "type", "file", "size", (json_int_t)size, "sha256", hex);
+	return 0;
+}
+
+static json_int_t int_field(const json_t *state, const char *k)
+{
+	return json_integer_value(json_object_get(state, k));
+}
+
+static const char *str_field(const json_t *state, const char *k)
+{
+	const char *s = json_string_value(json_object_get(state, k));
+	return s ? s : "?";
+}
+
+/* One line saying how two states differ, for drift and verify messages. */
+static char *describe_change(const json_t *a, const json_t *b)
+{
+	const char *ta = str_field(a, "type"), *tb = str_field(b, "type");
+	if (strcmp(tb, "missing") == 0)
+		return strdup("the path no longer exists");
+	if (strcmp(ta, tb) != 0)
+		return tt_strdupf("it was a %s and is now a %s", ta, tb);
+	if (strcmp(ta, "file") == 0)
+		return tt_strdupf("sha256 %.12s… → %.12s…, size %" JSON_INTEGER_FORMAT " → %" JSON_INTEGER_FORMAT,
+		                  str_field(a, "sha256"), str_field(b, "sha256"), int_field(a, "size"),
+		                  int_field(b, "size"));
+	return tt_strdupf("digest %.12s… → %.12s…, %" JSON_INTEGER_FORMAT " → %" JSON_INTEGER_FORMAT
+	                  " files, %" JSON_INTEGER_FORMAT " → %" JSON_INTEGER_FORMAT " bytes",
+	                  str_field(a, "digest"), str_field(b, "digest"), int_field(a, "count"),
+	                  int_field(b, "count"), int_field(a, "size"), int_field(b, "size"));
+}
+
+static int file_check_drift(const struct tether_bctx *ctx, const json_t *locator, const json_t *policy,
+                            const json_t *recorded, const json_t *current, int *refused, char **why)
+{
+	(void)ctx;
+	(void)locator;
+	const char *mode = json_string_value(json_object_get(policy, "file"));
+	*refused = 0;
+	*why = NULL;
+	if (!recorded || json_equal(recorded, current))
+		return 0;
+	char *change = describe_change(recorded, current);
+	if (!mode || strcmp(mode, "mutable") != 0) {
+		*refused = 1;
+		*why = tt_strdupf("immutable data changed: %s", change);
+		free(change);
+	} else {
+		*why = change;
+	}
+	return 0;
+}
+
+static int file_verify(const struct tether_bctx *ctx, const json_t *locator, const json_t *state,
+                       const json_t *pin_ref, int *ok, char **detail)
+{
+	(void)pin_ref;
+	struct tether_fingerprint fp;
+	int rc = file_fingerprint(ctx, locator, NULL, &fp);
+	if (rc)
+		return rc;
+	*ok = json_equal(fp.state, state);
+	*detail = NULL;
+	if (!*ok) {
+		char *change = describe_change(state, fp.state);
+		*detail = tt_strdupf("changed since recorded: %s", change);
+		free(change);
+	}
+	json_decref(fp.state);
+	free(fp.listing);
+	return 0;
+}
+
+static int file_open(const struct tether_bctx *ctx, const json_t *locator, const json_t *state,
+                     const json_t *pin_ref, const json_t *working_ref, int read_only, json_t **handle)
+{
+	(void)ctx;
+	(void)pin_ref;
+	(void)working_ref;
+	(void)read_only;
+	*handle = json_pack("{s:s, s:O, s:O?, s:b}", "kind", "file", "uri", json_object_get(locator, "uri"),
+	                    "state", state, "read_only", 1);
+	return 0;
+}
+
+/* A listing line: {"k":"...","p":"...","s":N}. Parsed with jansson: the
+ * text came from a commit, so it is untrusted. */
+struct listing_entry {
+	json_t *line;
+	const char *path;
+	const char *token;
+	json_int_t size;
+};
+
+struct listing {
+	struct listing_entry *v;
+	size_t n;
+};
+
+static int parse_listing(const char *text, size_t len, struct listing *out)
+{
+	memset(out, 0, sizeof *out);
+	size_t cap = 0;
+	const char *p = text, *end = text + len;
+	size_t lineno = 0;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		lineno++;
+		json_error_t jerr;
+		json_t *line = json_loadb(p, n, 0, &jerr);
+		const char *path = json_string_value(json_object_get(line, "p"));
+		const char *token = json_string_value(json_object_get(line, "k"));
+		if (!path || !token || !json_is_integer(json_object_get(line, "s"))) {
+			json_decref(line);
+			for (size_t i = 0; i < out->n; i++)
+				json_decref(out->v[i].line);
+			free(out->v);
+			return tether_error_set(TETHER_ECONFIG, "listing line %zu is malformed", lineno);
+		}
+		if (out->n == cap) {
+			cap = cap ? cap * 2 : 256;
+			out->v = realloc(out->v, cap * sizeof *out->v);
+			if (!out->v)
+				abort();
+		}
+		out->v[out->n++] = (struct listing_entry){line, path, token, json_integer_value(json_object_get(line, "s"))};
+		p = nl ? nl + 1 : end;
+	}
+	return 0;
+}
+
+static void free_listing(struct listing *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		json_decref(l->v[i].line);
+	free(l->v);
+}
+
+struct diff_acc {
+	json_t *entries;
+	size_t max;
+	json_int_t added, removed, modified, size_delta;
+};
+
+static void diff_emit(struct diff_acc *acc, const char *change, const char *path, json_int_t size,
+                      json_int_t delta)
+{
+	if (strcmp(change, "added") == 0)
+		acc->added++;
+	else if (strcmp(change, "removed") == 0)
+		acc->removed++;
+	else
+		acc->modified++;
+	acc->size_delta += delta;
+	if (json_array_size(acc->entries) < acc->max)
+		json_array_append_new(acc->entries, json_pack("{s:s, s:s, s:I, s:I}", "path", path, "change",
+		                                              change, "size", size, "size_delta", delta));
+}
+
+static json_t *diff_result(struct diff_acc *acc, const char *summary)
+{
+	size_t total = (size_t)(acc->added + acc->removed + acc->modified);
+	return json_pack("{s:s, s:s, s:o, s:{s:I, s:I, s:I, s:I}, s:b}", "unit", "files", "summary", summary,
+	                 "entries", acc->entries, "totals", "added", acc->added, "removed", acc->removed,
+	                 "modified", acc->modified, "size_delta", acc->size_delta, "truncated",
+	                 total > json_array_size(acc->entries));
+}
+
+static int diff_listings(const char *la, size_t na, const char *lb, size_t nb, size_t max, json_t **diff)
+{
+	struct listing a, b;
+	int rc = parse_listing(la, na, &a);
+	if (rc)
+		return rc;
+	rc = parse_listing(lb, nb, &b);
+	if (rc) {
+		free_listing(&a);
+		return rc;
+	}
+	struct diff_acc acc = {.entries = json_array(), .max = max};
+	size_t i = 0, j = 0;
+	while (i < a.n || j < b.n) {
+		int c = i == a.n ? 1 : j == b.n ? -1 : strcmp(a.v[i].path, b.v[j].path);
+		if (c < 0) {
+			diff_emit(&acc, "removed", a.v[i].path, a.v[i].size, -a.v[i].size);
+			i++;
+		} else if (c > 0) {
+			diff_emit(&acc, "added", b.v[j].path, b.v[j].size, b.v[j].size);
+			j++;
+		} else {
+			if (strcmp(a.v[i].token, b.v[j].token) != 0 || a.v[i].size != b.v[j].size)
+				diff_emit(&acc, "modified", b.v[j].path, b.v[j].size, b.v[j].size - a.v[i].size);
+			i++;
+			j++;
+		}
+	}
+	char summary[160];
+	snprintf(summary, sizeof summary, "%" JSON_INTEGER_FORMAT " added, %" JSON_INTEGER_FORMAT
+	         " removed, %" JSON_INTEGER_FORMAT " modified", acc.added, acc.removed, acc.modified);
+	*diff = diff_result(&acc, summary);
+	free_listing(&a);
+	free_listing(&b);
+	return 0;
+}
+
+static int file_diff(const struct tether_bctx *ctx, const json_t *locator, const json_t *a, const json_t *b,
+                     const char *listing_a, size_t len_a, const char *listing_b, size_t len_b,
+                     size_t max_entries, json_t **diff)
+{
+	(void)ctx;
+	(void)locator;
+	const char *ta = str_field(a, "type"), *tb = str_field(b, "type");
+	if (strcmp(ta, "dir") == 0 && strcmp(tb, "dir") == 0 && listing_a && listing_b)
+		return diff_listings(listing_a, len_a, listing_b, len_b, max_entries, diff);
+	struct diff_acc acc = {.entries = json_array(), .max = max_entries};
+	char *summary = describe_change(a, b);
+	if (strcmp(ta, "file") == 0 && strcmp(tb, "file") == 0) {
+		const char *uri = json_string_value(json_object_get(locator, "uri"));
+		const char *base = uri && strrchr(uri, '/') ? strrchr(uri, '/') + 1 : "";
+		diff_emit(&acc, "modified", base, int_field(b, "size"), int_field(b, "size") - int_field(a, "size"));
+	} else if (strcmp(ta, "dir") == 0 && strcmp(tb, "dir") == 0) {
+		/* No listings (an older commit): only the count and size summary. */
+		char *fallback = tt_strdupf("%s (no stored listing: summary only)", summary);
+		free(summary);
+		summary = fallback;
+	}
+	*diff = diff_result(&acc, summary);
+	free(summary);
+	return 0;
+}
+
+const struct tether_backend tt_backend_file = {
+	.abi = TETHER_BACKEND_ABI,
+	.kind = "file",
+	.maturity = "stable",
+	.summary = "local files and directories (observed: drift is detected, not recoverable)",
+	.caps = TETHER_CAP_FINGERPRINT | TETHER_CAP_CHEAP_FINGERPRINT | TETHER_CAP_DIFF,
+	.make_locator = file_make_locator,
+	.make_policy = file_make_policy,
+	.identity = file_identity,
+	.fingerprint = file_fingerprint,
+	.check_drift = file_check_drift,
+	.verify = file_verify,
+	.open = file_open,
+	.diff = file_diff,
+};

@@ -1,0 +1,138 @@
+/* tether add KEY URI --kind K: register an object (write its manifest);
+ * nothing is contacted until status or commit. */
+#include "cli/args.h"
+#include "cli/output.h"
+
+#include <tether.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { OPT_KIND, OPT_FILE, OPT_OPTION, OPT_JSON };
+
+static const struct arg_option options[] = {
+	[OPT_KIND] = { "kind", 0, ARG_VALUE, "K", "the object's kind, from 'tether backends' (required)" },
+	[OPT_FILE] = { "file", 0, ARG_VALUE, "POLICY",
+	               "file backend: immutable (a change is drift) or mutable" },
+	[OPT_OPTION] = { "option", 0, ARG_LIST, "NAME=VALUE",
+	                 "pass an option to the backend as a string (repeatable)" },
+	[OPT_JSON] = { "json", 0, ARG_FLAG, NULL, "print the report as JSON" },
+};
+
+/* The dedicated backend options, each passed on under its own name. A new
+ * one is a line here and a line in options[]. */
+static const int backend_options[] = { OPT_FILE };
+
+static const char *const positionals[] = { "KEY", "URI", NULL };
+
+/* options[name] = value, refusing a name given twice (by --NAME and
+ * --option NAME=..., say), since which one should win is anyone's guess. */
+static int set_option(json_t *obj, const char *name, const char *value)
+{
+	if (json_object_get(obj, name))
+		return out_usage("add", "backend option '%s' given twice for 'add'", name);
+	json_t *v = json_string(value);
+	if (!v || json_object_set_new(obj, name, v) != 0)
+		return out_usage("add", "backend option '%s' is not valid UTF-8 for 'add'", name);
+	return 0;
+}
+
+/* "NAME=VALUE" from --option into options[NAME]. */
+static int set_passthrough(json_t *obj, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	if (!eq || eq == arg)
+		return out_usage("add", "option '--option' needs NAME=VALUE (got '%s') for 'add'", arg);
+	char *name = strndup(arg, (size_t)(eq - arg));
+	if (!name)
+		return out_fail("out of memory");
+	int rc = set_option(obj, name, eq + 1);
+	free(name);
+	return rc;
+}
+
+/* The options object tether_add receives: every backend option given. */
+static int build_options(const struct args *a, json_t **out)
+{
+	json_t *obj = json_object();
+	if (!obj)
+		return out_fail("out of memory");
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < sizeof backend_options / sizeof backend_options[0]; i++) {
+		int opt = backend_options[i];
+		if (args_has(a, opt))
+			rc = set_option(obj, options[opt].name, args_value(a, opt));
+	}
+	for (const char *const *v = args_values(a, OPT_OPTION); rc == 0 && *v; v++)
+		rc = set_passthrough(obj, *v);
+	if (rc) {
+		json_decref(obj);
+		return rc;
+	}
+	*out = obj;
+	return 0;
+}
+
+static int add_object(const struct args *a, const json_t *backend_opts, json_t **report)
+{
+	tether_repo *repo;
+	int rc = cli_find_repo(&repo);
+	if (rc)
+		return rc;
+	char *cwd = cli_cwd();
+	if (!cwd) {
+		tether_repo_free(repo);
+		return tether_exit_code(TETHER_ERROR);
+	}
+	struct tether_add_opts opts = {
+		.key = a->pos[0],
+		.uri = a->pos[1],
+		.kind = args_value(a, OPT_KIND),
+		.cwd = cwd,
+		.options = backend_opts,
+	};
+	int err = tether_add(repo, &opts, report);
+	free(cwd);
+	tether_repo_free(repo);
+	return err ? out_error(err) : 0;
+}
+
+static int run_add(const struct args *a)
+{
+	if (!args_has(a, OPT_KIND))
+		return out_usage("add", "missing option --kind K for 'add'");
+	json_t *backend_opts;
+	int rc = build_options(a, &backend_opts);
+	if (rc)
+		return rc;
+	json_t *report = NULL;
+	rc = add_object(a, backend_opts, &report);
+	json_decref(backend_opts);
+	if (rc) {
+		json_decref(report);
+		return rc;
+	}
+	out_warnings(report);
+	if (args_has(a, OPT_JSON))
+		rc = out_json(report);
+	else
+		printf("Added %s (kind %s, tier %s)\n", out_str_or(report, "key", a->pos[0]),
+		       out_str_or(report, "kind", args_value(a, OPT_KIND)),
+		       out_str_or(report, "tier", "unknown"));
+	json_decref(report);
+	return rc;
+}
+
+const struct cli_command cmd_add = {
+	.name = "add",
+	.summary = "register an object under a key",
+	.usage = "add KEY URI --kind K [--file immutable|mutable] [--option NAME=VALUE]... [--json]",
+	.description =
+		"Register the object at URI under KEY by writing .tether/objects/KEY.toml.\n"
+		"Nothing is contacted yet: the first 'tether commit' records its state.\n"
+		"Relative paths in URI are taken from the current directory.",
+	.spec = { ARGS_OPTIONS(options), .positionals = positionals, .min_positionals = 2,
+	          .max_positionals = 2 },
+	.run = run_add,
+};

@@ -1,0 +1,109 @@
+/* tether commit -m MSG: pin or record every object, write the manifests
+ * and make the VCS commit. */
+#include "cli/args.h"
+#include "cli/output.h"
+
+#include <tether.h>
+
+#include <stdio.h>
+#include <string.h>
+
+enum { OPT_MESSAGE, OPT_STRICT, OPT_JSON };
+
+static const struct arg_option options[] = {
+	[OPT_MESSAGE] = { "message", 'm', ARG_VALUE, "MSG", "the commit message (required)" },
+	[OPT_STRICT] = { "strict", 0, ARG_FLAG, NULL,
+	                 "refuse (exit 3) when an object can be neither pinned nor addressed" },
+	[OPT_JSON] = { "json", 0, ARG_FLAG, NULL, "print the report as JSON" },
+};
+
+/* git's short form of a commit id. */
+enum { SHORT_ID = 7 };
+
+static enum out_color action_color(const char *action)
+{
+	if (strcmp(action, "pinned") == 0)
+		return OUT_GREEN;
+	if (strcmp(action, "recorded") == 0)
+		return OUT_CYAN;
+	return OUT_RESET;
+}
+
+/* "  pinned    raw/plate1 pin ab12cd34.0123456789abcdef" */
+static void print_object(const json_t *o)
+{
+	const char *action = out_str_or(o, "action", "?");
+	const char *pin = out_str(o, "pin");
+	printf("  %s%-9s%s %s", out_color(action_color(action)), action, out_color(OUT_RESET),
+	       out_str_or(o, "key", "?"));
+	if (pin)
+		printf(" pin %s", pin);
+	/* An Observed object's state is recorded but cannot be brought back;
+	 * say so where it happens, not only in the warnings. */
+	if (json_is_false(json_object_get(o, "recoverable")) && strcmp(action, "unchanged") != 0)
+		printf(" (not recoverable)");
+	printf("\n");
+}
+
+static void print_commit(const json_t *report, const char *message)
+{
+	const char *id = out_str(report, "commit");
+	if (!id) {
+		printf("nothing to commit: every object is unchanged\n");
+		return;
+	}
+	/* The header shows the message's first line, as git does. */
+	size_t first_line = strcspn(message, "\n");
+	printf("[%.*s] %.*s\n", SHORT_ID, id, (int)first_line, message);
+	size_t i;
+	json_t *o;
+	json_array_foreach(json_object_get(report, "objects"), i, o)
+		print_object(o);
+}
+
+static int run_commit(const struct args *a)
+{
+	const char *message = args_value(a, OPT_MESSAGE);
+	if (!message)
+		return out_usage("commit", "missing option -m MSG for 'commit'");
+	if (!*message)
+		return out_usage("commit", "empty commit message for 'commit'");
+
+	tether_repo *repo;
+	int rc = cli_find_repo(&repo);
+	if (rc)
+		return rc;
+	struct tether_commit_opts opts = {
+		.message = message,
+		.strict = args_has(a, OPT_STRICT),
+		.progress = out_progress_allowed(),
+	};
+	json_t *report = NULL;
+	int err = tether_commit(repo, &opts, &report);
+	tether_repo_free(repo);
+	if (err) {
+		json_decref(report);
+		return out_error(err);
+	}
+	out_warnings(report);
+	if (args_has(a, OPT_JSON))
+		rc = out_json(report);
+	else
+		print_commit(report, out_str_or(report, "message", message));
+	json_decref(report);
+	return rc;
+}
+
+const struct cli_command cmd_commit = {
+	.name = "commit",
+	.summary = "record every object's state in a VCS commit",
+	.usage = "commit -m MSG [--strict] [--json]",
+	.description =
+		"Fingerprint every object, pin the ones that can be pinned, record the\n"
+		"state of the others, write the manifests and make the VCS commit.\n"
+		"Objects that can only be observed are recorded with a warning (their\n"
+		"state cannot be recovered later); --strict refuses them instead. When no\n"
+		"object changed, no commit is made.",
+	.spec = { ARGS_OPTIONS(options) },
+	.run = run_commit,
+};

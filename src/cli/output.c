@@ -1,0 +1,192 @@
+#include "cli/output.h"
+
+#include <tether.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static void print_error_line(const char *fmt, va_list ap)
+{
+	fputs("tether: error: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+/* Words for an error code the engine left without a message, so the user
+ * never sees a bare "tether: error: ". */
+static const char *describe_code(int err)
+{
+	switch (err) {
+	case TETHER_EUSAGE:
+		return "invalid arguments";
+	case TETHER_EREFUSED:
+		return "refused";
+	case TETHER_ELOCK:
+		return "timed out waiting for a lock";
+	case TETHER_ENOTFOUND:
+		return "not found";
+	case TETHER_ECONFIG:
+		return "malformed configuration";
+	case TETHER_EIO:
+		return "input/output failure";
+	case TETHER_ENOREPO:
+		return "not inside a tether dataset";
+	default:
+		return "failed";
+	}
+}
+
+int out_error(int err)
+{
+	const char *msg = tether_error_last();
+	const char *hint = tether_error_hint();
+	fprintf(stderr, "tether: error: %s\n", msg && *msg ? msg : describe_code(err));
+	if (hint)
+		fprintf(stderr, "hint: %s\n", hint);
+	return tether_exit_code(err);
+}
+
+int out_fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	print_error_line(fmt, ap);
+	va_end(ap);
+	return tether_exit_code(TETHER_ERROR);
+}
+
+int out_usage(const char *command, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	print_error_line(fmt, ap);
+	va_end(ap);
+	if (command)
+		fprintf(stderr, "hint: see 'tether %s --help'\n", command);
+	else
+		fputs("hint: see 'tether --help'\n", stderr);
+	return tether_exit_code(TETHER_EUSAGE);
+}
+
+void out_warning(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("warning: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+void out_warnings(const json_t *report)
+{
+	size_t i;
+	json_t *w;
+	json_array_foreach(json_object_get(report, "warnings"), i, w) {
+		if (json_is_string(w))
+			out_warning("%s", json_string_value(w));
+	}
+}
+
+int out_json(const json_t *report)
+{
+	if (json_dumpf(report, stdout, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENCODE_ANY) < 0 ||
+	    fputc('\n', stdout) == EOF)
+		return out_fail("cannot write the report to stdout");
+	return 0;
+}
+
+int out_finish(int code)
+{
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return code;
+	fprintf(stderr, "tether: error: cannot write to stdout: %s\n", strerror(errno));
+	return tether_exit_code(TETHER_EIO);
+}
+
+int out_progress_allowed(void)
+{
+	return isatty(STDERR_FILENO);
+}
+
+/* Decided once: isatty and getenv are cheap, but a rendering asks per line. */
+static int color_enabled(void)
+{
+	static int enabled = -1;
+	if (enabled < 0) {
+		const char *no_color = getenv("NO_COLOR");
+		enabled = isatty(STDOUT_FILENO) && !(no_color && *no_color);
+	}
+	return enabled;
+}
+
+const char *out_color(enum out_color c)
+{
+	static const char *const codes[] = {
+		[OUT_RESET] = "\033[0m",   [OUT_BOLD] = "\033[1m",    [OUT_RED] = "\033[31m",
+		[OUT_GREEN] = "\033[32m",  [OUT_YELLOW] = "\033[33m", [OUT_CYAN] = "\033[36m",
+	};
+	return color_enabled() ? codes[c] : "";
+}
+
+void out_size(char *buf, size_t len, long long bytes, int sign)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB" };
+	const char *prefix = bytes < 0 ? "-" : sign ? "+" : "";
+	/* Through unsigned so that LLONG_MIN's magnitude is representable. */
+	unsigned long long magnitude = bytes < 0 ? 0ull - (unsigned long long)bytes
+	                                         : (unsigned long long)bytes;
+	if (magnitude < 1024) {
+		snprintf(buf, len, "%s%llu B", prefix, magnitude);
+		return;
+	}
+	double v = (double)magnitude / 1024.0;
+	size_t unit = 0;
+	/* Move up while the value would print as 1024.0 or more. */
+	while (unit + 1 < sizeof units / sizeof units[0] && v >= 1023.95) {
+		v /= 1024.0;
+		unit++;
+	}
+	snprintf(buf, len, "%s%.1f %s", prefix, v, units[unit]);
+}
+
+void out_time(char *buf, size_t len, long long seconds)
+{
+	time_t t = (time_t)seconds;
+	struct tm tm;
+	char zone[8];
+	if (!localtime_r(&t, &tm) || strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm) == 0 ||
+	    strftime(zone, sizeof zone, "%z", &tm) != 5) {
+		snprintf(buf, len, "@%lld", seconds);
+		return;
+	}
+	/* strftime's %z is "+0200"; ISO 8601's extended form wants "+02:00". */
+	size_t used = strlen(buf);
+	snprintf(buf + used, len - used, "%.3s:%.2s", zone, zone + 3);
+}
+
+const char *out_str(const json_t *obj, const char *key)
+{
+	return json_string_value(json_object_get(obj, key));
+}
+
+const char *out_str_or(const json_t *obj, const char *key, const char *dflt)
+{
+	const char *s = out_str(obj, key);
+	return s ? s : dflt;
+}
+
+long long out_int(const json_t *obj, const char *key)
+{
+	return (long long)json_integer_value(json_object_get(obj, key));
+}
+
+int out_bool(const json_t *obj, const char *key)
+{
+	return json_is_true(json_object_get(obj, key));
+}

@@ -1,0 +1,125 @@
+/* tether add: register an object. Nothing is contacted beyond what the
+ * backend needs to build a locator; the manifest records no state until
+ * the next commit. */
+#include "core/engine.h"
+
+#include "core/registry.h"
+#include "util/fsutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *policy_value(const json_t *options, const json_t *defaults, const char *key,
+                                const char *dflt)
+{
+	const char *v = json_string_value(json_object_get(options, key));
+	if (!v)
+		v = json_string_value(json_object_get(defaults, key));
+	return v ? v : dflt;
+}
+
+/* write and pin are the engine's policies; every other option is the
+ * backend's to accept or refuse. */
+static int build_policy(const struct tether_backend *b, const struct tether_bctx *ctx, const json_t *options,
+                        json_t **policy)
+{
+	json_t *backend_opts = json_deep_copy(options ? options : json_object());
+	json_object_del(backend_opts, "write");
+	json_object_del(backend_opts, "pin");
+	json_t *p = NULL;
+	int rc = b->make_policy ? b->make_policy(ctx, backend_opts, &p) : 0;
+	json_decref(backend_opts);
+	if (rc)
+		return rc;
+	if (!p)
+		p = json_object();
+	const char *write = policy_value(options, NULL, "write", NULL);
+	const char *pin = policy_value(options, ctx->defaults, "pin", "native");
+	if (!write)
+		write = (b->caps & TETHER_CAP_FORK) ? policy_value(NULL, ctx->defaults, "write", "fork") : "none";
+	if (strcmp(write, "fork") != 0 && strcmp(write, "track") != 0 && strcmp(write, "none") != 0)
+		rc = tether_error_set(TETHER_EUSAGE, "--write must be fork, track or none, not '%s'", write);
+	else if (strcmp(write, "none") != 0 && !(b->caps & TETHER_CAP_FORK))
+		rc = tether_error_set(TETHER_EUSAGE, "--write %s needs a forkable backend; kind %s is %s", write,
+		                      b->kind, tether_tier_name(b->caps));
+	else if (strcmp(pin, "native") != 0 && strcmp(pin, "record") != 0)
+		rc = tether_error_set(TETHER_EUSAGE, "--pin must be native or record, not '%s'", pin);
+	if (rc) {
+		json_decref(p);
+		return rc;
+	}
+	json_object_set_new(p, "write", json_string(write));
+	json_object_set_new(p, "pin", json_string(pin));
+	*policy = p;
+	return 0;
+}
+
+int tether_add(tether_repo *repo, const struct tether_add_opts *opts, json_t **report)
+{
+	*report = NULL;
+	int rc = tt_key_check(opts->key);
+	if (rc)
+		return rc;
+	if (!opts->kind)
+		return tether_error_set(TETHER_EUSAGE, "--kind is required (`tether backends` lists the kinds)");
+	const struct tether_backend *b = tether_backend_find(opts->kind);
+	if (!b)
+		return TETHER_EUSAGE;
+	rc = tt_repo_check_secrets(repo);
+	if (rc)
+		return rc;
+	struct tt_manifest existing;
+	rc = tt_manifest_load_working(repo->root, opts->key, &existing);
+	if (rc == 0) {
+		tt_manifest_free(&existing);
+		return tether_error_set(TETHER_EREFUSED, "object '%s' already exists (.tether/objects/%s.toml)",
+		                        opts->key, opts->key);
+	}
+	if (rc != TETHER_ENOTFOUND)
+		return rc;
+	struct tether_bctx ctx;
+	tt_repo_bctx(repo, b->kind, opts->key, &ctx);
+	json_t *policy = NULL, *locator = NULL;
+	rc = build_policy(b, &ctx, opts->options, &policy);
+	if (!rc) {
+		json_t *backend_opts = json_deep_copy(opts->options ? opts->options : json_object());
+		json_object_del(backend_opts, "write");
+		json_object_del(backend_opts, "pin");
+		/* Policy keys are the backend's too; the locator builder sees only
+		 * what is left once they are taken. */
+		const char *k;
+		json_t *v;
+		json_object_foreach(policy, k, v) {
+			(void)v;
+			if (b->make_policy)
+				json_object_del(backend_opts, k);
+		}
+		rc = b->make_locator(&ctx, opts->uri, backend_opts, opts->cwd, &locator);
+		json_decref(backend_opts);
+	}
+	unsigned caps = b->caps;
+	if (!rc)
+		rc = tt_object_caps(b, &ctx, locator, policy, &caps);
+	struct tt_manifest m = {.key = strdup(opts->key)};
+	if (!rc) {
+		m.doc = json_pack("{s:s, s:O, s:O}", "kind", b->kind, "locator", locator, "policy", policy);
+		rc = tt_manifest_save(repo->root, &m);
+	}
+	if (!rc) {
+		json_t *warnings = json_array();
+		if (!(caps & (TETHER_CAP_PIN | TETHER_CAP_ADDRESSABLE)))
+			json_array_append_new(warnings, json_sprintf("%s is observed only: tether detects changes but "
+			                                            "cannot recover earlier states", opts->key));
+		if (b->maturity && strcmp(b->maturity, "stable") != 0)
+			json_array_append_new(warnings, json_sprintf("kind %s is %s: tested against a fake, not the "
+			                                            "real service", b->kind, b->maturity));
+		char *rel = tt_manifest_relpath(opts->key);
+		*report = json_pack("{s:s, s:s, s:s, s:s, s:O, s:o}", "key", opts->key, "kind", b->kind, "tier",
+		                    tether_tier_name(caps), "manifest", rel, "locator", locator, "warnings", warnings);
+		free(rel);
+	}
+	tt_manifest_free(&m);
+	json_decref(policy);
+	json_decref(locator);
+	return rc;
+}

@@ -1,0 +1,179 @@
+/* tether diff A B: which objects were added, removed or changed between two
+ * revisions, and with --content what changed inside each, natively. */
+#include "core/engine.h"
+
+#include "core/pinid.h"
+#include "core/registry.h"
+#include "util/fsutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_MAX_ENTRIES 2000
+
+struct side {
+	const char *rev;
+	char id[41];
+	struct tt_manifest_set set;
+	/* The working side, snapshotted: live listings by manifest index. */
+	struct tt_obj *objs;
+};
+
+/* The working copy as the next commit would record it: each object's
+ * live state, pin id and listing replace the recorded ones. */
+static int snapshot_working(struct tether_repo *repo, struct side *s)
+{
+	int rc = tt_objs_prepare(repo, &s->set, 0, &s->objs);
+	if (rc)
+		return rc;
+	tt_objs_snapshot(s->objs, s->set.n);
+	for (size_t i = 0; i < s->set.n; i++) {
+		struct tt_obj *o = &s->objs[i];
+		if (o->rc)
+			return tether_error_set(o->rc, "%s", o->error);
+		if (strcmp(o->status, "clean") == 0)
+			continue;
+		char pin_id[TT_PIN_ID_LEN + 1];
+		rc = tt_obj_pin_id(repo, o, pin_id);
+		if (rc)
+			return rc;
+		json_object_set(o->m->doc, "state", o->fp.state);
+		json_object_set_new(o->m->doc, "pin", json_string(pin_id));
+		json_object_del(o->m->doc, "listing");
+		if (o->fp.listing) {
+			char hex[65];
+			tether_sha256_hex(o->fp.listing, o->fp.listing_len, hex);
+			json_object_set_new(o->m->doc, "listing", json_string(hex));
+		}
+	}
+	return 0;
+}
+
+static int load_side(struct tether_repo *repo, const char *rev, struct side *s)
+{
+	s->rev = rev ? rev : "@";
+	int rc = tt_repo_resolve(repo, rev, s->id);
+	if (!rc)
+		rc = tt_manifests_at(repo, s->id, &s->set);
+	if (!rc && !*s->id && tt_repo_config_bool(repo, "snapshot", "auto", 1))
+		rc = snapshot_working(repo, s);
+	return rc;
+}
+
+static json_t *side_json(const struct side *s)
+{
+	return json_pack("{s:s, s:s?}", "rev", s->rev, "id", *s->id ? s->id : NULL);
+}
+
+/* A listing named by a manifest, or NULL when the commit has none (commits
+ * from before listings existed, or a listing removed by hand). */
+static char *load_listing(struct tether_repo *repo, const struct side *s, const struct tt_manifest *m, size_t *len)
+{
+	const char *hex = tt_manifest_listing(m);
+	char *text = NULL;
+	if (s->objs) {
+		struct tt_obj *o = &s->objs[m - s->set.v];
+		if (o->fp.listing) {
+			*len = o->fp.listing_len;
+			return memcpy(malloc(*len + 1), o->fp.listing, *len);
+		}
+	}
+	if (hex && tt_listing_load(repo, s->id, hex, &text, len) != 0) {
+		tether_error_clear();
+		text = NULL;
+	}
+	return text;
+}
+
+static int content_diff(struct tether_repo *repo, const struct side *a, const struct side *b,
+                        const struct tt_manifest *ma, const struct tt_manifest *mb, size_t max, json_t **out)
+{
+	*out = NULL;
+	const struct tether_backend *be = tether_backend_find(tt_manifest_kind(mb));
+	if (!be) {
+		tether_error_clear();
+		return 0;
+	}
+	if (!(be->caps & TETHER_CAP_DIFF) || !tt_manifest_state(ma) || !tt_manifest_state(mb))
+		return 0;
+	struct tether_bctx ctx;
+	tt_repo_bctx(repo, be->kind, mb->key, &ctx);
+	size_t la = 0, lb = 0;
+	char *ta = load_listing(repo, a, ma, &la);
+	char *tb = load_listing(repo, b, mb, &lb);
+	int rc = be->diff(&ctx, tt_manifest_locator(mb), tt_manifest_state(ma), tt_manifest_state(mb), ta, la, tb, lb,
+	                  max, out);
+	if (rc)
+		rc = tether_error_set(rc, "%s: %s", mb->key, tether_error_last());
+	free(ta);
+	free(tb);
+	return rc;
+}
+
+static int same_object(const struct tt_manifest *a, const struct tt_manifest *b)
+{
+	return json_equal(tt_manifest_state(a), tt_manifest_state(b)) &&
+	       json_equal(tt_manifest_locator(a), tt_manifest_locator(b)) &&
+	       json_equal(json_object_get(a->doc, "pin"), json_object_get(b->doc, "pin"));
+}
+
+static json_t *entry(const struct tt_manifest *m, const char *change, const char *from_pin, const char *to_pin)
+{
+	return json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:n}", "key", m->key, "kind", tt_manifest_kind(m), "change",
+	                 change, "from_pin", from_pin, "to_pin", to_pin, "content");
+}
+
+static int compare(struct tether_repo *repo, struct side *a, struct side *b, const struct tether_diff_opts *opts,
+                   json_t *list)
+{
+	size_t i = 0, j = 0, max = opts->max_entries ? opts->max_entries : DEFAULT_MAX_ENTRIES;
+	while (i < a->set.n || j < b->set.n) {
+		int c = i == a->set.n ? 1 : j == b->set.n ? -1 : strcmp(a->set.v[i].key, b->set.v[j].key);
+		if (c < 0) {
+			json_array_append_new(list, entry(&a->set.v[i], "removed", tt_manifest_pin(&a->set.v[i]), NULL));
+			i++;
+			continue;
+		}
+		if (c > 0) {
+			json_array_append_new(list, entry(&b->set.v[j], "added", NULL, tt_manifest_pin(&b->set.v[j])));
+			j++;
+			continue;
+		}
+		struct tt_manifest *ma = &a->set.v[i++], *mb = &b->set.v[j++];
+		if (same_object(ma, mb))
+			continue;
+		json_t *e = entry(mb, "changed", tt_manifest_pin(ma), tt_manifest_pin(mb));
+		if (opts->content) {
+			json_t *content;
+			int rc = content_diff(repo, a, b, ma, mb, max, &content);
+			if (rc) {
+				json_decref(e);
+				return rc;
+			}
+			if (content)
+				json_object_set_new(e, "content", content);
+		}
+		json_array_append_new(list, e);
+	}
+	return 0;
+}
+
+int tether_diff(tether_repo *repo, const struct tether_diff_opts *opts, json_t **report)
+{
+	*report = NULL;
+	struct side a = {0}, b = {0};
+	int rc = load_side(repo, opts->from ? opts->from : "HEAD", &a);
+	if (!rc)
+		rc = load_side(repo, opts->to, &b);
+	json_t *list = json_array();
+	if (!rc)
+		rc = compare(repo, &a, &b, opts, list);
+	if (!rc)
+		*report = json_pack("{s:o, s:o, s:O}", "from", side_json(&a), "to", side_json(&b), "objects", list);
+	json_decref(list);
+	tt_objs_free(a.objs, a.set.n);
+	tt_objs_free(b.objs, b.set.n);
+	tt_manifest_set_free(&a.set);
+	tt_manifest_set_free(&b.set);
+	return rc;
+}

@@ -1,0 +1,45 @@
+/* What the commands share: objects resolved to their backends, fanned out
+ * over the worker pool, and manifests read at any revision. */
+#ifndef TETHER_CORE_ENGINE_H
+#define TETHER_CORE_ENGINE_H
+
+#include "core/manifest.h"
+#include "core/repo.h"
+
+struct tt_obj {
+	struct tt_manifest *m;
+	const struct tether_backend *b;
+	unsigned caps;
+	struct tether_bctx ctx;
+	/* Filled by tt_objs_snapshot. */
+	struct tether_fingerprint fp;
+	int rc;             /* fingerprint result */
+	char *error;        /* its message, when rc != 0 */
+	const char *status; /* "clean" | "modified" | "never-recorded" | "drifted" | "unknown" */
+	char *detail;       /* why drifted/modified, or NULL */
+};
+
+/* Resolve each manifest's backend and capabilities. An unknown kind or a
+ * bad locator fails with the manifest named. */
+int tt_objs_prepare(struct tether_repo *repo, struct tt_manifest_set *set, int progress,
+                    struct tt_obj **objs);
+/* Fingerprint every object concurrently and classify it against its
+ * recorded state. Per-object failures land in obj->rc / obj->error. */
+void tt_objs_snapshot(struct tt_obj *objs, size_t n);
+void tt_objs_free(struct tt_obj *objs, size_t n);
+/* The pin id of an object's fingerprinted state (obj->fp.state). */
+int tt_obj_pin_id(const struct tether_repo *repo, const struct tt_obj *o, char *out);
+
+/* Manifests at a commit id, or the working copy when id is "". */
+int tt_manifests_at(struct tether_repo *repo, const char *id, struct tt_manifest_set *out);
+
+/* Listings: .tether/listings/<sha256>.jsonl, named by their content. */
+int tt_listing_save(struct tether_repo *repo, const char *text, size_t len, char hex[65]);
+/* Load a listing at a commit id ("" = working copy); TETHER_ENOTFOUND when
+ * absent; a listing whose bytes do not hash to its name is refused. */
+int tt_listing_load(struct tether_repo *repo, const char *id, const char *hex, char **text,
+                    size_t *len);
+/* Check the listing a manifest names is present and intact (working copy). */
+int tt_listing_check(struct tether_repo *repo, const char *hex, char **why);
+
+#endif

@@ -1,0 +1,134 @@
+/* The scanner's hash cache: for every regular file of one scanned root, the
+ * SHA-256 of its content and the stat fields it had when it was read, so a
+ * later scan reads only the files whose stat changed.
+ *
+ * One file per cache key under the cache directory:
+ *   hashes-<first 16 hex of sha256(key)>.bin
+ * where the key is the root's real path for a tree scan, and "file:" plus
+ * the file's real path for tt_scan_file (so a one-file cache never
+ * replaces a tree's).
+ *
+ * File format, version 1. All integers are in host byte order (the cache
+ * never leaves the machine; a file from a foreign byte order fails the
+ * version check and is ignored).
+ *
+ *   offset  size  header (64 bytes)
+ *        0     8  magic "TTHCACHE"
+ *        8     4  u32 version = 1
+ *       12     4  u32 header size = 64
+ *       16     8  u64 entry count N
+ *       24     8  u64 path pool size P (bytes)
+ *       32    32  SHA-256 of header bytes [0, 32) followed by every byte
+ *                 after the header (records and path pool)
+ *
+ *   then N records of 80 bytes, sorted by path bytewise (strcmp):
+ *        0     8  u64 size
+ *        8     8  i64 mtime_ns   (st_mtim, nanoseconds since the epoch)
+ *       16     8  i64 ctime_ns   (st_ctim)
+ *       24     8  u64 inode
+ *       32     8  i64 hashed_ns  (CLOCK_REALTIME just before the read began)
+ *       40     4  u32 path offset in the pool
+ *       44     4  u32 path length (without its NUL)
+ *       48    32  SHA-256 of the content
+ *
+ *   then the path pool: P bytes of relative paths, each followed by a NUL.
+ *
+ * The file size must be exactly 64 + 80 N + P, the checksum must match and
+ * every path must lie inside the pool and end with its NUL; a file failing
+ * any of these is treated as empty, never trusted.
+ *
+ * A record matches a file only when size, mtime, ctime and inode are all
+ * equal AND mtime and ctime are more than two seconds older than hashed_ns:
+ * a file written within two seconds of being read may still have been
+ * changing (coarse file-system clocks, writers mid-way), so it is read
+ * again next time.
+ *
+ * Loading is one read of the whole file plus an open-addressing table of
+ * record indices; no per-entry allocation. A loaded cache is immutable, so
+ * lookups need no lock from any number of threads. Writing goes to a
+ * temporary file in the same directory, is fsync'ed and renamed over the
+ * old one: readers see the old file or the new one, never a mix, and when
+ * two processes write the same cache the last rename wins. */
+#ifndef TETHER_CORE_HASHCACHE_H
+#define TETHER_CORE_HASHCACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TT_HASHCACHE_MAGIC "TTHCACHE"
+#define TT_HASHCACHE_VERSION 1u
+#define TT_HASHCACHE_HEADER_SIZE 64u
+#define TT_HASHCACHE_RECORD_SIZE 80u
+/* How much older than the hash time mtime and ctime must be. */
+#define TT_HASHCACHE_SETTLE_NS 2000000000LL
+
+/* A record as it lies in the file (80 bytes, no padding). */
+struct tt_hashcache_rec {
+	uint64_t size;
+	int64_t mtime_ns;
+	int64_t ctime_ns;
+	uint64_t inode;
+	int64_t hashed_ns;
+	uint32_t path_off;
+	uint32_t path_len;
+	unsigned char sha256[32];
+};
+
+/* The stat fields a record is validated by. */
+struct tt_hashcache_stat {
+	uint64_t size;
+	int64_t mtime_ns;
+	int64_t ctime_ns;
+	uint64_t inode;
+};
+
+/* One file for tt_hashcache_write. */
+struct tt_hashcache_item {
+	const char *path;
+	size_t path_len;
+	struct tt_hashcache_stat st;
+	int64_t hashed_ns;
+	unsigned char sha256[32];
+};
+
+struct tt_hashcache;
+
+/* The cache file for a key: malloc'd "<cache_dir>/hashes-<16 hex>.bin", or
+ * NULL when out of memory. */
+char *tt_hashcache_file(const char *cache_dir, const char *key);
+
+/* Load a cache file. A missing, unreadable, truncated or corrupt file
+ * gives an empty cache. NULL only when out of memory; every function below
+ * accepts NULL as an empty cache. */
+struct tt_hashcache *tt_hashcache_load(const char *file);
+void tt_hashcache_free(struct tt_hashcache *cache);
+size_t tt_hashcache_count(const struct tt_hashcache *cache);
+
+/* The record for a relative path, or NULL. Lock-free, thread-safe. */
+const struct tt_hashcache_rec *tt_hashcache_find(const struct tt_hashcache *cache,
+                                                 const char *path, size_t path_len);
+
+/* Were mtime and ctime settled (more than two seconds old) when the file
+ * was hashed? A hash taken earlier is never reused. */
+int tt_hashcache_settled(int64_t mtime_ns, int64_t ctime_ns, int64_t hashed_ns);
+
+/* Does the record still describe a file with this stat? (All four fields
+ * equal, and the hash was taken once the file had settled.) */
+int tt_hashcache_matches(const struct tt_hashcache_rec *rec, const struct tt_hashcache_stat *st);
+
+/* Write a new cache file atomically. get(ctx, i, item) fills item i of n
+ * and returns 1, or returns 0 to leave item i out; it is called several
+ * times per item and must answer the same each time. Items come in path
+ * order. Returns 0, or a negative TETHER_E* code with the error set (the
+ * old file is then left in place). */
+typedef int (*tt_hashcache_get_fn)(void *ctx, size_t i, struct tt_hashcache_item *item);
+int tt_hashcache_write(const char *file, size_t n, tt_hashcache_get_fn get, void *ctx);
+
+/* The clock hashes are stamped with: CLOCK_REALTIME in nanoseconds, the
+ * clock file systems stamp mtime and ctime with. Tests replace it to make
+ * a hash look taken later than it was; NULL restores the real clock. */
+typedef int64_t (*tt_hashcache_clock_fn)(void);
+int64_t tt_hashcache_now_ns(void);
+void tt_hashcache_set_clock(tt_hashcache_clock_fn clock);
+
+#endif

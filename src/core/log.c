@@ -1,0 +1,86 @@
+/* tether log: the dataset's commits (those that touched .tether/), each
+ * with the objects it added, removed or changed. */
+#include "core/engine.h"
+
+#include "util/fsutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *object_changes(const struct tt_manifest_set *before, const struct tt_manifest_set *after)
+{
+	json_t *list = json_array();
+	size_t i = 0, j = 0;
+	while (i < before->n || j < after->n) {
+		int c = i == before->n ? 1 : j == after->n ? -1 : strcmp(before->v[i].key, after->v[j].key);
+		const struct tt_manifest *m = c < 0 ? &before->v[i] : &after->v[j];
+		const char *change = c < 0 ? "removed" : c > 0 ? "added" : NULL;
+		if (c == 0 && !json_equal(before->v[i].doc, after->v[j].doc))
+			change = "changed";
+		if (change)
+			json_array_append_new(list, json_pack("{s:s, s:s, s:s?}", "key", m->key, "change", change, "pin",
+			                                      tt_manifest_pin(m)));
+		if (c <= 0)
+			i++;
+		if (c >= 0)
+			j++;
+	}
+	return list;
+}
+
+/* Manifests in the first parent of `id`; none for a root commit. */
+static int parent_manifests(struct tether_repo *repo, const char *id, struct tt_manifest_set *out)
+{
+	memset(out, 0, sizeof *out);
+	char *parent_rev = tt_strdupf("%s^", id);
+	char parent[41];
+	int rc = repo->vcs->resolve(repo->vh, parent_rev, parent);
+	free(parent_rev);
+	if (rc == TETHER_ENOTFOUND) {
+		tether_error_clear();
+		return 0;
+	}
+	return rc ? rc : tt_manifests_at(repo, parent, out);
+}
+
+int tether_log(tether_repo *repo, const struct tether_log_opts *opts, json_t **report)
+{
+	*report = NULL;
+	int rc = tt_repo_vcs(repo);
+	if (rc)
+		return rc;
+	char head[41];
+	const char *rev = opts->rev ? opts->rev : "HEAD";
+	rc = repo->vcs->resolve(repo->vh, rev, head);
+	if (rc == TETHER_ENOTFOUND && !opts->rev) {
+		tether_error_clear();
+		*report = json_pack("{s:[]}", "commits");
+		return 0;
+	}
+	if (rc)
+		return rc;
+	char *path = tt_repo_vcs_path(repo, ".tether");
+	json_t *commits = NULL;
+	rc = repo->vcs->log(repo->vh, head, path, opts->max_count, &commits);
+	free(path);
+	size_t i;
+	json_t *c;
+	json_array_foreach(commits, i, c) {
+		if (rc)
+			break;
+		const char *id = json_string_value(json_object_get(c, "id"));
+		struct tt_manifest_set before, after;
+		rc = parent_manifests(repo, id, &before);
+		if (rc)
+			break;
+		rc = tt_manifests_at(repo, id, &after);
+		if (!rc)
+			json_object_set_new(c, "objects", object_changes(&before, &after));
+		tt_manifest_set_free(&before);
+		tt_manifest_set_free(&after);
+	}
+	if (!rc)
+		*report = json_pack("{s:O}", "commits", commits);
+	json_decref(commits);
+	return rc;
+}

@@ -1,0 +1,65 @@
+/* Object manifests: .tether/objects/<key>.toml, one per object.
+ *
+ *   kind = "file"
+ *   pin = "<dataset8>.<hash16>"   # when recorded
+ *   recoverable = false           # when recorded
+ *   listing = "<sha256>"          # when the state has a stored listing
+ *   [locator]  ...                # which system, as the backend built it
+ *   [policy]   ...                # write, pin, and backend policy keys
+ *   [state]    ...                # the recorded state, when recorded
+ *   [pin_ref]  ...                # the native reference, when pinned
+ */
+#ifndef TETHER_CORE_MANIFEST_H
+#define TETHER_CORE_MANIFEST_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+struct tt_manifest {
+	char *key;
+	json_t *doc; /* the whole manifest */
+};
+
+struct tt_manifest_set {
+	struct tt_manifest *v; /* sorted by key */
+	size_t n;
+};
+
+/* Is `key` a valid object key? Path-like segments of [A-Za-z0-9._-],
+ * separated by single '/', none empty, none starting with '.', at most 200
+ * bytes. Sets a TETHER_EUSAGE error naming the key when not. */
+int tt_key_check(const char *key);
+
+/* Parse and validate a manifest's text; `name` is used in messages. */
+int tt_manifest_parse(const char *key, const char *text, size_t len, const char *name,
+                      struct tt_manifest *out);
+/* Canonical text of a manifest. malloc'd. */
+char *tt_manifest_text(const struct tt_manifest *m);
+
+/* All manifests in the working copy of the dataset at root. */
+int tt_manifests_load_working(const char *root, struct tt_manifest_set *out);
+/* One manifest from the working copy; TETHER_ENOTFOUND when absent. */
+int tt_manifest_load_working(const char *root, const char *key, struct tt_manifest *out);
+/* Write one manifest into the working copy, atomically. */
+int tt_manifest_save(const char *root, const struct tt_manifest *m);
+/* The manifest's path relative to the dataset root (malloc'd). */
+char *tt_manifest_relpath(const char *key);
+
+void tt_manifest_free(struct tt_manifest *m);
+void tt_manifest_set_free(struct tt_manifest_set *s);
+/* Find by key in a sorted set, or NULL. */
+struct tt_manifest *tt_manifest_set_find(const struct tt_manifest_set *s, const char *key);
+/* Sort a set by key (after adding to it). */
+void tt_manifest_set_sort(struct tt_manifest_set *s);
+/* Append a manifest (takes ownership of key and doc). */
+void tt_manifest_set_push(struct tt_manifest_set *s, char *key, json_t *doc);
+
+/* Accessors. */
+const char *tt_manifest_kind(const struct tt_manifest *m);
+json_t *tt_manifest_locator(const struct tt_manifest *m);
+json_t *tt_manifest_policy(const struct tt_manifest *m);
+json_t *tt_manifest_state(const struct tt_manifest *m);  /* NULL when never recorded */
+const char *tt_manifest_pin(const struct tt_manifest *m);
+const char *tt_manifest_listing(const struct tt_manifest *m);
+
+#endif

@@ -1,0 +1,84 @@
+/* dladdr() is a GNU extension: it finds the directory libtether came from. */
+#define _GNU_SOURCE
+#include "core/module.h"
+
+#include <tether/backend.h>
+
+#include "tether_config.h"
+#include "util/fsutil.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_mutex_t module_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static char *library_dir(void)
+{
+	Dl_info info;
+	if (!dladdr((void *)&tether_backend_find, &info) || !info.dli_fname)
+		return NULL;
+	char real[PATH_MAX];
+	if (!realpath(info.dli_fname, real))
+		return NULL;
+	char *slash = strrchr(real, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	return strdup(real);
+}
+
+static void *try_open(const char *dir, const char *file)
+{
+	char *path = tt_path_join(dir, file);
+	void *h = tt_exists(path) ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+	if (!h && tt_exists(path))
+		tether_error_set(TETHER_ERROR, "cannot load module %s: %s", path, dlerror());
+	free(path);
+	return h;
+}
+
+static void *open_module(const char *file)
+{
+	void *h = NULL;
+	const char *env = getenv("TETHER_MODULE_PATH");
+	if (env && *env) {
+		char *copy = strdup(env), *save = NULL;
+		for (char *d = strtok_r(copy, ":", &save); d && !h; d = strtok_r(NULL, ":", &save))
+			h = try_open(d, file);
+		free(copy);
+	}
+	char *libdir = h ? NULL : library_dir();
+	if (libdir) {
+		char *sub = tt_path_join(libdir, "tether");
+		h = try_open(sub, file);
+		if (!h)
+			h = try_open(libdir, file);
+		free(sub);
+		free(libdir);
+	}
+	if (!h)
+		h = try_open(TETHER_MODULEDIR, file);
+	return h;
+}
+
+void *tt_module_symbol(const char *file, const char *symbol)
+{
+	pthread_mutex_lock(&module_lock);
+	tether_error_clear();
+	void *h = open_module(file);
+	void *sym = NULL;
+	if (!h) {
+		if (!*tether_error_last())
+			tether_error_set(TETHER_ENOTFOUND, "module %s not found (searched $TETHER_MODULE_PATH, "
+			                 "libtether's directory and %s)", file, TETHER_MODULEDIR);
+	} else {
+		sym = dlsym(h, symbol);
+		if (!sym)
+			tether_error_set(TETHER_ERROR, "module %s has no symbol %s", file, symbol);
+	}
+	pthread_mutex_unlock(&module_lock);
+	return sym;
+}

@@ -1,0 +1,16 @@
+/* Modules: shared objects loaded with dlopen on first use. Heavy libraries
+ * (libgit2 now; libcurl, libpq later) live only in modules, so a command
+ * pays to load them only when it touches what needs them.
+ *
+ * Search path, first match wins: $TETHER_MODULE_PATH (colon-separated),
+ * then the directory libtether was loaded from and its tether/
+ * subdirectory, then the install-time module directory. */
+#ifndef TETHER_CORE_MODULE_H
+#define TETHER_CORE_MODULE_H
+
+/* Load `file` (e.g. "tether-vcs-git.so") and return the address of
+ * `symbol` in it, or NULL with TETHER_ENOTFOUND set. A module is loaded
+ * once per process. */
+void *tt_module_symbol(const char *file, const char *symbol);
+
+#endif

@@ -1,0 +1,164 @@
+/* Objects resolved to backends, and the concurrent snapshot every command
+ * that looks at live state starts with. */
+#include "core/engine.h"
+
+#include "core/pinid.h"
+#include "core/registry.h"
+#include "util/fsutil.h"
+#include "util/pool.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int tt_objs_prepare(struct tether_repo *repo, struct tt_manifest_set *set, int progress, struct tt_obj **out)
+{
+	struct tt_obj *objs = calloc(set->n ? set->n : 1, sizeof *objs);
+	if (!objs)
+		abort();
+	int rc = 0;
+	for (size_t i = 0; i < set->n && !rc; i++) {
+		struct tt_obj *o = &objs[i];
+		o->m = &set->v[i];
+		const char *kind = tt_manifest_kind(o->m);
+		o->b = tether_backend_find(kind);
+		if (!o->b) {
+			rc = tether_error_set(TETHER_ECONFIG, "object '%s': unknown kind '%s'", o->m->key, kind);
+			tether_error_set_hint("this build has no %s backend: `tether backends` lists what it has", kind);
+			break;
+		}
+		tt_repo_bctx(repo, kind, o->m->key, &o->ctx);
+		o->ctx.progress = progress;
+		/* Objects already run concurrently: each backend gets a share. */
+		if (set->n > 1)
+			o->ctx.threads = o->ctx.threads / (int)set->n > 0 ? o->ctx.threads / (int)set->n : 1;
+		rc = tt_object_caps(o->b, &o->ctx, tt_manifest_locator(o->m), tt_manifest_policy(o->m), &o->caps);
+		o->status = "unknown";
+	}
+	if (rc) {
+		tt_objs_free(objs, set->n);
+		return rc;
+	}
+	*out = objs;
+	return 0;
+}
+
+static void classify(struct tt_obj *o)
+{
+	const json_t *recorded = tt_manifest_state(o->m);
+	if (!recorded) {
+		o->status = "never-recorded";
+		return;
+	}
+	if (tt_same_content(o->b, recorded, o->fp.state)) {
+		o->status = "clean";
+		return;
+	}
+	int refused = 0;
+	char *why = NULL;
+	if (o->b->check_drift) {
+		int rc = o->b->check_drift(&o->ctx, tt_manifest_locator(o->m), tt_manifest_policy(o->m), recorded,
+		                           o->fp.state, &refused, &why);
+		if (rc) {
+			o->rc = rc;
+			o->error = strdup(tether_error_last());
+			return;
+		}
+	}
+	o->status = refused ? "drifted" : "modified";
+	o->detail = why;
+}
+
+static void snapshot_one(void *ud, size_t i)
+{
+	struct tt_obj *o = &((struct tt_obj *)ud)[i];
+	tether_error_clear();
+	o->rc = o->b->fingerprint(&o->ctx, tt_manifest_locator(o->m), tt_manifest_policy(o->m), &o->fp);
+	if (o->rc) {
+		o->error = tt_strdupf("%s: %s", o->m->key, tether_error_last());
+		return;
+	}
+	classify(o);
+}
+
+void tt_objs_snapshot(struct tt_obj *objs, size_t n)
+{
+	tt_pool_run(n, 0, snapshot_one, objs);
+}
+
+void tt_objs_free(struct tt_obj *objs, size_t n)
+{
+	if (!objs)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		json_decref(objs[i].fp.state);
+		free(objs[i].fp.listing);
+		free(objs[i].error);
+		free(objs[i].detail);
+	}
+	free(objs);
+}
+
+int tt_obj_pin_id(const struct tether_repo *repo, const struct tt_obj *o, char *out)
+{
+	json_t *identity = NULL;
+	int rc = o->b->identity(&o->ctx, tt_manifest_locator(o->m), &identity);
+	if (rc)
+		return rc;
+	json_t *content = tt_content_state(o->b, o->fp.state);
+	rc = tt_pin_id(repo->id, o->b->kind, identity, content, out);
+	json_decref(identity);
+	json_decref(content);
+	return rc;
+}
+
+struct tree_collect {
+	struct tt_manifest_set *set;
+	const char *base;
+	const char *id;
+	int rc;
+};
+
+static int collect_manifest(void *ud, const char *path, const char *data, size_t len)
+{
+	struct tree_collect *tc = ud;
+	size_t pl = strlen(path);
+	if (pl <= 5 || strcmp(path + pl - 5, ".toml") != 0)
+		return 0;
+	char *key = strndup(path, pl - 5);
+	char *name = tt_strdupf("%s/%s at %.12s", tc->base, path, tc->id);
+	struct tt_manifest m;
+	int rc = tt_key_check(key);
+	if (rc)
+		rc = tether_error_set(TETHER_ECONFIG, "%s: not a valid object key", name);
+	if (!rc)
+		rc = tt_manifest_parse(key, data, len, name, &m);
+	free(key);
+	free(name);
+	if (rc) {
+		tc->rc = rc;
+		return 1;
+	}
+	tt_manifest_set_push(tc->set, m.key, m.doc);
+	return 0;
+}
+
+int tt_manifests_at(struct tether_repo *repo, const char *id, struct tt_manifest_set *out)
+{
+	if (!*id)
+		return tt_manifests_load_working(repo->root, out);
+	memset(out, 0, sizeof *out);
+	int rc = tt_repo_vcs(repo);
+	if (rc)
+		return rc;
+	char *dir = tt_repo_vcs_path(repo, ".tether/objects");
+	struct tree_collect tc = {.set = out, .base = dir, .id = id};
+	rc = repo->vcs->read_tree(repo->vh, id, dir, collect_manifest, &tc);
+	free(dir);
+	if (!rc && tc.rc)
+		rc = tc.rc;
+	if (rc)
+		tt_manifest_set_free(out);
+	else
+		tt_manifest_set_sort(out);
+	return rc;
+}

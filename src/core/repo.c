@@ -1,0 +1,373 @@
+#include "core/repo.h"
+
+#include "core/module.h"
+#include "format/toml.h"
+#include "util/fsutil.h"
+#include "util/hash.h"
+#include "util/pool.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char GITIGNORE[] = "# tether: per-checkout files, never committed\n"
+                                "/workspace.toml\n"
+                                "/secrets.toml\n"
+                                "/cache/\n"
+                                "/journal/\n"
+                                "/lock\n";
+
+const char *tether_repo_root(const tether_repo *repo)
+{
+	return repo->root;
+}
+
+const char *tether_repo_id(const tether_repo *repo)
+{
+	return repo->id;
+}
+
+void tether_repo_free(tether_repo *repo)
+{
+	if (!repo)
+		return;
+	if (repo->vh)
+		repo->vcs->close(repo->vh);
+	free(repo->root);
+	free(repo->tether_dir);
+	free(repo->cache_dir);
+	free(repo->workdir);
+	free(repo->common_dir);
+	free(repo->rel);
+	json_decref(repo->config);
+	json_decref(repo->secrets);
+	free(repo);
+}
+
+static int is_hex(const char *s, size_t n)
+{
+	if (strlen(s) != n)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+static int check_bool(const char *path, const json_t *table, const char *tname, const char *key)
+{
+	json_t *v = json_object_get(table, key);
+	if (v && !json_is_boolean(v))
+		return tether_error_set(TETHER_ECONFIG, "%s: %s.%s must be true or false", path, tname, key);
+	return 0;
+}
+
+static int check_choice(const char *path, const json_t *table, const char *tname, const char *key,
+                        const char *const *choices)
+{
+	json_t *v = json_object_get(table, key);
+	if (!v)
+		return 0;
+	for (size_t i = 0; choices[i] && json_is_string(v); i++)
+		if (strcmp(json_string_value(v), choices[i]) == 0)
+			return 0;
+	return tether_error_set(TETHER_ECONFIG, "%s: %s.%s must be one of the documented values",
+	                        path, tname, key);
+}
+
+/* tether.toml is committed: anyone's clone hands it to us. Check every key
+ * we read, and refuse what we do not know rather than ignore a typo. */
+static int validate_config(const char *path, json_t *cfg, char id[33])
+{
+	static const char *const tables[] = {"dataset", "snapshot", "verify", "new", "defaults", "backends", NULL};
+	const char *k;
+	json_t *v;
+	json_object_foreach(cfg, k, v) {
+		size_t i = 0;
+		while (tables[i] && strcmp(tables[i], k) != 0)
+			i++;
+		if (!tables[i])
+			return tether_error_set(TETHER_ECONFIG, "%s: unknown key '%s'", path, k);
+		if (!json_is_object(v))
+			return tether_error_set(TETHER_ECONFIG, "%s: '%s' must be a table", path, k);
+	}
+	const char *ds = json_string_value(json_object_get(json_object_get(cfg, "dataset"), "id"));
+	if (!ds || !is_hex(ds, 32))
+		return tether_error_set(TETHER_ECONFIG, "%s: dataset.id must be 32 lower-case hex digits", path);
+	memcpy(id, ds, 33);
+	static const char *const file_modes[] = {"immutable", "mutable", NULL};
+	static const char *const writes[] = {"fork", "track", "none", NULL};
+	static const char *const pins[] = {"native", "record", NULL};
+	int rc = check_bool(path, json_object_get(cfg, "snapshot"), "snapshot", "auto");
+	if (!rc)
+		rc = check_bool(path, json_object_get(cfg, "verify"), "verify", "on_status");
+	if (!rc)
+		rc = check_bool(path, json_object_get(cfg, "new"), "new", "auto_fork");
+	json_t *defaults = json_object_get(cfg, "defaults");
+	if (!rc)
+		rc = check_choice(path, defaults, "defaults", "file", file_modes);
+	if (!rc)
+		rc = check_choice(path, defaults, "defaults", "write", writes);
+	if (!rc)
+		rc = check_choice(path, defaults, "defaults", "pin", pins);
+	return rc;
+}
+
+static int load_config(struct tether_repo *repo)
+{
+	char *path = tt_path_join(repo->root, "tether.toml");
+	char *data;
+	size_t len;
+	int rc = tt_read_file(path, &data, &len);
+	if (rc) {
+		free(path);
+		return rc;
+	}
+	char err[512];
+	repo->config = tt_toml_parse(data, len, path, err, sizeof err);
+	free(data);
+	if (!repo->config)
+		rc = tether_error_set(TETHER_ECONFIG, "%s", err);
+	else
+		rc = validate_config(path, repo->config, repo->id);
+	free(path);
+	return rc;
+}
+
+static struct tether_repo *repo_new(const char *root)
+{
+	struct tether_repo *repo = calloc(1, sizeof *repo);
+	if (!repo)
+		abort();
+	repo->root = strdup(root);
+	repo->tether_dir = tt_path_join(root, ".tether");
+	repo->cache_dir = tt_path_join(repo->tether_dir, "cache");
+	return repo;
+}
+
+/* The nearest directory at or above `dir` holding tether.toml. */
+static char *find_root(const char *dir)
+{
+	char *cur = strdup(dir);
+	for (;;) {
+		char *candidate = tt_path_join(cur, "tether.toml");
+		int found = tt_exists(candidate);
+		free(candidate);
+		if (found)
+			return cur;
+		char *slash = strrchr(cur, '/');
+		if (!slash || slash == cur) {
+			free(cur);
+			return NULL;
+		}
+		*slash = '\0';
+	}
+}
+
+int tether_repo_find(const char *start_dir, tether_repo **out)
+{
+	*out = NULL;
+	char real[PATH_MAX];
+	if (!realpath(start_dir, real))
+		return tether_error_set(TETHER_ENOTFOUND, "%s: %s", start_dir, strerror(errno));
+	char *root = find_root(real);
+	if (!root) {
+		tether_error_set(TETHER_ENOREPO, "no tether dataset here: no tether.toml in %s or any parent", real);
+		tether_error_set_hint("run `tether init` inside a git repository to create one");
+		return TETHER_ENOREPO;
+	}
+	struct tether_repo *repo = repo_new(root);
+	free(root);
+	int rc = load_config(repo);
+	if (rc) {
+		tether_repo_free(repo);
+		return rc;
+	}
+	*out = repo;
+	return 0;
+}
+
+static const struct tether_vcs_ops *load_vcs_ops(void)
+{
+	const struct tether_vcs_ops *const *list = tt_module_symbol("tether-vcs-git.so", "tether_vcs_module");
+	if (!list)
+		return NULL;
+	if (!list[0] || list[0]->abi != TETHER_VCS_ABI) {
+		tether_error_set(TETHER_ERROR, "tether-vcs-git.so was built for another tether");
+		return NULL;
+	}
+	return list[0];
+}
+
+int tt_repo_vcs(struct tether_repo *repo)
+{
+	if (repo->vh)
+		return 0;
+	const struct tether_vcs_ops *ops = load_vcs_ops();
+	if (!ops)
+		return TETHER_ERROR;
+	int rc = ops->open(repo->root, &repo->vh, &repo->workdir, &repo->common_dir);
+	if (rc)
+		return rc;
+	repo->vcs = ops;
+	size_t wl = strlen(repo->workdir);
+	if (strncmp(repo->root, repo->workdir, wl) != 0 || (repo->root[wl] && repo->root[wl] != '/'))
+		return tether_error_set(TETHER_ENOREPO, "the dataset %s is not inside the checkout %s",
+		                        repo->root, repo->workdir);
+	repo->rel = strdup(repo->root[wl] ? repo->root + wl + 1 : "");
+	return 0;
+}
+
+char *tt_repo_vcs_path(const struct tether_repo *repo, const char *dataset_rel)
+{
+	if (!repo->rel || !*repo->rel)
+		return strdup(dataset_rel);
+	return tt_path_join(repo->rel, dataset_rel);
+}
+
+void tt_repo_bctx(struct tether_repo *repo, const char *kind, const char *key, struct tether_bctx *ctx)
+{
+	memset(ctx, 0, sizeof *ctx);
+	ctx->dataset_root = repo->root;
+	ctx->dataset_id = repo->id;
+	ctx->cache_dir = repo->cache_dir;
+	ctx->config = json_object_get(json_object_get(repo->config, "backends"), kind);
+	ctx->defaults = json_object_get(repo->config, "defaults");
+	ctx->key = key;
+	ctx->threads = tt_pool_default_threads();
+	json_t *objects = json_object_get(repo->secrets, "objects");
+	ctx->secrets = key ? json_object_get(objects, key) : NULL;
+}
+
+int tt_repo_config_bool(const struct tether_repo *repo, const char *table, const char *key, int dflt)
+{
+	json_t *v = json_object_get(json_object_get(repo->config, table), key);
+	return v ? json_is_true(v) : dflt;
+}
+
+int tt_repo_check_secrets(struct tether_repo *repo)
+{
+	char *path = tt_path_join(repo->tether_dir, "secrets.toml");
+	int present = tt_exists(path);
+	int rc = 0;
+	if (present) {
+		rc = tt_repo_vcs(repo);
+		int tracked = 0;
+		char *vpath = rc ? NULL : tt_repo_vcs_path(repo, ".tether/secrets.toml");
+		if (!rc)
+			rc = repo->vcs->is_tracked(repo->vh, vpath, &tracked);
+		if (!rc && tracked) {
+			rc = tether_error_set(TETHER_EREFUSED, "%s is tracked by the repository: secrets must never be committed", path);
+			tether_error_set_hint("untrack it (git rm --cached %s) and rotate what it held", vpath);
+		}
+		free(vpath);
+	}
+	if (!rc && present && !repo->secrets_loaded) {
+		char *data;
+		size_t len;
+		rc = tt_read_file(path, &data, &len);
+		if (!rc) {
+			char err[512];
+			repo->secrets = tt_toml_parse(data, len, path, err, sizeof err);
+			free(data);
+			if (!repo->secrets)
+				rc = tether_error_set(TETHER_ECONFIG, "%s", err);
+		}
+		repo->secrets_loaded = 1;
+	}
+	free(path);
+	return rc;
+}
+
+int tt_repo_resolve(struct tether_repo *repo, const char *rev, char id[41])
+{
+	if (!rev || strcmp(rev, "@") == 0) {
+		id[0] = '\0';
+		return 0;
+	}
+	int rc = tt_repo_vcs(repo);
+	return rc ? rc : repo->vcs->resolve(repo->vh, rev, id);
+}
+
+static int random_id(char out[33])
+{
+	unsigned char bytes[16];
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read(fd, bytes, sizeof bytes) != (ssize_t)sizeof bytes) {
+		if (fd >= 0)
+			close(fd);
+		return tether_error_set(TETHER_EIO, "cannot read /dev/urandom");
+	}
+	close(fd);
+	tt_hex(bytes, sizeof bytes, out);
+	return 0;
+}
+
+static char *default_config_text(const char *id)
+{
+	return tt_strdupf("# tether dataset: committed with the repository.\n"
+	                  "[dataset]\n"
+	                  "id = \"%s\"\n"
+	                  "\n"
+	                  "[snapshot]\n"
+	                  "auto = true        # status and commit fingerprint every object\n"
+	                  "\n"
+	                  "[verify]\n"
+	                  "on_status = false  # status does not check pins unless asked\n"
+	                  "\n"
+	                  "[new]\n"
+	                  "auto_fork = true   # commit re-forks working refs\n"
+	                  "\n"
+	                  "[defaults]\n"
+	                  "file = \"immutable\" # a local file or directory may not change its bytes\n"
+	                  "write = \"fork\"\n"
+	                  "pin = \"native\"\n",
+	                  id);
+}
+
+int tether_repo_init(const char *start_dir, tether_repo **out)
+{
+	*out = NULL;
+	char real[PATH_MAX];
+	if (!realpath(start_dir, real))
+		return tether_error_set(TETHER_ENOTFOUND, "%s: %s", start_dir, strerror(errno));
+	char *existing = find_root(real);
+	if (existing) {
+		int rc = tether_error_set(TETHER_EREFUSED, "a tether dataset already exists at %s", existing);
+		free(existing);
+		return rc;
+	}
+	struct tether_repo *repo = repo_new(real);
+	int rc = tt_repo_vcs(repo);
+	if (rc == TETHER_ENOREPO)
+		tether_error_set_hint("tether lives inside a git repository: run `git init` first");
+	if (!rc)
+		rc = random_id(repo->id);
+	char *objects = tt_path_join(repo->tether_dir, "objects");
+	char *gitignore = tt_path_join(repo->tether_dir, ".gitignore");
+	char *config_path = tt_path_join(real, "tether.toml");
+	char *text = rc ? NULL : default_config_text(repo->id);
+	if (!rc)
+		rc = tt_mkdirs(objects, 0777);
+	if (!rc)
+		rc = tt_write_file_atomic(gitignore, GITIGNORE, sizeof GITIGNORE - 1);
+	/* tether.toml last: its presence is what makes this a dataset. */
+	if (!rc)
+		rc = tt_write_file_atomic(config_path, text, strlen(text));
+	if (!rc)
+		rc = load_config(repo);
+	free(objects);
+	free(gitignore);
+	free(config_path);
+	free(text);
+	if (rc) {
+		tether_repo_free(repo);
+		return rc;
+	}
+	*out = repo;
+	return 0;
+}

@@ -1,0 +1,44 @@
+/* The dataset: its root, its configuration, and the VCS around it. */
+#ifndef TETHER_CORE_REPO_H
+#define TETHER_CORE_REPO_H
+
+#include <tether.h>
+#include <tether/backend.h>
+
+#include "vcs/vcs.h"
+
+struct tether_repo {
+	char *root;        /* absolute dataset root (holds tether.toml) */
+	char *tether_dir;  /* root/.tether */
+	char *cache_dir;   /* root/.tether/cache */
+	json_t *config;    /* tether.toml */
+	char id[33];
+	/* The VCS is loaded on first use: a command that does not need it
+	 * never loads libgit2. */
+	const struct tether_vcs_ops *vcs;
+	struct tether_vcs *vh;
+	char *workdir;     /* checkout top */
+	char *common_dir;
+	char *rel;         /* dataset root relative to workdir: "" or "a/b" */
+	json_t *secrets;   /* .tether/secrets.toml, or NULL */
+	int secrets_loaded;
+};
+
+/* Load the VCS (idempotent). */
+int tt_repo_vcs(struct tether_repo *repo);
+/* A dataset-relative path ("tether.toml", ".tether/objects/a.toml") as a
+ * path relative to the checkout top. malloc'd. Needs the VCS loaded. */
+char *tt_repo_vcs_path(const struct tether_repo *repo, const char *dataset_rel);
+/* A context for backend calls on object `key` (may be NULL). */
+void tt_repo_bctx(struct tether_repo *repo, const char *kind, const char *key,
+                  struct tether_bctx *ctx);
+/* A boolean setting of tether.toml ("snapshot", "auto"), or dflt. */
+int tt_repo_config_bool(const struct tether_repo *repo, const char *table, const char *key,
+                        int dflt);
+/* Refuse a .tether/secrets.toml that the VCS tracks (TETHER_EREFUSED). */
+int tt_repo_check_secrets(struct tether_repo *repo);
+/* Resolve a user-facing revision: NULL or "@" means the working copy
+ * (id set to ""), anything else goes to the VCS. */
+int tt_repo_resolve(struct tether_repo *repo, const char *rev, char id[41]);
+
+#endif

@@ -1,0 +1,1390 @@
+/* The local scanner: a parallel directory walk that hashes every regular
+ * file not vouched for by the hash cache (see hashcache.h).
+ *
+ * A small pool of worker threads shares one queue of tasks of two kinds:
+ * "read this directory" and "hash this batch of files of a directory read
+ * earlier". Hash tasks are taken first, which keeps the number of open
+ * directories low; directory tasks are taken last-in first-out, so the walk
+ * goes roughly depth first and a parent stays open only while children of
+ * it wait. Everything is opened relative to the parent directory's fd
+ * (openat/fstatat), so no path is resolved twice.
+ *
+ * Each directory becomes a node holding its entries and its subdirectory
+ * nodes, each list sorted as the full paths will sort. Concatenating the
+ * nodes depth first, merging each node's entries with its subdirectories,
+ * then gives the entries in strcmp order of their full paths without a
+ * global sort: within a directory, a subdirectory "d" is ordered as the
+ * string "d/", since every path under it starts so. */
+#include "core/scan.h"
+
+#include <tether/backend.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nettle/sha2.h>
+
+#include "core/hashcache.h"
+#include "util/hash.h"
+
+#define READ_BUFFER_SIZE ((size_t)1 << 20)
+/* A hash task covers files of one directory until it holds this many bytes
+ * or files: small enough to spread over the pool, big enough that the
+ * queue's lock is not taken once per small file. */
+#define BATCH_BYTES ((uint64_t)1 << 20)
+#define BATCH_FILES 64
+#define MAX_THREADS 256
+#define PROGRESS_DELAY_NS 1000000000LL
+#define PROGRESS_PERIOD_NS 100000000LL
+#define MESSAGE_SIZE 1024
+
+/* What the cache needs of a file besides its entry. */
+struct file_meta {
+	struct tt_hashcache_stat st;
+	int64_t hashed_ns;
+	uint32_t name_off;       /* where the entry's name starts in its path */
+	unsigned char follow;    /* a symlink read through to its target */
+	unsigned char needs_hash;
+	unsigned char cacheable; /* st and hashed_ns describe the content hashed */
+};
+
+struct item {
+	struct tt_scan_entry entry;
+	struct file_meta meta;
+};
+
+struct dir_node {
+	struct dir_node *parent;
+	char *relpath;     /* "" for the root */
+	size_t name_off;   /* where the directory's own name starts in relpath */
+	DIR *dir;
+	int fd;
+	atomic_int refs;   /* reading + each waiting child + each hash task */
+	struct item *items;
+	size_t nitems, items_cap;
+	struct dir_node **subdirs;
+	size_t nsubdirs, subdirs_cap;
+	size_t *misses;    /* indices of the items to hash */
+	size_t nmisses;
+	size_t next_item, next_subdir; /* cursors of the final depth-first merge */
+};
+
+struct task {
+	struct dir_node *node;
+	size_t begin, end; /* a hash task's range of node->misses */
+};
+
+struct task_stack {
+	struct task *tasks;
+	size_t len, cap;
+};
+
+struct scan {
+	const char *root;
+	int root_has_slash;
+	const struct tt_hashcache *cache;
+	const char *skip_name;
+	char **skip_dirs;
+	size_t nskip;
+
+	pthread_mutex_t lock;
+	pthread_cond_t work_ready;
+	pthread_cond_t all_done;
+	struct task_stack dir_tasks, hash_tasks;
+	size_t outstanding; /* queued or running tasks */
+	int err_code;
+	char err_msg[MESSAGE_SIZE];
+
+	atomic_int failed;
+	atomic_uint_fast64_t files_seen;
+	atomic_uint_fast64_t bytes_read;
+	atomic_size_t total_items;
+};
+
+struct worker {
+	struct scan *s;
+	pthread_t thread;
+	unsigned char *buf; /* read buffer, allocated on the first hash */
+	char *path;         /* scratch relative path */
+	size_t path_cap;
+	struct task_stack new_dirs, new_hashes; /* produced by the running task */
+	uint64_t files_hashed, bytes_hashed, cache_hits;
+};
+
+/* ---- errors ---- */
+
+/* Record the first failure; later ones are consequences or noise. */
+static int scan_fail(struct scan *s, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int scan_fail(struct scan *s, int code, const char *fmt, ...)
+{
+	char msg[MESSAGE_SIZE];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&s->lock);
+	if (!atomic_load(&s->failed)) {
+		s->err_code = code;
+		memcpy(s->err_msg, msg, sizeof msg);
+		atomic_store(&s->failed, 1);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return -1;
+}
+
+/* The path as the user knows it, for messages. */
+static void full_path(const struct scan *s, const char *rel, char *out, size_t size)
+{
+	if (rel[0] == '\0')
+		snprintf(out, size, "%s", s->root);
+	else
+		snprintf(out, size, "%s%s%s", s->root, s->root_has_slash ? "" : "/", rel);
+}
+
+static int fail_errno(struct scan *s, const char *what, const char *rel, int err)
+{
+	char path[MESSAGE_SIZE];
+	full_path(s, rel, path, sizeof path);
+	return scan_fail(s, TETHER_EIO, "%s '%s': %s", what, path, strerror(err));
+}
+
+static int fail_oom(struct scan *s)
+{
+	return scan_fail(s, TETHER_ERROR, "scanning '%s': out of memory", s->root);
+}
+
+static const char *special_kind(mode_t mode)
+{
+	if (S_ISFIFO(mode))
+		return "a fifo";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	if (S_ISCHR(mode))
+		return "a character device";
+	if (S_ISBLK(mode))
+		return "a block device";
+	return "not a regular file";
+}
+
+/* ---- small helpers ---- */
+
+static int grow(void **array, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : 16;
+	while (n < need)
+		n *= 2;
+	if (n > SIZE_MAX / elem)
+		return -1;
+	void *p = realloc(*array, n * elem);
+	if (!p)
+		return -1;
+	*array = p;
+	*cap = n;
+	return 0;
+}
+
+static int64_t timespec_ns(struct timespec ts)
+{
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return timespec_ns(ts);
+}
+
+static void stat_fields(const struct stat *st, struct tt_hashcache_stat *out)
+{
+	out->size = (uint64_t)st->st_size;
+	out->mtime_ns = timespec_ns(st->st_mtim);
+	out->ctime_ns = timespec_ns(st->st_ctim);
+	out->inode = (uint64_t)st->st_ino;
+}
+
+/* Compare two directory names as the strings "a/" and "b/". */
+static int cmp_as_dirs(const char *a, const char *b)
+{
+	while (*a && *a == *b) {
+		a++;
+		b++;
+	}
+	unsigned char ca = *a ? (unsigned char)*a : '/';
+	unsigned char cb = *b ? (unsigned char)*b : '/';
+	return (ca > cb) - (ca < cb);
+}
+
+/* Does the entry name sort before everything under directory "dir/"? */
+static int name_before_dir(const char *name, const char *dir)
+{
+	while (*dir && *name == *dir) {
+		name++;
+		dir++;
+	}
+	unsigned char cn = (unsigned char)*name;
+	unsigned char cd = *dir ? (unsigned char)*dir : '/';
+	return cn < cd;
+}
+
+static int cmp_items(const void *a, const void *b)
+{
+	const struct item *x = a, *y = b;
+	return strcmp(x->entry.path + x->meta.name_off, y->entry.path + y->meta.name_off);
+}
+
+static int cmp_subdirs(const void *a, const void *b)
+{
+	const struct dir_node *x = *(struct dir_node *const *)a;
+	const struct dir_node *y = *(struct dir_node *const *)b;
+	return cmp_as_dirs(x->relpath + x->name_off, y->relpath + y->name_off);
+}
+
+/* ---- hashing one file ---- */
+
+struct hashed {
+	uint64_t size;
+	struct tt_hashcache_stat st;
+	int64_t hashed_ns;
+	int cacheable;
+	unsigned char sha256[32];
+};
+
+#define HASH_NOT_REGULAR 1
+
+/* Read a file and hash it. Returns 0, -errno, or HASH_NOT_REGULAR when the
+ * name no longer holds a regular file. O_NONBLOCK so that a fifo swapped
+ * in since the stat cannot hang the scan; it changes nothing for regular
+ * files. progress, if given, counts bytes as they are read. */
+static int hash_file_at(int dirfd, const char *name, int follow, unsigned char *buf,
+                        atomic_uint_fast64_t *progress, struct hashed *out)
+{
+	int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (follow ? 0 : O_NOFOLLOW);
+	int fd = openat(dirfd, name, flags);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		int err = errno;
+		close(fd);
+		return -err;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return HASH_NOT_REGULAR;
+	}
+	/* Stamped before the first byte is read: a write that lands while we
+	 * read then carries a later mtime than the stamp minus the margin. */
+	out->hashed_ns = tt_hashcache_now_ns();
+	if ((uint64_t)st.st_size > READ_BUFFER_SIZE)
+		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	struct sha256_ctx ctx;
+	sha256_init(&ctx);
+	uint64_t total = 0;
+	for (;;) {
+		ssize_t n = read(fd, buf, READ_BUFFER_SIZE);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int err = errno;
+			close(fd);
+			return -err;
+		}
+		if (n == 0)
+			break;
+		sha256_update(&ctx, (size_t)n, buf);
+		total += (uint64_t)n;
+		if (progress)
+			atomic_fetch_add_explicit(progress, (uint64_t)n, memory_order_relaxed);
+	}
+	close(fd);
+	sha256_digest(&ctx, 32, out->sha256);
+	out->size = total;
+	stat_fields(&st, &out->st);
+	/* A file that grew or shrank while read is reported as read, but its
+	 * stat does not describe that content: never cache it. */
+	out->cacheable = total == (uint64_t)st.st_size;
+	return 0;
+}
+
+/* ---- the task queue ---- */
+
+static void node_release(struct dir_node *node)
+{
+	if (atomic_fetch_sub(&node->refs, 1) == 1 && node->dir) {
+		closedir(node->dir);
+		node->dir = NULL;
+		node->fd = -1;
+	}
+}
+
+static void task_push(struct task_stack *st, struct task t)
+{
+	st->tasks[st->len++] = t;
+}
+
+static int task_pop(struct task_stack *st, struct task *t)
+{
+	if (st->len == 0)
+		return 0;
+	*t = st->tasks[--st->len];
+	return 1;
+}
+
+/* A task not run (the scan failed) still lets go of what it holds. */
+static void task_discard(struct task t, int is_dir)
+{
+	if (is_dir) {
+		if (t.node->parent)
+			node_release(t.node->parent);
+	} else {
+		node_release(t.node);
+	}
+}
+
+/* Move the tasks a worker produced onto the shared stacks; the caller
+ * holds the lock. Returns how many were queued. */
+static size_t queue_new_tasks(struct scan *s, struct worker *w)
+{
+	size_t added = 0;
+	struct task_stack *from[2] = {&w->new_dirs, &w->new_hashes};
+	struct task_stack *to[2] = {&s->dir_tasks, &s->hash_tasks};
+	for (int k = 0; k < 2; k++) {
+		if (grow((void **)&to[k]->tasks, &to[k]->cap, to[k]->len + from[k]->len,
+		         sizeof(struct task)) != 0) {
+			struct task t;
+			while (task_pop(from[k], &t))
+				task_discard(t, k == 0);
+			if (!atomic_load(&s->failed)) {
+				s->err_code = TETHER_ERROR;
+				snprintf(s->err_msg, sizeof s->err_msg, "scanning '%s': out of memory",
+				         s->root);
+				atomic_store(&s->failed, 1);
+			}
+			continue;
+		}
+		struct task t;
+		while (task_pop(from[k], &t)) {
+			task_push(to[k], t);
+			added++;
+		}
+	}
+	return added;
+}
+
+/* ---- reading a directory ---- */
+
+static int path_reserve(struct worker *w, size_t need)
+{
+	return grow((void **)&w->path, &w->path_cap, need, 1);
+}
+
+static struct item *new_item(struct dir_node *node)
+{
+	if (grow((void **)&node->items, &node->items_cap, node->nitems + 1, sizeof(struct item)) != 0)
+		return NULL;
+	struct item *it = &node->items[node->nitems];
+	memset(it, 0, sizeof *it);
+	return it;
+}
+
+static int is_skipped_dir(const struct scan *s, const char *rel)
+{
+	for (size_t i = 0; i < s->nskip; i++) {
+		if (strcmp(s->skip_dirs[i], rel) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static int add_subdir(struct worker *w, struct dir_node *node, size_t rel_len, size_t name_off)
+{
+	struct scan *s = w->s;
+	if (is_skipped_dir(s, w->path))
+		return 0;
+	struct dir_node *child = calloc(1, sizeof *child);
+	if (!child || grow((void **)&node->subdirs, &node->subdirs_cap, node->nsubdirs + 1,
+	                   sizeof *node->subdirs) != 0) {
+		free(child);
+		return fail_oom(s);
+	}
+	child->relpath = malloc(rel_len + 1);
+	if (!child->relpath) {
+		free(child);
+		return fail_oom(s);
+	}
+	memcpy(child->relpath, w->path, rel_len + 1);
+	child->name_off = name_off;
+	child->parent = node;
+	child->fd = -1;
+	atomic_init(&child->refs, 1);
+	node->subdirs[node->nsubdirs++] = child;
+	return 0;
+}
+
+static int add_file(struct worker *w, struct dir_node *node, size_t rel_len, size_t name_off,
+                    const struct stat *st, int follow)
+{
+	struct item *it = new_item(node);
+	char *path = malloc(rel_len + 1);
+	if (!it || !path) {
+		free(path);
+		return fail_oom(w->s);
+	}
+	memcpy(path, w->path, rel_len + 1);
+	node->nitems++;
+	it->entry.path = path;
+	it->entry.kind = TT_SCAN_FILE;
+	it->entry.size = (uint64_t)st->st_size;
+	it->meta.name_off = (uint32_t)name_off;
+	it->meta.follow = (unsigned char)follow;
+	stat_fields(st, &it->meta.st);
+
+	const struct tt_hashcache_rec *rec = tt_hashcache_find(w->s->cache, path, rel_len);
+	if (rec && tt_hashcache_matches(rec, &it->meta.st)) {
+		memcpy(it->entry.sha256, rec->sha256, 32);
+		it->meta.hashed_ns = rec->hashed_ns;
+		it->meta.cacheable = 1;
+		w->cache_hits++;
+	} else {
+		it->meta.needs_hash = 1;
+	}
+	return 0;
+}
+
+/* readlinkat into a malloc'd string, growing until the target fits. */
+static char *read_link(int dirfd, const char *name, size_t hint, int *err)
+{
+	size_t cap = hint + 1 > 64 ? hint + 1 : 64;
+	for (;;) {
+		char *buf = malloc(cap);
+		if (!buf) {
+			*err = ENOMEM;
+			return NULL;
+		}
+		ssize_t n = readlinkat(dirfd, name, buf, cap);
+		if (n < 0) {
+			*err = errno;
+			free(buf);
+			return NULL;
+		}
+		if ((size_t)n < cap) {
+			buf[n] = '\0';
+			return buf;
+		}
+		free(buf);
+		cap *= 2;
+	}
+}
+
+static int add_link(struct worker *w, struct dir_node *node, const char *name, size_t rel_len,
+                    size_t name_off, const struct stat *lst)
+{
+	int err = 0;
+	char *target = read_link(node->fd, name, (size_t)lst->st_size, &err);
+	if (!target)
+		return err == ENOMEM ? fail_oom(w->s) : fail_errno(w->s, "cannot read symlink", w->path, err);
+	struct item *it = new_item(node);
+	char *path = malloc(rel_len + 1);
+	if (!it || !path) {
+		free(path);
+		free(target);
+		return fail_oom(w->s);
+	}
+	memcpy(path, w->path, rel_len + 1);
+	node->nitems++;
+	it->entry.path = path;
+	it->entry.kind = TT_SCAN_LINK;
+	it->entry.link_target = target;
+	tt_sha256(target, strlen(target), it->entry.sha256);
+	it->meta.name_off = (uint32_t)name_off;
+	return 0;
+}
+
+/* A symlink to a regular file is read through; one to a directory, or one
+ * that leads nowhere, is recorded by its target and not followed (no
+ * cycles, no escaping the tree); one to anything else is refused like the
+ * thing itself. */
+static int add_symlink(struct worker *w, struct dir_node *node, const char *name, size_t rel_len,
+                       size_t name_off, const struct stat *lst)
+{
+	struct stat st;
+	if (fstatat(node->fd, name, &st, 0) != 0) {
+		if (errno == ENOENT || errno == ELOOP || errno == ENOTDIR)
+			return add_link(w, node, name, rel_len, name_off, lst);
+		return fail_errno(w->s, "cannot follow symlink", w->path, errno);
+	}
+	if (S_ISREG(st.st_mode))
+		return add_file(w, node, rel_len, name_off, &st, 1);
+	if (S_ISDIR(st.st_mode))
+		return add_link(w, node, name, rel_len, name_off, lst);
+	char path[MESSAGE_SIZE];
+	full_path(w->s, w->path, path, sizeof path);
+	return scan_fail(w->s, TETHER_EIO,
+	                 "'%s' is a symlink to %s: only regular files, directories and symlinks "
+	                 "can be scanned", path, special_kind(st.st_mode));
+}
+
+static int add_entry(struct worker *w, struct dir_node *node, const struct dirent *d,
+                     size_t prefix_len)
+{
+	const char *name = d->d_name;
+	if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0')))
+		return 0;
+	if (!node->parent && w->s->skip_name && strcmp(name, w->s->skip_name) == 0)
+		return 0;
+	size_t name_len = strlen(name);
+	size_t rel_len = prefix_len + name_len;
+	if (path_reserve(w, rel_len + 1) != 0)
+		return fail_oom(w->s);
+	memcpy(w->path + prefix_len, name, name_len + 1);
+
+	/* Directories need no stat: openat(O_DIRECTORY | O_NOFOLLOW) checks. */
+	if (d->d_type == DT_DIR)
+		return add_subdir(w, node, rel_len, prefix_len);
+	struct stat st;
+	if (fstatat(node->fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return fail_errno(w->s, "cannot stat", w->path, errno);
+	if (S_ISDIR(st.st_mode))
+		return add_subdir(w, node, rel_len, prefix_len);
+	if (S_ISREG(st.st_mode))
+		return add_file(w, node, rel_len, prefix_len, &st, 0);
+	if (S_ISLNK(st.st_mode))
+		return add_symlink(w, node, name, rel_len, prefix_len, &st);
+	char path[MESSAGE_SIZE];
+	full_path(w->s, w->path, path, sizeof path);
+	return scan_fail(w->s, TETHER_EIO,
+	                 "'%s' is %s: only regular files, directories and symlinks can be scanned",
+	                 path, special_kind(st.st_mode));
+}
+
+static int open_node(struct worker *w, struct dir_node *node)
+{
+	const char *name = node->relpath + node->name_off;
+	int fd = openat(node->parent->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int err = errno;
+	/* The parent was held open only for this. */
+	node_release(node->parent);
+	if (fd < 0)
+		return fail_errno(w->s, "cannot open directory", node->relpath, err);
+	node->dir = fdopendir(fd);
+	if (!node->dir) {
+		err = errno;
+		close(fd);
+		return fail_errno(w->s, "cannot open directory", node->relpath, err);
+	}
+	node->fd = fd;
+	return 0;
+}
+
+static int read_entries(struct worker *w, struct dir_node *node)
+{
+	size_t prefix_len = strlen(node->relpath);
+	if (path_reserve(w, prefix_len + 2) != 0)
+		return fail_oom(w->s);
+	memcpy(w->path, node->relpath, prefix_len);
+	if (prefix_len > 0)
+		w->path[prefix_len++] = '/';
+	for (;;) {
+		errno = 0;
+		struct dirent *d = readdir(node->dir);
+		if (!d)
+			break;
+		if (add_entry(w, node, d, prefix_len) != 0)
+			return -1;
+		/* add_entry may grow w->path; the prefix stays in place. */
+	}
+	if (errno != 0)
+		return fail_errno(w->s, "cannot read directory", node->relpath, errno);
+	return 0;
+}
+
+/* Queue the subdirectories and the files to hash, in batches. */
+static int plan_work(struct worker *w, struct dir_node *node)
+{
+	size_t nmisses = 0;
+	for (size_t i = 0; i < node->nitems; i++)
+		nmisses += node->items[i].meta.needs_hash;
+	if (nmisses) {
+		node->misses = malloc(nmisses * sizeof *node->misses);
+		if (!node->misses)
+			return fail_oom(w->s);
+		for (size_t i = 0; i < node->nitems; i++) {
+			if (node->items[i].meta.needs_hash)
+				node->misses[node->nmisses++] = i;
+		}
+	}
+	if (grow((void **)&w->new_dirs.tasks, &w->new_dirs.cap, node->nsubdirs,
+	         sizeof(struct task)) != 0 ||
+	    grow((void **)&w->new_hashes.tasks, &w->new_hashes.cap, nmisses, sizeof(struct task)) != 0)
+		return fail_oom(w->s);
+
+	/* Pushed last to first, so the first subdirectory is taken first. */
+	for (size_t i = node->nsubdirs; i-- > 0;) {
+		atomic_fetch_add(&node->refs, 1);
+		task_push(&w->new_dirs, (struct task){.node = node->subdirs[i]});
+	}
+	size_t begin = 0;
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < nmisses; i++) {
+		bytes += node->items[node->misses[i]].entry.size;
+		if (bytes >= BATCH_BYTES || i + 1 - begin >= BATCH_FILES || i + 1 == nmisses) {
+			atomic_fetch_add(&node->refs, 1);
+			task_push(&w->new_hashes, (struct task){.node = node, .begin = begin, .end = i + 1});
+			begin = i + 1;
+			bytes = 0;
+		}
+	}
+	return 0;
+}
+
+static void run_dir_task(struct worker *w, struct dir_node *node)
+{
+	struct scan *s = w->s;
+	if (atomic_load_explicit(&s->failed, memory_order_relaxed)) {
+		task_discard((struct task){.node = node}, 1);
+		return;
+	}
+	if (node->parent && open_node(w, node) != 0)
+		return;
+	if (read_entries(w, node) == 0) {
+		qsort(node->items, node->nitems, sizeof *node->items, cmp_items);
+		qsort(node->subdirs, node->nsubdirs, sizeof *node->subdirs, cmp_subdirs);
+		atomic_fetch_add(&s->total_items, node->nitems);
+		atomic_fetch_add_explicit(&s->files_seen, node->nitems, memory_order_relaxed);
+		plan_work(w, node);
+	}
+	node_release(node);
+}
+
+static int hash_item(struct worker *w, struct dir_node *node, struct item *it)
+{
+	struct scan *s = w->s;
+	if (!w->buf) {
+		w->buf = malloc(READ_BUFFER_SIZE);
+		if (!w->buf)
+			return fail_oom(s);
+	}
+	struct hashed h;
+	const char *name = it->entry.path + it->meta.name_off;
+	int rc = hash_file_at(node->fd, name, it->meta.follow, w->buf, &s->bytes_read, &h);
+	if (rc == HASH_NOT_REGULAR) {
+		char path[MESSAGE_SIZE];
+		full_path(s, it->entry.path, path, sizeof path);
+		return scan_fail(s, TETHER_EIO, "'%s' changed during the scan: no longer a regular file",
+		                 path);
+	}
+	if (rc == -ENOENT)
+		return fail_errno(s, "file vanished during the scan:", it->entry.path, ENOENT);
+	if (rc < 0)
+		return fail_errno(s, "cannot read", it->entry.path, -rc);
+	it->entry.size = h.size;
+	memcpy(it->entry.sha256, h.sha256, 32);
+	it->meta.st = h.st;
+	it->meta.hashed_ns = h.hashed_ns;
+	it->meta.cacheable = (unsigned char)h.cacheable;
+	w->files_hashed++;
+	w->bytes_hashed += h.size;
+	return 0;
+}
+
+static void run_hash_task(struct worker *w, const struct task *t)
+{
+	struct dir_node *node = t->node;
+	for (size_t i = t->begin; i < t->end; i++) {
+		if (atomic_load_explicit(&w->s->failed, memory_order_relaxed))
+			break;
+		if (hash_item(w, node, &node->items[node->misses[i]]) != 0)
+			break;
+	}
+	node_release(node);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct scan *s = w->s;
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		struct task t;
+		int is_dir;
+		if (task_pop(&s->hash_tasks, &t))
+			is_dir = 0;
+		else if (task_pop(&s->dir_tasks, &t))
+			is_dir = 1;
+		else if (s->outstanding == 0)
+			break;
+		else {
+			pthread_cond_wait(&s->work_ready, &s->lock);
+			continue;
+		}
+		pthread_mutex_unlock(&s->lock);
+		if (is_dir)
+			run_dir_task(w, t.node);
+		else
+			run_hash_task(w, &t);
+		pthread_mutex_lock(&s->lock);
+		size_t added = queue_new_tasks(s, w);
+		s->outstanding = s->outstanding + added - 1;
+		if (added > 1)
+			pthread_cond_broadcast(&s->work_ready);
+		else if (added == 1)
+			pthread_cond_signal(&s->work_ready);
+		if (s->outstanding == 0) {
+			pthread_cond_broadcast(&s->work_ready);
+			pthread_cond_broadcast(&s->all_done);
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* ---- progress ---- */
+
+static void print_progress(struct scan *s)
+{
+	uint64_t files = atomic_load_explicit(&s->files_seen, memory_order_relaxed);
+	uint64_t bytes = atomic_load_explicit(&s->bytes_read, memory_order_relaxed);
+	fprintf(stderr, "\rscanning: %llu files, %.1f MiB hashed\033[K", (unsigned long long)files,
+	        (double)bytes / (1024.0 * 1024.0));
+	fflush(stderr);
+}
+
+/* Wait for the workers to run out of work; meanwhile, past the first
+ * second, refresh the progress line ten times a second. */
+static void wait_for_workers(struct scan *s, int show_progress)
+{
+	int64_t start = monotonic_ns();
+	int shown = 0;
+	pthread_mutex_lock(&s->lock);
+	while (s->outstanding > 0) {
+		if (!show_progress) {
+			pthread_cond_wait(&s->all_done, &s->lock);
+			continue;
+		}
+		int64_t wake = monotonic_ns() + PROGRESS_PERIOD_NS;
+		struct timespec ts = {.tv_sec = wake / 1000000000LL, .tv_nsec = wake % 1000000000LL};
+		pthread_cond_timedwait(&s->all_done, &s->lock, &ts);
+		if (s->outstanding > 0 && monotonic_ns() - start >= PROGRESS_DELAY_NS) {
+			pthread_mutex_unlock(&s->lock);
+			print_progress(s);
+			shown = 1;
+			pthread_mutex_lock(&s->lock);
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+	}
+}
+
+/* ---- assembling the result ---- */
+
+static void free_item(struct item *it)
+{
+	free(it->entry.path);
+	free(it->entry.link_target);
+}
+
+static void free_node(struct dir_node *node, int with_entries)
+{
+	if (with_entries) {
+		for (size_t i = 0; i < node->nitems; i++)
+			free_item(&node->items[i]);
+	}
+	if (node->dir)
+		closedir(node->dir);
+	free(node->items);
+	free(node->subdirs);
+	free(node->misses);
+	free(node->relpath);
+	free(node);
+}
+
+/* Free a whole tree of nodes, children first, walking up by the parent
+ * pointers so that no stack is needed however deep the tree. */
+static void free_tree(struct dir_node *root)
+{
+	struct dir_node *node = root;
+	while (node) {
+		if (node->nsubdirs > 0) {
+			node = node->subdirs[--node->nsubdirs];
+			continue;
+		}
+		struct dir_node *parent = node == root ? NULL : node->parent;
+		free_node(node, 1);
+		node = parent;
+	}
+}
+
+/* Move every entry into one array in path order (see the top of the file)
+ * and free the nodes on the way. metas, if not NULL, receives each entry's
+ * meta at the same index. */
+static void assemble(struct dir_node *root, struct tt_scan_entry *entries,
+                     struct file_meta *metas)
+{
+	size_t k = 0;
+	struct dir_node *node = root;
+	while (node) {
+		if (node->next_item < node->nitems &&
+		    (node->next_subdir == node->nsubdirs ||
+		     name_before_dir(node->items[node->next_item].entry.path +
+		                         node->items[node->next_item].meta.name_off,
+		                     node->subdirs[node->next_subdir]->relpath +
+		                         node->subdirs[node->next_subdir]->name_off))) {
+			struct item *it = &node->items[node->next_item++];
+			entries[k] = it->entry;
+			if (metas)
+				metas[k] = it->meta;
+			k++;
+		} else if (node->next_subdir < node->nsubdirs) {
+			node = node->subdirs[node->next_subdir++];
+		} else {
+			struct dir_node *parent = node == root ? NULL : node->parent;
+			free_node(node, 0);
+			node = parent;
+		}
+	}
+}
+
+struct cache_view {
+	const struct tt_scan_entry *entries;
+	const struct file_meta *metas;
+};
+
+static int cache_item(void *ctx, size_t i, struct tt_hashcache_item *item)
+{
+	const struct cache_view *v = ctx;
+	const struct tt_scan_entry *e = &v->entries[i];
+	const struct file_meta *m = &v->metas[i];
+	if (e->kind != TT_SCAN_FILE || !m->cacheable ||
+	    !tt_hashcache_settled(m->st.mtime_ns, m->st.ctime_ns, m->hashed_ns))
+		return 0;
+	item->path = e->path;
+	item->path_len = strlen(e->path);
+	item->st = m->st;
+	item->hashed_ns = m->hashed_ns;
+	memcpy(item->sha256, e->sha256, 32);
+	return 1;
+}
+
+/* ---- setup ---- */
+
+static void free_skip_dirs(struct scan *s)
+{
+	for (size_t i = 0; i < s->nskip; i++)
+		free(s->skip_dirs[i]);
+	free(s->skip_dirs);
+}
+
+/* Keep skip_dirs as relative paths compare: no "./" in front, no '/' at
+ * the end. */
+static int copy_skip_dirs(struct scan *s, const char *const *dirs)
+{
+	size_t n = 0;
+	while (dirs && dirs[n])
+		n++;
+	if (n == 0)
+		return 0;
+	s->skip_dirs = calloc(n, sizeof *s->skip_dirs);
+	if (!s->skip_dirs)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		const char *d = dirs[i];
+		while (d[0] == '.' && d[1] == '/')
+			d += 2;
+		size_t len = strlen(d);
+		while (len > 0 && d[len - 1] == '/')
+			len--;
+		s->skip_dirs[i] = strndup(d, len);
+		if (!s->skip_dirs[i])
+			return -1;
+		s->nskip = i + 1;
+	}
+	return 0;
+}
+
+static int scan_init(struct scan *s, const char *root, const struct tt_scan_opts *opts)
+{
+	memset(s, 0, sizeof *s);
+	s->root = root;
+	size_t len = strlen(root);
+	s->root_has_slash = len > 0 && root[len - 1] == '/';
+	s->skip_name = opts->skip_name;
+	atomic_init(&s->failed, 0);
+	atomic_init(&s->files_seen, 0);
+	atomic_init(&s->bytes_read, 0);
+	atomic_init(&s->total_items, 0);
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->work_ready, NULL);
+	pthread_cond_init(&s->all_done, &attr);
+	pthread_condattr_destroy(&attr);
+	if (copy_skip_dirs(s, opts->skip_dirs) != 0)
+		return tether_error_set(TETHER_ERROR, "scanning '%s': out of memory", root);
+	return 0;
+}
+
+static void scan_destroy(struct scan *s)
+{
+	free_skip_dirs(s);
+	free(s->dir_tasks.tasks);
+	free(s->hash_tasks.tasks);
+	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->work_ready);
+	pthread_cond_destroy(&s->all_done);
+}
+
+static struct dir_node *open_root(const char *root, int *code)
+{
+	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			*code = tether_error_set(TETHER_ENOTFOUND, "no such directory '%s'", root);
+		else
+			*code = tether_error_set(TETHER_EIO, "cannot open directory '%s': %s", root,
+			                         strerror(errno));
+		return NULL;
+	}
+	struct dir_node *node = calloc(1, sizeof *node);
+	DIR *dir = node ? fdopendir(fd) : NULL;
+	char *relpath = dir ? strdup("") : NULL;
+	if (!relpath) {
+		*code = tether_error_set(TETHER_EIO, "cannot open directory '%s': %s", root,
+		                         strerror(errno ? errno : ENOMEM));
+		if (dir)
+			closedir(dir);
+		else
+			close(fd);
+		free(node);
+		return NULL;
+	}
+	node->dir = dir;
+	node->fd = fd;
+	node->relpath = relpath;
+	atomic_init(&node->refs, 1);
+	return node;
+}
+
+static int thread_count(const struct tt_scan_opts *opts)
+{
+	long n = opts->threads;
+	if (n <= 0)
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+	if (n < 1)
+		n = 1;
+	return n > MAX_THREADS ? MAX_THREADS : (int)n;
+}
+
+/* Run the pool until the walk is done. */
+static void run_pool(struct scan *s, struct worker *workers, int nthreads, int show_progress)
+{
+	int started = 0;
+	for (int i = 0; i < nthreads; i++) {
+		if (pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]) != 0)
+			break;
+		started++;
+	}
+	if (started == 0) {
+		/* No thread to be had: walk on this one. */
+		worker_main(&workers[0]);
+		return;
+	}
+	wait_for_workers(s, show_progress);
+	for (int i = 0; i < started; i++)
+		pthread_join(workers[i].thread, NULL);
+}
+
+/* The cache is keyed by the root's real path, so "data" and "./data/"
+ * share one. */
+static char *cache_file_for(const char *cache_dir, const char *prefix, const char *path)
+{
+	char *real = realpath(path, NULL);
+	const char *p = real ? real : path;
+	size_t len = strlen(prefix) + strlen(p) + 1;
+	char *key = malloc(len);
+	char *file = NULL;
+	if (key) {
+		snprintf(key, len, "%s%s", prefix, p);
+		file = tt_hashcache_file(cache_dir, key);
+	}
+	free(key);
+	free(real);
+	return file;
+}
+
+/* Gather the result; writes the cache when anything in it changed. */
+static int finish(struct scan *s, struct dir_node *root, struct worker *workers, int nthreads,
+                  size_t old_cache_count, const char *cache_file, struct tt_scan_result *out)
+{
+	uint64_t hits = 0;
+	for (int i = 0; i < nthreads; i++) {
+		out->files_hashed += workers[i].files_hashed;
+		out->bytes_hashed += workers[i].bytes_hashed;
+		hits += workers[i].cache_hits;
+	}
+	int write_cache = cache_file && (out->files_hashed > 0 || hits != old_cache_count);
+	size_t n = atomic_load(&s->total_items);
+	struct tt_scan_entry *entries = malloc((n ? n : 1) * sizeof *entries);
+	struct file_meta *metas = write_cache ? malloc((n ? n : 1) * sizeof *metas) : NULL;
+	if (!entries || (write_cache && !metas)) {
+		free(entries);
+		free(metas);
+		free_tree(root);
+		return tether_error_set(TETHER_ERROR, "scanning '%s': out of memory", s->root);
+	}
+	assemble(root, entries, metas);
+	out->entries = entries;
+	out->count = n;
+	for (size_t i = 0; i < n; i++)
+		out->total_size += entries[i].size;
+	if (write_cache) {
+		/* Best effort: a cache that cannot be written costs time later,
+		 * not correctness now. */
+		struct cache_view view = {entries, metas};
+		tt_hashcache_write(cache_file, n, cache_item, &view);
+		tether_error_clear();
+	}
+	free(metas);
+	return 0;
+}
+
+int tt_scan_tree(const char *root, const struct tt_scan_opts *opts, struct tt_scan_result *out)
+{
+	static const struct tt_scan_opts no_opts;
+	memset(out, 0, sizeof *out);
+	if (!opts)
+		opts = &no_opts;
+	struct scan s;
+	if (scan_init(&s, root, opts) != 0) {
+		scan_destroy(&s);
+		return TETHER_ERROR;
+	}
+	int code = 0;
+	struct dir_node *root_node = open_root(root, &code);
+	if (!root_node) {
+		scan_destroy(&s);
+		return code;
+	}
+	char *cache_file = opts->cache_dir ? cache_file_for(opts->cache_dir, "", root) : NULL;
+	struct tt_hashcache *cache = cache_file ? tt_hashcache_load(cache_file) : NULL;
+	size_t old_cache_count = tt_hashcache_count(cache);
+	s.cache = cache;
+
+	int nthreads = thread_count(opts);
+	struct worker *workers = calloc((size_t)nthreads, sizeof *workers);
+	int rc = 0;
+	if (!workers || grow((void **)&s.dir_tasks.tasks, &s.dir_tasks.cap, 1, sizeof(struct task))) {
+		free_tree(root_node);
+		rc = tether_error_set(TETHER_ERROR, "scanning '%s': out of memory", root);
+		goto done;
+	}
+	for (int i = 0; i < nthreads; i++)
+		workers[i].s = &s;
+	task_push(&s.dir_tasks, (struct task){.node = root_node});
+	s.outstanding = 1;
+
+	run_pool(&s, workers, nthreads, opts->progress && isatty(STDERR_FILENO));
+	/* The walk is over: the old cache has given all it can. */
+	tt_hashcache_free(cache);
+	cache = NULL;
+
+	if (atomic_load(&s.failed)) {
+		free_tree(root_node);
+		rc = tether_error_set(s.err_code, "%s", s.err_msg);
+	} else {
+		rc = finish(&s, root_node, workers, nthreads, old_cache_count, cache_file, out);
+	}
+done:
+	for (int i = 0; workers && i < nthreads; i++) {
+		free(workers[i].buf);
+		free(workers[i].path);
+		free(workers[i].new_dirs.tasks);
+		free(workers[i].new_hashes.tasks);
+	}
+	free(workers);
+	tt_hashcache_free(cache);
+	free(cache_file);
+	scan_destroy(&s);
+	return rc;
+}
+
+/* ---- one file ---- */
+
+static int one_item_get(void *ctx, size_t i, struct tt_hashcache_item *item)
+{
+	(void)i;
+	*item = *(const struct tt_hashcache_item *)ctx;
+	return 1;
+}
+
+/* The one-file cache holds a single record, keyed by the file's path. */
+static void write_one_file_cache(const char *cache_file, const char *key, const struct hashed *h)
+{
+	struct tt_hashcache_item item = {.path = key, .path_len = strlen(key), .st = h->st,
+	                                 .hashed_ns = h->hashed_ns};
+	memcpy(item.sha256, h->sha256, 32);
+	int keep = h->cacheable && tt_hashcache_settled(h->st.mtime_ns, h->st.ctime_ns, h->hashed_ns);
+	tt_hashcache_write(cache_file, keep ? 1 : 0, one_item_get, &item);
+	tether_error_clear();
+}
+
+static int hash_one_file(const char *path, struct hashed *h)
+{
+	unsigned char *buf = malloc(READ_BUFFER_SIZE);
+	if (!buf)
+		return tether_error_set(TETHER_ERROR, "hashing '%s': out of memory", path);
+	int rc = hash_file_at(AT_FDCWD, path, 1, buf, NULL, h);
+	free(buf);
+	if (rc == HASH_NOT_REGULAR)
+		return tether_error_set(TETHER_EIO, "'%s' is not a regular file", path);
+	if (rc == -ENOENT)
+		return tether_error_set(TETHER_ENOTFOUND, "no such file '%s'", path);
+	if (rc < 0)
+		return tether_error_set(TETHER_EIO, "cannot read '%s': %s", path, strerror(-rc));
+	return 0;
+}
+
+int tt_scan_file(const char *path, const struct tt_scan_opts *opts, uint64_t *size,
+                 unsigned char sha256[32])
+{
+	struct stat st;
+	if (stat(path, &st) != 0) {
+		if (errno == ENOENT)
+			return tether_error_set(TETHER_ENOTFOUND, "no such file '%s'", path);
+		return tether_error_set(TETHER_EIO, "cannot stat '%s': %s", path, strerror(errno));
+	}
+	if (!S_ISREG(st.st_mode))
+		return tether_error_set(TETHER_EIO, "'%s' is %s", path,
+		                        S_ISDIR(st.st_mode) ? "a directory" : special_kind(st.st_mode));
+
+	/* "file:" keeps a one-file cache apart from any tree's. */
+	char *cache_file = opts && opts->cache_dir ? cache_file_for(opts->cache_dir, "file:", path) : NULL;
+	struct tt_hashcache *cache = cache_file ? tt_hashcache_load(cache_file) : NULL;
+	const char *key = "file";
+	struct tt_hashcache_stat now;
+	stat_fields(&st, &now);
+	const struct tt_hashcache_rec *rec = tt_hashcache_find(cache, key, strlen(key));
+	if (rec && tt_hashcache_matches(rec, &now)) {
+		*size = rec->size;
+		memcpy(sha256, rec->sha256, 32);
+		tt_hashcache_free(cache);
+		free(cache_file);
+		return 0;
+	}
+	tt_hashcache_free(cache);
+
+	struct hashed h;
+	int rc = hash_one_file(path, &h);
+	if (rc == 0) {
+		*size = h.size;
+		memcpy(sha256, h.sha256, 32);
+		if (cache_file)
+			write_one_file_cache(cache_file, key, &h);
+	}
+	free(cache_file);
+	return rc;
+}
+
+void tt_scan_result_free(struct tt_scan_result *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->count; i++) {
+		free(r->entries[i].path);
+		free(r->entries[i].link_target);
+	}
+	free(r->entries);
+	memset(r, 0, sizeof *r);
+}
+
+/* ---- the listing ---- */
+
+/* Bytes JSON strings can carry as they are: printable ASCII but '"' and
+ * '\\'. Bytes from 0x80 are checked as UTF-8 sequences. */
+static const unsigned char plain_ascii[256] = {
+	[0x20] = 1, [0x21] = 1, [0x23 ... 0x5b] = 1, [0x5d ... 0x7f] = 1,
+};
+
+/* Length of the valid UTF-8 sequence at s (as jansson accepts it: no
+ * overlong forms, no surrogates, nothing past U+10FFFF), or 0. */
+static size_t utf8_sequence(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+	size_t len;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	}
+	if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) ||
+	    (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))
+		return 0;
+	return len;
+}
+
+static char *put_u00(char *o, unsigned char c)
+{
+	static const char hex[] = "0123456789ABCDEF"; /* jansson writes \u001F */
+	memcpy(o, "\\u00", 4);
+	o[4] = hex[c >> 4];
+	o[5] = hex[c & 15];
+	return o + 6;
+}
+
+/* Escape like jansson's compact dump; at most 6 output bytes per input
+ * byte. */
+static char *put_escaped(char *o, const char *str, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0;
+	while (i < n) {
+		size_t run = i;
+		while (run < n && plain_ascii[s[run]])
+			run++;
+		memcpy(o, s + i, run - i);
+		o += run - i;
+		i = run;
+		if (i == n)
+			break;
+		unsigned char c = s[i];
+		size_t seq;
+		if (c >= 0x80 && (seq = utf8_sequence(s + i, n - i)) > 0) {
+			memcpy(o, s + i, seq);
+			o += seq;
+			i += seq;
+			continue;
+		}
+		const char *esc = NULL;
+		switch (c) {
+		case '"': esc = "\\\""; break;
+		case '\\': esc = "\\\\"; break;
+		case '\b': esc = "\\b"; break;
+		case '\f': esc = "\\f"; break;
+		case '\n': esc = "\\n"; break;
+		case '\r': esc = "\\r"; break;
+		case '\t': esc = "\\t"; break;
+		}
+		if (esc) {
+			memcpy(o, esc, 2);
+			o += 2;
+		} else {
+			o = put_u00(o, c);
+		}
+		i++;
+	}
+	return o;
+}
+
+static char *put_literal(char *o, const char *lit, size_t n)
+{
+	memcpy(o, lit, n);
+	return o + n;
+}
+#define PUT_LITERAL(o, lit) put_literal((o), (lit), sizeof(lit) - 1)
+
+static char *put_u64(char *o, uint64_t v)
+{
+	char digits[20];
+	size_t n = 0;
+	do {
+		digits[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n > 0)
+		*o++ = digits[--n];
+	return o;
+}
+
+static char *put_hex(char *o, const unsigned char *bytes, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		o[2 * i] = hex[bytes[i] >> 4];
+		o[2 * i + 1] = hex[bytes[i] & 15];
+	}
+	return o + 2 * n;
+}
+
+/* {"k":"","p":"","s":}\n around the variable parts, and the 20 digits
+ * the largest size takes. */
+#define LINE_FRAME 28
+#define LINE_DIGITS 20
+
+static char *put_line(char *o, const struct tt_scan_entry *e, size_t path_len)
+{
+	o = PUT_LITERAL(o, "{\"k\":\"");
+	if (e->kind == TT_SCAN_LINK) {
+		o = PUT_LITERAL(o, "symlink:");
+		o = put_escaped(o, e->link_target, strlen(e->link_target));
+	} else {
+		o = put_hex(o, e->sha256, 32);
+	}
+	o = PUT_LITERAL(o, "\",\"p\":\"");
+	o = put_escaped(o, e->path, path_len);
+	o = PUT_LITERAL(o, "\",\"s\":");
+	o = put_u64(o, e->kind == TT_SCAN_LINK ? 0 : e->size);
+	return PUT_LITERAL(o, "}\n");
+}
+
+char *tt_scan_listing(const struct tt_scan_result *r, size_t *len)
+{
+	/* Sized for the common case (names that need no escaping); grown
+	 * only for a line that could overflow it. */
+	size_t cap = 1;
+	for (size_t i = 0; i < r->count; i++)
+		cap += LINE_FRAME + LINE_DIGITS + 64 + strlen(r->entries[i].path);
+	char *buf = malloc(cap);
+	if (!buf) {
+		tether_error_set(TETHER_ERROR, "listing: out of memory");
+		return NULL;
+	}
+	size_t used = 0;
+	for (size_t i = 0; i < r->count; i++) {
+		const struct tt_scan_entry *e = &r->entries[i];
+		size_t path_len = strlen(e->path);
+		size_t worst = LINE_FRAME + LINE_DIGITS + 6 * path_len + 1 +
+		               (e->kind == TT_SCAN_LINK ? 8 + 6 * strlen(e->link_target) : 64);
+		if (cap - used < worst) {
+			size_t ncap = cap * 2 > used + worst ? cap * 2 : used + worst;
+			char *nbuf = realloc(buf, ncap);
+			if (!nbuf) {
+				free(buf);
+				tether_error_set(TETHER_ERROR, "listing: out of memory");
+				return NULL;
+			}
+			buf = nbuf;
+			cap = ncap;
+		}
+		used = (size_t)(put_line(buf + used, e, path_len) - buf);
+	}
+	buf[used] = '\0';
+	*len = used;
+	return buf;
+}

@@ -1,0 +1,63 @@
+/* The local scanner: a parallel directory walk with SHA-256 of every file,
+ * reading only files whose stat changed since a cached hash.
+ *
+ * Hash cache: one binary file per scanned root under the cache directory,
+ * keyed by relative path and validated by (size, mtime_ns, ctime_ns, inode).
+ * A file whose mtime or ctime lies within two seconds of the moment it was
+ * hashed is hashed again next time (it may still have been changing). */
+#ifndef TETHER_CORE_SCAN_H
+#define TETHER_CORE_SCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum tt_scan_kind {
+	TT_SCAN_FILE = 'f',    /* regular file, or a symlink to one (read through) */
+	TT_SCAN_LINK = 'l',    /* symlink to a directory, or dangling: recorded by target */
+};
+
+struct tt_scan_entry {
+	char *path;            /* relative to the root, '/'-separated, no leading "./" */
+	uint64_t size;         /* bytes; 0 for TT_SCAN_LINK */
+	unsigned char sha256[32]; /* of the content; of the target string for TT_SCAN_LINK */
+	char kind;             /* enum tt_scan_kind */
+	char *link_target;     /* TT_SCAN_LINK only, else NULL */
+};
+
+struct tt_scan_result {
+	struct tt_scan_entry *entries; /* sorted by path, bytewise (strcmp) */
+	size_t count;
+	uint64_t total_size;
+	uint64_t files_hashed;   /* how many files were read (cache misses) */
+	uint64_t bytes_hashed;
+};
+
+struct tt_scan_opts {
+	int threads;              /* <= 0: number of online CPUs */
+	int progress;             /* may print a progress line on stderr when it is a tty and the scan passes 1 s */
+	const char *cache_dir;    /* NULL: no hash cache */
+	const char *skip_name;    /* a file name skipped at the root (".tether-owner"), or NULL */
+	const char *const *skip_dirs; /* NULL-terminated relative dirs not descended into (e.g. ".git"), or NULL */
+};
+
+/* Scan a directory tree. Returns 0, or a negative TETHER_E* code with the
+ * message set through tether_error_set() (naming the path that failed). */
+int tt_scan_tree(const char *root, const struct tt_scan_opts *opts, struct tt_scan_result *out);
+
+/* Hash one regular file, through the same cache. */
+int tt_scan_file(const char *path, const struct tt_scan_opts *opts, uint64_t *size,
+                 unsigned char sha256[32]);
+
+void tt_scan_result_free(struct tt_scan_result *r);
+
+/* The listing of a scan as JSONL, one line per entry in path order:
+ *   {"k":"<sha256 hex>","p":"<path>","s":<size>}
+ * and for TT_SCAN_LINK entries k is "symlink:<target>" and s is 0.
+ * Keys sorted, no spaces, JSON string escaping as jansson's compact dump
+ * does it (ensure UTF-8 is emitted as-is; invalid UTF-8 bytes in names as
+ * \u00XX escapes of each byte so the text stays valid JSON). The directory's
+ * digest is the SHA-256 hex of exactly these bytes. Returns a malloc'd
+ * buffer (NOT NUL-terminated unless len allows) and its length via *len. */
+char *tt_scan_listing(const struct tt_scan_result *r, size_t *len);
+
+#endif

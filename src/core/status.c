@@ -1,0 +1,90 @@
+/* tether status: per object, how the live state compares with the recorded
+ * one, and how the manifest compares with the last commit. */
+#include "core/engine.h"
+
+#include "util/fsutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Working manifest vs HEAD's: "added", "changed" or "unchanged". */
+static const char *manifest_change(const struct tt_manifest *work, const struct tt_manifest_set *head)
+{
+	struct tt_manifest *h = tt_manifest_set_find(head, work->key);
+	if (!h)
+		return "added";
+	return json_equal(h->doc, work->doc) ? "unchanged" : "changed";
+}
+
+static json_t *object_report(const struct tt_obj *o, const struct tt_manifest_set *head, int snapshot)
+{
+	json_t *recorded = tt_manifest_state(o->m);
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:O?, s:O?, s:s?, s:s?}", "key", o->m->key, "kind",
+	                 tt_manifest_kind(o->m), "tier", tether_tier_name(o->caps), "status",
+	                 !snapshot && recorded ? "unknown" : o->status, "manifest", manifest_change(o->m, head),
+	                 "recorded", recorded, "current", snapshot ? o->fp.state : NULL, "pin",
+	                 tt_manifest_pin(o->m), "detail", o->detail);
+}
+
+static int head_manifests(struct tether_repo *repo, struct tt_manifest_set *head)
+{
+	memset(head, 0, sizeof *head);
+	char id[41];
+	int rc = tt_repo_resolve(repo, "HEAD", id);
+	if (rc == TETHER_ENOTFOUND) {
+		tether_error_clear();
+		return 0; /* no commit yet: every object is added */
+	}
+	return rc ? rc : tt_manifests_at(repo, id, head);
+}
+
+int tether_status(tether_repo *repo, const struct tether_status_opts *opts, json_t **report)
+{
+	*report = NULL;
+	int snapshot = opts->snapshot < 0 ? tt_repo_config_bool(repo, "snapshot", "auto", 1) : opts->snapshot;
+	struct tt_manifest_set work, head;
+	int rc = tt_repo_check_secrets(repo);
+	if (!rc)
+		rc = tt_manifests_load_working(repo->root, &work);
+	if (rc)
+		return rc;
+	rc = head_manifests(repo, &head);
+	struct tt_obj *objs = NULL;
+	if (!rc)
+		rc = tt_objs_prepare(repo, &work, opts->progress, &objs);
+	if (!rc && snapshot)
+		tt_objs_snapshot(objs, work.n);
+	for (size_t i = 0; !rc && snapshot && i < work.n; i++)
+		if (objs[i].rc)
+			rc = tether_error_set(objs[i].rc, "%s", objs[i].error);
+	if (!rc) {
+		json_t *list = json_array();
+		int clean = 1;
+		for (size_t i = 0; i < work.n; i++) {
+			json_t *o = object_report(&objs[i], &head, snapshot);
+			const char *st = json_string_value(json_object_get(o, "status"));
+			const char *mc = json_string_value(json_object_get(o, "manifest"));
+			if (strcmp(st, "clean") != 0 && strcmp(st, "unknown") != 0)
+				clean = 0;
+			if (strcmp(mc, "unchanged") != 0)
+				clean = 0;
+			json_array_append_new(list, o);
+		}
+		for (size_t i = 0; i < head.n; i++) {
+			if (tt_manifest_set_find(&work, head.v[i].key))
+				continue;
+			clean = 0;
+			json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:s, s:s, s:O?, s:n, s:s?, s:n}", "key",
+			                                      head.v[i].key, "kind", tt_manifest_kind(&head.v[i]), "tier",
+			                                      "unknown", "status", "unknown", "manifest", "removed",
+			                                      "recorded", tt_manifest_state(&head.v[i]), "current", "pin",
+			                                      tt_manifest_pin(&head.v[i]), "detail"));
+		}
+		*report = json_pack("{s:s, s:b, s:b, s:o}", "dataset", repo->root, "snapshot", snapshot, "clean", clean,
+		                    "objects", list);
+	}
+	tt_objs_free(objs, work.n);
+	tt_manifest_set_free(&work);
+	tt_manifest_set_free(&head);
+	return rc;
+}

@@ -1,0 +1,73 @@
+/* Thread-local error slot: the message of the last failure on this thread.
+ * Thread-local because objects are worked on concurrently and each worker's
+ * failure must stay its own until the engine collects it. */
+#include <tether/backend.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static _Thread_local char last_msg[1024];
+static _Thread_local char last_hint[512];
+static _Thread_local int has_hint;
+
+const char *tether_version(void)
+{
+	return TETHER_VERSION;
+}
+
+int tether_error_setv(int code, const char *fmt, va_list ap)
+{
+	vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+	has_hint = 0;
+	return code;
+}
+
+int tether_error_set(int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	tether_error_setv(code, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+void tether_error_set_hint(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(last_hint, sizeof last_hint, fmt, ap);
+	va_end(ap);
+	has_hint = 1;
+}
+
+void tether_error_clear(void)
+{
+	last_msg[0] = '\0';
+	has_hint = 0;
+}
+
+const char *tether_error_last(void)
+{
+	return last_msg;
+}
+
+const char *tether_error_hint(void)
+{
+	return has_hint ? last_hint : NULL;
+}
+
+int tether_exit_code(int err)
+{
+	switch (err) {
+	case TETHER_OK:
+		return 0;
+	case TETHER_EUSAGE:
+		return 2;
+	case TETHER_EREFUSED:
+		return 3;
+	case TETHER_ELOCK:
+		return 4;
+	default:
+		return 1;
+	}
+}

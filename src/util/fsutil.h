@@ -1,0 +1,31 @@
+/* Small filesystem helpers: whole-file reads, atomic writes, paths. */
+#ifndef TETHER_UTIL_FSUTIL_H
+#define TETHER_UTIL_FSUTIL_H
+
+#include <stddef.h>
+
+/* Read a whole file. TETHER_ENOTFOUND when it does not exist (message names
+ * the path). *data is NUL-terminated; *len excludes the NUL. */
+int tt_read_file(const char *path, char **data, size_t *len);
+/* Write a file atomically: a temporary file in the same directory, fsync,
+ * rename. The parent directories are created. */
+int tt_write_file_atomic(const char *path, const void *data, size_t len);
+/* mkdir -p. */
+int tt_mkdirs(const char *path, int mode);
+/* Join two path parts with one '/'. Returns a malloc'd string. */
+char *tt_path_join(const char *a, const char *b);
+/* A malloc'd printf. */
+char *tt_strdupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Normalise an absolute path lexically: no ".", "..", doubled or trailing
+ * slashes. Returns a malloc'd string. */
+char *tt_path_normalize(const char *path);
+/* Make `path` absolute against cwd, expanding a leading "~", folding a
+ * "file://" prefix, then normalising it and resolving symlinks of the part
+ * that exists. Returns a malloc'd string. */
+char *tt_path_resolve(const char *path, const char *cwd);
+/* 1 if path exists (lstat), else 0. */
+int tt_exists(const char *path);
+/* Remove a file if present; 0 when it is gone afterwards. */
+int tt_remove_if_exists(const char *path);
+
+#endif

@@ -1,0 +1,63 @@
+#include "util/pool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+struct pool_job {
+	size_t n;
+	atomic_size_t next;
+	tt_pool_fn fn;
+	void *ud;
+};
+
+static void *pool_worker(void *arg)
+{
+	struct pool_job *job = arg;
+	for (;;) {
+		size_t i = atomic_fetch_add(&job->next, 1);
+		if (i >= job->n)
+			break;
+		job->fn(job->ud, i);
+	}
+	return NULL;
+}
+
+int tt_pool_default_threads(void)
+{
+	const char *env = getenv("TETHER_THREADS");
+	if (env && *env) {
+		int t = atoi(env);
+		if (t > 0)
+			return t > 256 ? 256 : t;
+	}
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	return cpus > 0 ? (int)cpus : 1;
+}
+
+void tt_pool_run(size_t n, int threads, tt_pool_fn fn, void *ud)
+{
+	if (threads <= 0)
+		threads = tt_pool_default_threads();
+	if ((size_t)threads > n)
+		threads = (int)n;
+	struct pool_job job = {.n = n, .fn = fn, .ud = ud};
+	atomic_init(&job.next, 0);
+	if (threads <= 1) {
+		pool_worker(&job);
+		return;
+	}
+	pthread_t *tids = calloc((size_t)threads - 1, sizeof *tids);
+	int started = 0;
+	for (int t = 0; tids && t < threads - 1; t++) {
+		if (pthread_create(&tids[t], NULL, pool_worker, &job) != 0)
+			break;
+		started++;
+	}
+	/* The calling thread works too; if no thread could start it does all. */
+	pool_worker(&job);
+	for (int t = 0; t < started; t++)
+		pthread_join(tids[t], NULL);
+	free(tids);
+}

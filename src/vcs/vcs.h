@@ -1,0 +1,88 @@
+/* The VCS interface: everything the engine asks of the enclosing repository.
+ *
+ * It is VCS-neutral (git now, jj later). An implementation is a const struct
+ * tether_vcs_ops in a module (tether-vcs-<name>.so) that exports
+ * `tether_vcs_module`, loaded with dlopen on first use, so a command that
+ * never touches history never loads libgit2.
+ *
+ * Every function returns 0 or a negative TETHER_E* code with the message set
+ * through tether_error_set(). Revisions are strings in the VCS's own syntax
+ * ("HEAD", "main~2", an abbreviated id); commit ids come back as full hex. */
+#ifndef TETHER_VCS_H
+#define TETHER_VCS_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#define TETHER_VCS_ABI 1
+
+struct tether_vcs; /* an open repository, owned by the implementation */
+
+/* Called once per file by read_tree; return non-zero to stop the walk (that
+ * value is returned by read_tree). */
+typedef int (*tether_vcs_file_cb)(void *ud, const char *path, const char *data, size_t len);
+
+struct tether_vcs_ops {
+	int abi;          /* TETHER_VCS_ABI */
+	const char *name; /* "git" */
+
+	/* Open the repository enclosing start_dir (worktrees included). Sets
+	 * *workdir to the checkout's top directory (absolute, realpath'd, no
+	 * trailing slash) and *common_dir to the directory all checkouts of the
+	 * repository share (for the repository lock). TETHER_ENOREPO when there
+	 * is none. */
+	int (*open)(const char *start_dir, struct tether_vcs **out, char **workdir,
+	            char **common_dir);
+	void (*close)(struct tether_vcs *);
+
+	/* Resolve a revision to a commit id (40 hex + NUL). TETHER_ENOTFOUND
+	 * (naming the revision) when it does not resolve; an unborn HEAD also
+	 * gives TETHER_ENOTFOUND. */
+	int (*resolve)(struct tether_vcs *, const char *rev, char id[41]);
+
+	/* Read the file at `path` (relative to the checkout top) in commit `id`.
+	 * TETHER_ENOTFOUND when absent. *data is malloc'd (NUL-terminated, len
+	 * excludes it). */
+	int (*read_file)(struct tether_vcs *, const char *id, const char *path, char **data,
+	                 size_t *len);
+
+	/* Every file under directory `dir` (relative to the checkout top, no
+	 * trailing slash) in commit `id`, recursively, in path order; `path`
+	 * passed to cb is relative to `dir`. A missing dir calls cb never and
+	 * returns 0. Trees and blobs are cached by object id across calls. */
+	int (*read_tree)(struct tether_vcs *, const char *id, const char *dir,
+	                 tether_vcs_file_cb cb, void *ud);
+
+	/* Commits reachable from `rev` (first-parent not required: all parents,
+	 * in time order newest first) that changed anything under `path` (a
+	 * directory or file relative to the checkout top; NULL for all commits),
+	 * at most max (0 = all). Array of {"id", "short", "author", "email",
+	 * "time" (unix seconds), "summary", "message"}. */
+	int (*log)(struct tether_vcs *, const char *rev, const char *path, int max,
+	           json_t **commits);
+
+	/* Commit exactly these paths (relative to the checkout top; files that
+	 * no longer exist in the working tree are recorded as deleted; a path
+	 * may name a directory, meaning everything under it) with `message`,
+	 * on top of HEAD (or as the root commit on an unborn branch), and
+	 * advance the current branch. The user's other staged and unstaged
+	 * changes stay exactly as they were: the index gets these paths
+	 * updated, nothing else. Author/committer from the repository's config
+	 * (GIT_AUTHOR_* / GIT_COMMITTER_* environment variables honoured). A
+	 * commit whose tree equals HEAD's tree is not made: *id is set to ""
+	 * and 0 returned. */
+	int (*commit_paths)(struct tether_vcs *, const char *const *paths, size_t npaths,
+	                    const char *message, char id[41]);
+
+	/* The current branch's short name, or NULL when HEAD is detached. */
+	int (*current_branch)(struct tether_vcs *, char **name);
+
+	/* Is `path` (relative to the checkout top) tracked: in the index or in
+	 * HEAD's tree? */
+	int (*is_tracked)(struct tether_vcs *, const char *path, int *tracked);
+};
+
+/* A VCS module exports this. */
+typedef const struct tether_vcs_ops *const tether_vcs_module_t[];
+
+#endif

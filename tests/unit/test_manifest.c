@@ -1,0 +1,88 @@
+/* Manifests: keys, validation with file-named errors, canonical text. */
+#include "check.h"
+
+#include "core/manifest.h"
+#include "util/fsutil.h"
+
+#include <tether/backend.h>
+
+#include <stdlib.h>
+#include <unistd.h>
+
+static int parse(const char *text, struct tt_manifest *m)
+{
+	return tt_manifest_parse("k", text, strlen(text), "objects/k.toml", m);
+}
+
+int main(void)
+{
+	CHECK(tt_key_check("raw/plate1") == 0);
+	CHECK(tt_key_check("a.b_c-d/E9") == 0);
+	CHECK(tt_key_check("") == TETHER_EUSAGE);
+	CHECK(tt_key_check("/abs") == TETHER_EUSAGE);
+	CHECK(tt_key_check("trailing/") == TETHER_EUSAGE);
+	CHECK(tt_key_check("a//b") == TETHER_EUSAGE);
+	CHECK(tt_key_check("../escape") == TETHER_EUSAGE);
+	CHECK(tt_key_check("a/.hidden") == TETHER_EUSAGE);
+	CHECK(tt_key_check("sp ace") == TETHER_EUSAGE);
+	CHECK(strstr(tether_error_last(), "sp ace") != NULL);
+	char longkey[300];
+	memset(longkey, 'a', sizeof longkey - 1);
+	longkey[sizeof longkey - 1] = '\0';
+	CHECK(tt_key_check(longkey) == TETHER_EUSAGE);
+
+	struct tt_manifest m;
+	CHECK(parse("kind = \"file\"\n[locator]\nuri = \"/x\"\n", &m) == 0);
+	CHECK_STR(tt_manifest_kind(&m), "file");
+	CHECK(tt_manifest_state(&m) == NULL);
+	char *text = tt_manifest_text(&m);
+	CHECK_STR(text, "kind = \"file\"\n\n[locator]\nuri = \"/x\"\n");
+	free(text);
+	tt_manifest_free(&m);
+
+	/* Malformed: the error names the file and the line. */
+	CHECK(parse("kind = \"file\"\n[locator\n", &m) == TETHER_ECONFIG);
+	CHECK(strstr(tether_error_last(), "objects/k.toml:2:") != NULL);
+	CHECK(parse("kind = 3\n[locator]\n", &m) == TETHER_ECONFIG);
+	CHECK(strstr(tether_error_last(), "'kind' must be a string") != NULL);
+	CHECK(parse("kind = \"file\"\n", &m) == TETHER_ECONFIG);
+	CHECK(strstr(tether_error_last(), "'locator' must be a table") != NULL);
+	CHECK(parse("kind = \"file\"\nbogus = 1\n[locator]\n", &m) == TETHER_ECONFIG);
+	CHECK(strstr(tether_error_last(), "unknown key 'bogus'") != NULL);
+	CHECK(parse("kind = \"file\"\nlisting = \"nothex\"\n[locator]\n", &m) == TETHER_ECONFIG);
+
+	/* Save, load one, load all (nested keys), sorted. */
+	char dir[] = "/tmp/tether-manifest-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	const char *keys[] = {"z", "a/b", "a"};
+	for (int i = 0; i < 3; i++) {
+		struct tt_manifest w = {.key = (char *)keys[i],
+		                        .doc = json_pack("{s:s, s:{s:s}}", "kind", "file", "locator", "uri", keys[i])};
+		CHECK(tt_manifest_save(dir, &w) == 0);
+		json_decref(w.doc);
+	}
+	struct tt_manifest_set set;
+	CHECK(tt_manifests_load_working(dir, &set) == 0);
+	CHECK(set.n == 3);
+	if (set.n == 3) {
+		CHECK_STR(set.v[0].key, "a");
+		CHECK_STR(set.v[1].key, "a/b");
+		CHECK_STR(set.v[2].key, "z");
+		CHECK(tt_manifest_set_find(&set, "a/b") == &set.v[1]);
+		CHECK(tt_manifest_set_find(&set, "nope") == NULL);
+	}
+	tt_manifest_set_free(&set);
+	CHECK(tt_manifest_load_working(dir, "missing", &m) == TETHER_ENOTFOUND);
+	CHECK(strstr(tether_error_last(), "'missing'") != NULL);
+
+	char *bad = tt_path_join(dir, ".tether/objects/bad.toml");
+	CHECK(tt_write_file_atomic(bad, "kind = [\n", 9) == 0);
+	CHECK(tt_manifests_load_working(dir, &set) == TETHER_ECONFIG);
+	CHECK(strstr(tether_error_last(), "bad.toml:") != NULL);
+	free(bad);
+
+	char *cmd = tt_strdupf("rm -rf '%s'", dir);
+	CHECK(system(cmd) == 0);
+	free(cmd);
+	CHECK_DONE();
+}

@@ -2,8 +2,8 @@
  * name the command ("unknown option '--foo' for 'status'"), --x/--no-x pairs
  * are settled by order, options repeat, and help is generated from the same
  * table, none of which getopt_long gives without as much code again. */
-#include "cli/args.h"
-#include "cli/output.h"
+#include "args.h"
+#include "output.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -166,11 +166,12 @@ int args_parse(const struct arg_spec *spec, const char *command, int argc, char 
 			a->next = i;
 			return 0;
 		}
-		if (a->npos >= spec->max_positionals)
-			return usage_error(a, "unexpected argument '%s'", arg);
+		/* Counted after the loop, so that a --help further on still wins. */
 		a->pos[a->npos++] = arg;
 	}
 	a->next = argc;
+	if (a->npos > spec->max_positionals)
+		return usage_error(a, "unexpected argument '%s'", a->pos[spec->max_positionals]);
 	if (a->npos < spec->min_positionals)
 		return usage_error(a, "missing argument %s", positional_name(spec, a->npos));
 	return 0;

@@ -1,7 +1,7 @@
 /* tether add KEY URI --kind K: register an object (write its manifest);
  * nothing is contacted until status or commit. */
-#include "cli/args.h"
-#include "cli/output.h"
+#include "args.h"
+#include "output.h"
 
 #include <tether.h>
 
@@ -113,13 +113,14 @@ static int run_add(const struct args *a)
 		json_decref(report);
 		return rc;
 	}
-	out_warnings(report);
 	if (args_has(a, OPT_JSON))
 		rc = out_json(report);
 	else
 		printf("Added %s (kind %s, tier %s)\n", out_str_or(report, "key", a->pos[0]),
 		       out_str_or(report, "kind", args_value(a, OPT_KIND)),
 		       out_str_or(report, "tier", "unknown"));
+	fflush(stdout); /* the result first, then what to watch out for */
+	out_warnings(report);
 	json_decref(report);
 	return rc;
 }

@@ -1,6 +1,6 @@
 /* tether backends: the kinds of object this build can track. */
-#include "cli/args.h"
-#include "cli/output.h"
+#include "args.h"
+#include "output.h"
 
 #include <tether.h>
 

@@ -1,7 +1,7 @@
 /* tether commit -m MSG: pin or record every object, write the manifests
  * and make the VCS commit. */
-#include "cli/args.h"
-#include "cli/output.h"
+#include "args.h"
+#include "output.h"
 
 #include <tether.h>
 
@@ -85,11 +85,12 @@ static int run_commit(const struct args *a)
 		json_decref(report);
 		return out_error(err);
 	}
-	out_warnings(report);
 	if (args_has(a, OPT_JSON))
 		rc = out_json(report);
 	else
 		print_commit(report, out_str_or(report, "message", message));
+	fflush(stdout); /* the result first, then what to watch out for */
+	out_warnings(report);
 	json_decref(report);
 	return rc;
 }

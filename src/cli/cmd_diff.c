@@ -1,7 +1,7 @@
 /* tether diff [A [B]]: which objects differ between two revisions, and
  * with --content what changed inside each, from the backends' metadata. */
-#include "cli/args.h"
-#include "cli/output.h"
+#include "args.h"
+#include "output.h"
 
 #include <tether.h>
 

@@ -1,6 +1,6 @@
 /* tether init: make the current directory a dataset. */
-#include "cli/args.h"
-#include "cli/output.h"
+#include "args.h"
+#include "output.h"
 
 #include <tether.h>
 

@@ -1,7 +1,7 @@
 /* tether log [REV]: the dataset's commits, newest first, each with the
  * objects it changed. */
-#include "cli/args.h"
-#include "cli/output.h"
+#include "args.h"
+#include "output.h"
 
 #include <tether.h>
 

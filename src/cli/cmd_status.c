@@ -1,6 +1,6 @@
 /* tether status: each object's state against the one last recorded. */
-#include "cli/args.h"
-#include "cli/output.h"
+#include "args.h"
+#include "output.h"
 
 #include <tether.h>
 
@@ -17,31 +17,29 @@ static const struct arg_option options[] = {
 	[OPT_JSON] = { "json", 0, ARG_FLAG, NULL, "print the report as JSON" },
 };
 
-/* How each status reads and is coloured, in the order the summary counts
- * them. "unknown" (not fingerprinted) is shown by its manifest status. */
-struct status_style {
-	const char *status;
-	const char *label;
+/* How an object's line is labelled and coloured, in the order the summary
+ * counts them. An object whose data was not fingerprinted (status
+ * "unknown") is labelled by what happened to its manifest instead. */
+struct label {
+	const char *field;
+	const char *value;
+	const char *text;
 	enum out_color color;
 };
 
-static const struct status_style styles[] = {
-	{ "clean", "clean", OUT_GREEN },
-	{ "modified", "modified", OUT_YELLOW },
-	{ "never-recorded", "never recorded", OUT_CYAN },
-	{ "drifted", "drifted", OUT_RED },
-	{ "unknown", "not checked", OUT_RESET },
+static const struct label labels[] = {
+	{ "status", "clean", "clean", OUT_GREEN },
+	{ "status", "modified", "modified", OUT_YELLOW },
+	{ "status", "never-recorded", "never recorded", OUT_CYAN },
+	{ "status", "drifted", "drifted", OUT_RED },
+	{ "manifest", "unchanged", "unchanged", OUT_RESET },
+	{ "manifest", "added", "added", OUT_CYAN },
+	{ "manifest", "changed", "changed", OUT_YELLOW },
+	{ "manifest", "removed", "removed", OUT_RED },
+	{ "status", "unknown", "not checked", OUT_RESET },
 };
 
-#define NSTYLES (sizeof styles / sizeof styles[0])
-
-static const struct status_style manifest_styles[] = {
-	{ "unchanged", "unchanged", OUT_RESET },
-	{ "added", "added", OUT_CYAN },
-	{ "changed", "changed", OUT_YELLOW },
-};
-
-#define NMANIFEST_STYLES (sizeof manifest_styles / sizeof manifest_styles[0])
+#define NLABELS (sizeof labels / sizeof labels[0])
 
 /* Keys longer than this are not padded, so one long key does not push
  * every other line's kind and tier off the screen. */
@@ -56,13 +54,27 @@ static int snapshot_choice(const struct args *a)
 	return -1;
 }
 
-static const struct status_style *find_style(const struct status_style *table, size_t n,
-                                             const char *status)
+static int is(const char *value, const char *expected)
 {
-	for (size_t i = 0; status && i < n; i++)
-		if (strcmp(table[i].status, status) == 0)
-			return &table[i];
+	return value && strcmp(value, expected) == 0;
+}
+
+static const struct label *find_label(const char *field, const char *value)
+{
+	for (size_t i = 0; i < NLABELS; i++)
+		if (strcmp(labels[i].field, field) == 0 && is(value, labels[i].value))
+			return &labels[i];
 	return NULL;
+}
+
+/* The object's label, or NULL for a status this CLI does not know. */
+static const struct label *object_label(const json_t *o)
+{
+	const char *status = out_str(o, "status");
+	const struct label *l = NULL;
+	if (is(status, "unknown"))
+		l = find_label("manifest", out_str(o, "manifest"));
+	return l ? l : find_label("status", status);
 }
 
 static int key_column_width(const json_t *objects)
@@ -78,66 +90,25 @@ static int key_column_width(const json_t *objects)
 	return width < MAX_KEY_COLUMN ? width : MAX_KEY_COLUMN;
 }
 
-/* The label for an object: its status; or, when its data was not
- * fingerprinted, what happened to its manifest. */
-static struct status_style object_style(const json_t *o)
-{
-	const char *status = out_str(o, "status");
-	const char *manifest = out_str(o, "manifest");
-	const struct status_style *s = NULL;
-	if (status && strcmp(status, "unknown") == 0)
-		s = find_style(manifest_styles, NMANIFEST_STYLES, manifest);
-	if (!s)
-		s = find_style(styles, NSTYLES, status);
-	if (s)
-		return *s;
-	return (struct status_style){ status, status ? status : "?", OUT_RESET };
-}
-
 /* "  drifted         raw/plate1  (file, observed): size changed" */
 static void print_object(const json_t *o, int key_width)
 {
-	struct status_style s = object_style(o);
-	const char *status = out_str_or(o, "status", "");
+	const struct label *l = object_label(o);
+	const char *status = out_str_or(o, "status", "?");
 	const char *manifest = out_str_or(o, "manifest", "unchanged");
 	const char *detail = out_str(o, "detail");
 
-	printf("  %s%-14s%s  %-*s  (%s, %s", out_color(s.color), s.label, out_color(OUT_RESET),
-	       key_width, out_str_or(o, "key", "?"), out_str_or(o, "kind", "?"),
-	       out_str_or(o, "tier", "?"));
-	/* Shown by the label already when the data was not checked. */
-	if (strcmp(status, "unknown") != 0 && strcmp(manifest, "unchanged") != 0)
+	printf("  %s%-14s%s  %-*s  (%s, %s", out_color(l ? l->color : OUT_RESET),
+	       l ? l->text : status, out_color(OUT_RESET), key_width, out_str_or(o, "key", "?"),
+	       out_str_or(o, "kind", "?"), out_str_or(o, "tier", "?"));
+	/* The label says it already when it is the manifest's. */
+	if ((!l || strcmp(l->field, "status") == 0) && !is(manifest, "unchanged"))
 		printf(", manifest %s", manifest);
 	printf(")%s%s\n", detail ? ": " : "", detail ? detail : "");
 }
 
-/* ": 2 clean, 1 drifted": how many objects have each of the table's values
- * of `field`, in the table's order, leaving out the zeros. */
-static void print_counts(const json_t *objects, const char *field,
-                         const struct status_style *table, size_t ntable)
-{
-	const char *sep = ": ";
-	size_t matched = 0, i;
-	json_t *o;
-	for (size_t k = 0; k < ntable; k++) {
-		size_t count = 0;
-		json_array_foreach(objects, i, o) {
-			const char *value = out_str(o, field);
-			if (value && strcmp(value, table[k].status) == 0)
-				count++;
-		}
-		if (count) {
-			printf("%s%zu %s", sep, count, table[k].label);
-			sep = ", ";
-		}
-		matched += count;
-	}
-	if (matched < json_array_size(objects))
-		printf("%s%zu other", sep, json_array_size(objects) - matched);
-}
-
-/* "4 objects: 2 clean, 1 modified, 1 drifted"; without a snapshot, the
- * manifests' counts and how to check the data. */
+/* "4 objects: 2 clean, 1 modified, 1 drifted": the labels' counts in the
+ * table's order, leaving out the zeros. */
 static void print_summary(const json_t *objects, int snapshot)
 {
 	size_t n = json_array_size(objects);
@@ -145,14 +116,28 @@ static void print_summary(const json_t *objects, int snapshot)
 		printf("no objects; register one with 'tether add'\n");
 		return;
 	}
-	printf("%zu object%s", n, n == 1 ? "" : "s");
-	if (snapshot) {
-		print_counts(objects, "status", styles, NSTYLES);
-		printf("\n");
-	} else {
-		print_counts(objects, "manifest", manifest_styles, NMANIFEST_STYLES);
-		printf("; data not checked (run 'tether status --snapshot')\n");
+	size_t counts[NLABELS] = { 0 }, other = 0, i;
+	json_t *o;
+	json_array_foreach(objects, i, o) {
+		const struct label *l = object_label(o);
+		if (l)
+			counts[l - labels]++;
+		else
+			other++;
 	}
+	printf("%zu object%s", n, n == 1 ? "" : "s");
+	const char *sep = ": ";
+	for (size_t k = 0; k < NLABELS; k++) {
+		if (counts[k]) {
+			printf("%s%zu %s", sep, counts[k], labels[k].text);
+			sep = ", ";
+		}
+	}
+	if (other)
+		printf("%s%zu other", sep, other);
+	if (!snapshot)
+		printf("; data not checked (run 'tether status --snapshot')");
+	printf("\n");
 }
 
 static int any_drifted(const json_t *objects)
@@ -160,8 +145,7 @@ static int any_drifted(const json_t *objects)
 	size_t i;
 	json_t *o;
 	json_array_foreach(objects, i, o) {
-		const char *status = out_str(o, "status");
-		if (status && strcmp(status, "drifted") == 0)
+		if (is(out_str(o, "status"), "drifted"))
 			return 1;
 	}
 	return 0;

@@ -1,6 +1,6 @@
 /* tether verify: is every recorded state still held where it says? */
-#include "cli/args.h"
-#include "cli/output.h"
+#include "args.h"
+#include "output.h"
 
 #include <tether.h>
 

@@ -2,8 +2,8 @@
  * --version, --help), finds the command and hands it the rest of argv.
  * Nothing here calls into the engine before a command runs, so help and
  * usage errors cost no more than starting the process. */
-#include "cli/args.h"
-#include "cli/output.h"
+#include "args.h"
+#include "output.h"
 
 #include <tether.h>
 
@@ -45,8 +45,8 @@ static const struct cli_command cmd_help = {
 
 /* In the order `tether --help` lists them: the order of a first session. */
 static const struct cli_command *const commands[] = {
-	&cmd_init, &cmd_add,  &cmd_backends, &cmd_status, &cmd_commit,
-	&cmd_diff, &cmd_log,  &cmd_verify,   &cmd_help,
+	&cmd_init, &cmd_add, &cmd_backends, &cmd_status, &cmd_commit,
+	&cmd_diff, &cmd_log, &cmd_verify, &cmd_help,
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

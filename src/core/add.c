@@ -23,7 +23,7 @@ static const char *policy_value(const json_t *options, const json_t *defaults, c
 static int build_policy(const struct tether_backend *b, const struct tether_bctx *ctx, const json_t *options,
                         json_t **policy)
 {
-	json_t *backend_opts = json_deep_copy(options ? options : json_object());
+	json_t *backend_opts = options ? json_deep_copy(options) : json_object();
 	json_object_del(backend_opts, "write");
 	json_object_del(backend_opts, "pin");
 	json_t *p = NULL;
@@ -82,7 +82,7 @@ int tether_add(tether_repo *repo, const struct tether_add_opts *opts, json_t **r
 	json_t *policy = NULL, *locator = NULL;
 	rc = build_policy(b, &ctx, opts->options, &policy);
 	if (!rc) {
-		json_t *backend_opts = json_deep_copy(opts->options ? opts->options : json_object());
+		json_t *backend_opts = opts->options ? json_deep_copy(opts->options) : json_object();
 		json_object_del(backend_opts, "write");
 		json_object_del(backend_opts, "pin");
 		/* Policy keys are the backend's too; the locator builder sees only

@@ -14,18 +14,38 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <nettle/sha2.h>
-
 #include "util/hash.h"
 
 _Static_assert(sizeof(struct tt_hashcache_rec) == TT_HASHCACHE_RECORD_SIZE,
                "a cache record is 80 bytes on disk, with no padding");
 
-/* An open-addressing slot: the record's index + 1 (0 = empty) and the high
- * half of the path's hash, so most probes are decided without touching the
- * record or its path. */
+struct header {
+	char magic[8];
+	uint32_t version;
+	uint32_t header_size;
+	uint64_t count;
+	uint64_t pool_size;
+	uint64_t checksum;
+	unsigned char zero[24];
+};
+_Static_assert(sizeof(struct header) == TT_HASHCACHE_HEADER_SIZE, "the header is 64 bytes");
+
+/* The header bytes before the checksum field are covered by it. */
+#define HEADER_CHECKED_BYTES 32u
+
+/* The records of one directory: [first, first + count). The directory's
+ * name is the first dir_len bytes of the first record's path. */
+struct group {
+	uint32_t first;
+	uint32_t count;
+	uint32_t dir_len;
+};
+
+/* An open-addressing slot: the group's index + 1 (0 = empty) and the high
+ * half of the directory's hash, so most probes are decided without
+ * touching the group or its path. */
 struct slot {
-	uint32_t index_plus1;
+	uint32_t group_plus1;
 	uint32_t tag;
 };
 
@@ -34,22 +54,11 @@ struct tt_hashcache {
 	const struct tt_hashcache_rec *recs;
 	const char *pool;
 	size_t count;
+	struct group *groups;
+	size_t ngroups;
 	struct slot *slots;
-	size_t mask; /* slot count - 1; slot count is a power of two */
+	size_t mask; /* slot count - 1; a power of two */
 };
-
-struct header {
-	char magic[8];
-	uint32_t version;
-	uint32_t header_size;
-	uint64_t count;
-	uint64_t pool_size;
-	unsigned char checksum[32];
-};
-_Static_assert(sizeof(struct header) == TT_HASHCACHE_HEADER_SIZE, "the header is 64 bytes");
-
-/* Only the bytes before the checksum field are covered by it. */
-#define HEADER_CHECKED_BYTES 32u
 
 /* ---- the clock ---- */
 
@@ -102,26 +111,82 @@ char *tt_hashcache_file(const char *cache_dir, const char *key)
 	return file;
 }
 
-/* ---- lookup ---- */
+/* ---- the checksum (specified in hashcache.h) ---- */
 
-/* A fast 64-bit hash of a path, eight bytes at a time. Not part of the
- * file format: the table is rebuilt at every load. */
-static uint64_t path_hash(const char *p, size_t n)
+#define MIX_K 0x9e3779b97f4a7c15ULL
+
+struct checksum {
+	uint64_t lane[4];
+	unsigned char pending[32];
+	size_t npending;
+	uint64_t total;
+};
+
+static inline uint64_t mix_step(uint64_t lane, uint64_t word)
 {
-	const uint64_t k = 0x9e3779b97f4a7c15ULL;
-	uint64_t h = (uint64_t)n * k ^ 0x2545f4914f6cdd1dULL;
-	uint64_t w;
-	for (; n >= 8; p += 8, n -= 8) {
-		memcpy(&w, p, 8);
-		h = (h ^ w) * k;
-		h ^= h >> 32;
+	lane = (lane ^ word) * MIX_K;
+	return lane ^ (lane >> 29);
+}
+
+static void checksum_init(struct checksum *c)
+{
+	memset(c, 0, sizeof *c);
+	for (int i = 0; i < 4; i++)
+		c->lane[i] = MIX_K * (uint64_t)(i + 1);
+}
+
+/* Whole 32-byte blocks: one word per lane, the lanes independent so the
+ * CPU runs them side by side. */
+static void checksum_blocks(struct checksum *c, const unsigned char *p, size_t nblocks)
+{
+	uint64_t a = c->lane[0], b = c->lane[1], d = c->lane[2], e = c->lane[3];
+	for (size_t i = 0; i < nblocks; i++, p += 32) {
+		uint64_t w[4];
+		memcpy(w, p, 32);
+		a = mix_step(a, w[0]);
+		b = mix_step(b, w[1]);
+		d = mix_step(d, w[2]);
+		e = mix_step(e, w[3]);
 	}
-	if (n) {
-		w = 0;
-		memcpy(&w, p, n);
-		h = (h ^ w) * k;
-		h ^= h >> 32;
+	c->lane[0] = a;
+	c->lane[1] = b;
+	c->lane[2] = d;
+	c->lane[3] = e;
+}
+
+static void checksum_update(struct checksum *c, const void *data, size_t n)
+{
+	const unsigned char *p = data;
+	c->total += n;
+	if (c->npending) {
+		size_t take = 32 - c->npending < n ? 32 - c->npending : n;
+		memcpy(c->pending + c->npending, p, take);
+		c->npending += take;
+		p += take;
+		n -= take;
+		if (c->npending < 32)
+			return;
+		checksum_blocks(c, c->pending, 1);
+		c->npending = 0;
 	}
+	checksum_blocks(c, p, n / 32);
+	p += n / 32 * 32;
+	n %= 32;
+	memcpy(c->pending, p, n);
+	c->npending = n;
+}
+
+static uint64_t checksum_final(struct checksum *c)
+{
+	for (size_t i = 0; i * 8 < c->npending; i++) {
+		uint64_t w = 0;
+		size_t take = c->npending - i * 8 < 8 ? c->npending - i * 8 : 8;
+		memcpy(&w, c->pending + i * 8, take);
+		c->lane[i] = mix_step(c->lane[i], w);
+	}
+	uint64_t h = mix_step(0, c->total);
+	for (int i = 0; i < 4; i++)
+		h = mix_step(h, c->lane[i]);
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdULL;
 	h ^= h >> 33;
@@ -130,23 +195,101 @@ static uint64_t path_hash(const char *p, size_t n)
 	return h;
 }
 
+/* ---- lookup ---- */
+
+/* A fast 64-bit hash of a directory path, eight bytes at a time. Not part
+ * of the file format: the table is rebuilt at every load. */
+static uint64_t path_hash(const char *p, size_t n)
+{
+	uint64_t h = mix_step(0x2545f4914f6cdd1dULL, n);
+	uint64_t w;
+	for (; n >= 8; p += 8, n -= 8) {
+		memcpy(&w, p, 8);
+		h = mix_step(h, w);
+	}
+	if (n) {
+		w = 0;
+		memcpy(&w, p, n);
+		h = mix_step(h, w);
+	}
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	return h;
+}
+
+static const char *group_dir(const struct tt_hashcache *c, const struct group *g)
+{
+	return c->pool + c->recs[g->first].path_off;
+}
+
+/* The index of the slot holding dir's group, or of the empty slot where
+ * it would go. */
+static size_t probe(const struct tt_hashcache *c, const char *dir, size_t dir_len, uint64_t h)
+{
+	uint32_t tag = (uint32_t)(h >> 32);
+	for (size_t i = (size_t)h & c->mask;; i = (i + 1) & c->mask) {
+		const struct slot *s = &c->slots[i];
+		if (s->group_plus1 == 0)
+			return i;
+		if (s->tag != tag)
+			continue;
+		const struct group *g = &c->groups[s->group_plus1 - 1];
+		if (g->dir_len == dir_len && memcmp(group_dir(c, g), dir, dir_len) == 0)
+			return i;
+	}
+}
+
+size_t tt_hashcache_dir(const struct tt_hashcache *cache, const char *dir, size_t dir_len,
+                        const struct tt_hashcache_rec **first)
+{
+	*first = NULL;
+	if (!cache || cache->ngroups == 0)
+		return 0;
+	const struct slot *s = &cache->slots[probe(cache, dir, dir_len, path_hash(dir, dir_len))];
+	if (s->group_plus1 == 0)
+		return 0;
+	const struct group *g = &cache->groups[s->group_plus1 - 1];
+	*first = &cache->recs[g->first];
+	return g->count;
+}
+
+const char *tt_hashcache_rec_path(const struct tt_hashcache *cache,
+                                  const struct tt_hashcache_rec *rec)
+{
+	return cache->pool + rec->path_off;
+}
+
+/* Where a path's directory ends: the index of its last '/', or 0. */
+static size_t dir_length(const char *path, size_t len)
+{
+	while (len > 0 && path[len - 1] != '/')
+		len--;
+	return len > 0 ? len - 1 : 0;
+}
+
 const struct tt_hashcache_rec *tt_hashcache_find(const struct tt_hashcache *cache,
                                                  const char *path, size_t path_len)
 {
-	if (!cache || cache->count == 0)
-		return NULL;
-	uint64_t h = path_hash(path, path_len);
-	uint32_t tag = (uint32_t)(h >> 32);
-	for (size_t i = (size_t)h & cache->mask;; i = (i + 1) & cache->mask) {
-		const struct slot *s = &cache->slots[i];
-		if (s->index_plus1 == 0)
-			return NULL;
-		if (s->tag != tag)
-			continue;
-		const struct tt_hashcache_rec *rec = &cache->recs[s->index_plus1 - 1];
-		if (rec->path_len == path_len && memcmp(cache->pool + rec->path_off, path, path_len) == 0)
+	const struct tt_hashcache_rec *recs;
+	size_t n = tt_hashcache_dir(cache, path, dir_length(path, path_len), &recs);
+	/* Binary search by full path: within a group it sorts as the name. */
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct tt_hashcache_rec *rec = &recs[mid];
+		size_t common = rec->path_len < path_len ? rec->path_len : path_len;
+		int c = memcmp(cache->pool + rec->path_off, path, common);
+		if (c == 0)
+			c = (rec->path_len > path_len) - (rec->path_len < path_len);
+		if (c == 0)
 			return rec;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
+	return NULL;
 }
 
 size_t tt_hashcache_count(const struct tt_hashcache *cache)
@@ -190,23 +333,21 @@ static unsigned char *read_checked(const char *file, struct header *hdr)
 	fd = -1;
 
 	memcpy(hdr, data, sizeof *hdr);
+	static const unsigned char zero[sizeof hdr->zero];
 	if (memcmp(hdr->magic, TT_HASHCACHE_MAGIC, 8) != 0 || hdr->version != TT_HASHCACHE_VERSION ||
-	    hdr->header_size != TT_HASHCACHE_HEADER_SIZE)
+	    hdr->header_size != TT_HASHCACHE_HEADER_SIZE || memcmp(hdr->zero, zero, sizeof zero) != 0)
 		goto fail;
 	/* The exact size, computed without overflow. */
 	uint64_t body = size - sizeof *hdr;
 	if (hdr->count > body / TT_HASHCACHE_RECORD_SIZE ||
 	    hdr->pool_size != body - hdr->count * TT_HASHCACHE_RECORD_SIZE ||
-	    hdr->count > UINT32_MAX - 1)
+	    hdr->count > UINT32_MAX - 1 || hdr->pool_size > UINT32_MAX)
 		goto fail;
-
-	struct sha256_ctx sha;
-	unsigned char digest[32];
-	sha256_init(&sha);
-	sha256_update(&sha, HEADER_CHECKED_BYTES, data);
-	sha256_update(&sha, body, data + sizeof *hdr);
-	sha256_digest(&sha, sizeof digest, digest);
-	if (memcmp(digest, hdr->checksum, sizeof digest) != 0)
+	struct checksum sum;
+	checksum_init(&sum);
+	checksum_update(&sum, data, HEADER_CHECKED_BYTES);
+	checksum_update(&sum, data + sizeof *hdr, body);
+	if (checksum_final(&sum) != hdr->checksum)
 		goto fail;
 	return data;
 fail:
@@ -216,29 +357,61 @@ fail:
 	return NULL;
 }
 
-/* Index the records; refuses a path outside the pool or without its NUL
- * (a bug in a writer, since the checksum matched). */
-static int build_table(struct tt_hashcache *c)
+static int valid_path(const struct tt_hashcache *c, const struct tt_hashcache_rec *rec,
+                      uint64_t pool_size)
+{
+	return rec->path_len > 0 && (uint64_t)rec->path_off + rec->path_len < pool_size &&
+	       c->pool[rec->path_off + rec->path_len] == '\0' && c->pool[rec->path_off] != '/';
+}
+
+/* Split the records into runs of one directory each. */
+static int find_groups(struct tt_hashcache *c, uint64_t pool_size)
+{
+	size_t cap = 0;
+	const char *prev_dir = NULL;
+	size_t prev_len = 0;
+	for (size_t r = 0; r < c->count; r++) {
+		const struct tt_hashcache_rec *rec = &c->recs[r];
+		if (!valid_path(c, rec, pool_size))
+			return -1;
+		const char *path = c->pool + rec->path_off;
+		size_t dir_len = dir_length(path, rec->path_len);
+		if (prev_dir && dir_len == prev_len && memcmp(path, prev_dir, dir_len) == 0) {
+			c->groups[c->ngroups - 1].count++;
+			continue;
+		}
+		if (c->ngroups == cap) {
+			cap = cap ? cap * 2 : 64;
+			struct group *g = realloc(c->groups, cap * sizeof *g);
+			if (!g)
+				return -1;
+			c->groups = g;
+		}
+		c->groups[c->ngroups++] = (struct group){(uint32_t)r, 1, (uint32_t)dir_len};
+		prev_dir = path;
+		prev_len = dir_len;
+	}
+	return 0;
+}
+
+/* Index the groups; a directory with two groups is a broken file. */
+static int index_groups(struct tt_hashcache *c)
 {
 	size_t slots = 16;
-	while (slots < 2 * c->count)
+	while (slots < 2 * c->ngroups)
 		slots *= 2;
 	c->slots = calloc(slots, sizeof *c->slots);
 	if (!c->slots)
 		return -1;
 	c->mask = slots - 1;
-	uint64_t pool_size = ((const struct header *)c->data)->pool_size;
-	for (size_t r = 0; r < c->count; r++) {
-		const struct tt_hashcache_rec *rec = &c->recs[r];
-		if ((uint64_t)rec->path_off + rec->path_len >= pool_size ||
-		    c->pool[rec->path_off + rec->path_len] != '\0')
+	for (size_t g = 0; g < c->ngroups; g++) {
+		const char *dir = group_dir(c, &c->groups[g]);
+		uint64_t h = path_hash(dir, c->groups[g].dir_len);
+		struct slot *s = &c->slots[probe(c, dir, c->groups[g].dir_len, h)];
+		if (s->group_plus1 != 0)
 			return -1;
-		uint64_t h = path_hash(c->pool + rec->path_off, rec->path_len);
-		size_t i = (size_t)h & c->mask;
-		while (c->slots[i].index_plus1 != 0)
-			i = (i + 1) & c->mask;
-		c->slots[i].index_plus1 = (uint32_t)r + 1;
-		c->slots[i].tag = (uint32_t)(h >> 32);
+		s->group_plus1 = (uint32_t)g + 1;
+		s->tag = (uint32_t)(h >> 32);
 	}
 	return 0;
 }
@@ -255,8 +428,9 @@ struct tt_hashcache *tt_hashcache_load(const char *file)
 	c->count = (size_t)hdr.count;
 	c->recs = (const struct tt_hashcache_rec *)(c->data + sizeof hdr);
 	c->pool = (const char *)(c->data + sizeof hdr) + c->count * TT_HASHCACHE_RECORD_SIZE;
-	if (c->count > 0 && build_table(c) != 0) {
+	if (find_groups(c, hdr.pool_size) != 0 || index_groups(c) != 0) {
 		free(c->slots);
+		free(c->groups);
 		free(c->data);
 		memset(c, 0, sizeof *c);
 	}
@@ -268,6 +442,7 @@ void tt_hashcache_free(struct tt_hashcache *cache)
 	if (!cache)
 		return;
 	free(cache->slots);
+	free(cache->groups);
 	free(cache->data);
 	free(cache);
 }
@@ -279,8 +454,8 @@ struct writer {
 	int fd;
 	unsigned char *buf;
 	size_t len, cap;
-	struct sha256_ctx sha;
-	int failed;
+	struct checksum sum;
+	int err; /* errno of the first failure */
 };
 
 static int write_all(int fd, const void *p, size_t n)
@@ -291,7 +466,7 @@ static int write_all(int fd, const void *p, size_t n)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0)
-			return -1;
+			return errno;
 		b += w;
 		n -= (size_t)w;
 	}
@@ -300,18 +475,17 @@ static int write_all(int fd, const void *p, size_t n)
 
 static void writer_flush(struct writer *w)
 {
-	if (w->failed || w->len == 0)
+	if (w->err || w->len == 0)
 		return;
-	sha256_update(&w->sha, w->len, w->buf);
-	if (write_all(w->fd, w->buf, w->len) != 0)
-		w->failed = errno ? errno : EIO;
+	checksum_update(&w->sum, w->buf, w->len);
+	w->err = write_all(w->fd, w->buf, w->len);
 	w->len = 0;
 }
 
 static void writer_put(struct writer *w, const void *p, size_t n)
 {
 	const unsigned char *b = p;
-	while (n > 0 && !w->failed) {
+	while (n > 0 && !w->err) {
 		if (w->len == w->cap)
 			writer_flush(w);
 		size_t take = w->cap - w->len < n ? w->cap - w->len : n;
@@ -368,7 +542,7 @@ static void put_records(struct writer *w, size_t n, tt_hashcache_get_fn get, voi
 {
 	uint64_t off = 0;
 	struct tt_hashcache_item it;
-	for (size_t i = 0; i < n && !w->failed; i++) {
+	for (size_t i = 0; i < n && !w->err; i++) {
 		if (!get(ctx, i, &it))
 			continue;
 		struct tt_hashcache_rec rec;
@@ -389,27 +563,57 @@ static void put_records(struct writer *w, size_t n, tt_hashcache_get_fn get, voi
 static void put_pool(struct writer *w, size_t n, tt_hashcache_get_fn get, void *ctx)
 {
 	struct tt_hashcache_item it;
-	for (size_t i = 0; i < n && !w->failed; i++) {
+	for (size_t i = 0; i < n && !w->err; i++) {
 		if (get(ctx, i, &it))
 			writer_put(w, it.path, it.path_len + 1);
 	}
 }
 
-int tt_hashcache_write(const char *file, size_t n, tt_hashcache_get_fn get, void *ctx)
+/* The header, counted in a first pass over the items. */
+static void count_items(struct header *hdr, size_t n, tt_hashcache_get_fn get, void *ctx)
 {
-	/* First pass: the counts the header declares up front. */
-	struct header hdr;
-	memset(&hdr, 0, sizeof hdr);
-	memcpy(hdr.magic, TT_HASHCACHE_MAGIC, 8);
-	hdr.version = TT_HASHCACHE_VERSION;
-	hdr.header_size = TT_HASHCACHE_HEADER_SIZE;
+	memset(hdr, 0, sizeof *hdr);
+	memcpy(hdr->magic, TT_HASHCACHE_MAGIC, 8);
+	hdr->version = TT_HASHCACHE_VERSION;
+	hdr->header_size = TT_HASHCACHE_HEADER_SIZE;
 	struct tt_hashcache_item it;
 	for (size_t i = 0; i < n; i++) {
 		if (get(ctx, i, &it)) {
-			hdr.count++;
-			hdr.pool_size += it.path_len + 1;
+			hdr->count++;
+			hdr->pool_size += it.path_len + 1;
 		}
 	}
+}
+
+/* Records and pool, then the header once the checksum is known; fsync.
+ * Returns 0 or an errno. */
+static int write_body(int fd, struct header *hdr, size_t n, tt_hashcache_get_fn get, void *ctx)
+{
+	struct writer w = {.fd = fd, .cap = (size_t)1 << 20};
+	w.buf = malloc(w.cap);
+	if (!w.buf)
+		return ENOMEM;
+	checksum_init(&w.sum);
+	checksum_update(&w.sum, hdr, HEADER_CHECKED_BYTES);
+	if (lseek(fd, sizeof *hdr, SEEK_SET) < 0)
+		w.err = errno;
+	put_records(&w, n, get, ctx);
+	put_pool(&w, n, get, ctx);
+	writer_flush(&w);
+	free(w.buf);
+	if (w.err)
+		return w.err;
+	hdr->checksum = checksum_final(&w.sum);
+	ssize_t done = pwrite(fd, hdr, sizeof *hdr, 0);
+	if (done != (ssize_t)sizeof *hdr)
+		return done < 0 ? errno : EIO;
+	return fsync(fd) != 0 ? errno : 0;
+}
+
+int tt_hashcache_write(const char *file, size_t n, tt_hashcache_get_fn get, void *ctx)
+{
+	struct header hdr;
+	count_items(&hdr, n, get, ctx);
 	if (hdr.pool_size > UINT32_MAX || hdr.count > UINT32_MAX - 1)
 		return tether_error_set(TETHER_EIO, "hash cache '%s': too many paths to cache", file);
 
@@ -422,36 +626,16 @@ int tt_hashcache_write(const char *file, size_t n, tt_hashcache_get_fn get, void
 	if (fd < 0)
 		return tether_error_set(TETHER_EIO, "cannot create hash cache '%s': %s", file,
 		                        strerror(errno));
-
-	struct writer w = {.fd = fd, .cap = 1 << 20};
-	w.buf = malloc(w.cap);
-	if (!w.buf)
-		w.failed = ENOMEM;
-	sha256_init(&w.sha);
-	sha256_update(&w.sha, HEADER_CHECKED_BYTES, (const uint8_t *)&hdr);
-	/* The header goes in last, once the checksum is known; the writer
-	 * hashes only what follows it. */
-	if (!w.failed && lseek(fd, sizeof hdr, SEEK_SET) < 0)
-		w.failed = errno;
-	put_records(&w, n, get, ctx);
-	put_pool(&w, n, get, ctx);
-	writer_flush(&w);
-	if (!w.failed) {
-		sha256_digest(&w.sha, sizeof hdr.checksum, hdr.checksum);
-		if (pwrite(fd, &hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr || fsync(fd) != 0)
-			w.failed = errno ? errno : EIO;
-	}
-	free(w.buf);
-	if (close(fd) != 0 && !w.failed)
-		w.failed = errno;
-	if (!w.failed && rename(tmp, file) != 0)
-		w.failed = errno;
-	if (w.failed) {
+	int err = write_body(fd, &hdr, n, get, ctx);
+	if (close(fd) != 0 && !err)
+		err = errno;
+	if (!err && rename(tmp, file) != 0)
+		err = errno;
+	if (err)
 		unlink(tmp);
-		free(tmp);
-		return tether_error_set(TETHER_EIO, "cannot write hash cache '%s': %s", file,
-		                        strerror(w.failed));
-	}
 	free(tmp);
+	if (err)
+		return tether_error_set(TETHER_EIO, "cannot write hash cache '%s': %s", file,
+		                        strerror(err));
 	return 0;
 }

@@ -16,12 +16,13 @@
  *        0     8  magic "TTHCACHE"
  *        8     4  u32 version = 1
  *       12     4  u32 header size = 64
- *       16     8  u64 entry count N
+ *       16     8  u64 record count N
  *       24     8  u64 path pool size P (bytes)
- *       32    32  SHA-256 of header bytes [0, 32) followed by every byte
- *                 after the header (records and path pool)
+ *       32     8  u64 checksum of header bytes [0, 32) followed by every
+ *                 byte after the header (see below)
+ *       40    24  zero
  *
- *   then N records of 80 bytes, sorted by path bytewise (strcmp):
+ *   then N records of 80 bytes:
  *        0     8  u64 size
  *        8     8  i64 mtime_ns   (st_mtim, nanoseconds since the epoch)
  *       16     8  i64 ctime_ns   (st_ctim)
@@ -31,11 +32,29 @@
  *       44     4  u32 path length (without its NUL)
  *       48    32  SHA-256 of the content
  *
- *   then the path pool: P bytes of relative paths, each followed by a NUL.
+ *   then the path pool: P bytes of relative paths ('/'-separated, no
+ *   leading '/'), each followed by a NUL.
  *
- * The file size must be exactly 64 + 80 N + P, the checksum must match and
- * every path must lie inside the pool and end with its NUL; a file failing
- * any of these is treated as empty, never trusted.
+ * Records are grouped by directory: the records of the files directly
+ * inside one directory are consecutive and sorted by name (strcmp); the
+ * groups come in any order (the scanner writes them depth first). A
+ * lookup then finds a directory's group once and merges it with the
+ * directory's sorted entries, reading records in file order.
+ *
+ * The checksum guards against truncation and corruption, not against an
+ * adversary (who could as well edit the data), and costs next to nothing
+ * beside the read: the covered bytes are taken as 8-byte words (host
+ * order, a last partial word zero-padded), word k going to lane k % 4 by
+ * lane = (lane ^ w) * K, lane ^= lane >> 29; then the byte count and the
+ * four lanes are folded into 0 by the same step, followed by a final
+ * avalanche. Each step is a bijection of the lane, so a change confined to
+ * one word always changes the result. K = 0x9e3779b97f4a7c15, lane i
+ * starts at K * (i + 1); hashcache.c is the reference.
+ *
+ * The file size must be exactly 64 + 80 N + P, the checksum must match,
+ * every path must lie inside the pool, end with its NUL and not start
+ * with '/', and no directory may have two groups; a file failing any of
+ * these is treated as empty, never trusted.
  *
  * A record matches a file only when size, mtime, ctime and inode are all
  * equal AND mtime and ctime are more than two seconds older than hashed_ns:
@@ -44,8 +63,8 @@
  * again next time.
  *
  * Loading is one read of the whole file plus an open-addressing table of
- * record indices; no per-entry allocation. A loaded cache is immutable, so
- * lookups need no lock from any number of threads. Writing goes to a
+ * directory groups; no per-entry allocation. A loaded cache is immutable,
+ * so lookups need no lock from any number of threads. Writing goes to a
  * temporary file in the same directory, is fsync'ed and renamed over the
  * old one: readers see the old file or the new one, never a mix, and when
  * two processes write the same cache the last rename wins. */
@@ -104,7 +123,15 @@ struct tt_hashcache *tt_hashcache_load(const char *file);
 void tt_hashcache_free(struct tt_hashcache *cache);
 size_t tt_hashcache_count(const struct tt_hashcache *cache);
 
-/* The record for a relative path, or NULL. Lock-free, thread-safe. */
+/* The records of the files directly inside directory dir (relative, ""
+ * for the root), sorted by name: sets *first and returns their count (0
+ * and NULL when none). Lock-free, thread-safe. */
+size_t tt_hashcache_dir(const struct tt_hashcache *cache, const char *dir, size_t dir_len,
+                        const struct tt_hashcache_rec **first);
+/* A record's relative path (NUL-terminated). */
+const char *tt_hashcache_rec_path(const struct tt_hashcache *cache,
+                                  const struct tt_hashcache_rec *rec);
+/* The record for one relative path, or NULL. */
 const struct tt_hashcache_rec *tt_hashcache_find(const struct tt_hashcache *cache,
                                                  const char *path, size_t path_len);
 
@@ -118,9 +145,10 @@ int tt_hashcache_matches(const struct tt_hashcache_rec *rec, const struct tt_has
 
 /* Write a new cache file atomically. get(ctx, i, item) fills item i of n
  * and returns 1, or returns 0 to leave item i out; it is called several
- * times per item and must answer the same each time. Items come in path
- * order. Returns 0, or a negative TETHER_E* code with the error set (the
- * old file is then left in place). */
+ * times per item and must answer the same each time. Items come grouped by
+ * directory and sorted by name within a group, as the format requires.
+ * Returns 0, or a negative TETHER_E* code with the error set (the old file
+ * is then left in place). */
 typedef int (*tt_hashcache_get_fn)(void *ctx, size_t i, struct tt_hashcache_item *item);
 int tt_hashcache_write(const char *file, size_t n, tt_hashcache_get_fn get, void *ctx);
 

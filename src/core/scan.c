@@ -453,16 +453,7 @@ static int add_file(struct worker *w, struct dir_node *node, size_t rel_len, siz
 	it->meta.name_off = (uint32_t)name_off;
 	it->meta.follow = (unsigned char)follow;
 	stat_fields(st, &it->meta.st);
-
-	const struct tt_hashcache_rec *rec = tt_hashcache_find(w->s->cache, path, rel_len);
-	if (rec && tt_hashcache_matches(rec, &it->meta.st)) {
-		memcpy(it->entry.sha256, rec->sha256, 32);
-		it->meta.hashed_ns = rec->hashed_ns;
-		it->meta.cacheable = 1;
-		w->cache_hits++;
-	} else {
-		it->meta.needs_hash = 1;
-	}
+	it->meta.needs_hash = 1; /* until the cache vouches for it */
 	return 0;
 }
 
@@ -613,6 +604,37 @@ static int read_entries(struct worker *w, struct dir_node *node)
 	return 0;
 }
 
+/* Take from the cache the hashes of the files whose stat it still
+ * matches. The directory's records come sorted by name like the items,
+ * so one merge pass finds them, reading the records in file order. */
+static void match_cache(struct worker *w, struct dir_node *node)
+{
+	const struct tt_hashcache *cache = w->s->cache;
+	const struct tt_hashcache_rec *recs;
+	size_t nrecs = tt_hashcache_dir(cache, node->relpath, strlen(node->relpath), &recs);
+	size_t r = 0;
+	for (size_t i = 0; i < node->nitems && r < nrecs; i++) {
+		struct item *it = &node->items[i];
+		if (it->entry.kind != TT_SCAN_FILE)
+			continue;
+		const char *name = it->entry.path + it->meta.name_off;
+		int c = 1;
+		while (r < nrecs &&
+		       (c = strcmp(tt_hashcache_rec_path(cache, &recs[r]) + it->meta.name_off, name)) < 0)
+			r++;
+		if (r == nrecs || c != 0)
+			continue;
+		const struct tt_hashcache_rec *rec = &recs[r++];
+		if (!tt_hashcache_matches(rec, &it->meta.st))
+			continue;
+		memcpy(it->entry.sha256, rec->sha256, 32);
+		it->meta.hashed_ns = rec->hashed_ns;
+		it->meta.cacheable = 1;
+		it->meta.needs_hash = 0;
+		w->cache_hits++;
+	}
+}
+
 /* Queue the subdirectories and the files to hash, in batches. */
 static int plan_work(struct worker *w, struct dir_node *node)
 {
@@ -652,6 +674,19 @@ static int plan_work(struct worker *w, struct dir_node *node)
 	return 0;
 }
 
+/* The items stay until the end of the scan: give back the slack of the
+ * array's doubling (a quarter on average, a lot over a million files). */
+static void shrink_items(struct dir_node *node)
+{
+	if (node->nitems == 0 || node->nitems == node->items_cap)
+		return;
+	struct item *items = realloc(node->items, node->nitems * sizeof *items);
+	if (items) {
+		node->items = items;
+		node->items_cap = node->nitems;
+	}
+}
+
 static void run_dir_task(struct worker *w, struct dir_node *node)
 {
 	struct scan *s = w->s;
@@ -662,8 +697,13 @@ static void run_dir_task(struct worker *w, struct dir_node *node)
 	if (node->parent && open_node(w, node) != 0)
 		return;
 	if (read_entries(w, node) == 0) {
-		qsort(node->items, node->nitems, sizeof *node->items, cmp_items);
-		qsort(node->subdirs, node->nsubdirs, sizeof *node->subdirs, cmp_subdirs);
+		shrink_items(node);
+		if (node->nitems > 1)
+			qsort(node->items, node->nitems, sizeof *node->items, cmp_items);
+		if (node->nsubdirs > 1)
+			qsort(node->subdirs, node->nsubdirs, sizeof *node->subdirs, cmp_subdirs);
+		if (s->cache)
+			match_cache(w, node);
 		atomic_fetch_add(&s->total_items, node->nitems);
 		atomic_fetch_add_explicit(&s->files_seen, node->nitems, memory_order_relaxed);
 		plan_work(w, node);
@@ -833,10 +873,8 @@ static void free_tree(struct dir_node *root)
 }
 
 /* Move every entry into one array in path order (see the top of the file)
- * and free the nodes on the way. metas, if not NULL, receives each entry's
- * meta at the same index. */
-static void assemble(struct dir_node *root, struct tt_scan_entry *entries,
-                     struct file_meta *metas)
+ * and free the nodes on the way. */
+static void assemble(struct dir_node *root, struct tt_scan_entry *entries)
 {
 	size_t k = 0;
 	struct dir_node *node = root;
@@ -848,10 +886,7 @@ static void assemble(struct dir_node *root, struct tt_scan_entry *entries,
 		                     node->subdirs[node->next_subdir]->relpath +
 		                         node->subdirs[node->next_subdir]->name_off))) {
 			struct item *it = &node->items[node->next_item++];
-			entries[k] = it->entry;
-			if (metas)
-				metas[k] = it->meta;
-			k++;
+			entries[k++] = it->entry;
 		} else if (node->next_subdir < node->nsubdirs) {
 			node = node->subdirs[node->next_subdir++];
 		} else {
@@ -862,25 +897,60 @@ static void assemble(struct dir_node *root, struct tt_scan_entry *entries,
 	}
 }
 
-struct cache_view {
-	const struct tt_scan_entry *entries;
-	const struct file_meta *metas;
-};
+/* The cache is written from the nodes, before assembly: each node's items
+ * are one directory's files sorted by name, the grouping the cache file
+ * wants. Only files whose hash can be trusted next time are kept. */
+static int cacheable_item(const struct item *it)
+{
+	return it->entry.kind == TT_SCAN_FILE && it->meta.cacheable &&
+	       tt_hashcache_settled(it->meta.st.mtime_ns, it->meta.st.ctime_ns, it->meta.hashed_ns);
+}
+
+/* The cacheable items of the tree in depth-first order of directories. The
+ * walk uses next_subdir as its cursor and leaves it at 0 again. */
+static size_t collect_cacheable(struct dir_node *root, const struct item **out)
+{
+	size_t n = 0;
+	struct dir_node *node = root;
+	for (size_t i = 0; i < node->nitems; i++)
+		if (cacheable_item(&node->items[i]))
+			out[n++] = &node->items[i];
+	while (node) {
+		if (node->next_subdir < node->nsubdirs) {
+			node = node->subdirs[node->next_subdir++];
+			for (size_t i = 0; i < node->nitems; i++)
+				if (cacheable_item(&node->items[i]))
+					out[n++] = &node->items[i];
+		} else {
+			node->next_subdir = 0;
+			node = node == root ? NULL : node->parent;
+		}
+	}
+	return n;
+}
 
 static int cache_item(void *ctx, size_t i, struct tt_hashcache_item *item)
 {
-	const struct cache_view *v = ctx;
-	const struct tt_scan_entry *e = &v->entries[i];
-	const struct file_meta *m = &v->metas[i];
-	if (e->kind != TT_SCAN_FILE || !m->cacheable ||
-	    !tt_hashcache_settled(m->st.mtime_ns, m->st.ctime_ns, m->hashed_ns))
-		return 0;
-	item->path = e->path;
-	item->path_len = strlen(e->path);
-	item->st = m->st;
-	item->hashed_ns = m->hashed_ns;
-	memcpy(item->sha256, e->sha256, 32);
+	const struct item *it = ((const struct item *const *)ctx)[i];
+	item->path = it->entry.path;
+	item->path_len = strlen(it->entry.path);
+	item->st = it->meta.st;
+	item->hashed_ns = it->meta.hashed_ns;
+	memcpy(item->sha256, it->entry.sha256, 32);
 	return 1;
+}
+
+/* Best effort: a cache that cannot be written costs time later, not
+ * correctness now. */
+static void write_cache(const char *cache_file, struct dir_node *root, size_t total_items)
+{
+	const struct item **items = malloc((total_items ? total_items : 1) * sizeof *items);
+	if (!items)
+		return;
+	size_t n = collect_cacheable(root, items);
+	tt_hashcache_write(cache_file, n, cache_item, items);
+	tether_error_clear();
+	free(items);
 }
 
 /* ---- setup ---- */
@@ -1040,29 +1110,19 @@ static int finish(struct scan *s, struct dir_node *root, struct worker *workers,
 		out->bytes_hashed += workers[i].bytes_hashed;
 		hits += workers[i].cache_hits;
 	}
-	int write_cache = cache_file && (out->files_hashed > 0 || hits != old_cache_count);
 	size_t n = atomic_load(&s->total_items);
+	if (cache_file && (out->files_hashed > 0 || hits != old_cache_count))
+		write_cache(cache_file, root, n);
 	struct tt_scan_entry *entries = malloc((n ? n : 1) * sizeof *entries);
-	struct file_meta *metas = write_cache ? malloc((n ? n : 1) * sizeof *metas) : NULL;
-	if (!entries || (write_cache && !metas)) {
-		free(entries);
-		free(metas);
+	if (!entries) {
 		free_tree(root);
 		return tether_error_set(TETHER_ERROR, "scanning '%s': out of memory", s->root);
 	}
-	assemble(root, entries, metas);
+	assemble(root, entries);
 	out->entries = entries;
 	out->count = n;
 	for (size_t i = 0; i < n; i++)
 		out->total_size += entries[i].size;
-	if (write_cache) {
-		/* Best effort: a cache that cannot be written costs time later,
-		 * not correctness now. */
-		struct cache_view view = {entries, metas};
-		tt_hashcache_write(cache_file, n, cache_item, &view);
-		tether_error_clear();
-	}
-	free(metas);
 	return 0;
 }
 
@@ -1218,10 +1278,12 @@ void tt_scan_result_free(struct tt_scan_result *r)
 /* ---- the listing ---- */
 
 /* Bytes JSON strings can carry as they are: printable ASCII but '"' and
- * '\\'. Bytes from 0x80 are checked as UTF-8 sequences. */
-static const unsigned char plain_ascii[256] = {
-	[0x20] = 1, [0x21] = 1, [0x23 ... 0x5b] = 1, [0x5d ... 0x7f] = 1,
-};
+ * '\\' (DEL too, as jansson leaves it). Bytes from 0x80 are checked as
+ * UTF-8 sequences. */
+static inline int plain_ascii(unsigned char c)
+{
+	return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+}
 
 /* Length of the valid UTF-8 sequence at s (as jansson accepts it: no
  * overlong forms, no surrogates, nothing past U+10FFFF), or 0. */
@@ -1266,7 +1328,7 @@ static char *put_escaped(char *o, const char *str, size_t n)
 	size_t i = 0;
 	while (i < n) {
 		size_t run = i;
-		while (run < n && plain_ascii[s[run]])
+		while (run < n && plain_ascii(s[run]))
 			run++;
 		memcpy(o, s + i, run - i);
 		o += run - i;

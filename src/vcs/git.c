@@ -577,7 +577,7 @@ static int commit_tree(struct tether_vcs *v, const char *id, git_tree **out)
 
 static int git_resolve(struct tether_vcs *v, const char *rev, char id[41])
 {
-	git_commit *commit;
+	git_commit *commit = NULL;
 	int rc = lookup_commit_rev(v, rev, &commit);
 
 	if (rc < 0)
@@ -663,7 +663,7 @@ static int read_file_in_tree(struct tether_vcs *v, git_tree *root, const char *i
                              const char *path, char **data, size_t *len)
 {
 	struct entry_info info;
-	git_blob *blob;
+	git_blob *blob = NULL;
 	int rc = find_entry(v, root, path, &info);
 
 	if (rc < 0)
@@ -684,8 +684,8 @@ static int read_file_in_tree(struct tether_vcs *v, git_tree *root, const char *i
 static int git_read_file(struct tether_vcs *v, const char *id, const char *path, char **data,
                          size_t *len)
 {
-	git_tree *root;
-	char *norm;
+	git_tree *root = NULL;
+	char *norm = NULL;
 	int rc;
 
 	if ((rc = normalize_path(path, &norm)) < 0)
@@ -709,7 +709,7 @@ static int walk_tree(struct tree_walk *w, const git_tree *tree);
 
 static int walk_blob(struct tree_walk *w, const git_oid *id)
 {
-	git_blob *blob;
+	git_blob *blob = NULL;
 	int rc = lookup_blob(w->v, id, &blob);
 
 	if (rc < 0)
@@ -721,7 +721,7 @@ static int walk_blob(struct tree_walk *w, const git_oid *id)
 
 static int walk_subtree(struct tree_walk *w, const git_oid *id)
 {
-	git_tree *sub;
+	git_tree *sub = NULL;
 	int rc = lookup_tree(w->v, id, &sub);
 
 	if (rc < 0)
@@ -772,8 +772,8 @@ static int git_read_tree(struct tether_vcs *v, const char *id, const char *dir,
                          tether_vcs_file_cb cb, void *ud)
 {
 	struct tree_walk w = { .v = v, .cb = cb, .ud = ud };
-	git_tree *root;
-	char *norm;
+	git_tree *root = NULL;
+	char *norm = NULL;
 	int rc;
 
 	if ((rc = normalize_path(dir, &norm)) < 0)
@@ -795,7 +795,7 @@ static int git_read_tree(struct tether_vcs *v, const char *id, const char *dir,
 static int entry_in_commit(struct tether_vcs *v, const git_commit *commit, const char *path,
                            struct entry_info *info, int *present)
 {
-	git_tree *root;
+	git_tree *root = NULL;
 	int rc = lookup_tree(v, git_commit_tree_id(commit), &root);
 
 	if (rc < 0)
@@ -832,7 +832,7 @@ static int commit_changes_path(struct tether_vcs *v, git_commit *commit, const c
 		return rc;
 	*changed = nparents == 0 ? present : 1;
 	for (i = 0; i < nparents && *changed; i++) {
-		git_commit *parent;
+		git_commit *parent = NULL;
 
 		rc = git_commit_parent(&parent, commit, i);
 		if (rc < 0)
@@ -899,7 +899,7 @@ static json_t *commit_to_json(git_commit *commit)
 
 static int log_one(struct tether_vcs *v, const git_oid *id, const char *path, json_t *out)
 {
-	git_commit *commit;
+	git_commit *commit = NULL;
 	int changed = 1;
 	int rc = git_commit_lookup(&commit, v->repo, id);
 
@@ -933,7 +933,7 @@ static int walk_log(struct tether_vcs *v, git_revwalk *walk, const char *path, i
 
 static int start_revwalk(struct tether_vcs *v, const char *rev, git_revwalk **out)
 {
-	git_commit *tip;
+	git_commit *tip = NULL;
 	int rc = lookup_commit_rev(v, rev, &tip);
 
 	if (rc < 0)
@@ -1018,8 +1018,6 @@ static const char *repository_state_name(int state)
 	case GIT_REPOSITORY_STATE_CHERRYPICK:
 	case GIT_REPOSITORY_STATE_CHERRYPICK_SEQUENCE:
 		return "a cherry-pick";
-	case GIT_REPOSITORY_STATE_BISECT:
-		return "a bisect";
 	case GIT_REPOSITORY_STATE_REBASE:
 	case GIT_REPOSITORY_STATE_REBASE_INTERACTIVE:
 	case GIT_REPOSITORY_STATE_REBASE_MERGE:
@@ -1030,12 +1028,13 @@ static const char *repository_state_name(int state)
 }
 
 /* A commit in the middle of a merge would silently drop the merge's other
- * parent, and one in the middle of a rebase would land in the wrong place. */
+ * parent, and one in the middle of a rebase would land in the wrong place.
+ * A bisect only checks commits out: committing then is harmless. */
 static int refuse_unfinished_operation(git_repository *repo)
 {
 	int state = git_repository_state(repo);
 
-	if (state == GIT_REPOSITORY_STATE_NONE)
+	if (state == GIT_REPOSITORY_STATE_NONE || state == GIT_REPOSITORY_STATE_BISECT)
 		return 0;
 	return tether_error_set(TETHER_EREFUSED,
 	                        "%s is in progress in this repository; finish or abort it first",
@@ -1369,20 +1368,20 @@ static int refuse_path_beyond_symlink(const struct commit_job *j, const char *pa
 {
 	char *full = path_join(j->v->workdir, path);
 	size_t top = strlen(j->v->workdir) + 1;
-	char *p;
+	char *slash;
 	struct stat st;
-	int rc = 0;
+	int rc = 0, gone = 0;
 
 	if (!full)
 		return fail_oom();
-	for (p = strchr(full + top, '/'); p && rc == 0; p = strchr(p + 1, '/')) {
-		*p = '\0';
+	for (slash = strchr(full + top, '/'); slash && !gone && rc == 0;
+	     slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
 		if (lstat(full, &st) < 0)
-			p = NULL; /* the rest is gone: the path is deleted */
+			gone = 1; /* the rest is gone with it: the path is deleted */
 		else if (S_ISLNK(st.st_mode))
 			rc = tether_error_set(TETHER_EUSAGE, "'%s' is beyond a symbolic link", path);
-		if (p)
-			*p = '/';
+		*slash = '/';
 	}
 	free(full);
 	return rc;
@@ -1763,8 +1762,8 @@ static int tracked_in_index(git_repository *repo, const char *path, int *tracked
 
 static int tracked_in_head(struct tether_vcs *v, const char *path, int *tracked)
 {
-	git_commit *head;
-	git_tree *root;
+	git_commit *head = NULL;
+	git_tree *root = NULL;
 	struct entry_info info;
 	int rc = git_revparse_single((git_object **)&head, v->repo, "HEAD^{commit}");
 
@@ -1787,7 +1786,7 @@ static int tracked_in_head(struct tether_vcs *v, const char *path, int *tracked)
 
 static int git_is_tracked(struct tether_vcs *v, const char *path, int *tracked)
 {
-	char *norm;
+	char *norm = NULL;
 	int rc;
 
 	if ((rc = normalize_path(path, &norm)) < 0)

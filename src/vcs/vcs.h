@@ -7,7 +7,10 @@
  *
  * Every function returns 0 or a negative TETHER_E* code with the message set
  * through tether_error_set(). Revisions are strings in the VCS's own syntax
- * ("HEAD", "main~2", an abbreviated id); commit ids come back as full hex. */
+ * ("HEAD", "main~2", an abbreviated id); commit ids come back as full hex.
+ * Paths are relative to the checkout top, '/'-separated, "" being the top
+ * itself; absolute paths, ".." and ".git" are refused with TETHER_EUSAGE.
+ * A handle (struct tether_vcs) is used by one thread at a time. */
 #ifndef TETHER_VCS_H
 #define TETHER_VCS_H
 
@@ -30,7 +33,8 @@ struct tether_vcs_ops {
 	 * *workdir to the checkout's top directory (absolute, realpath'd, no
 	 * trailing slash) and *common_dir to the directory all checkouts of the
 	 * repository share (for the repository lock). TETHER_ENOREPO when there
-	 * is none. */
+	 * is none, or when it is bare (no checkout). workdir and common_dir may
+	 * be NULL when not wanted; the caller frees them. */
 	int (*open)(const char *start_dir, struct tether_vcs **out, char **workdir,
 	            char **common_dir);
 	void (*close)(struct tether_vcs *);
@@ -40,9 +44,11 @@ struct tether_vcs_ops {
 	 * gives TETHER_ENOTFOUND. */
 	int (*resolve)(struct tether_vcs *, const char *rev, char id[41]);
 
-	/* Read the file at `path` (relative to the checkout top) in commit `id`.
-	 * TETHER_ENOTFOUND when absent. *data is malloc'd (NUL-terminated, len
-	 * excludes it). */
+	/* Read the file at `path` (relative to the checkout top) in commit `id`
+	 * (normally a full id from resolve; any revision is accepted).
+	 * TETHER_ENOTFOUND when absent or not a file. *data is malloc'd
+	 * (NUL-terminated, len excludes it; len may be NULL). A symlink reads as
+	 * its target. */
 	int (*read_file)(struct tether_vcs *, const char *id, const char *path, char **data,
 	                 size_t *len);
 
@@ -57,7 +63,11 @@ struct tether_vcs_ops {
 	 * in time order newest first) that changed anything under `path` (a
 	 * directory or file relative to the checkout top; NULL for all commits),
 	 * at most max (0 = all). Array of {"id", "short", "author", "email",
-	 * "time" (unix seconds), "summary", "message"}. */
+	 * "time" (unix seconds), "summary", "message"}. rev NULL means HEAD.
+	 * As in git log: a merge counts only when `path` differs from every
+	 * parent; a root commit counts when `path` exists in it. "time" is the
+	 * author's; "short" is git's unique abbreviation; "message" is the full
+	 * message as stored (normally ending with a newline). */
 	int (*log)(struct tether_vcs *, const char *rev, const char *path, int max,
 	           json_t **commits);
 
@@ -70,15 +80,26 @@ struct tether_vcs_ops {
 	 * updated, nothing else. Author/committer from the repository's config
 	 * (GIT_AUTHOR_* / GIT_COMMITTER_* environment variables honoured). A
 	 * commit whose tree equals HEAD's tree is not made: *id is set to ""
-	 * and 0 returned. */
+	 * and 0 returned.
+	 * As `git add` would: files the repository ignores (.gitignore) are
+	 * left out unless already tracked (in HEAD or the index); the
+	 * executable bit and symlinks are recorded (core.fileMode and
+	 * core.symlinks honoured) and clean filters such as core.autocrlf are
+	 * applied; submodule entries under the paths are left as they are. The
+	 * message is cleaned up as by `git commit` (TETHER_EUSAGE when empty).
+	 * TETHER_EREFUSED while a merge, rebase, cherry-pick, revert or am is in
+	 * progress, or when the branch moved meanwhile; TETHER_ECONFIG (with a
+	 * hint) when no identity is configured. No hooks run; nothing is
+	 * signed. */
 	int (*commit_paths)(struct tether_vcs *, const char *const *paths, size_t npaths,
 	                    const char *message, char id[41]);
 
-	/* The current branch's short name, or NULL when HEAD is detached. */
+	/* The current branch's short name (*name malloc'd), or NULL when HEAD
+	 * is detached. On an unborn branch, the name HEAD points at. */
 	int (*current_branch)(struct tether_vcs *, char **name);
 
 	/* Is `path` (relative to the checkout top) tracked: in the index or in
-	 * HEAD's tree? */
+	 * HEAD's tree? A directory is tracked when a file under it is. */
 	int (*is_tracked)(struct tether_vcs *, const char *path, int *tracked);
 };
 

@@ -14,9 +14,12 @@ int main(void)
 	CHECK(tether_backend_register(&tt_backend_memory) == TETHER_EREFUSED);
 	struct tether_bctx ctx = {.dataset_id = "0123456789abcdef0123456789abcdef", .threads = 1};
 
-	json_t *locator = NULL;
-	CHECK(b->make_locator(&ctx, "memory://sys", json_object(), "/", &locator) == 0);
-	CHECK(b->make_locator(&ctx, "memory://sys", json_pack("{s:s}", "bogus", "x"), "/", &locator) == TETHER_EUSAGE);
+	json_t *locator = NULL, *no_opts = json_object(), *bad_opts = json_pack("{s:s}", "bogus", "x");
+	CHECK(b->make_locator(&ctx, "memory://sys", no_opts, "/", &locator) == 0);
+	json_t *unused = NULL;
+	CHECK(b->make_locator(&ctx, "memory://sys", bad_opts, "/", &unused) == TETHER_EUSAGE);
+	json_decref(no_opts);
+	json_decref(bad_opts);
 	struct tether_fingerprint fp;
 	CHECK(b->fingerprint(&ctx, locator, NULL, &fp) == TETHER_ENOTFOUND);
 	CHECK(b->create_store(&ctx, locator) == 0);
@@ -43,18 +46,21 @@ int main(void)
 	CHECK(b->list_pins(&ctx, locator, &pins) == 0 && json_array_size(pins) == 1);
 	json_decref(pins);
 	/* Pinning the same id at another snapshot is refused. */
-	json_t *again;
+	json_t *again = NULL;
 	CHECK(b->pin(&ctx, locator, s0, pin_id, &again) == TETHER_EREFUSED);
+	free(detail);
+	detail = NULL;
 
 	/* Fork from the pin, write on the fork, the pin still reads the old data. */
-	json_t *wref = NULL;
-	CHECK(b->fork(&ctx, locator, s1, pin_ref, "tether.ws.01234567.feature", json_pack("{s:n}", "snapshot_id"), &wref) == 0);
+	json_t *wref = NULL, *absent = json_pack("{s:n}", "snapshot_id");
+	CHECK(b->fork(&ctx, locator, s1, pin_ref, "tether.ws.01234567.feature", absent, &wref) == 0);
+	json_decref(absent);
 	CHECK(tt_memory_write("sys", "tether.ws.01234567.feature", "x", json_integer(2), NULL) == 0);
 	json_t *pinned = tt_memory_read("sys", json_string_value(json_object_get(pin_ref, "tag")));
 	CHECK(json_integer_value(json_object_get(pinned, "x")) == 1);
 	json_decref(pinned);
 	/* A conditional fork from a stale head is refused. */
-	json_t *wref2;
+	json_t *wref2 = NULL;
 	CHECK(b->fork(&ctx, locator, s1, pin_ref, "tether.ws.01234567.feature", s1, &wref2) == TETHER_EREFUSED);
 
 	/* Diff and history. */

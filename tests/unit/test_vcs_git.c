@@ -1,0 +1,972 @@
+/* Tests for the git VCS module (src/vcs/git.c), linked in directly.
+ *
+ * Every repository is made, and every result checked, with the real git
+ * command line, so the module is held to what git itself sees: the user's
+ * staged and unstaged changes survive commit_paths byte for byte, and the
+ * repository stays fsck-clean. */
+#include "check.h"
+
+#include "vcs/vcs.h"
+
+#include <tether/backend.h>
+
+#include <git2.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern tether_vcs_module_t tether_vcs_module;
+
+static const struct tether_vcs_ops *ops;
+static char scratch[1024]; /* realpath'd; every repository lives here */
+static int fake_clock;         /* commits made with git get increasing dates */
+
+/* ---------------------------------------------------------------- */
+/* Helpers                                                           */
+/* ---------------------------------------------------------------- */
+
+static void vformat(char *buf, size_t size, const char *fmt, va_list ap)
+{
+	int n = vsnprintf(buf, size, fmt, ap);
+
+	if (n < 0 || (size_t)n >= size) {
+		fprintf(stderr, "command too long: %s\n", fmt);
+		exit(2);
+	}
+}
+
+/* Run a shell command; its exit status. */
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+	int status;
+
+	va_start(ap, fmt);
+	vformat(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	status = system(cmd);
+	if (status != 0)
+		fprintf(stderr, "  (command exited %d: %s)\n", status, cmd);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* A shell command's standard output, without its final newline. */
+static char *out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *out(const char *fmt, ...)
+{
+	char cmd[8192];
+	char *buf = NULL;
+	size_t len = 0, cap = 0, n;
+	va_list ap;
+	FILE *p;
+
+	va_start(ap, fmt);
+	vformat(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	p = popen(cmd, "r");
+	if (!p)
+		return strdup("");
+	do {
+		if (len + 4096 + 1 > cap) {
+			cap = cap ? cap * 2 : 8192;
+			buf = realloc(buf, cap);
+			if (!buf)
+				exit(2);
+		}
+		n = fread(buf + len, 1, 4096, p);
+		len += n;
+	} while (n > 0);
+	pclose(p);
+	if (len && buf[len - 1] == '\n')
+		len--;
+	buf[len] = '\0';
+	return buf;
+}
+
+/* Write `content` to repo/rel, making the directories on the way. */
+static void put(const char *repo, const char *rel, const char *content)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", repo, rel);
+	sh("mkdir -p \"$(dirname '%s')\"", path);
+	f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "cannot write %s: %s\n", path, strerror(errno));
+		exit(2);
+	}
+	fputs(content, f);
+	fclose(f);
+}
+
+static char *path_in(const char *repo, const char *rel)
+{
+	static char path[4][PATH_MAX];
+	static int turn;
+	char *p = path[turn++ % 4];
+
+	if (snprintf(p, PATH_MAX, "%s/%s", repo, rel) >= PATH_MAX)
+		exit(2);
+	return p;
+}
+
+/* A fresh repository scratch/name on branch main, with an identity. */
+static char *mkrepo(const char *name)
+{
+	char *dir = malloc(PATH_MAX);
+
+	snprintf(dir, PATH_MAX, "%s/%s", scratch, name);
+	sh("git init -q -b main '%s' && git -C '%s' config user.name 'Test User' && "
+	   "git -C '%s' config user.email test@example.com",
+	   dir, dir, dir);
+	return dir;
+}
+
+/* `git add -A && git commit` with a date one minute after the last. */
+static void commit_all(const char *repo, const char *message)
+{
+	fake_clock++;
+	sh("cd '%s' && git add -A && GIT_AUTHOR_DATE='@%d +0000' GIT_COMMITTER_DATE='@%d +0000' "
+	   "git commit -q -m '%s'",
+	   repo, 1700000000 + fake_clock * 60, 1700000000 + fake_clock * 60, message);
+}
+
+static char *rev_parse(const char *repo, const char *rev)
+{
+	return out("git -C '%s' rev-parse --verify -q '%s'", repo, rev);
+}
+
+static struct tether_vcs *open_at(const char *dir)
+{
+	struct tether_vcs *v = NULL;
+	int rc = ops->open(dir, &v, NULL, NULL);
+
+	if (rc != 0)
+		fprintf(stderr, "open %s: %s\n", dir, tether_error_last());
+	return v;
+}
+
+static int has(const char *haystack, const char *needle)
+{
+	return haystack && strstr(haystack, needle) != NULL;
+}
+
+static int commit_one(struct tether_vcs *v, const char *path, const char *message, char id[41])
+{
+	const char *paths[] = { path };
+	int rc = ops->commit_paths(v, paths, 1, message, id);
+
+	if (rc != 0)
+		fprintf(stderr, "  (commit_paths %s: %s)\n", path, tether_error_last());
+	return rc;
+}
+
+/* Compare and free. */
+static void check_out(char *got, const char *want, int line)
+{
+	if (!got || strcmp(got, want) != 0)
+		fprintf(stderr, "line %d:\n  got:  [%s]\n  want: [%s]\n", line, got ? got : "(null)",
+		        want);
+	CHECK(got && strcmp(got, want) == 0);
+	free(got);
+}
+#define CHECK_OUT(got, want) check_out((got), (want), __LINE__)
+
+/* git fsck finds nothing wrong, not even a dangling object. */
+static void check_fsck(const char *repo)
+{
+	CHECK_OUT(out("git -C '%s' fsck --strict --no-dangling --no-progress 2>&1; echo \"exit $?\"",
+	              repo),
+	          "exit 0");
+}
+
+/* ---------------------------------------------------------------- */
+/* open                                                              */
+/* ---------------------------------------------------------------- */
+
+static void test_open(void)
+{
+	char *repo = mkrepo("open");
+	char *workdir = NULL, *common = NULL;
+	struct tether_vcs *v = NULL;
+
+	put(repo, "a/b/file", "x\n");
+	commit_all(repo, "first");
+
+	CHECK(ops->open(path_in(repo, "a/b"), &v, &workdir, &common) == 0);
+	CHECK_STR(workdir, repo);
+	CHECK_STR(common, path_in(repo, ".git"));
+	ops->close(v);
+	free(workdir);
+	free(common);
+
+	/* A directory outside any repository. */
+	sh("mkdir -p '%s/plain/sub'", scratch);
+	v = NULL;
+	CHECK(ops->open(path_in(scratch, "plain/sub"), &v, &workdir, &common) == TETHER_ENOREPO);
+	CHECK(v == NULL);
+	CHECK(has(tether_error_last(), "not inside a git repository"));
+
+	/* A bare repository has no checkout to hold a dataset. */
+	sh("git init -q --bare '%s/bare.git'", scratch);
+	CHECK(ops->open(path_in(scratch, "bare.git"), &v, NULL, NULL) == TETHER_ENOREPO);
+	CHECK(has(tether_error_last(), "bare"));
+
+	CHECK(ops->open(path_in(scratch, "no/such/dir"), &v, NULL, NULL) == TETHER_EIO);
+	free(repo);
+}
+
+static void test_open_worktree(void)
+{
+	char *repo = mkrepo("wt-main");
+	char wt[PATH_MAX];
+	char *workdir = NULL, *common = NULL, *branch = NULL;
+	struct tether_vcs *v = NULL;
+	char id[41];
+
+	snprintf(wt, sizeof wt, "%s/wt-linked", scratch);
+	put(repo, "ds/tether.toml", "v = 1\n");
+	commit_all(repo, "first");
+	sh("git -C '%s' worktree add -q -b side '%s'", repo, wt);
+
+	CHECK(ops->open(path_in(wt, "ds"), &v, &workdir, &common) == 0);
+	CHECK_STR(workdir, wt);
+	CHECK_STR(common, path_in(repo, ".git"));
+	CHECK(ops->current_branch(v, &branch) == 0);
+	CHECK_STR(branch, "side");
+
+	/* A commit in the worktree moves its branch, not main. */
+	char *main_before = rev_parse(repo, "main");
+	put(wt, "ds/tether.toml", "v = 2\n");
+	CHECK(commit_one(v, "ds", "tether: in a worktree", id) == 0);
+	CHECK_OUT(rev_parse(repo, "side"), id);
+	CHECK_OUT(rev_parse(repo, "main"), main_before);
+	CHECK_OUT(out("git -C '%s' status --porcelain", wt), "");
+
+	ops->close(v);
+	free(main_before);
+	free(workdir);
+	free(common);
+	free(branch);
+	free(repo);
+}
+
+/* ---------------------------------------------------------------- */
+/* resolve                                                           */
+/* ---------------------------------------------------------------- */
+
+static void check_resolves(struct tether_vcs *v, const char *repo, const char *rev,
+                           const char *as)
+{
+	char id[41] = "";
+	char *want = rev_parse(repo, as);
+
+	CHECK(ops->resolve(v, rev, id) == 0);
+	CHECK_STR(id, want);
+	free(want);
+}
+
+static void test_resolve(void)
+{
+	char *repo = mkrepo("resolve");
+	struct tether_vcs *v;
+	char id[41], abbrev[10];
+
+	for (int i = 0; i < 3; i++) {
+		char n[16];
+		snprintf(n, sizeof n, "%d\n", i);
+		put(repo, "f", n);
+		commit_all(repo, "step");
+	}
+	sh("git -C '%s' tag -a -m tagged v1 HEAD~1", repo);
+	v = open_at(repo);
+
+	check_resolves(v, repo, "HEAD", "HEAD");
+	check_resolves(v, repo, "main", "HEAD");
+	check_resolves(v, repo, "HEAD~1", "HEAD~1");
+	check_resolves(v, repo, "v1", "HEAD~1"); /* an annotated tag peels to its commit */
+	char *full = rev_parse(repo, "HEAD~2");
+	snprintf(abbrev, sizeof abbrev, "%.9s", full);
+	check_resolves(v, repo, abbrev, "HEAD~2");
+	free(full);
+
+	CHECK(ops->resolve(v, "xyz", id) == TETHER_ENOTFOUND);
+	CHECK(has(tether_error_last(), "unknown revision 'xyz'"));
+	CHECK(ops->resolve(v, "HEAD~9", id) == TETHER_ENOTFOUND);
+	CHECK(has(tether_error_last(), "HEAD~9"));
+	ops->close(v);
+
+	char *unborn = mkrepo("resolve-unborn");
+	v = open_at(unborn);
+	CHECK(ops->resolve(v, "HEAD", id) == TETHER_ENOTFOUND);
+	CHECK(has(tether_error_last(), "HEAD has no commits yet"));
+	ops->close(v);
+	free(unborn);
+	free(repo);
+}
+
+/* ---------------------------------------------------------------- */
+/* read_file / read_tree                                             */
+/* ---------------------------------------------------------------- */
+
+struct collected {
+	char text[1024];
+	int calls;
+	int stop_after;
+};
+
+static int collect(void *ud, const char *path, const char *data, size_t len)
+{
+	struct collected *c = ud;
+	size_t used = strlen(c->text);
+
+	snprintf(c->text + used, sizeof c->text - used, "%s%s=%.*s", used ? "|" : "", path,
+	         (int)len, data);
+	c->calls++;
+	return c->stop_after && c->calls >= c->stop_after ? 7 : 0;
+}
+
+static void test_read(void)
+{
+	char *repo = mkrepo("read");
+	struct tether_vcs *v;
+	char c1[41], c2[41];
+	char *data = NULL;
+	size_t len = 0;
+
+	put(repo, "tether.toml", "top");
+	put(repo, "ds/a.toml", "A");
+	put(repo, "ds/z.toml", "Z");
+	put(repo, "ds/sub/b.toml", "B");
+	put(repo, "ds/sub/deep/c.toml", "C");
+	put(repo, "ds-x", "dash"); /* sorts between "ds" and "ds/..." */
+	put(repo, "ds.txt", "dot");
+	sh("ln -s a.toml '%s'", path_in(repo, "ds/link"));
+	commit_all(repo, "first");
+	put(repo, "ds/a.toml", "A2");
+	commit_all(repo, "second");
+	v = open_at(repo);
+	CHECK(ops->resolve(v, "HEAD~1", c1) == 0);
+	CHECK(ops->resolve(v, "HEAD", c2) == 0);
+
+	CHECK(ops->read_file(v, c2, "ds/a.toml", &data, &len) == 0);
+	CHECK_STR(data, "A2");
+	CHECK(len == 2 && data && data[len] == '\0');
+	free(data);
+	CHECK(ops->read_file(v, c1, "./ds//a.toml", &data, &len) == 0);
+	CHECK_STR(data, "A");
+	free(data);
+	CHECK(ops->read_file(v, "HEAD", "ds/sub/deep/c.toml", &data, NULL) == 0);
+	CHECK_STR(data, "C");
+	free(data);
+	data = NULL;
+	CHECK(ops->read_file(v, c2, "ds/none.toml", &data, &len) == TETHER_ENOTFOUND);
+	CHECK(has(tether_error_last(), "ds/none.toml"));
+	CHECK(ops->read_file(v, c2, "ds/sub", &data, &len) == TETHER_ENOTFOUND);
+	CHECK(ops->read_file(v, c2, "tether.toml/x", &data, &len) == TETHER_ENOTFOUND);
+	CHECK(data == NULL);
+
+	/* Twice: the second walk comes from the cache and must be the same. */
+	for (int round = 0; round < 2; round++) {
+		struct collected c = { .text = "" };
+		CHECK(ops->read_tree(v, c2, "ds", collect, &c) == 0);
+		CHECK_STR(c.text, "a.toml=A2|link=a.toml|sub/b.toml=B|sub/deep/c.toml=C|z.toml=Z");
+	}
+	struct collected old = { .text = "" };
+	CHECK(ops->read_tree(v, c1, "ds/sub/", collect, &old) == 0);
+	CHECK_STR(old.text, "b.toml=B|deep/c.toml=C");
+
+	struct collected none = { .text = "" };
+	CHECK(ops->read_tree(v, c2, "missing", collect, &none) == 0);
+	CHECK(none.calls == 0);
+	CHECK(ops->read_tree(v, c2, "tether.toml", collect, &none) == 0);
+	CHECK(none.calls == 0);
+
+	struct collected stop = { .text = "", .stop_after = 2 };
+	CHECK(ops->read_tree(v, c2, "ds", collect, &stop) == 7);
+	CHECK(stop.calls == 2);
+
+	struct collected all = { .text = "" };
+	CHECK(ops->read_tree(v, c2, "", collect, &all) == 0);
+	CHECK(all.calls == 8);
+	CHECK(has(all.text, "ds-x=dash|ds.txt=dot|ds/a.toml=A2"));
+
+	CHECK(ops->read_tree(v, "0123456789012345678901234567890123456789", "ds", collect, &none) ==
+	      TETHER_ENOTFOUND);
+	ops->close(v);
+	free(repo);
+}
+
+/* ---------------------------------------------------------------- */
+/* log                                                               */
+/* ---------------------------------------------------------------- */
+
+static const char *log_id(const json_t *commits, size_t i)
+{
+	return json_string_value(json_object_get(json_array_get(commits, i), "id"));
+}
+
+static void test_log(void)
+{
+	char *repo = mkrepo("log");
+	struct tether_vcs *v;
+	json_t *commits = NULL;
+	char *a, *c, *e;
+
+	put(repo, "ds/x", "1");
+	commit_all(repo, "A: add ds/x");
+	a = rev_parse(repo, "HEAD");
+	put(repo, "other", "1");
+	commit_all(repo, "B: other");
+	put(repo, "ds/y", "1");
+	commit_all(repo, "C: add ds/y");
+	c = rev_parse(repo, "HEAD");
+	put(repo, "other", "2");
+	commit_all(repo, "D: other");
+	sh("git -C '%s' checkout -q -b side", repo);
+	put(repo, "ds/x", "2");
+	int e_time = 1700000000 + ++fake_clock * 60;
+	sh("cd '%s' && git add -A && GIT_AUTHOR_DATE='@%d +0000' GIT_COMMITTER_DATE='@%d +0000' "
+	   "git commit -q -m 'E: change ds/x' -m 'the body'",
+	   repo, e_time, e_time);
+	e = rev_parse(repo, "HEAD");
+	sh("git -C '%s' checkout -q main", repo);
+	put(repo, "other", "3");
+	commit_all(repo, "F: other");
+	/* The merge takes ds from side unchanged: it changes nothing under ds
+	 * relative to side, so it is not a ds commit. */
+	fake_clock++;
+	sh("cd '%s' && GIT_AUTHOR_DATE='@%d +0000' GIT_COMMITTER_DATE='@%d +0000' "
+	   "git merge -q --no-ff -m 'M: merge' side",
+	   repo, 1700000000 + fake_clock * 60, 1700000000 + fake_clock * 60);
+	v = open_at(repo);
+
+	CHECK(ops->log(v, "HEAD", "ds", 0, &commits) == 0);
+	CHECK(json_array_size(commits) == 3);
+	CHECK_STR(log_id(commits, 0), e);
+	CHECK_STR(log_id(commits, 1), c);
+	CHECK_STR(log_id(commits, 2), a);
+	json_t *first = json_array_get(commits, 0);
+	const char *short_id = json_string_value(json_object_get(first, "short"));
+	CHECK(short_id && strlen(short_id) >= 7 && strncmp(short_id, e, strlen(short_id)) == 0);
+	CHECK_STR(json_string_value(json_object_get(first, "author")), "Test User");
+	CHECK_STR(json_string_value(json_object_get(first, "email")), "test@example.com");
+	CHECK_STR(json_string_value(json_object_get(first, "summary")), "E: change ds/x");
+	CHECK_STR(json_string_value(json_object_get(first, "message")), "E: change ds/x\n\nthe body\n");
+	CHECK(json_integer_value(json_object_get(first, "time")) == e_time);
+	json_decref(commits);
+
+	CHECK(ops->log(v, "HEAD", "ds/x/", 0, &commits) == 0);
+	CHECK(json_array_size(commits) == 2);
+	CHECK_STR(log_id(commits, 0), e);
+	CHECK_STR(log_id(commits, 1), a);
+	json_decref(commits);
+
+	CHECK(ops->log(v, "HEAD", "ds", 2, &commits) == 0);
+	CHECK(json_array_size(commits) == 2);
+	CHECK_STR(log_id(commits, 1), c);
+	json_decref(commits);
+
+	CHECK(ops->log(v, NULL, NULL, 0, &commits) == 0);
+	CHECK(json_array_size(commits) == 7);
+	json_decref(commits);
+
+	CHECK(ops->log(v, "HEAD~1", NULL, 0, &commits) == 0); /* F, D, C, B, A */
+	CHECK(json_array_size(commits) == 5);
+	json_decref(commits);
+
+	CHECK(ops->log(v, "HEAD", "nowhere", 0, &commits) == 0);
+	CHECK(json_array_size(commits) == 0);
+	json_decref(commits);
+
+	commits = NULL;
+	CHECK(ops->log(v, "nope", "ds", 0, &commits) == TETHER_ENOTFOUND);
+	CHECK(commits == NULL);
+	ops->close(v);
+	free(a);
+	free(c);
+	free(e);
+	free(repo);
+}
+
+/* ---------------------------------------------------------------- */
+/* commit_paths                                                      */
+/* ---------------------------------------------------------------- */
+
+static void put_dataset(const char *repo)
+{
+	put(repo, "ds/tether.toml", "[dataset]\nid = \"x\"\n");
+	put(repo, "ds/.tether/.gitignore", "workspace.toml\ncache/\n");
+	put(repo, "ds/.tether/state.toml", "s = 1\n");
+	put(repo, "ds/.tether/workspace.toml", "local = true\n");
+	put(repo, "ds/.tether/cache/blob", "cached\n");
+}
+
+static void test_commit_unborn(void)
+{
+	char *repo = mkrepo("commit-unborn");
+	struct tether_vcs *v;
+	char id[41] = "x";
+	char *branch = NULL;
+
+	put_dataset(repo);
+	put(repo, "other.txt", "not the dataset's\n");
+	v = open_at(repo);
+
+	/* An empty directory on an unborn branch: nothing to commit. */
+	sh("mkdir -p '%s'", path_in(repo, "empty"));
+	CHECK(commit_one(v, "empty", "nothing", id) == 0);
+	CHECK_STR(id, "");
+	CHECK(sh("! git -C '%s' rev-parse -q --verify HEAD >/dev/null", repo) == 0); /* unborn */
+
+	CHECK(commit_one(v, "ds", "tether: first", id) == 0);
+	CHECK(strlen(id) == 40);
+	CHECK_OUT(rev_parse(repo, "HEAD"), id);
+	CHECK_OUT(out("git -C '%s' rev-list --count HEAD", repo), "1");
+	CHECK_OUT(out("git -C '%s' log -1 --format=%%s", repo), "tether: first");
+	CHECK_OUT(out("git -C '%s' ls-tree -r --name-only HEAD", repo),
+	          "ds/.tether/.gitignore\nds/.tether/state.toml\nds/tether.toml");
+	/* The index holds what was committed; ignored files stay out of both. */
+	CHECK_OUT(out("git -C '%s' status --porcelain", repo), "?? other.txt");
+	CHECK_OUT(out("git -C '%s' diff --cached --name-status", repo), "");
+	CHECK(ops->current_branch(v, &branch) == 0);
+	CHECK_STR(branch, "main");
+	free(branch);
+	check_fsck(repo);
+	ops->close(v);
+	free(repo);
+}
+
+/* The user's own work: staged, unstaged, both on one file, a staged new
+ * file, a staged deletion, an intent-to-add file, a file marked
+ * assume-unchanged, an untracked file. */
+static void make_user_changes(const char *repo)
+{
+	put(repo, "a.txt", "a staged\n");
+	put(repo, "new.txt", "brand new\n");
+	put(repo, "c.txt", "c staged\n");
+	put(repo, "ita.txt", "intent to add\n");
+	sh("cd '%s' && git add a.txt new.txt c.txt && git rm -q d.txt && git add -N ita.txt && "
+	   "git update-index --assume-unchanged e.txt",
+	   repo);
+	put(repo, "c.txt", "c staged, then edited\n");
+	put(repo, "b.txt", "b unstaged\n");
+	put(repo, "e.txt", "e hidden by assume-unchanged\n");
+	put(repo, "untracked.txt", "u\n");
+}
+
+struct user_view {
+	char *staged_names, *unstaged_names, *staged_patch, *unstaged_patch, *untracked;
+	char *entries; /* mode, id, stage and flags of every index entry */
+};
+
+/* What git shows of the user's work outside the datasets (ds, ds2). */
+static struct user_view user_view(const char *repo)
+{
+	struct user_view u;
+
+	u.staged_names = out("git -C '%s' diff --cached --name-status -- . ':!ds*'", repo);
+	u.unstaged_names = out("git -C '%s' diff --name-status -- . ':!ds*'", repo);
+	u.staged_patch = out("git -C '%s' diff --cached -- . ':!ds*'", repo);
+	u.unstaged_patch = out("git -C '%s' diff -- . ':!ds*'", repo);
+	u.untracked = out("git -C '%s' ls-files --others --exclude-standard -- . ':!ds*'", repo);
+	u.entries = out("git -C '%s' ls-files -s -v -- . ':!ds*'", repo);
+	return u;
+}
+
+static void free_user_view(struct user_view *u)
+{
+	free(u->staged_names);
+	free(u->unstaged_names);
+	free(u->staged_patch);
+	free(u->unstaged_patch);
+	free(u->untracked);
+	free(u->entries);
+}
+
+/* The whole index and working tree now show exactly the user's changes:
+ * nothing of the dataset is left staged or modified. */
+static void check_user_view_kept(const char *repo, const struct user_view *before)
+{
+	CHECK_OUT(out("git -C '%s' diff --cached --name-status", repo), before->staged_names);
+	CHECK_OUT(out("git -C '%s' diff --name-status", repo), before->unstaged_names);
+	CHECK_OUT(out("git -C '%s' diff --cached", repo), before->staged_patch);
+	CHECK_OUT(out("git -C '%s' diff", repo), before->unstaged_patch);
+	CHECK_OUT(out("git -C '%s' ls-files --others --exclude-standard", repo), before->untracked);
+	CHECK_OUT(out("git -C '%s' ls-files -s -v -- . ':!ds*'", repo), before->entries);
+}
+
+static void test_commit_keeps_user_changes(void)
+{
+	char *repo = mkrepo("commit-keep");
+	struct tether_vcs *v;
+	struct user_view before;
+	char id[41];
+
+	put_dataset(repo);
+	put(repo, "ds/sub/deep/f.toml", "f\n");
+	put(repo, "a.txt", "a\n");
+	put(repo, "b.txt", "b\n");
+	put(repo, "c.txt", "c\n");
+	put(repo, "d.txt", "d\n");
+	put(repo, "e.txt", "e\n");
+	commit_all(repo, "base");
+	char *parent = rev_parse(repo, "HEAD");
+
+	make_user_changes(repo);
+	/* The dataset changes, one of them staged by the user and edited on. */
+	put(repo, "ds/tether.toml", "[dataset]\nid = \"staged\"\n");
+	sh("git -C '%s' add ds/tether.toml", repo);
+	put(repo, "ds/tether.toml", "[dataset]\nid = \"y\"\n");
+	put(repo, "ds/.tether/new.toml", "n = 1\n");
+	put(repo, "ds/run.sh", "#!/bin/sh\n");
+	sh("chmod +x '%s'", path_in(repo, "ds/run.sh"));
+	sh("ln -s tether.toml '%s'", path_in(repo, "ds/link"));
+	put(repo, "ds/.tether/cache/more", "ignored\n");
+	before = user_view(repo);
+	CHECK_OUT(strdup(before.staged_names), "M\ta.txt\nM\tc.txt\nD\td.txt\nA\tnew.txt");
+	CHECK_OUT(strdup(before.unstaged_names), "M\tb.txt\nM\tc.txt\nA\tita.txt");
+
+	v = open_at(path_in(repo, "ds"));
+	CHECK(commit_one(v, "ds", "tether: commit", id) == 0);
+	/* Before anything refreshes the index: the stat data written for the
+	 * committed files already matches them, so git need not re-read them. */
+	CHECK_OUT(out("git -C '%s' diff-files --name-only -- ds", repo), "");
+
+	CHECK_OUT(rev_parse(repo, "HEAD"), id);
+	CHECK_OUT(rev_parse(repo, "HEAD~1"), parent);
+	CHECK_OUT(out("git -C '%s' show --name-status --format= HEAD", repo),
+	          "A\tds/.tether/new.toml\nA\tds/link\nA\tds/run.sh\nM\tds/tether.toml");
+	CHECK_OUT(out("git -C '%s' show --stat --format= HEAD | grep -v '^ ds/' | sed 's/^ *//'",
+	              repo),
+	          "4 files changed, 4 insertions(+), 1 deletion(-)");
+	CHECK_OUT(out("git -C '%s' ls-tree HEAD ds/run.sh ds/link | cut -c1-6", repo),
+	          "120000\n100755");
+	CHECK_OUT(out("git -C '%s' cat-file -p HEAD:ds/link", repo), "tether.toml");
+	CHECK_OUT(out("git -C '%s' show HEAD:ds/tether.toml", repo), "[dataset]\nid = \"y\"");
+	check_user_view_kept(repo, &before);
+	CHECK_OUT(out("git -C '%s' status --porcelain -- ds", repo), "");
+	check_fsck(repo);
+
+	/* Deleted files, a whole deleted directory among them, leave the
+	 * commit and the index. */
+	sh("rm -r '%s' '%s' '%s'", path_in(repo, "ds/.tether/new.toml"), path_in(repo, "ds/run.sh"),
+	   path_in(repo, "ds/sub"));
+	CHECK(commit_one(v, "ds", "tether: deletions", id) == 0);
+	CHECK_OUT(out("git -C '%s' show --name-status --format= HEAD", repo),
+	          "D\tds/.tether/new.toml\nD\tds/run.sh\nD\tds/sub/deep/f.toml");
+	CHECK_OUT(out("git -C '%s' ls-files ds", repo),
+	          "ds/.tether/.gitignore\nds/.tether/state.toml\nds/link\nds/tether.toml");
+	check_user_view_kept(repo, &before);
+	CHECK_OUT(out("git -C '%s' status --porcelain -- ds", repo), "");
+
+	/* Nothing changed: no commit, and the index file is not rewritten. */
+	struct stat st_before, st_after;
+	char *head = rev_parse(repo, "HEAD");
+	stat(path_in(repo, ".git/index"), &st_before);
+	CHECK(commit_one(v, "ds", "tether: nothing", id) == 0);
+	CHECK_STR(id, "");
+	CHECK_OUT(rev_parse(repo, "HEAD"), head);
+	stat(path_in(repo, ".git/index"), &st_after);
+	CHECK(st_before.st_mtim.tv_sec == st_after.st_mtim.tv_sec &&
+	      st_before.st_mtim.tv_nsec == st_after.st_mtim.tv_nsec);
+	free(head);
+
+	/* A file path commits that file only. */
+	put(repo, "ds/tether.toml", "[dataset]\nid = \"z\"\n");
+	put(repo, "ds/.tether/state.toml", "s = 2\n");
+	CHECK(commit_one(v, "ds/tether.toml", "tether: one file", id) == 0);
+	CHECK_OUT(out("git -C '%s' show --name-status --format= HEAD", repo), "M\tds/tether.toml");
+	CHECK_OUT(out("git -C '%s' status --porcelain -- ds", repo), " M ds/.tether/state.toml");
+
+	/* Several paths in one commit, including one that is gone entirely. */
+	put(repo, "ds2/tether.toml", "second\n");
+	const char *paths[] = { "ds/.tether", "ds2", "never-existed", "gone/deeper/file" };
+	CHECK(ops->commit_paths(v, paths, 4, "tether: several", id) == 0);
+	CHECK_OUT(out("git -C '%s' show --name-status --format= HEAD", repo),
+	          "M\tds/.tether/state.toml\nA\tds2/tether.toml");
+	check_user_view_kept(repo, &before);
+	check_fsck(repo);
+
+	free_user_view(&before);
+	free(parent);
+	ops->close(v);
+	free(repo);
+}
+
+/* Ignore rules are for untracked files, as in git: a file the user force-
+ * added stays tracked and its changes are committed. */
+static void test_commit_tracked_but_ignored(void)
+{
+	char *repo = mkrepo("commit-ignored");
+	struct tether_vcs *v;
+	char id[41];
+
+	put_dataset(repo);
+	commit_all(repo, "base");
+	put(repo, "ds/.tether/cache/pinned", "v1\n");
+	sh("git -C '%s' add -f ds/.tether/cache/pinned && git -C '%s' commit -q -m pin", repo, repo);
+	put(repo, "ds/.tether/cache/pinned", "v2\n");
+	put(repo, "ds/.tether/cache/other", "ignored\n");
+	v = open_at(repo);
+	CHECK(commit_one(v, "ds", "tether: tracked in cache", id) == 0);
+	CHECK_OUT(out("git -C '%s' show --name-status --format= HEAD", repo),
+	          "M\tds/.tether/cache/pinned");
+	CHECK_OUT(out("git -C '%s' status --porcelain --ignored -- ds", repo),
+	          "!! ds/.tether/cache/blob\n!! ds/.tether/cache/other\n!! ds/.tether/workspace.toml");
+	ops->close(v);
+	free(repo);
+}
+
+/* Modes and filters as git applies them: core.fileMode=false keeps HEAD's
+ * mode, core.autocrlf cleans line endings; a submodule's entry is left
+ * alone. */
+static void test_commit_modes_filters_submodules(void)
+{
+	char *repo = mkrepo("commit-modes");
+	struct tether_vcs *v;
+	char id[41];
+
+	put(repo, "ds/plain.sh", "echo 1\n");
+	put(repo, "ds/embedded/inner", "inner\n");
+	sh("cd '%s' && git init -q -b main && git add -A && git -c user.name=x -c user.email=y "
+	   "commit -q -m inner",
+	   path_in(repo, "ds/embedded"));
+	sh("cd '%s' && git -c advice.addEmbeddedRepo=false add ds/plain.sh ds/embedded 2>/dev/null && "
+	   "git commit -q -m base",
+	   repo);
+	char *gitlink = out("git -C '%s' ls-tree HEAD ds/embedded", repo);
+	CHECK(strncmp(gitlink, "160000 commit ", 14) == 0);
+
+	sh("git -C '%s' config core.fileMode false && git -C '%s' config core.autocrlf input", repo,
+	   repo);
+	put(repo, "ds/plain.sh", "echo 2\r\n");
+	sh("chmod +x '%s'", path_in(repo, "ds/plain.sh"));
+	put(repo, "ds/new.txt", "one\r\ntwo\r\n");
+	v = open_at(repo);
+	CHECK(commit_one(v, "ds", "tether: modes", id) == 0);
+	CHECK_OUT(out("git -C '%s' show --name-status --format= HEAD", repo),
+	          "A\tds/new.txt\nM\tds/plain.sh");
+	CHECK_OUT(out("git -C '%s' ls-tree HEAD ds/plain.sh | cut -c1-6", repo), "100644");
+	CHECK_OUT(out("git -C '%s' cat-file -p HEAD:ds/new.txt | od -c | head -1", repo),
+	          "0000000   o   n   e  \\n   t   w   o  \\n");
+	CHECK_OUT(out("git -C '%s' ls-tree HEAD ds/embedded", repo), gitlink);
+	CHECK_OUT(out("git -C '%s' status --porcelain", repo), "");
+	check_fsck(repo);
+	free(gitlink);
+	ops->close(v);
+	free(repo);
+}
+
+static void test_commit_refusals(void)
+{
+	char *repo = mkrepo("commit-refuse");
+	struct tether_vcs *v;
+	char id[41];
+
+	put_dataset(repo);
+	commit_all(repo, "base");
+	put(repo, "ds/tether.toml", "changed\n");
+	char *head = rev_parse(repo, "HEAD");
+	v = open_at(repo);
+
+	CHECK(commit_one(v, "../outside", "m", id) == TETHER_EUSAGE);
+	CHECK(commit_one(v, "/etc", "m", id) == TETHER_EUSAGE);
+	CHECK(commit_one(v, ".git/config", "m", id) == TETHER_EUSAGE);
+	CHECK(commit_one(v, "ds", " \n\n", id) == TETHER_EUSAGE);
+	CHECK(ops->commit_paths(v, NULL, 0, "m", id) == TETHER_EUSAGE);
+
+	/* Past a symbolic link the path is not in this checkout. */
+	sh("ln -s ds '%s'", path_in(repo, "alias"));
+	CHECK(commit_one(v, "alias/tether.toml", "m", id) == TETHER_EUSAGE);
+	CHECK(has(tether_error_last(), "symbolic link"));
+
+	/* A merge in progress: a plain commit would drop its other parent. */
+	sh("git -C '%s' rev-parse HEAD > '%s'", repo, path_in(repo, ".git/MERGE_HEAD"));
+	CHECK(commit_one(v, "ds", "m", id) == TETHER_EREFUSED);
+	CHECK(has(tether_error_last(), "merge"));
+	unlink(path_in(repo, ".git/MERGE_HEAD"));
+
+	/* No identity anywhere. */
+	sh("git -C '%s' config --unset user.name && git -C '%s' config --unset user.email", repo,
+	   repo);
+	CHECK(commit_one(v, "ds", "m", id) == TETHER_ECONFIG);
+	CHECK(has(tether_error_last(), "user.name"));
+	CHECK(tether_error_hint() && has(tether_error_hint(), "git config"));
+	CHECK_OUT(rev_parse(repo, "HEAD"), head);
+	CHECK_OUT(out("git -C '%s' status --porcelain", repo), " M ds/tether.toml\n?? alias");
+
+	/* The environment names author and committer, as for git. */
+	setenv("GIT_AUTHOR_NAME", "Env Author", 1);
+	setenv("GIT_AUTHOR_EMAIL", "author@example.com", 1);
+	setenv("GIT_AUTHOR_DATE", "@1600000000 +0200", 1);
+	setenv("GIT_COMMITTER_NAME", "Env Committer", 1);
+	setenv("GIT_COMMITTER_EMAIL", "committer@example.com", 1);
+	setenv("GIT_COMMITTER_DATE", "2021-01-02T03:04:05Z", 1);
+	CHECK(commit_one(v, "ds", "tether: from the environment", id) == 0);
+	CHECK_OUT(out("git -C '%s' log -1 --format='%%an|%%ae|%%at|%%ai|%%cn|%%ce|%%ct'", repo),
+	          "Env Author|author@example.com|1600000000|2020-09-13 14:26:40 +0200|"
+	          "Env Committer|committer@example.com|1609556645");
+	setenv("GIT_AUTHOR_DATE", "last tuesday", 1);
+	put(repo, "ds/tether.toml", "changed again\n");
+	CHECK(commit_one(v, "ds", "m", id) == TETHER_EUSAGE);
+	CHECK(has(tether_error_last(), "GIT_AUTHOR_DATE"));
+	unsetenv("GIT_AUTHOR_NAME");
+	unsetenv("GIT_AUTHOR_EMAIL");
+	unsetenv("GIT_AUTHOR_DATE");
+	unsetenv("GIT_COMMITTER_NAME");
+	unsetenv("GIT_COMMITTER_EMAIL");
+	unsetenv("GIT_COMMITTER_DATE");
+
+	check_fsck(repo);
+	free(head);
+	ops->close(v);
+	free(repo);
+}
+
+/* ---------------------------------------------------------------- */
+/* current_branch / is_tracked                                       */
+/* ---------------------------------------------------------------- */
+
+static void check_branch(struct tether_vcs *v, const char *want)
+{
+	char *name = (char *)"unset";
+
+	CHECK(ops->current_branch(v, &name) == 0);
+	if (want)
+		CHECK_STR(name, want);
+	else
+		CHECK(name == NULL);
+	free(name);
+}
+
+static void test_current_branch(void)
+{
+	char *repo = mkrepo("branch");
+	struct tether_vcs *v;
+
+	put(repo, "f", "1\n");
+	commit_all(repo, "first");
+	v = open_at(repo);
+	check_branch(v, "main");
+	sh("git -C '%s' checkout -q --detach", repo);
+	check_branch(v, NULL);
+	sh("git -C '%s' checkout -q -b feature/x", repo);
+	check_branch(v, "feature/x");
+	ops->close(v);
+
+	sh("git init -q -b trunk '%s/branch-unborn'", scratch);
+	v = open_at(path_in(scratch, "branch-unborn"));
+	check_branch(v, "trunk");
+	ops->close(v);
+	free(repo);
+}
+
+static int tracked(struct tether_vcs *v, const char *path)
+{
+	int t = -1;
+
+	CHECK(ops->is_tracked(v, path, &t) == 0);
+	return t;
+}
+
+static void test_is_tracked(void)
+{
+	char *repo = mkrepo("tracked");
+	struct tether_vcs *v;
+
+	put(repo, "unborn-staged", "s\n");
+	sh("git -C '%s' add unborn-staged", repo);
+	v = open_at(repo);
+	CHECK(tracked(v, "unborn-staged") == 1); /* in the index, no HEAD yet */
+	CHECK(tracked(v, "nothing") == 0);
+
+	put(repo, "ds/tether.toml", "x\n");
+	put(repo, "ds/gone-from-index", "x\n");
+	commit_all(repo, "first");
+	sh("git -C '%s' rm -q --cached ds/gone-from-index", repo);
+	put(repo, "ds/staged-new", "x\n");
+	sh("git -C '%s' add ds/staged-new", repo);
+	put(repo, "ds/untracked", "x\n");
+	put(repo, "ds-sibling", "x\n");
+
+	CHECK(tracked(v, "ds/tether.toml") == 1);
+	CHECK(tracked(v, "ds/gone-from-index") == 1); /* still in HEAD */
+	CHECK(tracked(v, "ds/staged-new") == 1);      /* only in the index */
+	CHECK(tracked(v, "ds/untracked") == 0);
+	CHECK(tracked(v, "ds-sibling") == 0);
+	CHECK(tracked(v, "ds") == 1);
+	CHECK(tracked(v, "ds/") == 1);
+	CHECK(tracked(v, "d") == 0);
+	CHECK(tracked(v, "missing/file") == 0);
+	ops->close(v);
+	free(repo);
+}
+
+/* ---------------------------------------------------------------- */
+
+/* Keep the user's git configuration and environment out of the tests. */
+static void isolate_environment(void)
+{
+	static const char *const unset[] = {
+		"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+		"GIT_COMMON_DIR", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_AUTHOR_NAME",
+		"GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL",
+		"GIT_COMMITTER_DATE", "EMAIL", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL",
+	};
+	char home[PATH_MAX];
+
+	for (size_t i = 0; i < sizeof unset / sizeof *unset; i++)
+		unsetenv(unset[i]);
+	snprintf(home, sizeof home, "%s/home", scratch);
+	mkdir(home, 0700);
+	setenv("HOME", home, 1); /* before libgit2 first looks for ~/.gitconfig */
+	setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+	setenv("GIT_CEILING_DIRECTORIES", scratch, 1);
+	setenv("LC_ALL", "C", 1);
+	setenv("TZ", "UTC", 1);
+}
+
+int main(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	char templ[PATH_MAX], real[PATH_MAX];
+
+	snprintf(templ, sizeof templ, "%s/tether-vcs-git-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(templ) || !realpath(templ, real) || strlen(real) >= sizeof scratch) {
+		perror("mkdtemp");
+		return 2;
+	}
+	memcpy(scratch, real, strlen(real) + 1);
+	isolate_environment();
+	ops = tether_vcs_module[0];
+	CHECK(ops && ops->abi == TETHER_VCS_ABI && tether_vcs_module[1] == NULL);
+	CHECK_STR(ops->name, "git");
+
+	test_open();
+	test_open_worktree();
+	test_resolve();
+	test_read();
+	test_log();
+	test_commit_unborn();
+	test_commit_keeps_user_changes();
+	test_commit_tracked_but_ignored();
+	test_commit_modes_filters_submodules();
+	test_commit_refusals();
+	test_current_branch();
+	test_is_tracked();
+
+	git_libgit2_shutdown(); /* frees libgit2's globals for LeakSanitizer */
+	if (check_failed)
+		fprintf(stderr, "repositories kept in %s\n", scratch);
+	else
+		sh("rm -rf '%s'", scratch);
+	CHECK_DONE();
+}

@@ -159,6 +159,17 @@ static int run_commit(struct commit_run *run, const struct tether_commit_opts *o
 		undo(run);
 		return code;
 	}
+	if (*id) {
+		/* The committed tree is the working manifests: HEAD's view for the
+		 * next status, without reading them back through the VCS. */
+		struct tt_manifest_set committed = {.v = NULL, .n = 0};
+		for (size_t i = 0; i < run->n; i++)
+			tt_manifest_set_push(&committed, &(struct tt_manifest){run->objs[i].m->key, run->objs[i].m->doc, {0}});
+		for (size_t i = 0; i < run->n; i++)
+			memcpy(committed.v[i].digest, run->objs[i].m->digest, 65);
+		tt_head_view_save(run->repo, id, &committed);
+		free(committed.v);
+	}
 	*report = json_pack("{s:s?, s:s, s:O, s:O}", "commit", *id ? id : NULL, "message", opts->message,
 	                    "objects", run->actions, "warnings", run->warnings);
 	return 0;

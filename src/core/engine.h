@@ -33,6 +33,11 @@ int tt_obj_pin_id(const struct tether_repo *repo, const struct tt_obj *o, char *
 /* Manifests at a commit id, or the working copy when id is "". */
 int tt_manifests_at(struct tether_repo *repo, const char *id, struct tt_manifest_set *out);
 
+/* HEAD's manifests as status needs them: {key: {digest, kind, pin,
+ * state}}, from a cache keyed by commit id when it is current. */
+int tt_head_view(struct tether_repo *repo, json_t **view);
+void tt_head_view_save(struct tether_repo *repo, const char *id, const struct tt_manifest_set *set);
+
 /* Listings: .tether/listings/<sha256>.jsonl, named by their content. */
 int tt_listing_save(struct tether_repo *repo, const char *text, size_t len, char hex[65]);
 /* Load a listing at a commit id ("" = working copy); TETHER_ENOTFOUND when

@@ -117,6 +117,7 @@ int tt_manifest_parse(const char *key, const char *text, size_t len, const char 
 	}
 	out->key = strdup(key);
 	out->doc = doc;
+	tether_sha256_hex(text, len, out->digest);
 	return 0;
 }
 
@@ -155,6 +156,8 @@ int tt_manifest_save(const char *root, const struct tt_manifest *m)
 	char *rel = tt_manifest_relpath(m->key);
 	char *path = tt_path_join(root, rel);
 	int rc = tt_write_file_atomic(path, text, strlen(text));
+	if (!rc)
+		tether_sha256_hex(text, strlen(text), ((struct tt_manifest *)m)->digest);
 	free(rel);
 	free(path);
 	free(text);
@@ -178,7 +181,7 @@ void tt_manifest_set_free(struct tt_manifest_set *s)
 	s->n = 0;
 }
 
-void tt_manifest_set_push(struct tt_manifest_set *s, char *key, json_t *doc)
+void tt_manifest_set_push(struct tt_manifest_set *s, struct tt_manifest *m)
 {
 	if ((s->n & (s->n - 1)) == 0) {
 		size_t cap = s->n ? s->n * 2 : 8;
@@ -187,9 +190,7 @@ void tt_manifest_set_push(struct tt_manifest_set *s, char *key, json_t *doc)
 			abort();
 		s->v = bigger;
 	}
-	s->v[s->n].key = key;
-	s->v[s->n].doc = doc;
-	s->n++;
+	s->v[s->n++] = *m;
 }
 
 static int by_key(const void *a, const void *b)
@@ -247,7 +248,7 @@ static int load_dir(const char *dir, const char *prefix, struct tt_manifest_set 
 				rc = tt_manifest_parse(rel, data, len, path, &m);
 			free(data);
 			if (!rc)
-				tt_manifest_set_push(out, m.key, m.doc);
+				tt_manifest_set_push(out, &m);
 		}
 		free(rel);
 		free(path);

@@ -17,7 +17,8 @@
 
 struct tt_manifest {
 	char *key;
-	json_t *doc; /* the whole manifest */
+	json_t *doc;      /* the whole manifest */
+	char digest[65];  /* sha256 of the manifest's bytes as read */
 };
 
 struct tt_manifest_set {
@@ -51,8 +52,8 @@ void tt_manifest_set_free(struct tt_manifest_set *s);
 struct tt_manifest *tt_manifest_set_find(const struct tt_manifest_set *s, const char *key);
 /* Sort a set by key (after adding to it). */
 void tt_manifest_set_sort(struct tt_manifest_set *s);
-/* Append a manifest (takes ownership of key and doc). */
-void tt_manifest_set_push(struct tt_manifest_set *s, char *key, json_t *doc);
+/* Append a manifest (takes ownership of its key and doc). */
+void tt_manifest_set_push(struct tt_manifest_set *s, struct tt_manifest *m);
 
 /* Accessors. */
 const char *tt_manifest_kind(const struct tt_manifest *m);

@@ -138,7 +138,7 @@ static int collect_manifest(void *ud, const char *path, const char *data, size_t
 		tc->rc = rc;
 		return 1;
 	}
-	tt_manifest_set_push(tc->set, m.key, m.doc);
+	tt_manifest_set_push(tc->set, &m);
 	return 0;
 }
 

@@ -1277,9 +1277,23 @@ void tt_scan_result_free(struct tt_scan_result *r)
 
 /* ---- the listing ---- */
 
-/* Bytes JSON strings can carry as they are: printable ASCII but '"' and
- * '\\' (DEL too, as jansson leaves it). Bytes from 0x80 are checked as
- * UTF-8 sequences. */
+/* Names are mostly plain ASCII: test eight bytes at a time for anything
+ * that needs a closer look (a control byte, '"', '\\', or a byte from
+ * 0x80), with the exact "some byte is below n" and "some byte is zero"
+ * word tests. */
+#define BYTES(b) (0x0101010101010101ULL * (b))
+
+static inline int word_is_plain(uint64_t x)
+{
+	uint64_t below_space = (x - BYTES(0x20)) & ~x & BYTES(0x80);
+	uint64_t q = x ^ BYTES('"'), b = x ^ BYTES('\\');
+	uint64_t quote = (q - BYTES(0x01)) & ~q & BYTES(0x80);
+	uint64_t backslash = (b - BYTES(0x01)) & ~b & BYTES(0x80);
+	return ((below_space | quote | backslash | x) & BYTES(0x80)) == 0;
+}
+
+/* Bytes JSON strings carry as they are: printable ASCII but '"' and '\\'
+ * (DEL too, as jansson leaves it). */
 static inline int plain_ascii(unsigned char c)
 {
 	return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
@@ -1311,55 +1325,60 @@ static size_t utf8_sequence(const unsigned char *s, size_t n)
 	return len;
 }
 
-static char *put_u00(char *o, unsigned char c)
+/* One byte that is not plain ASCII: a UTF-8 sequence copied whole, or an
+ * escape. Returns the input bytes consumed. */
+static size_t put_special(char **out, const unsigned char *s, size_t n)
 {
 	static const char hex[] = "0123456789ABCDEF"; /* jansson writes \u001F */
-	memcpy(o, "\\u00", 4);
-	o[4] = hex[c >> 4];
-	o[5] = hex[c & 15];
-	return o + 6;
+	char *o = *out;
+	unsigned char c = s[0];
+	size_t seq = c >= 0x80 ? utf8_sequence(s, n) : 0;
+	if (seq > 0) {
+		memcpy(o, s, seq);
+		*out = o + seq;
+		return seq;
+	}
+	const char *esc = NULL;
+	switch (c) {
+	case '"': esc = "\\\""; break;
+	case '\\': esc = "\\\\"; break;
+	case '\b': esc = "\\b"; break;
+	case '\f': esc = "\\f"; break;
+	case '\n': esc = "\\n"; break;
+	case '\r': esc = "\\r"; break;
+	case '\t': esc = "\\t"; break;
+	}
+	if (esc) {
+		memcpy(o, esc, 2);
+		*out = o + 2;
+	} else {
+		/* Control bytes, and each byte of invalid UTF-8. */
+		memcpy(o, "\\u00", 4);
+		o[4] = hex[c >> 4];
+		o[5] = hex[c & 15];
+		*out = o + 6;
+	}
+	return 1;
 }
 
-/* Escape like jansson's compact dump; at most 6 output bytes per input
- * byte. */
+/* Escape like jansson's compact dump. Writes at most 6 bytes per input
+ * byte, and may store up to 8 bytes past its output's end (the caller
+ * reserves room for the worst case anyway). */
 static char *put_escaped(char *o, const char *str, size_t n)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	size_t i = 0;
 	while (i < n) {
-		size_t run = i;
-		while (run < n && plain_ascii(s[run]))
-			run++;
-		memcpy(o, s + i, run - i);
-		o += run - i;
-		i = run;
-		if (i == n)
-			break;
-		unsigned char c = s[i];
-		size_t seq;
-		if (c >= 0x80 && (seq = utf8_sequence(s + i, n - i)) > 0) {
-			memcpy(o, s + i, seq);
-			o += seq;
-			i += seq;
-			continue;
-		}
-		const char *esc = NULL;
-		switch (c) {
-		case '"': esc = "\\\""; break;
-		case '\\': esc = "\\\\"; break;
-		case '\b': esc = "\\b"; break;
-		case '\f': esc = "\\f"; break;
-		case '\n': esc = "\\n"; break;
-		case '\r': esc = "\\r"; break;
-		case '\t': esc = "\\t"; break;
-		}
-		if (esc) {
-			memcpy(o, esc, 2);
-			o += 2;
+		uint64_t w;
+		if (n - i >= 8 && (memcpy(&w, s + i, 8), word_is_plain(w))) {
+			memcpy(o, &w, 8);
+			o += 8;
+			i += 8;
+		} else if (plain_ascii(s[i])) {
+			*o++ = (char)s[i++];
 		} else {
-			o = put_u00(o, c);
+			i += put_special(&o, s + i, n - i);
 		}
-		i++;
 	}
 	return o;
 }
@@ -1384,27 +1403,35 @@ static char *put_u64(char *o, uint64_t v)
 	return o;
 }
 
+/* Two hex digits per byte from one table, rather than two lookups. */
 static char *put_hex(char *o, const unsigned char *bytes, size_t n)
 {
-	static const char hex[] = "0123456789abcdef";
-	for (size_t i = 0; i < n; i++) {
-		o[2 * i] = hex[bytes[i] >> 4];
-		o[2 * i + 1] = hex[bytes[i] & 15];
-	}
+	static const char pairs[] =
+		"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+		"202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
+		"404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"
+		"606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
+		"808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
+		"a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
+		"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
+		"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
+	for (size_t i = 0; i < n; i++)
+		memcpy(o + 2 * i, pairs + 2 * bytes[i], 2);
 	return o + 2 * n;
 }
 
-/* {"k":"","p":"","s":}\n around the variable parts, and the 20 digits
- * the largest size takes. */
-#define LINE_FRAME 28
+/* {"k":"","p":"","s":}\n around the variable parts. */
+#define LINE_FRAME 21
 #define LINE_DIGITS 20
+/* Room put_escaped may overrun by. */
+#define LINE_SLACK 8
 
-static char *put_line(char *o, const struct tt_scan_entry *e, size_t path_len)
+static char *put_line(char *o, const struct tt_scan_entry *e, size_t path_len, size_t target_len)
 {
 	o = PUT_LITERAL(o, "{\"k\":\"");
 	if (e->kind == TT_SCAN_LINK) {
 		o = PUT_LITERAL(o, "symlink:");
-		o = put_escaped(o, e->link_target, strlen(e->link_target));
+		o = put_escaped(o, e->link_target, target_len);
 	} else {
 		o = put_hex(o, e->sha256, 32);
 	}
@@ -1415,36 +1442,42 @@ static char *put_line(char *o, const struct tt_scan_entry *e, size_t path_len)
 	return PUT_LITERAL(o, "}\n");
 }
 
+static size_t worst_line(size_t path_len, size_t target_len, int is_link)
+{
+	return LINE_FRAME + LINE_DIGITS + 2 * LINE_SLACK + 6 * path_len +
+	       (is_link ? 8 + 6 * target_len : 64);
+}
+
 char *tt_scan_listing(const struct tt_scan_result *r, size_t *len)
 {
-	/* Sized for the common case (names that need no escaping); grown
-	 * only for a line that could overflow it. */
-	size_t cap = 1;
-	for (size_t i = 0; i < r->count; i++)
-		cap += LINE_FRAME + LINE_DIGITS + 64 + strlen(r->entries[i].path);
+	/* A generous first guess: pages never written are never faulted in,
+	 * so over-reserving costs address space, not memory. Grown only for
+	 * long or heavily escaped names. */
+	size_t cap = 4096 + r->count * 192;
 	char *buf = malloc(cap);
-	if (!buf) {
-		tether_error_set(TETHER_ERROR, "listing: out of memory");
-		return NULL;
-	}
 	size_t used = 0;
-	for (size_t i = 0; i < r->count; i++) {
+	for (size_t i = 0; buf && i < r->count; i++) {
 		const struct tt_scan_entry *e = &r->entries[i];
+		int is_link = e->kind == TT_SCAN_LINK;
 		size_t path_len = strlen(e->path);
-		size_t worst = LINE_FRAME + LINE_DIGITS + 6 * path_len + 1 +
-		               (e->kind == TT_SCAN_LINK ? 8 + 6 * strlen(e->link_target) : 64);
-		if (cap - used < worst) {
-			size_t ncap = cap * 2 > used + worst ? cap * 2 : used + worst;
+		size_t target_len = is_link ? strlen(e->link_target) : 0;
+		size_t worst = worst_line(path_len, target_len, is_link);
+		if (cap - used < worst + 1) {
+			size_t ncap = cap * 2 > used + worst + 1 ? cap * 2 : used + worst + 1;
 			char *nbuf = realloc(buf, ncap);
 			if (!nbuf) {
 				free(buf);
-				tether_error_set(TETHER_ERROR, "listing: out of memory");
-				return NULL;
+				buf = NULL;
+				break;
 			}
 			buf = nbuf;
 			cap = ncap;
 		}
-		used = (size_t)(put_line(buf + used, e, path_len) - buf);
+		used = (size_t)(put_line(buf + used, e, path_len, target_len) - buf);
+	}
+	if (!buf) {
+		tether_error_set(TETHER_ERROR, "listing: out of memory");
+		return NULL;
 	}
 	buf[used] = '\0';
 	*len = used;

@@ -7,16 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Working manifest vs HEAD's: "added", "changed" or "unchanged". */
-static const char *manifest_change(const struct tt_manifest *work, const struct tt_manifest_set *head)
+/* Working manifest vs HEAD's: "added", "changed" or "unchanged", by the
+ * bytes, as git would see them. */
+static const char *manifest_change(const struct tt_manifest *work, const json_t *head)
 {
-	struct tt_manifest *h = tt_manifest_set_find(head, work->key);
+	json_t *h = json_object_get(head, work->key);
 	if (!h)
 		return "added";
-	return json_equal(h->doc, work->doc) ? "unchanged" : "changed";
+	return strcmp(json_string_value(json_object_get(h, "digest")), work->digest) == 0 ? "unchanged" : "changed";
 }
 
-static json_t *object_report(const struct tt_obj *o, const struct tt_manifest_set *head, int snapshot)
+static json_t *object_report(const struct tt_obj *o, const json_t *head, int snapshot)
 {
 	json_t *recorded = tt_manifest_state(o->m);
 	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:O?, s:O?, s:s?, s:s?}", "key", o->m->key, "kind",
@@ -26,29 +27,18 @@ static json_t *object_report(const struct tt_obj *o, const struct tt_manifest_se
 	                 tt_manifest_pin(o->m), "detail", o->detail);
 }
 
-static int head_manifests(struct tether_repo *repo, struct tt_manifest_set *head)
-{
-	memset(head, 0, sizeof *head);
-	char id[41];
-	int rc = tt_repo_resolve(repo, "HEAD", id);
-	if (rc == TETHER_ENOTFOUND) {
-		tether_error_clear();
-		return 0; /* no commit yet: every object is added */
-	}
-	return rc ? rc : tt_manifests_at(repo, id, head);
-}
-
 int tether_status(tether_repo *repo, const struct tether_status_opts *opts, json_t **report)
 {
 	*report = NULL;
 	int snapshot = opts->snapshot < 0 ? tt_repo_config_bool(repo, "snapshot", "auto", 1) : opts->snapshot;
-	struct tt_manifest_set work, head;
+	struct tt_manifest_set work;
+	json_t *head = NULL;
 	int rc = tt_repo_check_secrets(repo);
 	if (!rc)
 		rc = tt_manifests_load_working(repo->root, &work);
 	if (rc)
 		return rc;
-	rc = head_manifests(repo, &head);
+	rc = tt_head_view(repo, &head);
 	struct tt_obj *objs = NULL;
 	if (!rc)
 		rc = tt_objs_prepare(repo, &work, opts->progress, &objs);
@@ -61,7 +51,7 @@ int tether_status(tether_repo *repo, const struct tether_status_opts *opts, json
 		json_t *list = json_array();
 		int clean = 1;
 		for (size_t i = 0; i < work.n; i++) {
-			json_t *o = object_report(&objs[i], &head, snapshot);
+			json_t *o = object_report(&objs[i], head, snapshot);
 			const char *st = json_string_value(json_object_get(o, "status"));
 			const char *mc = json_string_value(json_object_get(o, "manifest"));
 			if (strcmp(st, "clean") != 0 && strcmp(st, "unknown") != 0)
@@ -70,21 +60,23 @@ int tether_status(tether_repo *repo, const struct tether_status_opts *opts, json
 				clean = 0;
 			json_array_append_new(list, o);
 		}
-		for (size_t i = 0; i < head.n; i++) {
-			if (tt_manifest_set_find(&work, head.v[i].key))
+		const char *key;
+		json_t *h;
+		json_object_foreach(head, key, h) {
+			if (tt_manifest_set_find(&work, key))
 				continue;
 			clean = 0;
-			json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:s, s:s, s:O?, s:n, s:s?, s:n}", "key",
-			                                      head.v[i].key, "kind", tt_manifest_kind(&head.v[i]), "tier",
-			                                      "unknown", "status", "unknown", "manifest", "removed",
-			                                      "recorded", tt_manifest_state(&head.v[i]), "current", "pin",
-			                                      tt_manifest_pin(&head.v[i]), "detail"));
+			json_array_append_new(list, json_pack("{s:s, s:O, s:s, s:s, s:s, s:O?, s:n, s:O?, s:n}", "key", key,
+			                                      "kind", json_object_get(h, "kind"), "tier", "unknown", "status",
+			                                      "unknown", "manifest", "removed", "recorded",
+			                                      json_object_get(h, "state"), "current", "pin",
+			                                      json_object_get(h, "pin"), "detail"));
 		}
 		*report = json_pack("{s:s, s:b, s:b, s:o}", "dataset", repo->root, "snapshot", snapshot, "clean", clean,
 		                    "objects", list);
 	}
 	tt_objs_free(objs, work.n);
 	tt_manifest_set_free(&work);
-	tt_manifest_set_free(&head);
+	json_decref(head);
 	return rc;
 }

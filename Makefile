@@ -26,7 +26,9 @@ $(CHECK_BUILD)/build.ninja:
 	CC=$${CC:-gcc} $(MESON) setup $(CHECK_BUILD) --buildtype=debug -Db_sanitize=address,undefined \
 		-Db_lundef=false -Dwerror=true
 
-install: all
+install: $(BUILD)/build.ninja
+	$(MESON) configure $(BUILD) --prefix=$(PREFIX)
+	$(MESON) compile -C $(BUILD)
 	DESTDIR=$(DESTDIR) $(MESON) install -C $(BUILD) --no-rebuild
 
 bench: all

@@ -720,6 +720,7 @@ static json_t *make_tagged(struct parser *P, const char *tag, const char *text, 
  * '.', so convert under the C locale (per thread, leaving the caller's alone). */
 static bool decimal_to_double(struct parser *P, const char *digits, double *out)
 {
+	*out = 0.0;
 	if (!P->c_locale) {
 		P->c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
 		if (!P->c_locale)

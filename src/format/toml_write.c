@@ -271,6 +271,7 @@ static bool put_key(struct writer *W, const char *key, size_t len)
  * format under the C locale (per thread, leaving the caller's alone). */
 static bool use_c_locale(struct writer *W, locale_t *saved)
 {
+	*saved = (locale_t)0;
 	if (!W->c_locale) {
 		W->c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
 		if (!W->c_locale)

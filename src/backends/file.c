@@ -360,15 +360,25 @@ static int file_diff(const struct tether_bctx *ctx, const json_t *locator, const
 		return diff_listings(listing_a, len_a, listing_b, len_b, max_entries, diff);
 	struct diff_acc acc = {.entries = json_array(), .max = max_entries};
 	char *summary = describe_change(a, b);
-	if (strcmp(ta, "file") == 0 && strcmp(tb, "file") == 0) {
-		const char *uri = json_string_value(json_object_get(locator, "uri"));
-		const char *base = uri && strrchr(uri, '/') ? strrchr(uri, '/') + 1 : "";
+	const char *uri = json_string_value(json_object_get(locator, "uri"));
+	const char *base = uri && strrchr(uri, '/') ? strrchr(uri, '/') + 1 : "";
+	int is_file_a = strcmp(ta, "file") == 0, is_file_b = strcmp(tb, "file") == 0;
+	if (is_file_a && is_file_b) {
 		diff_emit(&acc, "modified", base, int_field(b, "size"), int_field(b, "size") - int_field(a, "size"));
-	} else if (strcmp(ta, "dir") == 0 && strcmp(tb, "dir") == 0) {
-		/* No listings (an older commit): only the count and size summary. */
+	} else if (is_file_a && strcmp(tb, "missing") == 0) {
+		diff_emit(&acc, "removed", base, int_field(a, "size"), -int_field(a, "size"));
+	} else if (strcmp(ta, "missing") == 0 && is_file_b) {
+		diff_emit(&acc, "added", base, int_field(b, "size"), int_field(b, "size"));
+	} else {
+		/* No listings (a commit from before they existed, or one removed
+		 * by hand), or a change of type: per-file counts are unknown, so
+		 * say what is known and report no totals rather than zeros. */
 		char *fallback = tt_strdupf("%s (no stored listing: summary only)", summary);
+		*diff = json_pack("{s:s, s:s, s:o, s:n, s:b}", "unit", "files", "summary", fallback, "entries",
+		                  acc.entries, "totals", "truncated", 0);
+		free(fallback);
 		free(summary);
-		summary = fallback;
+		return 0;
 	}
 	*diff = diff_result(&acc, summary);
 	free(summary);

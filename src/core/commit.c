@@ -28,6 +28,8 @@ struct commit_run {
 	char **old_text;        /* each manifest's text before this commit */
 	struct created_pin *pins;
 	size_t npins;
+	char **new_listings;    /* listing files this commit wrote, removed by undo() */
+	size_t nlistings;
 	json_t *actions;        /* per-object report */
 	json_t *warnings;
 	int changed;
@@ -100,7 +102,10 @@ static int record_object(struct commit_run *run, struct tt_obj *o)
 	json_object_del(doc, "listing");
 	if (o->fp.listing) {
 		char hex[65];
-		rc = tt_listing_save(run->repo, o->fp.listing, o->fp.listing_len, hex);
+		char *created = NULL;
+		rc = tt_listing_save(run->repo, o->fp.listing, o->fp.listing_len, hex, &created);
+		if (created)
+			run->new_listings[run->nlistings++] = created;
 		if (rc)
 			return rc;
 		json_object_set_new(doc, "listing", json_string(hex));
@@ -130,16 +135,28 @@ static void undo(struct commit_run *run)
 		free(rel);
 		free(path);
 	}
+	/* A listing no manifest names would be swept into the next commit of
+	 * .tether/: take back the ones this run added (never an older one). */
+	for (size_t i = 0; i < run->nlistings; i++)
+		tt_remove_if_exists(run->new_listings[i]);
 	tether_error_set(TETHER_ERROR, "%s", keep);
 	free(keep);
 }
 
+/* Exactly the dataset's committed paths: never workspace.toml, secrets,
+ * the cache, the journal or the lock, whatever ignore rules say. */
+static const char *const committed_paths[] = {"tether.toml", ".tether/.gitignore", ".tether/objects",
+                                              ".tether/listings"};
+#define N_COMMITTED (sizeof committed_paths / sizeof committed_paths[0])
+
 static int vcs_commit(struct commit_run *run, const char *message, char id[41])
 {
-	char *paths[2] = {tt_repo_vcs_path(run->repo, "tether.toml"), tt_repo_vcs_path(run->repo, ".tether")};
-	int rc = run->repo->vcs->commit_paths(run->repo->vh, (const char *const *)paths, 2, message, id);
-	free(paths[0]);
-	free(paths[1]);
+	char *paths[N_COMMITTED];
+	for (size_t i = 0; i < N_COMMITTED; i++)
+		paths[i] = tt_repo_vcs_path(run->repo, committed_paths[i]);
+	int rc = run->repo->vcs->commit_paths(run->repo->vh, (const char *const *)paths, N_COMMITTED, message, id);
+	for (size_t i = 0; i < N_COMMITTED; i++)
+		free(paths[i]);
 	return rc;
 }
 
@@ -160,15 +177,26 @@ static int run_commit(struct commit_run *run, const struct tether_commit_opts *o
 		return code;
 	}
 	if (*id) {
-		/* The committed tree is the working manifests: HEAD's view for the
-		 * next status, without reading them back through the VCS. */
-		struct tt_manifest_set committed = {.v = NULL, .n = 0};
-		for (size_t i = 0; i < run->n; i++)
-			tt_manifest_set_push(&committed, &(struct tt_manifest){run->objs[i].m->key, run->objs[i].m->doc, {0}});
-		for (size_t i = 0; i < run->n; i++)
-			memcpy(committed.v[i].digest, run->objs[i].m->digest, 65);
-		tt_head_view_save(run->repo, id, &committed);
-		free(committed.v);
+		/* HEAD's view for the next status, read back from the new commit
+		 * rather than copied from the working manifests: the VCS leaves out
+		 * a path the repository's ignore rules match, and then the view and
+		 * the report must say so instead of calling the object committed. */
+		struct tt_manifest_set committed;
+		if (tt_manifests_at(run->repo, id, &committed) == 0) {
+			for (size_t i = 0; i < run->n; i++) {
+				if (tt_manifest_set_find(&committed, run->objs[i].m->key))
+					continue;
+				char *rel = tt_manifest_relpath(run->objs[i].m->key);
+				json_array_append_new(run->warnings,
+				                      json_sprintf("%s: its manifest is not in commit %.7s: the repository "
+				                                   "ignores %s", run->objs[i].m->key, id, rel));
+				free(rel);
+			}
+			tt_head_view_save(run->repo, id, &committed);
+			tt_manifest_set_free(&committed);
+		} else {
+			tether_error_clear(); /* only the cache is lost: status reads HEAD itself */
+		}
 	}
 	*report = json_pack("{s:s?, s:s, s:O, s:O}", "commit", *id ? id : NULL, "message", opts->message,
 	                    "objects", run->actions, "warnings", run->warnings);
@@ -199,6 +227,7 @@ int tether_commit(tether_repo *repo, const struct tether_commit_opts *opts, json
 	if (!rc) {
 		run.old_text = calloc(set.n + 1, sizeof *run.old_text);
 		run.pins = calloc(set.n + 1, sizeof *run.pins);
+		run.new_listings = calloc(set.n + 1, sizeof *run.new_listings);
 		run.actions = json_array();
 		run.warnings = json_array();
 		rc = run_commit(&run, opts, report);
@@ -207,8 +236,11 @@ int tether_commit(tether_repo *repo, const struct tether_commit_opts *opts, json
 		free(run.old_text[i]);
 	for (size_t i = 0; i < run.npins; i++)
 		json_decref(run.pins[i].pin_ref);
+	for (size_t i = 0; i < run.nlistings; i++)
+		free(run.new_listings[i]);
 	free(run.old_text);
 	free(run.pins);
+	free(run.new_listings);
 	json_decref(run.actions);
 	json_decref(run.warnings);
 	tt_objs_free(run.objs, set.n);

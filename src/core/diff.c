@@ -53,6 +53,12 @@ static int load_side(struct tether_repo *repo, const char *rev, struct side *s)
 {
 	s->rev = rev ? rev : "@";
 	int rc = tt_repo_resolve(repo, rev, s->id);
+	if (rc == TETHER_ENOTFOUND && rev && strcmp(rev, "HEAD") == 0) {
+		/* No commit yet: HEAD holds no objects, as status sees it. */
+		tether_error_clear();
+		strcpy(s->id, "unborn");
+		return 0;
+	}
 	if (!rc)
 		rc = tt_manifests_at(repo, s->id, &s->set);
 	if (!rc && !*s->id && tt_repo_config_bool(repo, "snapshot", "auto", 1))
@@ -62,7 +68,8 @@ static int load_side(struct tether_repo *repo, const char *rev, struct side *s)
 
 static json_t *side_json(const struct side *s)
 {
-	return json_pack("{s:s, s:s?}", "rev", s->rev, "id", *s->id ? s->id : NULL);
+	int has_id = *s->id && strcmp(s->id, "unborn") != 0;
+	return json_pack("{s:s, s:s?}", "rev", s->rev, "id", has_id ? s->id : NULL);
 }
 
 /* A listing named by a manifest, or NULL when the commit has none (commits

@@ -38,8 +38,10 @@ int tt_manifests_at(struct tether_repo *repo, const char *id, struct tt_manifest
 int tt_head_view(struct tether_repo *repo, json_t **view);
 void tt_head_view_save(struct tether_repo *repo, const char *id, const struct tt_manifest_set *set);
 
-/* Listings: .tether/listings/<sha256>.jsonl, named by their content. */
-int tt_listing_save(struct tether_repo *repo, const char *text, size_t len, char hex[65]);
+/* Listings: .tether/listings/<sha256>.jsonl, named by their content. When
+ * created is not NULL it receives the malloc'd path of the file if this call
+ * wrote it, else NULL (it was already there, or the write failed). */
+int tt_listing_save(struct tether_repo *repo, const char *text, size_t len, char hex[65], char **created);
 /* Load a listing at a commit id ("" = working copy); TETHER_ENOTFOUND when
  * absent; a listing whose bytes do not hash to its name is refused. */
 int tt_listing_load(struct tether_repo *repo, const char *id, const char *hex, char **text,

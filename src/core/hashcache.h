@@ -20,7 +20,7 @@
  *       24     8  u64 path pool size P (bytes)
  *       32     8  u64 checksum of header bytes [0, 32) followed by every
  *                 byte after the header (see below)
- *       40    24  zero
+ *       40    24  zero (anything else: not a valid file)
  *
  *   then N records of 80 bytes:
  *        0     8  u64 size
@@ -34,6 +34,10 @@
  *
  *   then the path pool: P bytes of relative paths ('/'-separated, no
  *   leading '/'), each followed by a NUL.
+ *
+ * Only files whose hash will be trusted next time are recorded (see the
+ * matching rule below); symlinks to regular files are recorded under the
+ * link's path with the stat of the target.
  *
  * Records are grouped by directory: the records of the files directly
  * inside one directory are consecutive and sorted by name (strcmp); the

@@ -12,14 +12,21 @@ static char *listing_relpath(const char *hex)
 	return tt_strdupf(".tether/listings/%s.jsonl", hex);
 }
 
-int tt_listing_save(struct tether_repo *repo, const char *text, size_t len, char hex[65])
+int tt_listing_save(struct tether_repo *repo, const char *text, size_t len, char hex[65], char **created)
 {
+	if (created)
+		*created = NULL;
 	tether_sha256_hex(text, len, hex);
 	char *rel = listing_relpath(hex);
 	char *path = tt_path_join(repo->root, rel);
-	int rc = tt_exists(path) ? 0 : tt_write_file_atomic(path, text, len);
+	int existed = tt_exists(path);
+	int rc = existed ? 0 : tt_write_file_atomic(path, text, len);
+	/* The caller removes what it created if its commit does not land. */
+	if (created && !rc && !existed)
+		*created = path;
+	else
+		free(path);
 	free(rel);
-	free(path);
 	return rc;
 }
 

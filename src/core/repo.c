@@ -14,12 +14,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The negations keep the manifests and listings committable whatever the
+ * repository's own ignore rules say: a user's "raw/" or "data/" pattern
+ * also matches .tether/objects/raw/, and the commit would leave the
+ * manifests of those keys out. Rules in a deeper .gitignore win. */
 static const char GITIGNORE[] = "# tether: per-checkout files, never committed\n"
                                 "/workspace.toml\n"
                                 "/secrets.toml\n"
                                 "/cache/\n"
                                 "/journal/\n"
-                                "/lock\n";
+                                "/lock\n"
+                                "# tether: committed, even where the repository ignores such names\n"
+                                "!/objects/**\n"
+                                "!/listings/**\n";
 
 const char *tether_repo_root(const tether_repo *repo)
 {
@@ -149,7 +156,10 @@ static struct tether_repo *repo_new(const char *root)
 	return repo;
 }
 
-/* The nearest directory at or above `dir` holding tether.toml. */
+/* The nearest directory at or above `dir` holding tether.toml, without
+ * leaving the checkout: the search stops at the first directory holding
+ * .git (a directory, or the file of a worktree or submodule), so that a
+ * repository nested in another one never finds the outer one's dataset. */
 static char *find_root(const char *dir)
 {
 	char *cur = strdup(dir);
@@ -159,8 +169,11 @@ static char *find_root(const char *dir)
 		free(candidate);
 		if (found)
 			return cur;
+		char *dotgit = tt_path_join(cur, ".git");
+		int top = tt_exists(dotgit);
+		free(dotgit);
 		char *slash = strrchr(cur, '/');
-		if (!slash || slash == cur) {
+		if (top || !slash || slash == cur) {
 			free(cur);
 			return NULL;
 		}

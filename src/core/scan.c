@@ -77,7 +77,7 @@ struct dir_node {
 	size_t nsubdirs, subdirs_cap;
 	size_t *misses;    /* indices of the items to hash */
 	size_t nmisses;
-	size_t next_item, next_subdir; /* cursors of the final depth-first merge */
+	size_t next_item, next_subdir; /* cursors of the depth-first walks at the end */
 };
 
 struct task {
@@ -872,6 +872,18 @@ static void free_tree(struct dir_node *root)
 	}
 }
 
+/* Does the node's next entry sort before its next subdirectory's tree? */
+static int item_comes_next(const struct dir_node *node)
+{
+	if (node->next_item == node->nitems)
+		return 0;
+	if (node->next_subdir == node->nsubdirs)
+		return 1;
+	const struct item *it = &node->items[node->next_item];
+	const struct dir_node *sub = node->subdirs[node->next_subdir];
+	return name_before_dir(it->entry.path + it->meta.name_off, sub->relpath + sub->name_off);
+}
+
 /* Move every entry into one array in path order (see the top of the file)
  * and free the nodes on the way. */
 static void assemble(struct dir_node *root, struct tt_scan_entry *entries)
@@ -879,14 +891,8 @@ static void assemble(struct dir_node *root, struct tt_scan_entry *entries)
 	size_t k = 0;
 	struct dir_node *node = root;
 	while (node) {
-		if (node->next_item < node->nitems &&
-		    (node->next_subdir == node->nsubdirs ||
-		     name_before_dir(node->items[node->next_item].entry.path +
-		                         node->items[node->next_item].meta.name_off,
-		                     node->subdirs[node->next_subdir]->relpath +
-		                         node->subdirs[node->next_subdir]->name_off))) {
-			struct item *it = &node->items[node->next_item++];
-			entries[k++] = it->entry;
+		if (item_comes_next(node)) {
+			entries[k++] = node->items[node->next_item++].entry;
 		} else if (node->next_subdir < node->nsubdirs) {
 			node = node->subdirs[node->next_subdir++];
 		} else {
@@ -1403,7 +1409,8 @@ static char *put_u64(char *o, uint64_t v)
 	return o;
 }
 
-/* Two hex digits per byte from one table, rather than two lookups. */
+/* Two hex digits per byte from one table: fewer operations than two
+ * nibble lookups, and faster than word tricks that end in byte stores. */
 static char *put_hex(char *o, const unsigned char *bytes, size_t n)
 {
 	static const char pairs[] =
@@ -1442,6 +1449,13 @@ static char *put_line(char *o, const struct tt_scan_entry *e, size_t path_len, s
 	return PUT_LITERAL(o, "}\n");
 }
 
+#define LISTING_PREFETCH 64
+#if defined(__GNUC__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)(p))
+#endif
+
 static size_t worst_line(size_t path_len, size_t target_len, int is_link)
 {
 	return LINE_FRAME + LINE_DIGITS + 2 * LINE_SLACK + 6 * path_len +
@@ -1458,6 +1472,9 @@ char *tt_scan_listing(const struct tt_scan_result *r, size_t *len)
 	size_t used = 0;
 	for (size_t i = 0; buf && i < r->count; i++) {
 		const struct tt_scan_entry *e = &r->entries[i];
+		/* The names lie all over the heap: ask for them well ahead. */
+		if (i + LISTING_PREFETCH < r->count)
+			PREFETCH(r->entries[i + LISTING_PREFETCH].path);
 		int is_link = e->kind == TT_SCAN_LINK;
 		size_t path_len = strlen(e->path);
 		size_t target_len = is_link ? strlen(e->link_target) : 0;

@@ -37,14 +37,16 @@ struct tt_scan_opts {
 	int progress;             /* may print a progress line on stderr when it is a tty and the scan passes 1 s */
 	const char *cache_dir;    /* NULL: no hash cache */
 	const char *skip_name;    /* a file name skipped at the root (".tether-owner"), or NULL */
-	const char *const *skip_dirs; /* NULL-terminated relative dirs not descended into (e.g. ".git"), or NULL */
+	const char *const *skip_dirs; /* NULL-terminated relative dirs neither listed nor descended into (e.g. ".git"), or NULL */
 };
 
 /* Scan a directory tree. Returns 0, or a negative TETHER_E* code with the
  * message set through tether_error_set() (naming the path that failed). */
 int tt_scan_tree(const char *root, const struct tt_scan_opts *opts, struct tt_scan_result *out);
 
-/* Hash one regular file, through the same cache. */
+/* Hash one regular file (symlinks followed), through the same kind of
+ * cache: a one-record cache file of its own under opts->cache_dir, keyed
+ * by the file's real path, never a tree's. */
 int tt_scan_file(const char *path, const struct tt_scan_opts *opts, uint64_t *size,
                  unsigned char sha256[32]);
 
@@ -57,7 +59,8 @@ void tt_scan_result_free(struct tt_scan_result *r);
  * does it (ensure UTF-8 is emitted as-is; invalid UTF-8 bytes in names as
  * \u00XX escapes of each byte so the text stays valid JSON). The directory's
  * digest is the SHA-256 hex of exactly these bytes. Returns a malloc'd
- * buffer (NOT NUL-terminated unless len allows) and its length via *len. */
+ * buffer and its length via *len (a NUL follows the last byte, not counted
+ * in *len), or NULL with the error set when out of memory. */
 char *tt_scan_listing(const struct tt_scan_result *r, size_t *len);
 
 #endif

@@ -940,7 +940,7 @@ static int start_revwalk(struct tether_vcs *v, const char *rev, git_revwalk **ou
 		return rc;
 	rc = git_revwalk_new(out, v->repo);
 	if (rc == 0)
-		rc = git_revwalk_sorting(*out, GIT_SORT_TIME);
+		rc = git_revwalk_sorting(*out, GIT_SORT_TOPOLOGICAL | GIT_SORT_TIME);
 	if (rc == 0)
 		rc = git_revwalk_push(*out, git_commit_id(tip));
 	git_commit_free(tip);
@@ -1207,30 +1207,6 @@ static int index_remove_under(const struct commit_job *j, git_index *index, cons
 	return 0;
 }
 
-/* Is there anything tracked at or below `path`, in HEAD or in the index?
- * Ignore rules only apply to untracked files, as in git: a tracked file
- * that an ignore pattern matches is still committed. */
-static int has_tracked(struct commit_job *j, const char *path)
-{
-	struct entry_info info;
-	size_t pos = index_range_start(j->real, path);
-
-	if (next_under(j->real, &pos, path))
-		return 1;
-	return j->base && find_entry(j->v, j->base, path, &info) == 0;
-}
-
-static int skip_as_ignored(struct commit_job *j, const char *path, int *skip)
-{
-	int ignored = 0;
-	int rc = git_ignore_path_is_ignored(&ignored, j->repo, path);
-
-	if (rc < 0)
-		return fail_git(rc, "cannot apply the ignore rules to '%s'", path);
-	*skip = ignored && !has_tracked(j, path);
-	return 0;
-}
-
 /* The mode git would record: the executable bit decides between 644 and
  * 755; where core.fileMode or core.symlinks say the file system cannot be
  * trusted, the mode HEAD has is kept. */
@@ -1334,13 +1310,14 @@ static int stage_directory(struct commit_job *j, struct path_buf *path, const ch
 }
 
 /* Stage whatever the working tree has at `path`: nothing when it is gone,
- * a file, a symlink, or a directory's files recursively; untracked ignored
- * files are left out. */
+ * a file, a symlink, or a directory's files recursively. No ignore rule
+ * applies: the caller names exactly what belongs in the commit, and a
+ * user's "*.toml" or "data/" pattern must not silently drop part of it. */
 static int stage_worktree_path(struct commit_job *j, struct path_buf *path)
 {
 	char *full = path_join(j->v->workdir, path->s ? path->s : "");
 	struct stat st;
-	int skip = 0, rc = 0;
+	int rc = 0;
 
 	if (!full)
 		return fail_oom();
@@ -1349,15 +1326,11 @@ static int stage_worktree_path(struct commit_job *j, struct path_buf *path)
 		free(full);
 		return rc;
 	}
-	if (path->len)
-		rc = skip_as_ignored(j, path->s, &skip);
-	if (rc == 0 && !skip) {
-		if (S_ISDIR(st.st_mode))
-			rc = stage_directory(j, path, full);
-		else if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))
-			rc = stage_file(j, path->s, &st);
-		/* sockets, fifos and devices cannot be committed */
-	}
+	if (S_ISDIR(st.st_mode))
+		rc = stage_directory(j, path, full);
+	else if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))
+		rc = stage_file(j, path->s, &st);
+	/* sockets, fifos and devices cannot be committed */
 	free(full);
 	return rc;
 }

@@ -81,9 +81,9 @@ struct tether_vcs_ops {
 	 * (GIT_AUTHOR_* / GIT_COMMITTER_* environment variables honoured). A
 	 * commit whose tree equals HEAD's tree is not made: *id is set to ""
 	 * and 0 returned.
-	 * As `git add` would: files the repository ignores (.gitignore) are
-	 * left out unless already tracked (in HEAD or the index); the
-	 * executable bit and symlinks are recorded (core.fileMode and
+	 * Every file under the paths is committed: no ignore rule applies,
+	 * since the caller names exactly what belongs (a user's "*.toml"
+	 * pattern must not drop a manifest). The executable bit and symlinks are recorded (core.fileMode and
 	 * core.symlinks honoured) and clean filters such as core.autocrlf are
 	 * applied; submodule entries under the paths are left as they are. The
 	 * message is cleaned up as by `git commit` (TETHER_EUSAGE when empty).

@@ -505,8 +505,6 @@ static void put_dataset(const char *repo)
 	put(repo, "ds/tether.toml", "[dataset]\nid = \"x\"\n");
 	put(repo, "ds/.tether/.gitignore", "workspace.toml\ncache/\n");
 	put(repo, "ds/.tether/state.toml", "s = 1\n");
-	put(repo, "ds/.tether/workspace.toml", "local = true\n");
-	put(repo, "ds/.tether/cache/blob", "cached\n");
 }
 
 static void test_commit_unborn(void)
@@ -533,7 +531,7 @@ static void test_commit_unborn(void)
 	CHECK_OUT(out("git -C '%s' log -1 --format=%%s", repo), "tether: first");
 	CHECK_OUT(out("git -C '%s' ls-tree -r --name-only HEAD", repo),
 	          "ds/.tether/.gitignore\nds/.tether/state.toml\nds/tether.toml");
-	/* The index holds what was committed; ignored files stay out of both. */
+	/* The index holds what was committed. */
 	CHECK_OUT(out("git -C '%s' status --porcelain", repo), "?? other.txt");
 	CHECK_OUT(out("git -C '%s' diff --cached --name-status", repo), "");
 	CHECK(ops->current_branch(v, &branch) == 0);
@@ -629,7 +627,6 @@ static void test_commit_keeps_user_changes(void)
 	put(repo, "ds/run.sh", "#!/bin/sh\n");
 	sh("chmod +x '%s'", path_in(repo, "ds/run.sh"));
 	sh("ln -s tether.toml '%s'", path_in(repo, "ds/link"));
-	put(repo, "ds/.tether/cache/more", "ignored\n");
 	before = user_view(repo);
 	CHECK_OUT(strdup(before.staged_names), "M\ta.txt\nM\tc.txt\nD\td.txt\nA\tnew.txt");
 	CHECK_OUT(strdup(before.unstaged_names), "M\tb.txt\nM\tc.txt\nA\tita.txt");
@@ -701,26 +698,22 @@ static void test_commit_keeps_user_changes(void)
 	free(repo);
 }
 
-/* Ignore rules are for untracked files, as in git: a file the user force-
- * added stays tracked and its changes are committed. */
-static void test_commit_tracked_but_ignored(void)
+/* No ignore rule applies to the named paths: a user's "*.toml" or a
+ * pattern naming the dataset's directory must not drop a manifest. */
+static void test_commit_ignores_no_rule(void)
 {
 	char *repo = mkrepo("commit-ignored");
 	struct tether_vcs *v;
 	char id[41];
 
-	put_dataset(repo);
+	put(repo, ".gitignore", "*.toml\nds/\n");
 	commit_all(repo, "base");
-	put(repo, "ds/.tether/cache/pinned", "v1\n");
-	sh("git -C '%s' add -f ds/.tether/cache/pinned && git -C '%s' commit -q -m pin", repo, repo);
-	put(repo, "ds/.tether/cache/pinned", "v2\n");
-	put(repo, "ds/.tether/cache/other", "ignored\n");
+	put_dataset(repo);
 	v = open_at(repo);
-	CHECK(commit_one(v, "ds", "tether: tracked in cache", id) == 0);
+	CHECK(commit_one(v, "ds", "tether: despite ignores", id) == 0);
 	CHECK_OUT(out("git -C '%s' show --name-status --format= HEAD", repo),
-	          "M\tds/.tether/cache/pinned");
-	CHECK_OUT(out("git -C '%s' status --porcelain --ignored -- ds", repo),
-	          "!! ds/.tether/cache/blob\n!! ds/.tether/cache/other\n!! ds/.tether/workspace.toml");
+	          "A\tds/.tether/.gitignore\nA\tds/.tether/state.toml\nA\tds/tether.toml");
+	check_fsck(repo);
 	ops->close(v);
 	free(repo);
 }
@@ -957,7 +950,7 @@ int main(void)
 	test_log();
 	test_commit_unborn();
 	test_commit_keeps_user_changes();
-	test_commit_tracked_but_ignored();
+	test_commit_ignores_no_rule();
 	test_commit_modes_filters_submodules();
 	test_commit_refusals();
 	test_current_branch();

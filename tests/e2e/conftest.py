@@ -1,0 +1,356 @@
+"""End-to-end tests: the built `tether` run as a user runs it, in real git
+repositories made fresh for every test.
+
+The binary is $TETHER_BIN (default: <repo>/build/tether). Every run is
+checked for sanitizer reports, so the same suite doubles as the ASan/UBSan
+run when TETHER_BIN points at a sanitizer build.
+
+Fixtures:
+  repo      a fresh git repository (`git init -b main`, identity configured
+            in the repository), no dataset yet; a Repo (see below)
+  new_repo  a factory for more repositories in the same test
+  ds        `repo` after `tether init`
+  plates    `ds` with a mutable directory and an immutable file registered
+  run       tether in any directory (one that is not a repository, say)
+
+Every run gets a private HOME, no GIT_* variables from outside, NO_COLOR and
+TZ=UTC. The helpers below compute what tether should record (states,
+listings, pin ids) independently, with hashlib and json.
+"""
+import hashlib
+import json
+import os
+import re
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
+TETHER_BIN = os.environ.get("TETHER_BIN") or str(SOURCE_ROOT / "build" / "tether")
+
+AUTHOR_NAME = "Ada Lovelace"
+AUTHOR_EMAIL = "ada@example.org"
+
+# Any of these on stderr is a memory or undefined-behaviour bug in tether,
+# whatever the exit code says.
+SANITIZER_MARKERS = (
+    "ERROR: AddressSanitizer",
+    "ERROR: LeakSanitizer",
+    "runtime error:",
+    "SUMMARY: UndefinedBehaviorSanitizer",
+)
+
+HEX32 = re.compile(r"^[0-9a-f]{32}$")
+HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def pytest_sessionstart(session):
+    if not os.access(TETHER_BIN, os.X_OK):
+        raise pytest.UsageError(
+            f"tether binary not found or not executable: {TETHER_BIN} "
+            "(build it, or set TETHER_BIN)"
+        )
+
+
+def describe(p):
+    """A failed run, for assertion messages."""
+    return (
+        f"\n$ {' '.join(map(str, p.args))}\nexit {p.returncode}\n"
+        f"--- stdout ---\n{p.stdout}--- stderr ---\n{p.stderr}"
+    )
+
+
+def check_sanitizers(p):
+    for marker in SANITIZER_MARKERS:
+        assert marker not in p.stderr, f"sanitizer report ({marker!r}):{describe(p)}"
+
+
+def base_env(home):
+    """The environment every tether and git run gets: no inherited GIT_*
+    variables, a private HOME (no user or system git config), no colour, a
+    fixed time zone so that dates can be compared exactly."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(Path(home) / ".config"),
+        GIT_CONFIG_NOSYSTEM="1",
+        NO_COLOR="1",
+        TZ="UTC",
+        LC_ALL="C.UTF-8",
+    )
+    env.pop("TETHER_LOCK_TIMEOUT_MS", None)
+    return env
+
+
+def run_tether(args, cwd, env, check_rc=0, extra_env=None):
+    """Run tether; assert no sanitizer report and (unless check_rc is None)
+    the exit code. Returns the CompletedProcess."""
+    e = dict(env)
+    if extra_env:
+        e.update(extra_env)
+    argv = [TETHER_BIN] + [a if isinstance(a, bytes) else str(a) for a in args]
+    p = subprocess.run(
+        argv,
+        cwd=str(cwd),
+        env=e,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        timeout=120,
+    )
+    check_sanitizers(p)
+    if check_rc is not None:
+        assert p.returncode == check_rc, f"expected exit {check_rc}:{describe(p)}"
+    return p
+
+
+def sha256_bytes(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path):
+    return sha256_bytes(Path(path).read_bytes())
+
+
+def cjson(value):
+    """tether's canonical JSON (jansson compact, sorted keys, UTF-8)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def expected_pin(dataset_id, kind, identity, state):
+    """pin id = <dataset8>.<first 16 hex of sha256(cjson({identity, kind, state}))>
+    (docs/ARCHITECTURE.md, Data model)."""
+    doc = {"identity": identity, "kind": kind, "state": state}
+    return dataset_id[:8] + "." + sha256_bytes(cjson(doc).encode())[:16]
+
+
+def listing_entries(root):
+    """(path, token, size) for every entry of a directory as tether lists it:
+    regular files (and symlinks to files, read through) by sha256 and size;
+    a symlink to a directory or a dangling one by "symlink:<target>", size 0.
+    Sorted by the bytes of the path."""
+    root = Path(root)
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in list(dirnames):
+            full = Path(dirpath) / name
+            if full.is_symlink():
+                dirnames.remove(name)
+                out.append((full.relative_to(root).as_posix(), "symlink:" + os.readlink(full), 0))
+        for name in filenames:
+            full = Path(dirpath) / name
+            rel = full.relative_to(root).as_posix()
+            if full.is_symlink() and not full.exists():
+                out.append((rel, "symlink:" + os.readlink(full), 0))
+            else:
+                data = full.read_bytes()
+                out.append((rel, sha256_bytes(data), len(data)))
+    out.sort(key=lambda e: e[0].encode())
+    return out
+
+
+def expected_listing(root):
+    """The listing file's exact bytes: one canonical JSON line per entry."""
+    return "".join(
+        cjson({"k": k, "p": p, "s": s}) + "\n" for p, k, s in listing_entries(root)
+    ).encode()
+
+
+def expected_dir_state(root):
+    entries = listing_entries(root)
+    return {
+        "type": "dir",
+        "count": len(entries),
+        "size": sum(s for _, _, s in entries),
+        "digest": sha256_bytes(expected_listing(root)),
+    }
+
+
+def expected_file_state(path):
+    data = Path(path).read_bytes()
+    return {"type": "file", "size": len(data), "sha256": sha256_bytes(data)}
+
+
+class Repo:
+    """A git repository in a temporary directory, with helpers to run tether
+    and git in it and to look at what they left behind."""
+
+    def __init__(self, root, home):
+        self.root = Path(root).resolve()
+        self.home = Path(home)
+        self.env = base_env(home)
+
+    # -- running things ---------------------------------------------------
+    def tether(self, *args, cwd=None, check_rc=0, env=None):
+        return run_tether(args, cwd or self.root, self.env, check_rc, env)
+
+    def tj(self, *args, cwd=None, check_rc=0, env=None):
+        """tether ... --json, parsed."""
+        p = self.tether(*args, "--json", cwd=cwd, check_rc=check_rc, env=env)
+        try:
+            return json.loads(p.stdout)
+        except json.JSONDecodeError as e:  # pragma: no cover - a failure message
+            raise AssertionError(f"stdout is not JSON ({e}):{describe(p)}")
+
+    def git(self, *args, cwd=None, check=True, env=None):
+        p = subprocess.run(
+            ["git", *map(str, args)],
+            cwd=str(cwd or self.root),
+            env={**self.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+        )
+        if check:
+            assert p.returncode == 0, f"git failed:{describe(p)}"
+        return p.stdout
+
+    def head(self):
+        """HEAD's commit id, or None before the first commit."""
+        p = subprocess.run(
+            ["git", "rev-parse", "--verify", "-q", "HEAD"],
+            cwd=str(self.root),
+            env=self.env,
+            capture_output=True,
+            text=True,
+        )
+        return p.stdout.strip() if p.returncode == 0 else None
+
+    def commit_count(self):
+        if self.head() is None:
+            return 0
+        return int(self.git("rev-list", "--count", "HEAD").strip())
+
+    def commit_files(self, rev="HEAD"):
+        """The paths a commit touched, as git lists them."""
+        out = self.git("show", "--name-only", "--format=", "--no-renames", rev)
+        return sorted(line for line in out.splitlines() if line)
+
+    def git_commit_all(self, message, *paths, env=None):
+        """A plain git commit of some files (not through tether)."""
+        self.git("add", "--", *paths)
+        self.git("commit", "-q", "-m", message, env=env)
+        return self.head()
+
+    # -- files ------------------------------------------------------------
+    def p(self, rel):
+        return self.root / rel
+
+    def write(self, rel, data):
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, str):
+            data = data.encode()
+        path.write_bytes(data)
+        return path
+
+    def dataset_id(self, ds_rel="."):
+        cfg = tomllib.loads((self.root / ds_rel / "tether.toml").read_text())
+        return cfg["dataset"]["id"]
+
+    def manifest_path(self, key, ds_rel="."):
+        return self.root / ds_rel / ".tether" / "objects" / f"{key}.toml"
+
+    def manifest(self, key, ds_rel="."):
+        return tomllib.loads(self.manifest_path(key, ds_rel).read_text())
+
+    def manifest_at(self, rev, key):
+        return tomllib.loads(self.git("show", f"{rev}:.tether/objects/{key}.toml"))
+
+    def listing_path(self, hexdigest, ds_rel="."):
+        return self.root / ds_rel / ".tether" / "listings" / f"{hexdigest}.jsonl"
+
+    def tree(self, rel=".tether", skip=("cache", "lock")):
+        """Every file under rel (relative path -> bytes), leaving out the
+        per-checkout files a read-only command may touch. Directories are
+        not listed: git does not see an empty one."""
+        base = self.root / rel
+        out = {}
+        if not base.exists():
+            return out
+        for path in sorted(base.rglob("*")):
+            r = path.relative_to(base).as_posix()
+            if r.split("/")[0] in skip:
+                continue
+            if not path.is_dir():
+                out[r] = path.read_bytes()
+        return out
+
+    def objects_files(self):
+        base = self.root / ".tether" / "objects"
+        return sorted(p.relative_to(base).as_posix() for p in base.rglob("*"))
+
+    def git_state(self):
+        """What a user sees of the repository besides HEAD: staged and
+        unstaged diffs, and the porcelain status."""
+        return (
+            self.git("diff", "--cached", "--binary"),
+            self.git("diff", "--binary"),
+            self.git("status", "--porcelain", "--untracked-files=all"),
+        )
+
+
+def dated(seconds):
+    """Environment fixing a commit's author and committer time, for git and
+    tether alike (both read GIT_AUTHOR_DATE / GIT_COMMITTER_DATE)."""
+    stamp = f"{seconds} +0000"
+    return {"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+
+
+def _new_repo(tmp_path, name="repo"):
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    root = tmp_path / name
+    root.mkdir()
+    r = Repo(root, home)
+    r.git("init", "-q", "-b", "main")
+    r.git("config", "user.name", AUTHOR_NAME)
+    r.git("config", "user.email", AUTHOR_EMAIL)
+    r.git("config", "commit.gpgsign", "false")
+    return r
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return _new_repo(tmp_path)
+
+
+@pytest.fixture
+def new_repo(tmp_path):
+    """A factory for further repositories in the same test."""
+    return lambda name: _new_repo(tmp_path, name)
+
+
+@pytest.fixture
+def ds(repo):
+    repo.tether("init")
+    return repo
+
+
+@pytest.fixture
+def run(tmp_path):
+    """Run tether in any directory: run(*args, cwd=..., check_rc=0)."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env = base_env(home)
+
+    def _run(*args, cwd=None, check_rc=0, env_extra=None):
+        return run_tether(args, cwd or tmp_path, env, check_rc, env_extra)
+
+    return _run
+
+
+@pytest.fixture
+def plates(ds):
+    """A dataset holding a mutable directory (raw/plates: data/plates with
+    two CSVs) and an immutable file (raw/samples: data/samples.csv)."""
+    ds.write("data/plates/plate1.csv", "well,value\nA1,0.5\nA2,0.7\n")
+    ds.write("data/plates/plate2.csv", "well,value\nB1,0.1\n")
+    ds.write("data/samples.csv", "sample,plate\ns1,plate1\n")
+    ds.tether("add", "raw/plates", "data/plates", "--kind", "file", "--file", "mutable")
+    ds.tether("add", "raw/samples", "data/samples.csv", "--kind", "file")
+    return ds

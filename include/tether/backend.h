@@ -128,9 +128,21 @@ struct tether_backend {
 	int (*diff)(const struct tether_bctx *, const json_t *locator, const json_t *a,
 	            const json_t *b, const char *listing_a, size_t len_a, const char *listing_b,
 	            size_t len_b, size_t max_entries, json_t **diff);
-	/* HISTORY flag: native history, newest first. */
+	/* HISTORY flag: native history from the locator's ref (or its "at"),
+	 * newest first: [{"id", "time", "message", "refs": [...]}]. */
 	int (*history)(const struct tether_bctx *, const json_t *locator, int max_count,
 	               json_t **entries);
+	/* PROMOTE flag: fast-forward the locator's base branch to the working
+	 * ref's head. `expect` is the base head the caller saw ({...} as in a
+	 * state), or NULL; a base that moved, or a non-fast-forward, is
+	 * TETHER_EREFUSED. *result describes what moved. */
+	int (*promote)(const struct tether_bctx *, const json_t *locator, const json_t *working_ref,
+	               const json_t *expect, json_t **result);
+	/* MERGE flag: three-way merge of the working ref into the base branch.
+	 * Conflicts are TETHER_EREFUSED with the conflicting paths in the
+	 * message, and nothing is half-merged. */
+	int (*merge)(const struct tether_bctx *, const json_t *locator, const json_t *working_ref,
+	             const char *message, json_t **result);
 	/* CREATE flag. */
 	int (*create_store)(const struct tether_bctx *, const json_t *locator);
 	int (*delete_store)(const struct tether_bctx *, const json_t *locator);

@@ -78,12 +78,13 @@ int tt_memory_write(const char *system, const char *branch, const char *key, jso
 	const char *head = sys ? json_string_value(json_object_get(json_object_get(sys, "branches"), branch)) : NULL;
 	int rc = 0;
 	if (!head) {
+		json_decref(value);
 		rc = tether_error_set(TETHER_ENOTFOUND, "memory://%s has no branch '%s'", system, branch);
 	} else {
 		json_t *snaps = json_object_get(sys, "snapshots");
 		json_t *payload = json_deep_copy(json_object_get(json_object_get(snaps, head), "payload"));
 		if (value)
-			json_object_set(payload, key, value);
+			json_object_set_new(payload, key, value);
 		else
 			json_object_del(payload, key);
 		char id[32];

@@ -8,7 +8,8 @@
 /* Create a system with branch "main" at an empty root snapshot. */
 int tt_memory_create(const char *system);
 /* Set payload[key] = value on `branch` as a new snapshot (value NULL
- * deletes the key). The new snapshot id is copied to id_out if non-NULL. */
+ * deletes the key; a value is stolen, as json_object_set_new does). The
+ * new snapshot id is copied to id_out if non-NULL. */
 int tt_memory_write(const char *system, const char *branch, const char *key, json_t *value,
                     char id_out[32]);
 /* The payload at a ref (branch or tag) as a new reference, or NULL. */

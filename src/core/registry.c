@@ -49,6 +49,10 @@ static int register_locked(const struct tether_backend *b)
 		                        b->kind);
 	if ((b->caps & TETHER_CAP_DIFF) && !b->diff)
 		return tether_error_set(TETHER_ERROR, "backend %s declares DIFF without diff", b->kind);
+	if ((b->caps & TETHER_CAP_PROMOTE) && !b->promote)
+		return tether_error_set(TETHER_ERROR, "backend %s declares PROMOTE without promote", b->kind);
+	if ((b->caps & TETHER_CAP_MERGE) && !b->merge)
+		return tether_error_set(TETHER_ERROR, "backend %s declares MERGE without merge", b->kind);
 	if ((b->caps & TETHER_CAP_HISTORY) && !b->history)
 		return tether_error_set(TETHER_ERROR, "backend %s declares HISTORY without history", b->kind);
 	if (find_loaded(b->kind))

@@ -24,7 +24,9 @@ int main(void)
 	CHECK_STR(a, b);
 
 	/* A fixed vector: sha256 of the canonical document below. */
-	char *text = tt_cjson(json_pack("{s:O, s:s, s:O}", "identity", identity, "kind", "file", "state", state));
+	json_t *doc = json_pack("{s:O, s:s, s:O}", "identity", identity, "kind", "file", "state", state);
+	char *text = tt_cjson(doc);
+	json_decref(doc);
 	CHECK_STR(text, "{\"identity\":{\"uri\":\"/data/x\"},\"kind\":\"file\",\"state\":{\"sha256\":\"ab\",\"size\":3,\"type\":\"file\"}}");
 	char hex[65];
 	tether_sha256_hex(text, strlen(text), hex);

@@ -108,8 +108,20 @@ TETHER_API int tether_log(tether_repo *repo, const struct tether_log_opts *opts,
  * Report: {"ok": bool, "objects": [{key, ok, detail}]}. */
 struct tether_verify_opts {
 	int progress;
+	int all_history; /* every distinct recorded state in every commit of every ref */
 };
 TETHER_API int tether_verify(tether_repo *repo, const struct tether_verify_opts *opts, json_t **report);
+
+/* tether gc: release this dataset's pins that no manifest in any commit
+ * reachable from any ref (nor the working copy) names, and remove listings
+ * no working manifest names. Dry run unless dry_run is 0. Report:
+ * {"dry_run", "commits", "referenced", "stores", "release": [{kind,
+ * identity, pin, pin_ref, done}], "listings": [hash], "errors": [str]}. */
+struct tether_gc_opts {
+	int dry_run;
+	int progress;
+};
+TETHER_API int tether_gc(tether_repo *repo, const struct tether_gc_opts *opts, json_t **report);
 
 /* The registered backends: [{kind, maturity, tier, flags: [...]}]. */
 TETHER_API json_t *tether_backends(void);

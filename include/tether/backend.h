@@ -101,7 +101,9 @@ struct tether_backend {
 	int (*check_drift)(const struct tether_bctx *, const json_t *locator, const json_t *policy,
 	                   const json_t *recorded, const json_t *current, int *refused, char **why);
 
-	/* PIN tier. */
+	/* PIN tier. A pin_ref (from pin and list_pins) is the backend's own
+	 * description of the native reference, and always carries "pin": the
+	 * pin id it holds, which is how gc tells whose pin it is. */
 	int (*pin)(const struct tether_bctx *, const json_t *locator, const json_t *state,
 	           const char *pin_id, json_t **pin_ref);
 	int (*unpin)(const struct tether_bctx *, const json_t *locator, const json_t *pin_ref);

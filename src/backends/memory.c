@@ -184,7 +184,7 @@ static int mem_pin(const struct tether_bctx *ctx, const json_t *locator, const j
 		json_object_set_new(tags, tag, json_string(snap));
 	pthread_mutex_unlock(&mem_lock);
 	if (!rc)
-		*pin_ref = json_pack("{s:s}", "tag", tag);
+		*pin_ref = json_pack("{s:s, s:s}", "tag", tag, "pin", pin_id);
 	free(tag);
 	return rc;
 }
@@ -208,7 +208,7 @@ static int mem_list_pins(const struct tether_bctx *ctx, const json_t *locator, j
 	json_t *v;
 	json_object_foreach(json_object_get(system_locked(loc_system(locator)), "tags"), k, v) {
 		if (strncmp(k, "tether.", 7) == 0)
-			json_array_append_new(*pin_refs, json_pack("{s:s}", "tag", k));
+			json_array_append_new(*pin_refs, json_pack("{s:s, s:s}", "tag", k, "pin", k + 7));
 	}
 	pthread_mutex_unlock(&mem_lock);
 	return 0;

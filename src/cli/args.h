@@ -100,6 +100,7 @@ extern const struct cli_command cmd_commit;
 extern const struct cli_command cmd_diff;
 extern const struct cli_command cmd_log;
 extern const struct cli_command cmd_verify;
+extern const struct cli_command cmd_gc;
 
 /* Provided by main.c: what a command needs before it calls the engine. */
 

@@ -102,7 +102,7 @@ static int run_add(const struct args *a)
 {
 	if (!args_has(a, OPT_KIND))
 		return out_usage("add", "missing option --kind K for 'add'");
-	json_t *backend_opts;
+	json_t *backend_opts = NULL;
 	int rc = build_options(a, &backend_opts);
 	if (rc)
 		return rc;

@@ -6,10 +6,12 @@
 
 #include <stdio.h>
 
-enum { OPT_JSON };
+enum { OPT_JSON, OPT_ALL_HISTORY };
 
 static const struct arg_option options[] = {
 	[OPT_JSON] = { "json", 0, ARG_FLAG, NULL, "print the report as JSON" },
+	[OPT_ALL_HISTORY] = { "all-history", 0, ARG_FLAG, NULL,
+	                      "every distinct recorded state in every commit of every ref" },
 };
 
 /* "ok KEY" or "FAILED KEY: detail"; returns whether it failed. */
@@ -17,11 +19,16 @@ static int print_object(const json_t *o)
 {
 	const char *key = out_str_or(o, "key", "?");
 	const char *detail = out_str(o, "detail");
+	const char *commit = out_str(o, "commit");
+	char where[64] = "";
+	/* In a history walk, say which commit first recorded the state. */
+	if (commit)
+		snprintf(where, sizeof where, " (%.12s)", commit);
 	if (out_bool(o, "ok")) {
-		printf("%sok%s %s\n", out_color(OUT_GREEN), out_color(OUT_RESET), key);
+		printf("%sok%s %s%s\n", out_color(OUT_GREEN), out_color(OUT_RESET), key, where);
 		return 0;
 	}
-	printf("%sFAILED%s %s%s%s\n", out_color(OUT_RED), out_color(OUT_RESET), key,
+	printf("%sFAILED%s %s%s%s%s\n", out_color(OUT_RED), out_color(OUT_RESET), key, where,
 	       detail ? ": " : "", detail ? detail : "");
 	return 1;
 }
@@ -46,7 +53,8 @@ static int run_verify(const struct args *a)
 	int rc = cli_find_repo(&repo);
 	if (rc)
 		return rc;
-	struct tether_verify_opts opts = { .progress = out_progress_allowed() };
+	struct tether_verify_opts opts = { .progress = out_progress_allowed(),
+	                                   .all_history = args_has(a, OPT_ALL_HISTORY) };
 	json_t *report = NULL;
 	int err = tether_verify(repo, &opts, &report);
 	tether_repo_free(repo);
@@ -68,11 +76,12 @@ static int run_verify(const struct args *a)
 const struct cli_command cmd_verify = {
 	.name = "verify",
 	.summary = "check that every recorded state is still held",
-	.usage = "verify [--json]",
+	.usage = "verify [--all-history] [--json]",
 	.description =
 		"Check, for every object, that the state its manifest records is still\n"
 		"there: its pin exists and points where it should, or its addressed version\n"
-		"can still be read. Exits 3 when any object fails.",
+		"can still be read. With --all-history, every distinct state recorded in\n"
+		"any commit reachable from any ref is checked once. Exits 3 when any fails.",
 	.spec = { ARGS_OPTIONS(options) },
 	.run = run_verify,
 };

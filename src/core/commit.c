@@ -14,8 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECKOUT_LOCK_MS 30000
-
 struct created_pin {
 	struct tt_obj *obj;
 	json_t *pin_ref;
@@ -213,10 +211,8 @@ int tether_commit(tether_repo *repo, const struct tether_commit_opts *opts, json
 		rc = tt_repo_vcs(repo);
 	if (rc)
 		return rc;
-	char *lock_path = tt_path_join(repo->tether_dir, "lock");
-	struct tt_lock lock = {-1};
-	rc = tt_lock_take(lock_path, "checkout lock", CHECKOUT_LOCK_MS, &lock);
-	free(lock_path);
+	struct tt_lock lock = {-1}, shared = {-1};
+	rc = tt_repo_lock(repo, &lock, &shared);
 	if (rc)
 		return rc;
 	struct tt_manifest_set set;
@@ -245,6 +241,7 @@ int tether_commit(tether_repo *repo, const struct tether_commit_opts *opts, json
 	json_decref(run.warnings);
 	tt_objs_free(run.objs, set.n);
 	tt_manifest_set_free(&set);
+	tt_lock_release(&shared);
 	tt_lock_release(&lock);
 	return rc;
 }

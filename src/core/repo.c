@@ -1,5 +1,6 @@
 #include "core/repo.h"
 
+#include "core/lock.h"
 #include "core/module.h"
 #include "format/toml.h"
 #include "util/fsutil.h"
@@ -383,4 +384,22 @@ int tether_repo_init(const char *start_dir, tether_repo **out)
 	}
 	*out = repo;
 	return 0;
+}
+
+int tt_repo_lock(struct tether_repo *repo, struct tt_lock *checkout, struct tt_lock *shared)
+{
+	int rc = tt_repo_vcs(repo);
+	if (rc)
+		return rc;
+	char *path = tt_path_join(repo->tether_dir, "lock");
+	rc = tt_lock_take(path, "checkout lock", 30000, checkout);
+	free(path);
+	if (rc)
+		return rc;
+	path = tt_path_join(repo->common_dir, "tether.lock");
+	rc = tt_lock_take(path, "repository lock", 60000, shared);
+	free(path);
+	if (rc)
+		tt_lock_release(checkout);
+	return rc;
 }

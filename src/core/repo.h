@@ -41,4 +41,9 @@ int tt_repo_check_secrets(struct tether_repo *repo);
  * (id set to ""), anything else goes to the VCS. */
 int tt_repo_resolve(struct tether_repo *repo, const char *rev, char id[41]);
 
+/* Take the checkout lock (.tether/lock, 30 s) and the repository lock
+ * (tether.lock in the VCS's shared directory, 60 s), in that order. */
+struct tt_lock;
+int tt_repo_lock(struct tether_repo *repo, struct tt_lock *checkout, struct tt_lock *shared);
+
 #endif

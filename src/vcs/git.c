@@ -1775,6 +1775,61 @@ static int git_is_tracked(struct tether_vcs *v, const char *path, int *tracked)
 /* The module                                                          */
 /* ------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------ */
+/* history walks                                                       */
+/* ------------------------------------------------------------------ */
+
+static int push_all_refs(git_revwalk *walk)
+{
+	int rc = git_revwalk_push_glob(walk, "refs/*");
+	if (rc == 0) {
+		rc = git_revwalk_push_head(walk);
+		if (rc == GIT_ENOTFOUND || rc == GIT_EUNBORNBRANCH)
+			rc = 0; /* an unborn HEAD adds nothing */
+	}
+	return rc;
+}
+
+static int git_each_commit(struct tether_vcs *v, int (*cb)(void *ud, const char *id), void *ud)
+{
+	git_revwalk *walk;
+	int rc = git_revwalk_new(&walk, v->repo);
+	if (rc < 0)
+		return fail_git(rc, "cannot walk the history");
+	rc = push_all_refs(walk);
+	if (rc < 0) {
+		git_revwalk_free(walk);
+		return fail_git(rc, "cannot walk the history from every ref");
+	}
+	git_oid oid;
+	int stop = 0;
+	while (!stop && (rc = git_revwalk_next(&oid, walk)) == 0) {
+		char id[GIT_OID_HEXSZ + 1];
+		git_oid_tostr(id, sizeof id, &oid);
+		stop = cb(ud, id);
+	}
+	git_revwalk_free(walk);
+	if (stop)
+		return stop;
+	return rc == GIT_ITEROVER ? 0 : fail_git(rc, "cannot walk the history");
+}
+
+static int vcs_tree_id(struct tether_vcs *v, const char *id, const char *dir, char tree[41])
+{
+	git_tree *root = NULL;
+	char *norm = NULL;
+	struct entry_info info;
+	int rc = normalize_path(dir, &norm);
+	tree[0] = '\0';
+	if (rc == 0)
+		rc = commit_tree(v, id, &root);
+	if (rc == 0 && find_entry(v, root, norm, &info) == 0 && info.mode == GIT_FILEMODE_TREE)
+		git_oid_tostr(tree, 41, &info.id);
+	git_tree_free(root);
+	free(norm);
+	return rc < 0 ? rc : 0;
+}
+
 static const struct tether_vcs_ops git_ops = {
 	.abi = TETHER_VCS_ABI,
 	.name = "git",
@@ -1787,6 +1842,8 @@ static const struct tether_vcs_ops git_ops = {
 	.commit_paths = git_commit_paths,
 	.current_branch = git_current_branch,
 	.is_tracked = git_is_tracked,
+	.each_commit = git_each_commit,
+	.tree_id = vcs_tree_id,
 };
 
 TETHER_API tether_vcs_module_t tether_vcs_module = { &git_ops, NULL };

@@ -98,6 +98,17 @@ struct tether_vcs_ops {
 	 * is detached. On an unborn branch, the name HEAD points at. */
 	int (*current_branch)(struct tether_vcs *, char **name);
 
+	/* Every commit reachable from any ref (branches, tags, remotes, HEAD,
+	 * and whatever else lives under refs/), each once: cb(ud, id). A
+	 * non-zero return from cb stops the walk and is returned. History
+	 * walks (gc, verify --all-history) stand on this. */
+	int (*each_commit)(struct tether_vcs *, int (*cb)(void *ud, const char *id), void *ud);
+
+	/* The object id of the tree at `dir` in commit `id` (40 hex), or ""
+	 * when there is none: lets a history walk skip a directory it has
+	 * already read at another commit. */
+	int (*tree_id)(struct tether_vcs *, const char *id, const char *dir, char tree[41]);
+
 	/* Is `path` (relative to the checkout top) tracked: in the index or in
 	 * HEAD's tree? A directory is tracked when a file under it is. */
 	int (*is_tracked)(struct tether_vcs *, const char *path, int *tracked);

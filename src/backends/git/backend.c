@@ -1,0 +1,397 @@
+/* The `git` backend: a git repository as a data object, to pin the code
+ * (or any git-tracked data) that produced a dataset. Built as the module
+ * tether-backend-git.so.
+ *
+ * Everything goes through libgit2, never the git command line. libgit2 runs
+ * no hooks, has no fsmonitor, runs no filter, merge or diff drivers nor
+ * credential helpers, and has no ext:: transport; that is how tether
+ * guarantees that a hostile repository's configuration runs nothing.
+ *
+ * This file holds the backend's description, locators and identity. The
+ * other files hold one job each: state.c (fingerprint), pin.c (pins and
+ * their pushes), fork.c (working branches and handles), merge.c (promote and
+ * merge), worktree.c (checkouts), diff.c (diff and history), create.c
+ * (stores tether creates). */
+#include "backends/git/gitbe.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* Reading a locator                                                   */
+/* ------------------------------------------------------------------ */
+
+static int optional_string(const json_t *locator, const char *key, const char **out)
+{
+	json_t *v = json_object_get(locator, key);
+
+	*out = NULL;
+	if (!v)
+		return 0;
+	if (!json_is_string(v) || !*json_string_value(v))
+		return tether_error_set(TETHER_ECONFIG, "git locator: \"%s\" must be a non-empty string", key);
+	*out = json_string_value(v);
+	return 0;
+}
+
+/* "true"/"false" as strings (the command line) or booleans (TOML). */
+static int parse_flag(const json_t *v, const char *key, int code, int *out)
+{
+	const char *s = json_string_value(v);
+
+	*out = 0;
+	if (!v)
+		return 0;
+	if (json_is_boolean(v)) {
+		*out = json_is_true(v);
+		return 0;
+	}
+	if (s && (strcmp(s, "true") == 0 || strcmp(s, "false") == 0)) {
+		*out = strcmp(s, "true") == 0;
+		return 0;
+	}
+	return tether_error_set(code, "git: \"%s\" must be true or false", key);
+}
+
+static int read_locator(const json_t *locator, struct gb_obj *o)
+{
+	int rc;
+
+	memset(o, 0, sizeof *o);
+	if (!json_is_object(locator))
+		return tether_error_set(TETHER_ECONFIG, "git locator is not a table");
+	if ((rc = optional_string(locator, "path", &o->path)) < 0 ||
+	    (rc = optional_string(locator, "ref", &o->ref)) < 0 ||
+	    (rc = optional_string(locator, "at", &o->at)) < 0 ||
+	    (rc = optional_string(locator, "remote", &o->remote)) < 0 ||
+	    (rc = parse_flag(json_object_get(locator, "allow_dirty"), "allow_dirty", TETHER_ECONFIG,
+	                     &o->allow_dirty)) < 0)
+		return rc;
+	if (!o->path || o->path[0] != '/')
+		return tether_error_set(TETHER_ECONFIG, "git locator has no absolute \"path\"");
+	if (!o->ref)
+		o->ref = "HEAD";
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Checks made at `tether add` and again at every use                  */
+/* ------------------------------------------------------------------ */
+
+static int refuse_url_remote(const struct gb_obj *o, int code)
+{
+	int valid = 0;
+
+	if (!o->remote)
+		return 0;
+	if (gb_looks_like_url(o->remote))
+		return tether_error_set(code,
+		                        "git repository %s: remote \"%s\" is a URL or a path; a committed "
+		                        "remote must be the name of a remote the repository has configured "
+		                        "(a URL goes in .tether/secrets.toml as [objects.\"<key>\"] remote)",
+		                        o->path, o->remote);
+	if (git_remote_name_is_valid(&valid, o->remote) < 0 || !valid)
+		return tether_error_set(code, "git repository %s: \"%s\" is not a valid remote name",
+		                        o->path, o->remote);
+	return 0;
+}
+
+static char *workdir_of(git_repository *repo)
+{
+	char *r = realpath(git_repository_workdir(repo), NULL);
+	size_t n = r ? strlen(r) : 0;
+
+	while (n > 1 && r[n - 1] == '/')
+		r[--n] = '\0';
+	return r;
+}
+
+/* The dataset's own checkout records this object: pinning or forking it
+ * would change the dataset under its own feet. */
+static int refuse_dataset_overlap(const struct tether_bctx *ctx, const struct gb_obj *o, int code)
+{
+	const char *root = ctx ? ctx->dataset_root : NULL;
+	char *workdir;
+	int overlap;
+
+	if (!root)
+		return 0;
+	workdir = workdir_of(o->repo);
+	overlap = gb_paths_overlap(o->path, root) || (workdir && gb_paths_overlap(workdir, root));
+	free(workdir);
+	if (overlap)
+		return tether_error_set(code,
+		                        "git repository %s and the dataset at %s are inside one another: "
+		                        "a git object must live outside the dataset's own checkout",
+		                        o->path, root);
+	return 0;
+}
+
+static int open_repository(struct gb_obj *o, int code)
+{
+	git_repository *enclosing = NULL;
+	int rc = git_repository_open_ext(&o->repo, o->path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
+
+	if (rc == GIT_ENOTFOUND) {
+		if (git_repository_open_ext(&enclosing, o->path, 0, NULL) == 0) {
+			tether_error_set_hint("it is inside the repository at %s: give that path",
+			                      git_repository_workdir(enclosing) ? git_repository_workdir(enclosing)
+			                                                        : git_repository_path(enclosing));
+			git_repository_free(enclosing);
+		}
+		return tether_error_set(code == TETHER_EREFUSED ? TETHER_ENOTFOUND : code,
+		                        "%s is not a git repository (the top of a checkout)", o->path);
+	}
+	if (rc < 0)
+		return gb_fail_git(rc, "cannot open git repository %s", o->path);
+	if (git_repository_is_bare(o->repo)) {
+		git_repository_free(o->repo);
+		o->repo = NULL;
+		return tether_error_set(code, "%s is a bare git repository: kind git needs a checkout "
+		                        "with a working tree", o->path);
+	}
+	return 0;
+}
+
+static int open_checked(const struct tether_bctx *ctx, struct gb_obj *o, int code)
+{
+	int rc = gb_libgit2_ready();
+
+	if (rc == 0)
+		rc = refuse_url_remote(o, code);
+	if (rc == 0)
+		rc = open_repository(o, code);
+	if (rc == 0 && (rc = refuse_dataset_overlap(ctx, o, code)) < 0)
+		gb_close(o);
+	return rc;
+}
+
+/* Open the object's repository. A committed locator is untrusted input, so
+ * everything `tether add` checked is checked again here. */
+int gb_open(const struct tether_bctx *ctx, const json_t *locator, struct gb_obj *o)
+{
+	int rc = read_locator(locator, o);
+
+	return rc < 0 ? rc : open_checked(ctx, o, TETHER_EREFUSED);
+}
+
+void gb_close(struct gb_obj *o)
+{
+	git_repository_free(o->repo);
+	o->repo = NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* make_locator and identity                                           */
+/* ------------------------------------------------------------------ */
+
+static int check_options(const json_t *options)
+{
+	static const char *const known[] = {"ref", "remote", "allow_dirty", "at", NULL};
+	const char *k;
+	json_t *v;
+
+	json_object_foreach((json_t *)options, k, v) {
+		size_t i = 0;
+
+		while (known[i] && strcmp(known[i], k) != 0)
+			i++;
+		if (!known[i])
+			return tether_error_set(TETHER_EUSAGE, "unknown option '--%s' for kind git", k);
+		if (strcmp(k, "allow_dirty") != 0 && (!json_is_string(v) || !*json_string_value(v)))
+			return tether_error_set(TETHER_EUSAGE, "--%s for kind git takes a non-empty string", k);
+	}
+	return 0;
+}
+
+static char *realpath_dup(const char *path)
+{
+	char *r = realpath(path, NULL);
+	size_t n = r ? strlen(r) : 0;
+
+	while (n > 1 && r[n - 1] == '/')
+		r[--n] = '\0';
+	return r;
+}
+
+/* A linked worktree of the dataset's own repository is outside the
+ * dataset's checkout but shares its refs: refused as well. */
+static int refuse_dataset_repository(const struct tether_bctx *ctx, const struct gb_obj *o)
+{
+	git_repository *dataset = NULL;
+	char *mine, *theirs;
+	int same;
+
+	if (!ctx || !ctx->dataset_root || git_repository_open_ext(&dataset, ctx->dataset_root, 0, NULL) < 0)
+		return 0;
+	mine = realpath_dup(git_repository_commondir(o->repo));
+	theirs = realpath_dup(git_repository_commondir(dataset));
+	same = mine && theirs && strcmp(mine, theirs) == 0;
+	free(mine);
+	free(theirs);
+	git_repository_free(dataset);
+	if (same)
+		return tether_error_set(TETHER_EUSAGE,
+		                        "git repository %s shares its refs with the dataset's own repository "
+		                        "(%s): a git object must be another repository",
+		                        o->path, ctx->dataset_root);
+	return 0;
+}
+
+static int check_remote_configured(const struct gb_obj *o)
+{
+	git_remote *remote = NULL;
+	int rc;
+
+	if (!o->remote)
+		return 0;
+	rc = git_remote_lookup(&remote, o->repo, o->remote);
+	git_remote_free(remote);
+	if (rc == GIT_ENOTFOUND)
+		return tether_error_set(TETHER_EUSAGE, "git repository %s has no remote named \"%s\"",
+		                        o->path, o->remote);
+	if (rc < 0)
+		return gb_fail_git(rc, "git repository %s: cannot read remote \"%s\"", o->path, o->remote);
+	return 0;
+}
+
+static int check_resolves(const struct gb_obj *o, const char *rev)
+{
+	git_commit *commit = NULL;
+	int rc;
+
+	if (!rev)
+		return 0;
+	rc = gb_resolve_commit(o, rev, &commit);
+	git_commit_free(commit);
+	return rc;
+}
+
+static json_t *build_locator(const struct gb_obj *o)
+{
+	json_t *loc = json_pack("{s:s, s:s}", "path", o->path, "ref", o->ref);
+
+	if (loc && o->at)
+		json_object_set_new(loc, "at", json_string(o->at));
+	if (loc && o->remote)
+		json_object_set_new(loc, "remote", json_string(o->remote));
+	if (loc && o->allow_dirty)
+		json_object_set_new(loc, "allow_dirty", json_true());
+	return loc;
+}
+
+static int fill_from_options(const json_t *options, struct gb_obj *o)
+{
+	int rc = check_options(options);
+
+	if (rc < 0)
+		return rc;
+	o->ref = json_string_value(json_object_get(options, "ref"));
+	o->at = json_string_value(json_object_get(options, "at"));
+	o->remote = json_string_value(json_object_get(options, "remote"));
+	if (!o->ref)
+		o->ref = "HEAD";
+	return parse_flag(json_object_get(options, "allow_dirty"), "allow_dirty", TETHER_EUSAGE,
+	                  &o->allow_dirty);
+}
+
+/* Checks that need the open repository; the locator stores its checkout
+ * top, so "/repo/.git" and "/repo" are one object. */
+static int finish_locator(const struct tether_bctx *ctx, struct gb_obj *o, json_t **locator)
+{
+	char *top = workdir_of(o->repo);
+	int rc = top ? 0 : tether_error_set(TETHER_EIO, "cannot resolve the checkout of %s", o->path);
+
+	if (rc == 0) {
+		o->path = top;
+		rc = refuse_dataset_overlap(ctx, o, TETHER_EUSAGE);
+	}
+	if (rc == 0)
+		rc = refuse_dataset_repository(ctx, o);
+	if (rc == 0)
+		rc = check_remote_configured(o);
+	if (rc == 0)
+		rc = check_resolves(o, o->ref);
+	if (rc == 0)
+		rc = check_resolves(o, o->at);
+	if (rc == 0 && !(*locator = build_locator(o)))
+		rc = gb_fail_oom();
+	free(top);
+	return rc;
+}
+
+static int gb_make_locator(const struct tether_bctx *ctx, const char *uri, const json_t *options,
+                           const char *cwd, json_t **locator)
+{
+	struct gb_obj o;
+	char *path;
+	int rc;
+
+	memset(&o, 0, sizeof o);
+	if ((rc = fill_from_options(options, &o)) < 0)
+		return rc;
+	if (!uri || !*uri)
+		return tether_error_set(TETHER_EUSAGE, "kind git needs a path: tether add KEY PATH --kind git");
+	if (strstr(uri, "://") && strncmp(uri, "file://", 7) != 0)
+		return tether_error_set(TETHER_EUSAGE, "'%s': remote-only (url) git repositories are not "
+		                        "supported yet; give a local checkout", uri);
+	if (!(path = gb_path_resolve(uri, cwd)))
+		return gb_fail_oom();
+	o.path = path;
+	rc = open_checked(ctx, &o, TETHER_EUSAGE);
+	if (rc == 0) {
+		rc = finish_locator(ctx, &o, locator);
+		gb_close(&o);
+	}
+	free(path);
+	return rc;
+}
+
+static int gb_identity(const struct tether_bctx *ctx, const json_t *locator, json_t **identity)
+{
+	struct gb_obj o;
+	int rc = read_locator(locator, &o);
+
+	(void)ctx;
+	if (rc < 0)
+		return rc;
+	*identity = json_pack("{s:s}", "path", o.path);
+	return *identity ? 0 : gb_fail_oom();
+}
+
+/* ------------------------------------------------------------------ */
+/* The backend                                                         */
+/* ------------------------------------------------------------------ */
+
+static const char *const gb_volatile_keys[] = {"dirty", "change_id", NULL};
+
+const struct tether_backend tt_backend_git = {
+	.abi = TETHER_BACKEND_ABI,
+	.kind = "git",
+	.maturity = "stable",
+	.summary = "git repositories: pin the code that produced a dataset",
+	.caps = TETHER_CAP_FINGERPRINT | TETHER_CAP_ADDRESSABLE | TETHER_CAP_PIN | TETHER_CAP_FORK |
+	        TETHER_CAP_CHEAP_FINGERPRINT | TETHER_CAP_ATOMIC_REF | TETHER_CAP_CONDITIONAL_REF |
+	        TETHER_CAP_DIFF | TETHER_CAP_HISTORY | TETHER_CAP_PROMOTE | TETHER_CAP_MERGE |
+	        TETHER_CAP_CREATE,
+	.volatile_keys = gb_volatile_keys,
+	.make_locator = gb_make_locator,
+	.identity = gb_identity,
+	.fingerprint = gb_fingerprint,
+	.pin = gb_pin,
+	.unpin = gb_unpin,
+	.list_pins = gb_list_pins,
+	.verify = gb_verify,
+	.fork = gb_fork,
+	.delete_working_ref = gb_delete_working_ref,
+	.open = gb_open_handle,
+	.diff = gb_diff,
+	.history = gb_history,
+	.promote = gb_promote,
+	.merge = gb_merge,
+	.create_store = gb_create_store,
+	.delete_store = gb_delete_store,
+};
+
+TETHER_API tether_backend_module_t tether_backend_module = {&tt_backend_git, NULL};

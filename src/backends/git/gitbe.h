@@ -1,0 +1,93 @@
+/* The `git` backend's internal interface, shared by its files.
+ *
+ * Everything here is hidden (the build uses -fvisibility=hidden); the module
+ * exports only `tether_backend_module`. A module can call only what
+ * libtether exports with TETHER_API, so the small helpers it needs (path
+ * resolution, printf into a new string) are its own.
+ *
+ * Every call opens its own git_repository and frees it before returning:
+ * libgit2 objects are never shared between threads or calls. */
+#ifndef TETHER_BACKENDS_GIT_GITBE_H
+#define TETHER_BACKENDS_GIT_GITBE_H
+
+#include <tether/backend.h>
+
+#include <git2.h>
+
+#define GB_TAG_PREFIX "tether."
+#define GB_HEX_SIZE (GIT_OID_HEXSZ + 1)
+
+extern const struct tether_backend tt_backend_git;
+
+/* An object's repository, opened from a validated locator. The strings are
+ * borrowed from the locator. */
+struct gb_obj {
+	git_repository *repo;
+	const char *path;   /* absolute, the checkout top */
+	const char *ref;    /* "HEAD" unless the locator names one */
+	const char *at;     /* initial position, or NULL */
+	const char *remote; /* a configured remote's name, or NULL */
+	int allow_dirty;
+};
+
+/* util.c: libgit2, errors, strings, paths. */
+int gb_libgit2_ready(void);
+int gb_fail_git(int git_rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int gb_fail_oom(void);
+char *gb_strdupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *gb_path_resolve(const char *path, const char *cwd);
+int gb_paths_overlap(const char *a, const char *b);
+int gb_looks_like_url(const char *remote);
+const char *gb_hex(const git_oid *id, char buf[GB_HEX_SIZE]);
+int gb_parse_sha(const json_t *holder, const char *what, git_oid *out);
+const char *gb_secret_remote(const struct tether_bctx *ctx);
+
+/* backend.c: locators. */
+int gb_open(const struct tether_bctx *ctx, const json_t *locator, struct gb_obj *o);
+void gb_close(struct gb_obj *o);
+
+/* state.c: revisions and cleanliness. */
+int gb_resolve_commit(const struct gb_obj *o, const char *rev, git_commit **out);
+int gb_lookup_commit(const struct gb_obj *o, const git_oid *id, git_commit **out);
+const char *gb_position(const struct gb_obj *o);
+int gb_head_branch(git_repository *repo, char **refname);
+int gb_base_branch(const struct gb_obj *o, char **refname);
+int gb_is_dirty(git_repository *repo, int *dirty);
+
+/* worktree.c: checkouts of a branch, and moving a branch safely. */
+int gb_find_checkout(const struct gb_obj *o, const char *refname, char **workdir);
+int gb_move_ref(git_repository *repo, const char *refname, const git_oid *to,
+                const git_oid *expected, const char *why);
+int gb_move_branch(const struct gb_obj *o, const char *refname, const git_oid *from,
+                   const git_oid *to, const char *why, char **workdir);
+
+/* The functions of struct tether_backend, one file per job. */
+int gb_fingerprint(const struct tether_bctx *, const json_t *locator, const json_t *policy,
+                   struct tether_fingerprint *out);
+int gb_pin(const struct tether_bctx *, const json_t *locator, const json_t *state,
+           const char *pin_id, json_t **pin_ref);
+int gb_unpin(const struct tether_bctx *, const json_t *locator, const json_t *pin_ref);
+int gb_list_pins(const struct tether_bctx *, const json_t *locator, json_t **pin_refs);
+int gb_verify(const struct tether_bctx *, const json_t *locator, const json_t *state,
+              const json_t *pin_ref, int *ok, char **detail);
+int gb_fork(const struct tether_bctx *, const json_t *locator, const json_t *state,
+            const json_t *pin_ref, const char *branch, const json_t *expect,
+            json_t **working_ref);
+int gb_delete_working_ref(const struct tether_bctx *, const json_t *locator,
+                          const json_t *working_ref);
+int gb_open_handle(const struct tether_bctx *, const json_t *locator, const json_t *state,
+                   const json_t *pin_ref, const json_t *working_ref, int read_only,
+                   json_t **handle);
+int gb_promote(const struct tether_bctx *, const json_t *locator, const json_t *working_ref,
+               const json_t *expect, json_t **result);
+int gb_merge(const struct tether_bctx *, const json_t *locator, const json_t *working_ref,
+             const char *message, json_t **result);
+int gb_diff(const struct tether_bctx *, const json_t *locator, const json_t *a, const json_t *b,
+            const char *listing_a, size_t len_a, const char *listing_b, size_t len_b,
+            size_t max_entries, json_t **diff);
+int gb_history(const struct tether_bctx *, const json_t *locator, int max_count,
+               json_t **entries);
+int gb_create_store(const struct tether_bctx *, const json_t *locator);
+int gb_delete_store(const struct tether_bctx *, const json_t *locator);
+
+#endif

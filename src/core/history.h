@@ -1,0 +1,19 @@
+#ifndef TETHER_CORE_HISTORY_H
+#define TETHER_CORE_HISTORY_H
+
+#include "core/engine.h"
+
+struct tt_history {
+	json_t *pins;             /* {pin id: true}: every pin any manifest names */
+	json_t *records;          /* {canonical {kind, locator, policy, state, pin_ref}:
+	                           *   {kind, locator, policy, state, pin_ref, pin, keys, commit}} */
+	json_t *working_listings; /* {listing hash: true} named by the working manifests */
+	size_t commits;           /* commits walked */
+	size_t manifests_read;    /* distinct manifest blobs parsed */
+};
+
+/* Walk the working copy and every commit reachable from any ref. */
+int tt_history_collect(struct tether_repo *repo, struct tt_history *h);
+void tt_history_free(struct tt_history *h);
+
+#endif

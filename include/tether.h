@@ -123,6 +123,28 @@ struct tether_gc_opts {
 };
 TETHER_API int tether_gc(tether_repo *repo, const struct tether_gc_opts *opts, json_t **report);
 
+/* tether new [REV] [-b NAME]: move the checkout to REV (creating branch
+ * NAME there), then fork a writable branch tether.ws.<dataset8>.<bookmark>
+ * in every Forkable object with write = "fork", off the state REV records.
+ * Report: {"commit", "bookmark", "objects": [{key, action: "forked" |
+ * "tracking" | "skipped", "ref", "detail"}]}. */
+struct tether_new_opts {
+	const char *rev;    /* NULL: stay on the current commit */
+	const char *branch; /* NULL: no new branch */
+};
+TETHER_API int tether_new(tether_repo *repo, const struct tether_new_opts *opts, json_t **report);
+
+/* tether open KEY [-r REV]: the object's handle descriptor. With a rev (or
+ * $TETHER_REV when rev is NULL), read-only at the state that revision
+ * records; otherwise writable on this workspace's working ref, forked on
+ * first use. Handle: {"key", "kind", "uri", "ref", "read_only", ...}. */
+struct tether_open_opts {
+	const char *key;
+	const char *rev;
+	int ignore_env; /* do not read $TETHER_REV */
+};
+TETHER_API int tether_open(tether_repo *repo, const struct tether_open_opts *opts, json_t **handle);
+
 /* The registered backends: [{kind, maturity, tier, flags: [...]}]. */
 TETHER_API json_t *tether_backends(void);
 

@@ -145,7 +145,9 @@ static int mem_identity(const struct tether_bctx *ctx, const json_t *locator, js
 	(void)ctx;
 	if (!loc_system(locator))
 		return tether_error_set(TETHER_ECONFIG, "memory locator has no system");
-	*identity = json_pack("{s:s, s:s}", "system", loc_system(locator), "branch", loc_branch(locator));
+	/* The branch is where the state is read, not which system holds it:
+	 * one state on two branches is one pin. */
+	*identity = json_pack("{s:s}", "system", loc_system(locator));
 	return 0;
 }
 

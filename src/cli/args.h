@@ -101,6 +101,8 @@ extern const struct cli_command cmd_diff;
 extern const struct cli_command cmd_log;
 extern const struct cli_command cmd_verify;
 extern const struct cli_command cmd_gc;
+extern const struct cli_command cmd_new;
+extern const struct cli_command cmd_open;
 
 /* Provided by main.c: what a command needs before it calls the engine. */
 

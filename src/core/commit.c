@@ -9,6 +9,7 @@
 
 #include "core/lock.h"
 #include "core/pinid.h"
+#include "core/workspace.h"
 #include "util/fsutil.h"
 
 #include <stdlib.h>
@@ -85,7 +86,7 @@ static int record_object(struct commit_run *run, struct tt_obj *o)
 		if (pin_ref) {
 			json_incref(pin_ref);
 		} else {
-			rc = o->b->pin(&o->ctx, tt_manifest_locator(o->m), o->fp.state, pin_id, &pin_ref);
+			rc = o->b->pin(&o->ctx, o->locator, o->fp.state, pin_id, &pin_ref);
 			if (rc)
 				return tether_error_set(rc, "%s: cannot pin: %s", o->m->key, tether_error_last());
 			run->pins[run->npins].obj = o;
@@ -122,7 +123,7 @@ static void undo(struct commit_run *run)
 	char *keep = strdup(tether_error_last());
 	for (size_t i = 0; i < run->npins; i++) {
 		struct tt_obj *o = run->pins[i].obj;
-		o->b->unpin(&o->ctx, tt_manifest_locator(o->m), run->pins[i].pin_ref);
+		o->b->unpin(&o->ctx, o->locator, run->pins[i].pin_ref);
 	}
 	for (size_t i = 0; i < run->n; i++) {
 		if (!run->old_text[i])
@@ -158,6 +159,26 @@ static int vcs_commit(struct commit_run *run, const char *message, char id[41])
 	return rc;
 }
 
+/* A working branch now stands at the state just recorded: that is the head
+ * the next `new` may move it from (new.auto_fork), and anything written
+ * after it is work `new` must not overwrite. */
+static int advance_working_heads(struct commit_run *run)
+{
+	json_t *ws = NULL;
+	int rc = tt_workspace_load(run->repo, &ws), touched = 0;
+	for (size_t i = 0; !rc && i < run->n; i++) {
+		json_t *entry = tt_workspace_entry(ws, run->objs[i].m->key);
+		if (!entry || !run->objs[i].fp.state)
+			continue;
+		json_object_set(entry, "head", run->objs[i].fp.state);
+		touched = 1;
+	}
+	if (!rc && touched)
+		rc = tt_workspace_save(run->repo, ws);
+	json_decref(ws);
+	return rc;
+}
+
 static int run_commit(struct commit_run *run, const struct tether_commit_opts *opts, json_t **report)
 {
 	tt_objs_snapshot(run->objs, run->n);
@@ -174,6 +195,9 @@ static int run_commit(struct commit_run *run, const struct tether_commit_opts *o
 		undo(run);
 		return code;
 	}
+	rc = advance_working_heads(run);
+	if (rc)
+		return rc; /* the commit stands: history names its pins */
 	if (*id) {
 		/* HEAD's view for the next status, read back from the new commit
 		 * rather than copied from the working manifests: the VCS leaves out

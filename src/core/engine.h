@@ -11,6 +11,8 @@ struct tt_obj {
 	const struct tether_backend *b;
 	unsigned caps;
 	struct tether_bctx ctx;
+	json_t *working_ref; /* from workspace.toml, or NULL: the base branch */
+	json_t *locator;     /* the manifest's, with the working ref merged in */
 	/* Filled by tt_objs_snapshot. */
 	struct tether_fingerprint fp;
 	int rc;             /* fingerprint result */
@@ -32,6 +34,11 @@ int tt_obj_pin_id(const struct tether_repo *repo, const struct tt_obj *o, char *
 
 /* Manifests at a commit id, or the working copy when id is "". */
 int tt_manifests_at(struct tether_repo *repo, const char *id, struct tt_manifest_set *out);
+
+/* Fork one object's working branch for `bookmark` into the workspace
+ * document ws (or record that it tracks its upstream, or why it is
+ * skipped). *result reports what happened. */
+int tt_fork_object(struct tether_repo *repo, struct tt_obj *o, json_t *ws, const char *bookmark, json_t **result);
 
 /* HEAD's manifests as status needs them: {key: {digest, kind, pin,
  * state}}, from a cache keyed by commit id when it is current. */

@@ -4,6 +4,7 @@
 
 #include "core/pinid.h"
 #include "core/registry.h"
+#include "core/workspace.h"
 #include "util/fsutil.h"
 #include "util/pool.h"
 
@@ -15,7 +16,8 @@ int tt_objs_prepare(struct tether_repo *repo, struct tt_manifest_set *set, int p
 	struct tt_obj *objs = calloc(set->n ? set->n : 1, sizeof *objs);
 	if (!objs)
 		abort();
-	int rc = 0;
+	json_t *ws = NULL;
+	int rc = tt_workspace_load(repo, &ws);
 	for (size_t i = 0; i < set->n && !rc; i++) {
 		struct tt_obj *o = &objs[i];
 		o->m = &set->v[i];
@@ -33,7 +35,11 @@ int tt_objs_prepare(struct tether_repo *repo, struct tt_manifest_set *set, int p
 			o->ctx.threads = o->ctx.threads / (int)set->n > 0 ? o->ctx.threads / (int)set->n : 1;
 		rc = tt_object_caps(o->b, &o->ctx, tt_manifest_locator(o->m), tt_manifest_policy(o->m), &o->caps);
 		o->status = "unknown";
+		json_t *entry = tt_workspace_entry(ws, o->m->key);
+		o->working_ref = json_incref(json_object_get(entry, "ref"));
+		o->locator = tt_locator_at(tt_manifest_locator(o->m), o->working_ref);
 	}
+	json_decref(ws);
 	if (rc) {
 		tt_objs_free(objs, set->n);
 		return rc;
@@ -56,7 +62,7 @@ static void classify(struct tt_obj *o)
 	int refused = 0;
 	char *why = NULL;
 	if (o->b->check_drift) {
-		int rc = o->b->check_drift(&o->ctx, tt_manifest_locator(o->m), tt_manifest_policy(o->m), recorded,
+		int rc = o->b->check_drift(&o->ctx, o->locator, tt_manifest_policy(o->m), recorded,
 		                           o->fp.state, &refused, &why);
 		if (rc) {
 			o->rc = rc;
@@ -72,7 +78,7 @@ static void snapshot_one(void *ud, size_t i)
 {
 	struct tt_obj *o = &((struct tt_obj *)ud)[i];
 	tether_error_clear();
-	o->rc = o->b->fingerprint(&o->ctx, tt_manifest_locator(o->m), tt_manifest_policy(o->m), &o->fp);
+	o->rc = o->b->fingerprint(&o->ctx, o->locator, tt_manifest_policy(o->m), &o->fp);
 	if (o->rc) {
 		o->error = tt_strdupf("%s: %s", o->m->key, tether_error_last());
 		return;
@@ -94,6 +100,8 @@ void tt_objs_free(struct tt_obj *objs, size_t n)
 		free(objs[i].fp.listing);
 		free(objs[i].error);
 		free(objs[i].detail);
+		json_decref(objs[i].working_ref);
+		json_decref(objs[i].locator);
 	}
 	free(objs);
 }
@@ -101,7 +109,7 @@ void tt_objs_free(struct tt_obj *objs, size_t n)
 int tt_obj_pin_id(const struct tether_repo *repo, const struct tt_obj *o, char *out)
 {
 	json_t *identity = NULL;
-	int rc = o->b->identity(&o->ctx, tt_manifest_locator(o->m), &identity);
+	int rc = o->b->identity(&o->ctx, o->locator, &identity);
 	if (rc)
 		return rc;
 	json_t *content = tt_content_state(o->b, o->fp.state);

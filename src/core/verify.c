@@ -34,7 +34,7 @@ static void verify_one(void *ud, size_t i)
 	char *detail = NULL;
 	tether_error_clear();
 	if (o->b->verify) {
-		int rc = o->b->verify(&o->ctx, tt_manifest_locator(o->m), state, json_object_get(o->m->doc, "pin_ref"),
+		int rc = o->b->verify(&o->ctx, o->locator, state, json_object_get(o->m->doc, "pin_ref"),
 		                      &ok, &detail);
 		if (rc) {
 			ok = 0;

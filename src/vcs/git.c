@@ -1775,6 +1775,78 @@ static int git_is_tracked(struct tether_vcs *v, const char *path, int *tracked)
 /* The module                                                          */
 /* ------------------------------------------------------------------ */
 
+
+/* ------------------------------------------------------------------ */
+/* switch_to                                                           */
+/* ------------------------------------------------------------------ */
+
+/* The local branch `rev` names ("main" or "refs/heads/main"), or NULL. */
+static git_reference *local_branch(git_repository *repo, const char *rev)
+{
+	git_reference *ref = NULL;
+	if (git_branch_lookup(&ref, repo, rev, GIT_BRANCH_LOCAL) == 0)
+		return ref;
+	if (strncmp(rev, "refs/heads/", 11) == 0 && git_reference_lookup(&ref, repo, rev) == 0)
+		return ref;
+	return NULL;
+}
+
+static int checkout_commit(struct tether_vcs *v, git_commit *target)
+{
+	git_checkout_options co;
+	git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
+	/* SAFE: carry local changes that do not conflict, refuse the rest
+	 * before touching a file. */
+	co.checkout_strategy = GIT_CHECKOUT_SAFE;
+	int rc = git_checkout_tree(v->repo, (const git_object *)target, &co);
+	if (rc == GIT_ECONFLICT)
+		return tether_error_set(TETHER_EREFUSED, "cannot move the checkout: %s",
+		                        git_error_last() ? git_error_last()->message : "local changes conflict");
+	return rc < 0 ? fail_git(rc, "cannot check out %s", git_oid_tostr_s(git_commit_id(target))) : 0;
+}
+
+static int git_switch_to(struct tether_vcs *v, const char *rev, const char *new_branch)
+{
+	git_commit *target = NULL;
+	git_reference *branch = NULL;
+	int rc = lookup_commit_rev(v, rev ? rev : "HEAD", &target);
+	if (rc < 0)
+		return rc;
+	if (new_branch) {
+		if ((branch = local_branch(v->repo, new_branch))) {
+			git_reference_free(branch);
+			git_commit_free(target);
+			return tether_error_set(TETHER_EREFUSED, "branch '%s' already exists", new_branch);
+		}
+		char full[512];
+		int valid = 0;
+		snprintf(full, sizeof full, "refs/heads/%s", new_branch);
+		if (strlen(new_branch) < 400 && git_reference_name_is_valid(&valid, full) < 0)
+			valid = 0;
+		if (!valid) {
+			git_commit_free(target);
+			return tether_error_set(TETHER_EUSAGE, "'%s' is not a valid branch name", new_branch);
+		}
+	} else if (rev) {
+		branch = local_branch(v->repo, rev);
+	}
+	rc = checkout_commit(v, target);
+	if (rc == 0 && new_branch) {
+		rc = git_branch_create(&branch, v->repo, new_branch, target, 0);
+		if (rc < 0)
+			rc = fail_git(rc, "cannot create branch '%s'", new_branch);
+	}
+	if (rc == 0) {
+		rc = branch ? git_repository_set_head(v->repo, git_reference_name(branch))
+		            : rev ? git_repository_set_head_detached(v->repo, git_commit_id(target)) : 0;
+		if (rc < 0)
+			rc = fail_git(rc, "cannot move HEAD");
+	}
+	git_reference_free(branch);
+	git_commit_free(target);
+	return rc;
+}
+
 /* ------------------------------------------------------------------ */
 /* history walks                                                       */
 /* ------------------------------------------------------------------ */
@@ -1844,6 +1916,7 @@ static const struct tether_vcs_ops git_ops = {
 	.is_tracked = git_is_tracked,
 	.each_commit = git_each_commit,
 	.tree_id = vcs_tree_id,
+	.switch_to = git_switch_to,
 };
 
 TETHER_API tether_vcs_module_t tether_vcs_module = { &git_ops, NULL };

@@ -109,6 +109,15 @@ struct tether_vcs_ops {
 	 * already read at another commit. */
 	int (*tree_id)(struct tether_vcs *, const char *id, const char *dir, char tree[41]);
 
+	/* Move the checkout to `rev` (NULL: stay on the current commit), as
+	 * `git switch` does: with new_branch, create that branch at rev and
+	 * check it out (refused when it exists); else a rev naming a local
+	 * branch checks the branch out, and any other rev detaches HEAD.
+	 * Uncommitted changes are carried when they do not conflict, and the
+	 * move is refused (TETHER_EREFUSED, naming a path) when they do;
+	 * nothing is half-done. */
+	int (*switch_to)(struct tether_vcs *, const char *rev, const char *new_branch);
+
 	/* Is `path` (relative to the checkout top) tracked: in the index or in
 	 * HEAD's tree? A directory is tracked when a file under it is. */
 	int (*is_tracked)(struct tether_vcs *, const char *path, int *tracked);

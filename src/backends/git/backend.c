@@ -134,14 +134,15 @@ static int open_repository(struct gb_obj *o, int code)
 	int rc = git_repository_open_ext(&o->repo, o->path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
 
 	if (rc == GIT_ENOTFOUND) {
+		rc = tether_error_set(code == TETHER_EREFUSED ? TETHER_ENOTFOUND : code,
+		                      "%s is not a git repository (the top of a checkout)", o->path);
 		if (git_repository_open_ext(&enclosing, o->path, 0, NULL) == 0) {
 			tether_error_set_hint("it is inside the repository at %s: give that path",
 			                      git_repository_workdir(enclosing) ? git_repository_workdir(enclosing)
 			                                                        : git_repository_path(enclosing));
 			git_repository_free(enclosing);
 		}
-		return tether_error_set(code == TETHER_EREFUSED ? TETHER_ENOTFOUND : code,
-		                        "%s is not a git repository (the top of a checkout)", o->path);
+		return rc;
 	}
 	if (rc < 0)
 		return gb_fail_git(rc, "cannot open git repository %s", o->path);
@@ -305,10 +306,8 @@ static int finish_locator(const struct tether_bctx *ctx, struct gb_obj *o, json_
 
 	if (rc == 0) {
 		o->path = top;
-		rc = refuse_dataset_overlap(ctx, o, TETHER_EUSAGE);
-	}
-	if (rc == 0)
 		rc = refuse_dataset_repository(ctx, o);
+	}
 	if (rc == 0)
 		rc = check_remote_configured(o);
 	if (rc == 0)

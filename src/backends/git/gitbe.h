@@ -61,6 +61,10 @@ int gb_move_ref(git_repository *repo, const char *refname, const git_oid *to,
 int gb_move_branch(const struct gb_obj *o, const char *refname, const git_oid *from,
                    const git_oid *to, const char *why, char **workdir);
 
+/* fork.c: branches by name. */
+int gb_branch_refname(const struct gb_obj *o, const char *branch, char **refname);
+int gb_branch_head(const struct gb_obj *o, const char *refname, git_oid *out);
+
 /* The functions of struct tether_backend, one file per job. */
 int gb_fingerprint(const struct tether_bctx *, const json_t *locator, const json_t *policy,
                    struct tether_fingerprint *out);

@@ -1,0 +1,430 @@
+/* Pins: a lightweight tag `tether.<pin_id>` at the state's sha, pushed to
+ * the object's remote when it has one.
+ *
+ * With a remote, a pin is a pin only once the push succeeded: a failed push
+ * fails the pin and removes the tag it created. unpin deletes on the remote
+ * first and fails if that fails, so local and remote never diverge
+ * silently. The remote is the URL in .tether/secrets.toml when there is one
+ * (it overrides the committed name), else the committed name of a remote
+ * the repository has configured. Pushes go through libgit2, which has no
+ * ext:: transport and runs no hook or credential helper. */
+#include "backends/git/gitbe.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* Pushing one refspec                                                 */
+/* ------------------------------------------------------------------ */
+
+struct push_outcome {
+	char *refused; /* why the remote or we refused, or NULL */
+};
+
+static void note_refusal(struct push_outcome *out, const char *refname, const char *why)
+{
+	if (!out->refused)
+		out->refused = gb_strdupf("%s: %s", refname, why);
+}
+
+/* Before anything is sent: a pin tag the remote already has at another
+ * commit is not ours to move. */
+static int check_updates(const git_push_update **updates, size_t len, void *payload)
+{
+	for (size_t i = 0; i < len; i++) {
+		const git_push_update *u = updates[i];
+
+		if (!git_oid_is_zero(&u->src) && !git_oid_is_zero(&u->dst) && !git_oid_equal(&u->src, &u->dst)) {
+			note_refusal(payload, u->dst_refname, "the remote already has it at another commit");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* git_remote_push succeeds even when the remote rejected a ref: its verdict
+ * arrives here. */
+static int check_status(const char *refname, const char *status, void *payload)
+{
+	if (status)
+		note_refusal(payload, refname, status);
+	return 0;
+}
+
+struct push_target {
+	git_remote *remote; /* NULL: the object has no remote */
+	const char *label;  /* for messages; never the URL, which may carry a secret */
+};
+
+static int open_named_remote(const struct gb_obj *o, const char *name, struct push_target *t)
+{
+	int rc;
+
+	if (gb_looks_like_url(name))
+		return tether_error_set(TETHER_EREFUSED, "git repository %s: remote \"%s\" is a URL or a path; "
+		                        "a committed remote must be the name of a configured remote (a URL "
+		                        "goes in .tether/secrets.toml as [objects.\"<key>\"] remote)",
+		                        o->path, name);
+	rc = git_remote_lookup(&t->remote, o->repo, name);
+	if (rc == GIT_ENOTFOUND || rc == GIT_EINVALIDSPEC)
+		return tether_error_set(TETHER_ENOTFOUND, "git repository %s has no remote named \"%s\"", o->path,
+		                        name);
+	if (rc < 0)
+		return gb_fail_git(rc, "git repository %s: cannot read remote \"%s\"", o->path, name);
+	t->label = name;
+	return 0;
+}
+
+static int open_push_target(const struct tether_bctx *ctx, const struct gb_obj *o, const char *name,
+                            struct push_target *t)
+{
+	const char *url = gb_secret_remote(ctx);
+	int rc;
+
+	memset(t, 0, sizeof *t);
+	if (url) {
+		rc = git_remote_create_anonymous(&t->remote, o->repo, url);
+		if (rc < 0)
+			return gb_fail_git(rc, "git repository %s: the remote in .tether/secrets.toml is not usable",
+			                   o->path);
+		t->label = "the remote in .tether/secrets.toml";
+		return 0;
+	}
+	return name ? open_named_remote(o, name, t) : 0;
+}
+
+static int push_refspec(const struct gb_obj *o, const struct push_target *t, const char *refspec)
+{
+	git_push_options opts = GIT_PUSH_OPTIONS_INIT;
+	struct push_outcome outcome = {NULL};
+	char *spec = (char *)refspec;
+	git_strarray specs = {&spec, 1};
+	int rc;
+
+	opts.callbacks.push_negotiation = check_updates;
+	opts.callbacks.push_update_reference = check_status;
+	opts.callbacks.payload = &outcome;
+	rc = git_remote_push(t->remote, &specs, &opts);
+	if (outcome.refused)
+		rc = tether_error_set(TETHER_EREFUSED, "git repository %s: %s refused %s", o->path, t->label,
+		                      outcome.refused);
+	else if (rc < 0)
+		rc = gb_fail_git(rc, "git repository %s: pushing '%s' to %s failed", o->path, refspec, t->label);
+	free(outcome.refused);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* The local tag                                                       */
+/* ------------------------------------------------------------------ */
+
+static int tag_refname(const struct gb_obj *o, const char *tag, char **refname)
+{
+	int valid = 0;
+
+	if (!tag || strncmp(tag, GB_TAG_PREFIX, strlen(GB_TAG_PREFIX)) != 0)
+		return tether_error_set(TETHER_EREFUSED, "git repository %s: '%s' is not a tether pin tag",
+		                        o->path, tag ? tag : "(none)");
+	if (!(*refname = gb_strdupf("refs/tags/%s", tag)))
+		return gb_fail_oom();
+	if (git_reference_name_is_valid(&valid, *refname) < 0 || !valid) {
+		free(*refname);
+		*refname = NULL;
+		return tether_error_set(TETHER_EUSAGE, "'%s' is not a valid git tag name", tag);
+	}
+	return 0;
+}
+
+/* The commit a tag names. GIT_ENOTFOUND (no error set) when it is absent. */
+static int tag_target(git_repository *repo, const char *refname, git_oid *out)
+{
+	git_reference *ref = NULL;
+	git_object *peeled = NULL;
+	int rc = git_reference_lookup(&ref, repo, refname);
+
+	if (rc == GIT_ENOTFOUND)
+		return rc;
+	if (rc == 0)
+		rc = git_reference_peel(&peeled, ref, GIT_OBJECT_COMMIT);
+	if (rc == 0)
+		git_oid_cpy(out, git_object_id(peeled));
+	git_object_free(peeled);
+	git_reference_free(ref);
+	if (rc < 0)
+		return gb_fail_git(rc, "git repository %s: cannot read %s", git_repository_path(repo), refname);
+	return 0;
+}
+
+/* Create the tag at `id`; *created says whether this call made it. The tag
+ * already there at `id` is the same pin (pins are idempotent). */
+static int create_tag(const struct gb_obj *o, const char *refname, const git_oid *id, int *created)
+{
+	git_reference *ref = NULL;
+	char want[GB_HEX_SIZE], have[GB_HEX_SIZE];
+	git_oid existing;
+	int rc = git_reference_create(&ref, o->repo, refname, id, 0, "tether: pin");
+
+	git_reference_free(ref);
+	*created = rc == 0;
+	if (rc != GIT_EEXISTS)
+		return rc < 0 ? gb_fail_git(rc, "git repository %s: cannot create %s", o->path, refname) : 0;
+	if ((rc = tag_target(o->repo, refname, &existing)) < 0)
+		return rc == GIT_ENOTFOUND ? tether_error_set(TETHER_EREFUSED, "git repository %s: %s changed "
+		                                              "while it was being created", o->path, refname)
+		                           : rc;
+	if (!git_oid_equal(&existing, id))
+		return tether_error_set(TETHER_EREFUSED, "git repository %s: %s already names commit %s, not %s",
+		                        o->path, refname, gb_hex(&existing, have), gb_hex(id, want));
+	return 0;
+}
+
+static int delete_local_ref(const struct gb_obj *o, const char *refname)
+{
+	git_reference *ref = NULL;
+	int rc = git_reference_lookup(&ref, o->repo, refname);
+
+	if (rc == GIT_ENOTFOUND)
+		return 0;
+	if (rc == 0)
+		rc = git_reference_delete(ref);
+	git_reference_free(ref);
+	if (rc < 0)
+		return gb_fail_git(rc, "git repository %s: cannot delete %s", o->path, refname);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* pin / unpin                                                         */
+/* ------------------------------------------------------------------ */
+
+static int refuse_dirty_state(const struct gb_obj *o, const json_t *state)
+{
+	if (!json_is_true(json_object_get(state, "dirty")) || o->allow_dirty)
+		return 0;
+	return tether_error_set(TETHER_EREFUSED, "git repository %s has uncommitted changes at '%s': commit "
+	                        "them first, or set allow_dirty to pin the commit anyway",
+	                        o->path, gb_position(o));
+}
+
+/* Push the new tag; a failed push leaves no tag this call made. */
+static int publish_tag(const struct tether_bctx *ctx, const struct gb_obj *o, const char *refname,
+                       int created)
+{
+	struct push_target t;
+	char *spec;
+	int rc = open_push_target(ctx, o, o->remote, &t);
+
+	if (rc == 0 && t.remote) {
+		spec = gb_strdupf("%s:%s", refname, refname);
+		rc = spec ? push_refspec(o, &t, spec) : gb_fail_oom();
+		free(spec);
+	}
+	git_remote_free(t.remote);
+	if (rc < 0 && created) {
+		git_reference *ref = NULL;
+
+		/* The push's error is the one to report: delete quietly. */
+		if (git_reference_lookup(&ref, o->repo, refname) == 0)
+			git_reference_delete(ref);
+		git_reference_free(ref);
+	}
+	return rc;
+}
+
+static json_t *make_pin_ref(const struct gb_obj *o, const char *tag, const git_oid *id)
+{
+	char hex[GB_HEX_SIZE];
+	json_t *ref = json_pack("{s:s, s:s}", "tag", tag, "sha", gb_hex(id, hex));
+
+	if (ref && o->remote)
+		json_object_set_new(ref, "remote", json_string(o->remote));
+	return ref;
+}
+
+static int pin_open(const struct tether_bctx *ctx, const struct gb_obj *o, const json_t *state,
+                    const char *pin_id, json_t **pin_ref)
+{
+	git_commit *commit = NULL;
+	char *tag = NULL, *refname = NULL;
+	git_oid id;
+	int created = 0;
+	int rc = gb_parse_sha(state, "state", &id);
+
+	if (rc == 0)
+		rc = gb_lookup_commit(o, &id, &commit);
+	if (rc == 0)
+		rc = refuse_dirty_state(o, state);
+	if (rc == 0 && !(tag = gb_strdupf(GB_TAG_PREFIX "%s", pin_id ? pin_id : "")))
+		rc = gb_fail_oom();
+	if (rc == 0)
+		rc = tag_refname(o, tag, &refname);
+	if (rc == 0)
+		rc = create_tag(o, refname, &id, &created);
+	if (rc == 0)
+		rc = publish_tag(ctx, o, refname, created);
+	if (rc == 0 && !(*pin_ref = make_pin_ref(o, tag, &id)))
+		rc = gb_fail_oom();
+	git_commit_free(commit);
+	free(tag);
+	free(refname);
+	return rc;
+}
+
+int gb_pin(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const char *pin_id,
+           json_t **pin_ref)
+{
+	struct gb_obj o;
+	int rc;
+
+	if (!pin_id || !*pin_id)
+		return tether_error_set(TETHER_EUSAGE, "git pin: no pin id");
+	if ((rc = gb_open(ctx, locator, &o)) < 0)
+		return rc;
+	rc = pin_open(ctx, &o, state, pin_id, pin_ref);
+	gb_close(&o);
+	return rc;
+}
+
+static int unpin_remote(const struct tether_bctx *ctx, const struct gb_obj *o, const json_t *pin_ref,
+                        const char *refname)
+{
+	const char *name = json_string_value(json_object_get(pin_ref, "remote"));
+	struct push_target t;
+	char *spec;
+	int rc = open_push_target(ctx, o, name ? name : o->remote, &t);
+
+	if (rc == 0 && t.remote) {
+		spec = gb_strdupf(":%s", refname);
+		rc = spec ? push_refspec(o, &t, spec) : gb_fail_oom();
+		free(spec);
+	}
+	git_remote_free(t.remote);
+	return rc;
+}
+
+int gb_unpin(const struct tether_bctx *ctx, const json_t *locator, const json_t *pin_ref)
+{
+	struct gb_obj o;
+	char *refname = NULL;
+	int rc = gb_open(ctx, locator, &o);
+
+	if (rc < 0)
+		return rc;
+	rc = tag_refname(&o, json_string_value(json_object_get(pin_ref, "tag")), &refname);
+	if (rc == 0)
+		rc = unpin_remote(ctx, &o, pin_ref, refname);
+	if (rc == 0)
+		rc = delete_local_ref(&o, refname);
+	free(refname);
+	gb_close(&o);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* list_pins / verify                                                  */
+/* ------------------------------------------------------------------ */
+
+struct pin_listing {
+	const struct gb_obj *o;
+	json_t *refs;
+	int rc;
+};
+
+static int list_one(const char *refname, void *payload)
+{
+	struct pin_listing *l = payload;
+	git_oid id;
+	json_t *ref;
+
+	if ((l->rc = tag_target(l->o->repo, refname, &id)) == GIT_ENOTFOUND) {
+		l->rc = 0; /* deleted while we listed */
+		return 0;
+	}
+	if (l->rc < 0)
+		return l->rc;
+	ref = make_pin_ref(l->o, refname + strlen("refs/tags/"), &id);
+	if (!ref || json_array_append_new(l->refs, ref) < 0)
+		return l->rc = gb_fail_oom();
+	return 0;
+}
+
+int gb_list_pins(const struct tether_bctx *ctx, const json_t *locator, json_t **pin_refs)
+{
+	struct pin_listing l = {NULL, NULL, 0};
+	struct gb_obj o;
+	int rc = gb_open(ctx, locator, &o);
+
+	if (rc < 0)
+		return rc;
+	l.o = &o;
+	l.refs = json_array();
+	rc = l.refs ? git_reference_foreach_glob(o.repo, "refs/tags/" GB_TAG_PREFIX "*", list_one, &l) : -1;
+	if (l.rc < 0)
+		rc = l.rc;
+	else if (rc < 0)
+		rc = l.refs ? gb_fail_git(rc, "git repository %s: cannot list its tags", o.path) : gb_fail_oom();
+	gb_close(&o);
+	if (rc < 0) {
+		json_decref(l.refs);
+		return rc;
+	}
+	*pin_refs = l.refs;
+	return 0;
+}
+
+static int verify_tag(const struct gb_obj *o, const char *tag, const git_oid *id, char **detail)
+{
+	char *refname = NULL;
+	char want[GB_HEX_SIZE], have[GB_HEX_SIZE];
+	git_oid at;
+	int rc = tag_refname(o, tag, &refname);
+
+	if (rc == 0 && (rc = tag_target(o->repo, refname, &at)) == GIT_ENOTFOUND) {
+		*detail = gb_strdupf("tag %s is missing from git repository %s", tag, o->path);
+		rc = 0;
+	} else if (rc == 0 && !git_oid_equal(&at, id)) {
+		*detail = gb_strdupf("tag %s in git repository %s moved: it names %s, the recorded state is %s",
+		                     tag, o->path, gb_hex(&at, have), gb_hex(id, want));
+	}
+	free(refname);
+	return rc;
+}
+
+static int verify_commit(const struct gb_obj *o, const git_oid *id, char **detail)
+{
+	git_odb *odb = NULL;
+	char hex[GB_HEX_SIZE];
+	int rc = git_repository_odb(&odb, o->repo);
+
+	if (rc < 0)
+		return gb_fail_git(rc, "git repository %s: cannot open its object database", o->path);
+	if (!git_odb_exists(odb, id))
+		*detail = gb_strdupf("commit %s is gone from git repository %s", gb_hex(id, hex), o->path);
+	git_odb_free(odb);
+	return 0;
+}
+
+int gb_verify(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
+              int *ok, char **detail)
+{
+	const char *tag = json_string_value(json_object_get(pin_ref, "tag"));
+	struct gb_obj o;
+	git_oid id;
+	int rc = gb_parse_sha(state, "state", &id);
+
+	*ok = 0;
+	*detail = NULL;
+	if (rc < 0)
+		return rc;
+	rc = gb_open(ctx, locator, &o);
+	if (rc == TETHER_ENOTFOUND) {
+		*detail = gb_strdupf("%s", tether_error_last());
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
+	rc = tag ? verify_tag(&o, tag, &id, detail) : verify_commit(&o, &id, detail);
+	*ok = rc == 0 && !*detail;
+	gb_close(&o);
+	return rc;
+}

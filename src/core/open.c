@@ -1,0 +1,109 @@
+/* tether open: the handle a native library opens. Read-only at a
+ * revision's pinned state, or writable on this workspace's working ref. A
+ * handle already given out keeps naming the branch it was opened on: it
+ * does not follow a later `tether new` (docs/CLI.md says so). */
+#include "core/engine.h"
+
+#include "core/lock.h"
+#include "core/workspace.h"
+#include "util/fsutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int open_at_rev(struct tether_repo *repo, const char *key, const char *rev, json_t **handle)
+{
+	char id[41];
+	int rc = tt_repo_resolve(repo, rev, id);
+	if (rc)
+		return rc;
+	struct tt_manifest_set set;
+	rc = tt_manifests_at(repo, id, &set);
+	if (rc)
+		return rc;
+	struct tt_manifest *m = tt_manifest_set_find(&set, key);
+	struct tt_obj *objs = NULL;
+	if (!m)
+		rc = tether_error_set(TETHER_ENOTFOUND, "no object '%s' at %s", key, rev);
+	else if (!tt_manifest_state(m))
+		rc = tether_error_set(TETHER_ENOTFOUND, "'%s' has no recorded state at %s", key, rev);
+	struct tt_manifest_set one = {m, 1};
+	if (!rc)
+		rc = tt_objs_prepare(repo, &one, 0, &objs);
+	if (!rc && !objs->b->open)
+		rc = tether_error_set(TETHER_EREFUSED, "kind %s gives no handles", objs->b->kind);
+	if (!rc) {
+		rc = objs->b->open(&objs->ctx, tt_manifest_locator(m), tt_manifest_state(m), json_object_get(m->doc, "pin_ref"),
+		                   NULL, 1, handle);
+		if (!rc)
+			json_object_set_new(*handle, "rev", json_string(id));
+	}
+	tt_objs_free(objs, m ? 1 : 0);
+	tt_manifest_set_free(&set);
+	return rc;
+}
+
+/* Writable: the working ref, forked now when the workspace has none yet
+ * (under both locks, so two checkouts cannot fork over each other). */
+static int open_working(struct tether_repo *repo, const char *key, json_t **handle)
+{
+	struct tt_manifest m;
+	int rc = tt_manifest_load_working(repo->root, key, &m);
+	if (rc)
+		return rc;
+	struct tt_manifest_set one = {&m, 1};
+	struct tt_obj *objs = NULL;
+	json_t *ws = NULL;
+	rc = tt_objs_prepare(repo, &one, 0, &objs);
+	const char *write = rc ? NULL : json_string_value(json_object_get(tt_manifest_policy(&m), "write"));
+	int wants_fork = !rc && (objs->caps & TETHER_CAP_FORK) && write && strcmp(write, "fork") == 0;
+	if (!rc && wants_fork && !objs->working_ref && tt_manifest_state(&m)) {
+		struct tt_lock checkout = {-1}, shared = {-1};
+		rc = tt_repo_lock(repo, &checkout, &shared);
+		if (!rc)
+			rc = tt_workspace_load(repo, &ws);
+		char *bookmark = NULL;
+		if (!rc) {
+			const char *b = json_string_value(json_object_get(ws, "bookmark"));
+			if (!b && repo->vcs->current_branch(repo->vh, &bookmark) == 0 && bookmark)
+				b = bookmark;
+			json_t *r = NULL;
+			rc = tt_fork_object(repo, objs, ws, b ? b : "main", &r);
+			json_decref(r);
+		}
+		if (!rc)
+			rc = tt_workspace_save(repo, ws);
+		if (!rc) {
+			json_decref(objs->working_ref);
+			objs->working_ref = json_incref(json_object_get(tt_workspace_entry(ws, key), "ref"));
+		}
+		free(bookmark);
+		tt_lock_release(&shared);
+		tt_lock_release(&checkout);
+	}
+	if (!rc && !objs->b->open)
+		rc = tether_error_set(TETHER_EREFUSED, "kind %s gives no handles", objs->b->kind);
+	if (!rc)
+		rc = objs->b->open(&objs->ctx, tt_manifest_locator(&m), tt_manifest_state(&m),
+		                   json_object_get(m.doc, "pin_ref"), objs->working_ref,
+		                   !(objs->caps & TETHER_CAP_FORK), handle);
+	json_decref(ws);
+	tt_objs_free(objs, 1);
+	tt_manifest_free(&m);
+	return rc;
+}
+
+int tether_open(tether_repo *repo, const struct tether_open_opts *opts, json_t **handle)
+{
+	*handle = NULL;
+	int rc = tt_key_check(opts->key);
+	if (rc)
+		return rc;
+	const char *rev = opts->rev;
+	if (!rev && !opts->ignore_env && getenv("TETHER_REV") && *getenv("TETHER_REV"))
+		rev = getenv("TETHER_REV");
+	rc = rev ? open_at_rev(repo, opts->key, rev, handle) : open_working(repo, opts->key, handle);
+	if (!rc)
+		json_object_set_new(*handle, "key", json_string(opts->key));
+	return rc;
+}

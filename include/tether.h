@@ -145,6 +145,11 @@ struct tether_open_opts {
 };
 TETHER_API int tether_open(tether_repo *repo, const struct tether_open_opts *opts, json_t **handle);
 
+/* tether ops: the journal of store-writing operations, oldest first.
+ * Report: {"ops": [{"id", "op", "status": "INCOMPLETE" | "COMPLETE" |
+ * "ABORTED", "started", "message", "pins": [...], "commit"}]}. */
+TETHER_API int tether_ops(tether_repo *repo, json_t **report);
+
 /* The registered backends: [{kind, maturity, tier, flags: [...]}]. */
 TETHER_API json_t *tether_backends(void);
 

@@ -103,6 +103,7 @@ extern const struct cli_command cmd_verify;
 extern const struct cli_command cmd_gc;
 extern const struct cli_command cmd_new;
 extern const struct cli_command cmd_open;
+extern const struct cli_command cmd_ops;
 
 /* Provided by main.c: what a command needs before it calls the engine. */
 

@@ -7,6 +7,7 @@
  * manifests back, so nothing is left half-written. */
 #include "core/engine.h"
 
+#include "core/journal.h"
 #include "core/lock.h"
 #include "core/pinid.h"
 #include "core/workspace.h"
@@ -179,22 +180,64 @@ static int advance_working_heads(struct commit_run *run)
 	return rc;
 }
 
+/* The pins this commit may create, named in the journal before any is. */
+static int planned_pins(struct commit_run *run, json_t **pins)
+{
+	*pins = json_array();
+	for (size_t i = 0; i < run->n; i++) {
+		struct tt_obj *o = &run->objs[i];
+		if (!(o->caps & TETHER_CAP_PIN))
+			continue;
+		char pin_id[TT_PIN_ID_LEN + 1];
+		int rc = tt_obj_pin_id(run->repo, o, pin_id);
+		if (rc)
+			return rc;
+		const char *old = tt_manifest_pin(o->m);
+		if (old && strcmp(old, pin_id) == 0)
+			continue;
+		json_array_append_new(*pins, json_pack("{s:s, s:s, s:O, s:s}", "key", o->m->key, "kind", o->b->kind,
+		                                       "locator", o->locator, "pin", pin_id));
+	}
+	return 0;
+}
+
 static int run_commit(struct commit_run *run, const struct tether_commit_opts *opts, json_t **report)
 {
 	tt_objs_snapshot(run->objs, run->n);
 	int rc = refuse_drift_and_strict(run, opts->strict);
+	json_t *pins = NULL;
+	struct tt_journal journal = {0};
+	if (!rc)
+		rc = planned_pins(run, &pins);
+	if (!rc && json_array_size(pins))
+		rc = tt_journal_begin(run->repo, "commit", opts->message, pins, &journal);
+	json_decref(pins);
+	tt_fault_point("commit", "journal-written");
 	for (size_t i = 0; !rc && i < run->n; i++)
 		run->old_text[i] = tt_manifest_text(run->objs[i].m);
-	for (size_t i = 0; !rc && i < run->n; i++)
+	for (size_t i = 0; !rc && i < run->n; i++) {
 		rc = record_object(run, &run->objs[i]);
+		tt_fault_point("commit", "object-recorded");
+	}
 	char id[41] = "";
 	if (!rc)
 		rc = vcs_commit(run, opts->message, id);
+	tt_fault_point("commit", "vcs-committed");
 	if (rc) {
 		int code = rc;
 		undo(run);
+		if (tt_journal_end(&journal, "ABORTED", NULL) != 0)
+			tether_error_set(code, "%s", tether_error_last());
+		tt_journal_free(&journal);
 		return code;
 	}
+	/* From here the commit stands, whatever fails: history names its pins. */
+	rc = tt_journal_end(&journal, "COMPLETE", id);
+	tt_journal_free(&journal);
+	if (!rc && *id)
+		rc = tt_journal_close_finished(run->repo, id);
+	if (rc)
+		return rc;
 	rc = advance_working_heads(run);
 	if (rc)
 		return rc; /* the commit stands: history names its pins */

@@ -4,6 +4,7 @@
  * releases one of those. Only this dataset's pins (ids prefixed with its
  * dataset8) are candidates: another dataset may pin the same store. */
 #include "core/history.h"
+#include "core/journal.h"
 #include "core/lock.h"
 #include "core/registry.h"
 #include "format/cjson.h"
@@ -12,6 +13,29 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A commit that died between its pins and its VCS commit left an
+ * INCOMPLETE entry: its pins are in no manifest yet, but re-running the
+ * commit will name them, so they are kept. */
+static int keep_journal_pins(struct tether_repo *repo, struct tt_history *h)
+{
+	json_t *entries;
+	int rc = tt_journal_list(repo, &entries);
+	size_t i, j;
+	json_t *e, *pin;
+	json_array_foreach(entries, i, e) {
+		const char *status = json_string_value(json_object_get(e, "status"));
+		if (!status || strcmp(status, "INCOMPLETE") != 0)
+			continue;
+		json_array_foreach(json_object_get(e, "pins"), j, pin) {
+			const char *id = json_string_value(json_object_get(pin, "pin"));
+			if (id)
+				json_object_set_new(h->pins, id, json_true());
+		}
+	}
+	json_decref(entries);
+	return rc;
+}
 
 /* One store per (kind, identity): the locator of any manifest naming it. */
 static int collect_stores(struct tether_repo *repo, const struct tt_history *h, json_t *stores)
@@ -137,6 +161,8 @@ int tether_gc(tether_repo *repo, const struct tether_gc_opts *opts, json_t **rep
 	else
 		memset(&h, 0, sizeof h);
 	json_t *stores = json_object(), *release = json_array(), *listings = json_array(), *errors = json_array();
+	if (!rc)
+		rc = keep_journal_pins(repo, &h);
 	if (!rc)
 		rc = collect_stores(repo, &h, stores);
 	const char *k;

@@ -177,6 +177,24 @@ int gb_open(const struct tether_bctx *ctx, const json_t *locator, struct gb_obj 
 	return rc < 0 ? rc : open_checked(ctx, o, TETHER_EREFUSED);
 }
 
+/* A locator for a repository that need not exist yet (create_store): the
+ * same checks, short of opening it. */
+int gb_read_locator(const struct tether_bctx *ctx, const json_t *locator, struct gb_obj *o)
+{
+	int rc = gb_libgit2_ready();
+
+	if (rc == 0)
+		rc = read_locator(locator, o);
+	if (rc == 0)
+		rc = refuse_url_remote(o, TETHER_EREFUSED);
+	if (rc == 0 && ctx && ctx->dataset_root && gb_paths_overlap(o->path, ctx->dataset_root))
+		rc = tether_error_set(TETHER_EREFUSED,
+		                      "git repository %s and the dataset at %s are inside one another: "
+		                      "a git object must live outside the dataset's own checkout",
+		                      o->path, ctx->dataset_root);
+	return rc;
+}
+
 void gb_close(struct gb_obj *o)
 {
 	git_repository_free(o->repo);

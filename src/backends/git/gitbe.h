@@ -44,6 +44,7 @@ const char *gb_secret_remote(const struct tether_bctx *ctx);
 
 /* backend.c: locators. */
 int gb_open(const struct tether_bctx *ctx, const json_t *locator, struct gb_obj *o);
+int gb_read_locator(const struct tether_bctx *ctx, const json_t *locator, struct gb_obj *o);
 void gb_close(struct gb_obj *o);
 
 /* state.c: revisions and cleanliness. */

@@ -177,10 +177,13 @@ static int refuse_conflicts(const struct gb_obj *o, const struct heads *h, git_i
 static int merged_tree(const struct gb_obj *o, const struct heads *h, git_commit *base, git_commit *work,
                        git_tree **tree)
 {
-	git_merge_options opts = GIT_MERGE_OPTIONS_INIT;
+	git_merge_options opts;
 	git_index *index = NULL;
 	git_oid tree_id;
-	int rc = git_merge_commits(&index, o->repo, base, work, &opts);
+	int rc;
+
+	git_merge_options_init(&opts, GIT_MERGE_OPTIONS_VERSION);
+	rc = git_merge_commits(&index, o->repo, base, work, &opts);
 
 	if (rc < 0)
 		return gb_fail_git(rc, "git repository %s: cannot merge %s into %s", o->path, h->work_ref,

@@ -95,12 +95,13 @@ static int open_push_target(const struct tether_bctx *ctx, const struct gb_obj *
 
 static int push_refspec(const struct gb_obj *o, const struct push_target *t, const char *refspec)
 {
-	git_push_options opts = GIT_PUSH_OPTIONS_INIT;
+	git_push_options opts;
 	struct push_outcome outcome = {NULL};
 	char *spec = (char *)refspec;
 	git_strarray specs = {&spec, 1};
 	int rc;
 
+	git_push_options_init(&opts, GIT_PUSH_OPTIONS_VERSION);
 	opts.callbacks.push_negotiation = check_updates;
 	opts.callbacks.push_update_reference = check_status;
 	opts.callbacks.payload = &outcome;

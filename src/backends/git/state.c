@@ -127,9 +127,11 @@ int gb_base_branch(const struct gb_obj *o, char **refname)
  * (they are changes nobody committed); ignored ones do not. */
 int gb_is_dirty(git_repository *repo, int *dirty)
 {
-	git_status_options opts = GIT_STATUS_OPTIONS_INIT;
+	git_status_options opts;
 	git_status_list *list = NULL;
 	int rc;
+
+	git_status_options_init(&opts, GIT_STATUS_OPTIONS_VERSION);
 
 	opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
 	opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED;

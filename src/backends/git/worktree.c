@@ -168,13 +168,14 @@ static int commit_tree_of(git_repository *repo, const git_oid *id, git_tree **tr
  * overwrites a change it did not expect: it fails first, writing nothing. */
 static int update_checkout(git_repository *repo, const char *workdir, const git_oid *from, const git_oid *to)
 {
-	git_checkout_options opts = GIT_CHECKOUT_OPTIONS_INIT;
+	git_checkout_options opts;
 	git_tree *baseline = NULL, *target = NULL;
 	int rc = commit_tree_of(repo, from, &baseline);
 
 	if (rc == 0)
 		rc = commit_tree_of(repo, to, &target);
 	if (rc == 0) {
+		git_checkout_options_init(&opts, GIT_CHECKOUT_OPTIONS_VERSION);
 		opts.checkout_strategy = GIT_CHECKOUT_SAFE;
 		opts.baseline = baseline; /* HEAD already names `to`: say what the files hold */
 		rc = git_checkout_tree(repo, (const git_object *)target, &opts);

@@ -1,0 +1,84 @@
+/* tether's backend conformance suite: the definition of "a backend works".
+ *
+ * A harness hands the suite a backend and three ways to act on the real
+ * system behind it: make a fresh system, change its state, and clean up.
+ * tether_conformance_run() then drives the backend through the lifecycle
+ * its tier and flags promise (fingerprint, pin, fork, diff, history,
+ * create, promote, merge), one fresh system per check, and prints one line
+ * per check:
+ *
+ *     ok   pin: identical states share one pin
+ *     FAIL fork: a stale expect is refused: fork returned 0, not TETHER_EREFUSED
+ *     skip create: ...: the harness has no new_locator
+ *
+ * Link libtether-testing (pkg-config tether-testing) beside libtether, or
+ * validate a module with the `tether-conformance` runner, which loads a
+ * harness from a shared object exporting tether_harness_entry. See
+ * docs/BACKENDS.md. */
+#ifndef TETHER_TESTING_H
+#define TETHER_TESTING_H
+
+#include <tether/backend.h>
+
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct tether_harness {
+	/* The backend under test. A harness module may leave it NULL: the
+	 * runner fills in the backend it found by kind. */
+	const struct tether_backend *backend;
+	/* The capabilities to check: 0 = backend->caps. A harness narrows
+	 * them for systems that offer less (or widens them when the
+	 * backend's effective_capabilities grants more for its objects). */
+	unsigned caps;
+	/* Passed back to every callback. */
+	void *ud;
+	/* Make a fresh system, with a state, and return its locator (a new
+	 * reference). Each check gets its own. Returns 0 or a TETHER_E* code. */
+	int (*new_object)(void *ud, json_t **locator);
+	/* Change the current state of the system: of the locator's own branch
+	 * when working_ref is NULL, else of that working ref (a fork). Every
+	 * call makes a change no earlier call made, and changes from
+	 * different refs never conflict (MERGE is checked with them). */
+	int (*mutate)(void *ud, const json_t *locator, const json_t *working_ref);
+	/* Remove the system. Optional. */
+	void (*cleanup)(void *ud, const json_t *locator);
+
+	/* Optional: the locator of a system that does not exist yet. The
+	 * CREATE checks need it (create_store makes the system); without it
+	 * they are skipped. */
+	int (*new_locator)(void *ud, json_t **locator);
+	/* Optional: a locator that reads a working ref, so the suite can
+	 * fingerprint a fork (for memory: the locator with the fork's branch).
+	 * Without it forks are checked only through the base and the pins. */
+	int (*working_locator)(void *ud, const json_t *locator, const json_t *working_ref,
+	                       json_t **out);
+};
+
+/* What a harness module exports, under the name tether_harness_entry. */
+typedef const struct tether_harness *(*tether_harness_entry_fn)(void);
+
+struct tether_conformance_counts {
+	int passed;
+	int failed;
+	int skipped;
+};
+
+/* Run the checks the harness's tier and flags call for, printing one line
+ * per check to `out` (NULL = stdout). Returns the number of failures; a
+ * harness that cannot run at all (no backend, no new_object or mutate, no
+ * scratch directory) counts as one. */
+TETHER_API int tether_conformance_run(const struct tether_harness *h, FILE *out);
+/* The same, also reporting how many checks passed, failed and were
+ * skipped (counts may be NULL). */
+TETHER_API int tether_conformance_run_counts(const struct tether_harness *h, FILE *out,
+                                             struct tether_conformance_counts *counts);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,55 @@
+/* tether ops: the journal of store-writing operations. */
+#include "args.h"
+#include "output.h"
+
+#include <tether.h>
+
+#include <stdio.h>
+
+enum { OPT_JSON };
+
+static const struct arg_option options[] = {
+	[OPT_JSON] = { "json", 0, ARG_FLAG, NULL, "print the journal as JSON" },
+};
+
+static void print_ops(const json_t *report)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(report, "ops"), i, e) {
+		printf("%-10s %-7s %s  %zu pin%s  %.12s  %s\n", out_str_or(e, "status", "?"), out_str_or(e, "op", "?"),
+		       out_str_or(e, "started", ""), json_array_size(json_object_get(e, "pins")),
+		       json_array_size(json_object_get(e, "pins")) == 1 ? "" : "s", out_str_or(e, "commit", "-"),
+		       out_str_or(e, "message", ""));
+	}
+	if (!json_array_size(json_object_get(report, "ops")))
+		printf("the journal is empty\n");
+}
+
+static int run_ops(const struct args *a)
+{
+	tether_repo *repo;
+	int rc = cli_find_repo(&repo);
+	if (rc)
+		return rc;
+	json_t *report = NULL;
+	int err = tether_ops(repo, &report);
+	tether_repo_free(repo);
+	if (err)
+		return out_error(err);
+	rc = args_has(a, OPT_JSON) ? out_json(report) : (print_ops(report), 0);
+	json_decref(report);
+	return rc;
+}
+
+const struct cli_command cmd_ops = {
+	.name = "ops",
+	.summary = "list the journal of store-writing operations",
+	.usage = "ops [--json]",
+	.description =
+		"List the journal: each commit that created pins, with its status.\n"
+		"INCOMPLETE means the process died between creating pins and the VCS\n"
+		"commit: gc keeps those pins, and the next commit finishes the work.",
+	.spec = { ARGS_OPTIONS(options) },
+	.run = run_ops,
+};

@@ -1,0 +1,36 @@
+/* The journal: crash safety for store writes. A commit writes an
+ * INCOMPLETE entry naming the pins it is about to create, before creating
+ * any, and marks it COMPLETE once the VCS commit has landed (ABORTED when
+ * it rolled back). An entry left INCOMPLETE means the process died in
+ * between: gc keeps the pins it names, and the next commit finishes the
+ * work and closes it.
+ *
+ * .tether/journal/<unix-nanoseconds>-<pid>.json:
+ *   {"op": "commit", "status": "INCOMPLETE", "started": "...", "message": "...",
+ *    "pins": [{"kind", "locator", "pin"}], "commit": null}
+ */
+#ifndef TETHER_CORE_JOURNAL_H
+#define TETHER_CORE_JOURNAL_H
+
+#include "core/repo.h"
+
+struct tt_journal {
+	char *path;
+	json_t *entry;
+};
+
+int tt_journal_begin(struct tether_repo *repo, const char *op, const char *message, json_t *pins,
+                     struct tt_journal *j);
+/* status: "COMPLETE" or "ABORTED"; commit id or NULL. */
+int tt_journal_end(struct tt_journal *j, const char *status, const char *commit);
+void tt_journal_free(struct tt_journal *j);
+/* Every entry, oldest first, each with "id" (its file name). */
+int tt_journal_list(struct tether_repo *repo, json_t **entries);
+/* Close INCOMPLETE entries whose work a later commit finished. */
+int tt_journal_close_finished(struct tether_repo *repo, const char *commit);
+
+/* Test hook: with TETHER_FAULT=<op>:<step> in the environment, the process
+ * kills itself with SIGKILL when it reaches that step, as a crash would. */
+void tt_fault_point(const char *op, const char *step);
+
+#endif

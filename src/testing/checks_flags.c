@@ -1,0 +1,333 @@
+/* The flags with functions behind them: DIFF, HISTORY, CREATE, PROMOTE,
+ * MERGE. Each is checked only when declared. */
+#include "testing/suite.h"
+
+#include <string.h>
+
+struct recorded {
+	json_t *state;
+	const char *listing;
+	size_t len;
+};
+
+static int record(struct conf_run *r, const json_t *loc, struct recorded *out)
+{
+	return conf_fingerprint(r, loc, &out->state, &out->listing, &out->len);
+}
+
+static int diff(struct conf_run *r, const struct recorded *a, const struct recorded *b, size_t max, json_t **out)
+{
+	json_t *d = NULL;
+	tether_error_clear();
+	int rc = r->b->diff(&r->s->ctx, r->loc, a->state, b->state, a->listing, a->len, b->listing, b->len, max, &d);
+	conf_keep(r, d);
+	if (rc)
+		return conf_call_failed(r, "diff", rc);
+	if (!json_is_object(d))
+		return conf_fail(r, "diff returned 0 but gave %s, not an object", conf_show(r, d));
+	const char *missing = !json_is_string(json_object_get(d, "unit"))      ? "a string \"unit\""
+	                      : !json_is_string(json_object_get(d, "summary")) ? "a string \"summary\""
+	                      : !json_is_array(json_object_get(d, "entries"))  ? "an array \"entries\""
+	                      : !json_is_boolean(json_object_get(d, "truncated")) ? "a boolean \"truncated\""
+	                      : NULL;
+	json_t *totals = json_object_get(d, "totals");
+	if (!missing && !json_is_object(totals) && !json_is_null(totals))
+		missing = "\"totals\" as an object or null";
+	if (missing)
+		return conf_fail(r, "diff %s has no %s", conf_show(r, d), missing);
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(d, "entries"), i, e) {
+		if (!json_is_object(e))
+			return conf_fail(r, "diff entry %zu is %s, not an object", i, conf_show(r, e));
+	}
+	if (json_array_size(json_object_get(d, "entries")) > max)
+		return conf_fail(r, "diff gave %zu entries with max_entries %zu", json_array_size(json_object_get(d, "entries")),
+		                 max);
+	*out = d;
+	return 0;
+}
+
+static size_t n_entries(const json_t *d)
+{
+	return json_array_size(json_object_get(d, "entries"));
+}
+
+static int check_diff_shape(struct conf_run *r)
+{
+	struct recorded a, b;
+	json_t *d;
+	int rc = record(r, r->loc, &a);
+	if (!rc)
+		rc = conf_mutate(r, r->loc, NULL);
+	if (!rc)
+		rc = record(r, r->loc, &b);
+	if (!rc)
+		rc = diff(r, &a, &b, 2000, &d);
+	if (rc)
+		return rc;
+	if (n_entries(d) == 0)
+		return conf_fail(r, "a diff across a mutate has no entries: %s", conf_show(r, d));
+	return json_is_true(json_object_get(d, "truncated")) ? conf_fail(r, "a one-change diff says it was truncated") : 0;
+}
+
+static int check_diff_self(struct conf_run *r)
+{
+	struct recorded a;
+	json_t *d;
+	int rc = record(r, r->loc, &a);
+	if (!rc)
+		rc = diff(r, &a, &a, 2000, &d);
+	if (rc)
+		return rc;
+	if (n_entries(d) != 0 || json_is_true(json_object_get(d, "truncated")))
+		return conf_fail(r, "a state against itself gave %s", conf_show(r, d));
+	return 0;
+}
+
+static int check_diff_max(struct conf_run *r)
+{
+	struct recorded a, b;
+	json_t *full, *cut;
+	int rc = record(r, r->loc, &a);
+	for (int i = 0; i < 3 && !rc; i++)
+		rc = conf_mutate(r, r->loc, NULL);
+	if (!rc)
+		rc = record(r, r->loc, &b);
+	if (!rc)
+		rc = diff(r, &a, &b, 2000, &full);
+	if (rc)
+		return rc;
+	size_t n = n_entries(full);
+	if (n == 0)
+		return conf_fail(r, "a diff across three mutates has no entries");
+	if ((rc = diff(r, &a, &b, n - 1, &cut)))
+		return rc;
+	if (!json_is_true(json_object_get(cut, "truncated")))
+		return conf_fail(r, "with max_entries %zu of %zu, \"truncated\" is not true", n - 1, n);
+	/* Counts stay exact when entries are capped. */
+	json_t *t1 = json_object_get(full, "totals"), *t2 = json_object_get(cut, "totals");
+	if (!json_equal(t1, t2) && !(json_is_null(t1) && json_is_null(t2)))
+		return conf_fail(r, "totals changed with max_entries: %s, then %s", conf_show(r, t1), conf_show(r, t2));
+	return 0;
+}
+
+static int history(struct conf_run *r, int max, json_t **out)
+{
+	json_t *h = NULL;
+	tether_error_clear();
+	int rc = r->b->history(&r->s->ctx, r->loc, max, &h);
+	conf_keep(r, h);
+	if (rc)
+		return conf_call_failed(r, "history", rc);
+	if (!json_is_array(h))
+		return conf_fail(r, "history returned 0 but gave %s, not an array", conf_show(r, h));
+	size_t i;
+	json_t *e;
+	json_array_foreach(h, i, e) {
+		if (!json_is_string(json_object_get(e, "id")))
+			return conf_fail(r, "history entry %s has no string \"id\"", conf_show(r, e));
+	}
+	*out = h;
+	return 0;
+}
+
+static const char *entry_id(const json_t *h, size_t i)
+{
+	return json_string_value(json_object_get(json_array_get(h, i), "id"));
+}
+
+static int check_history_order(struct conf_run *r)
+{
+	json_t *before, *after;
+	int rc = history(r, 0, &before);
+	if (!rc)
+		rc = conf_mutate(r, r->loc, NULL);
+	if (!rc)
+		rc = history(r, 0, &after);
+	if (rc)
+		return rc;
+	if (json_array_size(after) == 0)
+		return conf_fail(r, "history is empty after a mutate");
+	const char *newest = entry_id(after, 0);
+	for (size_t i = 0; i < json_array_size(before); i++)
+		if (strcmp(entry_id(before, i), newest) == 0)
+			return conf_fail(r, "after a mutate the first entry (%s) is one history had before", newest);
+	if (json_array_size(before) == 0)
+		return 0;
+	for (size_t i = 1; i < json_array_size(after); i++)
+		if (strcmp(entry_id(after, i), entry_id(before, 0)) == 0)
+			return 0;
+	return conf_fail(r, "the newest entry before the mutate (%s) is not listed after it", entry_id(before, 0));
+}
+
+static int check_history_max(struct conf_run *r)
+{
+	json_t *one;
+	int rc = conf_mutate(r, r->loc, NULL);
+	if (!rc)
+		rc = conf_mutate(r, r->loc, NULL);
+	if (!rc)
+		rc = history(r, 1, &one);
+	if (rc)
+		return rc;
+	return json_array_size(one) == 1 ? 0
+	                                 : conf_fail(r, "max_count 1 gave %zu entries", json_array_size(one));
+}
+
+static int create(struct conf_run *r, const json_t *loc, const char *what)
+{
+	tether_error_clear();
+	int rc = r->b->create_store(&r->s->ctx, loc);
+	return rc ? conf_call_failed(r, what, rc) : 0;
+}
+
+static int check_create_delete(struct conf_run *r)
+{
+	if (!r->s->h->new_locator)
+		return conf_skip(r, "the harness has no new_locator");
+	json_t *loc, *state;
+	int rc = conf_new_locator(r, &loc);
+	if (!rc)
+		rc = create(r, loc, "create_store");
+	if (!rc)
+		rc = conf_fingerprint(r, loc, &state, NULL, NULL);
+	if (rc)
+		return rc;
+	tether_error_clear();
+	if ((rc = r->b->delete_store(&r->s->ctx, loc)))
+		return conf_call_failed(r, "delete_store of an untouched store", rc);
+	/* Deleted means gone: the same locator can be created afresh. */
+	if ((rc = create(r, loc, "create_store after delete_store")))
+		return rc;
+	tether_error_clear();
+	if ((rc = r->b->delete_store(&r->s->ctx, loc)))
+		return conf_call_failed(r, "delete_store of a re-created store", rc);
+	return 0;
+}
+
+static int check_delete_refused(struct conf_run *r)
+{
+	if (!r->s->h->new_locator)
+		return conf_skip(r, "the harness has no new_locator");
+	json_t *loc, *state, *after;
+	int rc = conf_new_locator(r, &loc);
+	if (!rc)
+		rc = create(r, loc, "create_store");
+	if (!rc)
+		rc = conf_mutate(r, loc, NULL);
+	if (!rc)
+		rc = conf_fingerprint(r, loc, &state, NULL, NULL);
+	if (rc)
+		return rc;
+	tether_error_clear();
+	if ((rc = conf_want_refused(r, "delete_store of a store holding data", r->b->delete_store(&r->s->ctx, loc))))
+		return rc;
+	if ((rc = conf_fingerprint(r, loc, &after, NULL, NULL)))
+		return rc;
+	return conf_same_content(r->s, state, after) ? 0 : conf_fail(r, "the refused delete_store changed the store");
+}
+
+/* A fork from the current state with one write on it. */
+static int written_fork(struct conf_run *r, json_t **s0, json_t **pin, json_t **wref)
+{
+	int rc = conf_fingerprint(r, r->loc, s0, NULL, NULL);
+	if (!rc)
+		rc = conf_pin_if_pinnable(r, r->loc, *s0, pin);
+	if (!rc)
+		rc = conf_fork(r, r->loc, *s0, *pin, CONF_BRANCH, NULL, wref);
+	if (!rc)
+		rc = conf_mutate(r, r->loc, *wref);
+	return rc;
+}
+
+static int check_promote(struct conf_run *r)
+{
+	json_t *s0, *pin, *wref, *wloc, *at = NULL, *base, *result = NULL;
+	int rc = written_fork(r, &s0, &pin, &wref);
+	if (!rc)
+		rc = conf_working_locator(r, r->loc, wref, &wloc);
+	if (!rc && wloc)
+		rc = conf_fingerprint(r, wloc, &at, NULL, NULL);
+	if (rc)
+		return rc;
+	tether_error_clear();
+	rc = r->b->promote(&r->s->ctx, r->loc, wref, s0, &result);
+	conf_keep(r, result);
+	if (rc)
+		return conf_call_failed(r, "promote of a fork the base has not moved from", rc);
+	if ((rc = conf_fingerprint(r, r->loc, &base, NULL, NULL)))
+		return rc;
+	if (conf_same_content(r->s, base, s0))
+		return conf_fail(r, "promote returned 0 but the base did not move");
+	if (at && !conf_same_content(r->s, base, at))
+		return conf_fail(r, "after promote the base reads %s, the fork %s", conf_show(r, base), conf_show(r, at));
+	if (pin) {
+		int ok;
+		const char *detail;
+		if ((rc = conf_verify(r, r->loc, s0, pin, &ok, &detail)))
+			return rc;
+		if (!ok)
+			return conf_fail(r, "promote broke the pin of the state it moved from: %s", detail);
+	}
+	return 0;
+}
+
+static int check_promote_stale(struct conf_run *r)
+{
+	json_t *s0, *pin, *wref, *moved, *after, *result = NULL;
+	int rc = written_fork(r, &s0, &pin, &wref);
+	if (!rc)
+		rc = conf_mutate(r, r->loc, NULL);
+	if (!rc)
+		rc = conf_fingerprint(r, r->loc, &moved, NULL, NULL);
+	if (rc)
+		return rc;
+	tether_error_clear();
+	rc = r->b->promote(&r->s->ctx, r->loc, wref, s0, &result);
+	json_decref(result);
+	if ((rc = conf_want_refused(r, "promote expecting a base that moved", rc)) ||
+	    (rc = conf_fingerprint(r, r->loc, &after, NULL, NULL)))
+		return rc;
+	return conf_same_content(r->s, after, moved) ? 0 : conf_fail(r, "the refused promote still moved the base");
+}
+
+static int check_merge(struct conf_run *r)
+{
+	json_t *s0, *pin, *wref, *moved, *after, *result = NULL;
+	int rc = written_fork(r, &s0, &pin, &wref);
+	if (!rc)
+		rc = conf_mutate(r, r->loc, NULL);
+	if (!rc)
+		rc = conf_fingerprint(r, r->loc, &moved, NULL, NULL);
+	if (rc)
+		return rc;
+	tether_error_clear();
+	rc = r->b->merge(&r->s->ctx, r->loc, wref, "tether conformance: merge", &result);
+	conf_keep(r, result);
+	if (rc)
+		return conf_call_failed(r, "merge of a fork and a base with different writes", rc);
+	if ((rc = conf_fingerprint(r, r->loc, &after, NULL, NULL)))
+		return rc;
+	if (conf_same_content(r->s, after, moved))
+		return conf_fail(r, "merge returned 0 but the base did not move");
+	if (conf_same_content(r->s, after, s0))
+		return conf_fail(r, "merge put the base back at the fork point");
+	return 0;
+}
+
+const struct conf_check conf_checks_flags[] = {
+	{"diff: the result has unit, summary, entries, totals and truncated", TETHER_CAP_DIFF, NULL, 0, check_diff_shape},
+	{"diff: a state against itself has no entries", TETHER_CAP_DIFF, NULL, 0, check_diff_self},
+	{"diff: respects max_entries, and says it truncated", TETHER_CAP_DIFF, NULL, 0, check_diff_max},
+	{"history: lists the newest state first after a mutate", TETHER_CAP_HISTORY, NULL, 0, check_history_order},
+	{"history: max_count limits the list", TETHER_CAP_HISTORY, NULL, 0, check_history_max},
+	{"create: create_store then delete_store of an untouched store succeeds", TETHER_CAP_CREATE, NULL, 1,
+	 check_create_delete},
+	{"create: delete_store after a mutate is refused", TETHER_CAP_CREATE, NULL, 1, check_delete_refused},
+	{"promote: moves the base to the fork's head", TETHER_CAP_FORK | TETHER_CAP_PROMOTE, NULL, 0, check_promote},
+	{"promote: a stale expect is refused (TETHER_EREFUSED)", TETHER_CAP_FORK | TETHER_CAP_PROMOTE, NULL, 0,
+	 check_promote_stale},
+	{"merge: a diverged fork merges into the base", TETHER_CAP_FORK | TETHER_CAP_MERGE, NULL, 0, check_merge},
+	{NULL, 0, NULL, 0, NULL},
+};

@@ -1,0 +1,250 @@
+/* FORK tier: a working ref is a writable branch made from a recorded
+ * state (from its pin, or from the state itself under pin = "record").
+ * Writing on it must never reach the pin or the base; `expect` makes the
+ * move conditional on the head the caller saw. */
+#include "testing/suite.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The state a fork reads, or NULL (no failure) when the harness has no
+ * working_locator. */
+static int fork_state(struct conf_run *r, const json_t *wref, json_t **state)
+{
+	json_t *wloc;
+	*state = NULL;
+	int rc = conf_working_locator(r, r->loc, wref, &wloc);
+	if (!rc && wloc)
+		rc = conf_fingerprint(r, wloc, state, NULL, NULL);
+	return rc;
+}
+
+/* The base still reads `want`. */
+static int base_is(struct conf_run *r, const json_t *want, const char *after)
+{
+	json_t *now;
+	int rc = conf_fingerprint(r, r->loc, &now, NULL, NULL);
+	if (rc)
+		return rc;
+	return conf_same_content(r->s, now, want)
+	               ? 0
+	               : conf_fail(r, "%s the base moved: %s, then %s", after, conf_show(r, want), conf_show(r, now));
+}
+
+/* The pin (when there is one) still vouches for `state`. */
+static int pin_holds(struct conf_run *r, const json_t *state, const json_t *pin_ref, const char *after)
+{
+	int ok;
+	const char *detail;
+	if (!pin_ref)
+		return 0;
+	int rc = conf_verify(r, r->loc, state, pin_ref, &ok, &detail);
+	if (rc)
+		return rc;
+	return ok ? 0 : conf_fail(r, "%s the pinned state no longer verifies: %s", after, detail);
+}
+
+static int check_fork_creates(struct conf_run *r)
+{
+	json_t *s0, *pin, *wref, *at;
+	int rc = conf_fingerprint(r, r->loc, &s0, NULL, NULL);
+	if (!rc)
+		rc = conf_pin_if_pinnable(r, r->loc, s0, &pin);
+	if (!rc)
+		rc = conf_fork(r, r->loc, s0, pin, CONF_BRANCH, NULL, &wref);
+	if (!rc)
+		rc = base_is(r, s0, "after a fork");
+	if (!rc)
+		rc = fork_state(r, wref, &at);
+	if (rc)
+		return rc;
+	if (at && !conf_same_content(r->s, at, s0))
+		return conf_fail(r, "the fork reads %s, not the state it was made from (%s)", conf_show(r, at),
+		                 conf_show(r, s0));
+	return 0;
+}
+
+static int check_fork_unpinned(struct conf_run *r)
+{
+	json_t *s0, *wref, *at;
+	int rc = conf_fingerprint(r, r->loc, &s0, NULL, NULL);
+	if (!rc)
+		rc = conf_fork(r, r->loc, s0, NULL, CONF_BRANCH, NULL, &wref);
+	if (!rc)
+		rc = fork_state(r, wref, &at);
+	if (rc)
+		return rc;
+	if (at && !conf_same_content(r->s, at, s0))
+		return conf_fail(r, "the fork reads %s, not the recorded state %s", conf_show(r, at), conf_show(r, s0));
+	return 0;
+}
+
+static int check_fork_isolated(struct conf_run *r)
+{
+	json_t *s0, *pin, *wref, *at, *at2;
+	int rc = conf_fingerprint(r, r->loc, &s0, NULL, NULL);
+	if (!rc)
+		rc = conf_pin_if_pinnable(r, r->loc, s0, &pin);
+	if (!rc)
+		rc = conf_fork(r, r->loc, s0, pin, CONF_BRANCH, NULL, &wref);
+	if (!rc)
+		rc = conf_mutate(r, r->loc, wref);
+	if (!rc)
+		rc = base_is(r, s0, "after a write on the working ref");
+	if (!rc)
+		rc = pin_holds(r, s0, pin, "after a write on the working ref");
+	if (!rc)
+		rc = fork_state(r, wref, &at);
+	if (rc || !at)
+		return rc;
+	if (conf_same_content(r->s, at, s0))
+		return conf_fail(r, "the harness's mutate of the working ref did not change the fork");
+	/* And the other way: a write on the base leaves the fork alone. */
+	if ((rc = conf_mutate(r, r->loc, NULL)) || (rc = fork_state(r, wref, &at2)))
+		return rc;
+	return conf_same_content(r->s, at, at2)
+	               ? 0
+	               : conf_fail(r, "a write on the base moved the fork: %s, then %s", conf_show(r, at), conf_show(r, at2));
+}
+
+static int check_stale_expect(struct conf_run *r)
+{
+	json_t *s0, *pin, *wref, *s1, *after, *again;
+	int rc = conf_fingerprint(r, r->loc, &s0, NULL, NULL);
+	if (!rc)
+		rc = conf_pin_if_pinnable(r, r->loc, s0, &pin);
+	if (!rc)
+		rc = conf_fork(r, r->loc, s0, pin, CONF_BRANCH, NULL, &wref);
+	if (!rc)
+		rc = conf_mutate(r, r->loc, wref);
+	if (!rc)
+		rc = fork_state(r, wref, &s1);
+	if (rc)
+		return rc;
+	/* The working ref moved on from s0: expecting s0 there is stale. */
+	tether_error_clear();
+	json_t *moved = NULL;
+	rc = r->b->fork(&r->s->ctx, r->loc, s0, pin, CONF_BRANCH, s0, &moved);
+	json_decref(moved);
+	if ((rc = conf_want_refused(r, "fork with a stale expect", rc)))
+		return rc;
+	if (!s1)
+		return 0;
+	if ((rc = fork_state(r, wref, &after)))
+		return rc;
+	if (!conf_same_content(r->s, after, s1))
+		return conf_fail(r, "the refused fork still moved the working ref");
+	/* The head the caller saw is accepted, and moves the ref. */
+	if ((rc = conf_fork(r, r->loc, s0, pin, CONF_BRANCH, s1, &again)) || (rc = fork_state(r, wref, &after)))
+		return rc;
+	return conf_same_content(r->s, after, s0)
+	               ? 0
+	               : conf_fail(r, "a fork expecting the current head %s left the ref at %s", conf_show(r, s1),
+	                           conf_show(r, after));
+}
+
+static int check_expect_absent(struct conf_run *r)
+{
+	json_t *s0, *pin, *wref;
+	int rc = conf_fingerprint(r, r->loc, &s0, NULL, NULL);
+	if (!rc)
+		rc = conf_pin_if_pinnable(r, r->loc, s0, &pin);
+	if (rc)
+		return rc;
+	json_t *absent = conf_keep(r, conf_expect_absent(r->s, s0));
+	if ((rc = conf_fork(r, r->loc, s0, pin, CONF_BRANCH, absent, &wref)))
+		return rc;
+	for (int round = 0; round < 2; round++) {
+		if (round == 1 && (rc = conf_mutate(r, r->loc, wref)))
+			return rc;
+		json_t *moved = NULL;
+		tether_error_clear();
+		rc = r->b->fork(&r->s->ctx, r->loc, s0, pin, CONF_BRANCH, absent, &moved);
+		json_decref(moved);
+		if ((rc = conf_want_refused(r, round ? "fork expecting absent onto a written fork"
+		                                      : "fork expecting absent onto an existing ref",
+		                            rc)))
+			return rc;
+	}
+	return 0;
+}
+
+static int check_delete_wref(struct conf_run *r)
+{
+	json_t *s0, *pin, *wref, *s1;
+	int rc = conf_fingerprint(r, r->loc, &s0, NULL, NULL);
+	if (!rc)
+		rc = conf_pin_if_pinnable(r, r->loc, s0, &pin);
+	if (!rc)
+		rc = conf_fork(r, r->loc, s0, pin, CONF_BRANCH, NULL, &wref);
+	if (!rc)
+		rc = conf_mutate(r, r->loc, wref);
+	if (!rc)
+		rc = fork_state(r, wref, &s1);
+	if (rc)
+		return rc;
+	json_t *wloc = NULL;
+	if ((rc = conf_working_locator(r, r->loc, wref, &wloc)))
+		return rc;
+	tether_error_clear();
+	rc = r->b->delete_working_ref(&r->s->ctx, r->loc, wref);
+	if (rc)
+		return conf_call_failed(r, "delete_working_ref", rc);
+	conf_undo_drop(r, UNDO_WREF, wref);
+	if ((rc = base_is(r, s0, "after delete_working_ref")) ||
+	    (rc = pin_holds(r, s0, pin, "after delete_working_ref")))
+		return rc;
+	if (wloc) {
+		struct tether_fingerprint fp = {0};
+		tether_error_clear();
+		int frc = r->b->fingerprint(&r->s->ctx, wloc, r->s->policy, &fp);
+		int still = frc == 0 && conf_same_content(r->s, fp.state, s1);
+		json_decref(fp.state);
+		free(fp.listing);
+		if (still)
+			return conf_fail(r, "the deleted working ref still reads %s", conf_show(r, s1));
+	}
+	/* Gone means a fork that insists the ref is absent succeeds again. */
+	if (r->s->caps & TETHER_CAP_CONDITIONAL_REF) {
+		json_t *absent = conf_keep(r, conf_expect_absent(r->s, s0));
+		json_t *again = NULL;
+		tether_error_clear();
+		rc = r->b->fork(&r->s->ctx, r->loc, s0, pin, CONF_BRANCH, absent, &again);
+		if (!rc)
+			conf_undo_push(r, UNDO_WREF, r->loc, again);
+		json_decref(again);
+		if (rc)
+			return conf_fail(r, "after delete_working_ref a fork expecting the ref absent returned %s: %s",
+			                 conf_code_name(rc), tether_error_last());
+	}
+	return 0;
+}
+
+static int check_open(struct conf_run *r)
+{
+	json_t *s0, *pin, *wref, *ro, *rw;
+	int rc = conf_fingerprint(r, r->loc, &s0, NULL, NULL);
+	if (!rc)
+		rc = conf_pin_if_pinnable(r, r->loc, s0, &pin);
+	if (!rc)
+		rc = conf_fork(r, r->loc, s0, pin, CONF_BRANCH, NULL, &wref);
+	if (!rc)
+		rc = conf_open(r, r->loc, s0, pin, NULL, 1, &ro);
+	if (!rc)
+		rc = conf_open(r, r->loc, s0, pin, wref, 0, &rw);
+	return rc;
+}
+
+const struct conf_check conf_checks_fork[] = {
+	{"fork: fork from a pin creates a working ref", TETHER_CAP_FORK, NULL, 0, check_fork_creates},
+	{"fork: from a recorded state without a pin (pin = \"record\")", TETHER_CAP_FORK, NULL, 0, check_fork_unpinned},
+	{"fork: writes on the working ref leave the pin and the base alone", TETHER_CAP_FORK, NULL, 0,
+	 check_fork_isolated},
+	{"fork: a stale expect is refused (TETHER_EREFUSED)", TETHER_CAP_FORK | TETHER_CAP_CONDITIONAL_REF, NULL, 0,
+	 check_stale_expect},
+	{"fork: an expect of \"absent\" creates a ref and never moves one", TETHER_CAP_FORK | TETHER_CAP_CONDITIONAL_REF,
+	 NULL, 0, check_expect_absent},
+	{"fork: delete_working_ref removes it", TETHER_CAP_FORK, NULL, 0, check_delete_wref},
+	{"fork: open is read-only at the pin and writable at the working ref", TETHER_CAP_FORK, NULL, 0, check_open},
+	{NULL, 0, NULL, 0, NULL},
+};

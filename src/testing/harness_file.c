@@ -1,0 +1,84 @@
+/* The harness for `file`: each system is a fresh directory under $TMPDIR
+ * holding one file; a mutate adds another. The directory is the object,
+ * so fingerprints carry listings and diffs compare them. */
+#include "testing/harnesses.h"
+
+#include "testing/suite.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned long writes;
+
+char *tt_harness_mkdtemp(const char *prefix)
+{
+	const char *tmp = getenv("TMPDIR");
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	size_t n = strlen(tmp) + strlen(prefix) + 16;
+	char *dir = malloc(n);
+	if (!dir)
+		return NULL;
+	snprintf(dir, n, "%s/%s-XXXXXX", tmp, prefix);
+	if (!mkdtemp(dir)) {
+		free(dir);
+		return NULL;
+	}
+	return dir;
+}
+
+static int write_text(const char *dir, const char *name, const char *text)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+	int ok = f && fputs(text, f) >= 0;
+	if (f && fclose(f) != 0)
+		ok = 0;
+	return ok ? 0 : tether_error_set(TETHER_EIO, "cannot write %s", path);
+}
+
+static int new_object(void *ud, json_t **locator)
+{
+	(void)ud;
+	char *dir = tt_harness_mkdtemp("tether-conformance-file");
+	char real[PATH_MAX];
+	if (!dir)
+		return tether_error_set(TETHER_EIO, "cannot make a scratch directory");
+	/* The locator holds the resolved path, as file's make_locator stores it. */
+	int rc = realpath(dir, real) ? write_text(real, "a.txt", "a\n") : tether_error_set(TETHER_EIO, "realpath %s", dir);
+	free(dir);
+	if (!rc)
+		*locator = json_pack("{s:s}", "uri", real);
+	return rc;
+}
+
+static int mutate(void *ud, const json_t *locator, const json_t *working_ref)
+{
+	(void)ud;
+	(void)working_ref; /* file has no forks */
+	char name[32], text[32];
+	snprintf(name, sizeof name, "m%lu.txt", ++writes);
+	snprintf(text, sizeof text, "%lu\n", writes);
+	return write_text(json_string_value(json_object_get(locator, "uri")), name, text);
+}
+
+static void cleanup(void *ud, const json_t *locator)
+{
+	(void)ud;
+	const char *dir = json_string_value(json_object_get(locator, "uri"));
+	if (dir)
+		conf_rmtree(dir);
+}
+
+const struct tether_harness *tt_harness_file(void)
+{
+	static const struct tether_harness h = {
+		.new_object = new_object,
+		.mutate = mutate,
+		.cleanup = cleanup,
+	};
+	return &h;
+}

@@ -1,0 +1,14 @@
+/* The harnesses built into tether-conformance, one per in-tree backend.
+ * Each leaves `backend` NULL: the runner fills in the one it finds by kind. */
+#ifndef TETHER_TESTING_HARNESSES_H
+#define TETHER_TESTING_HARNESSES_H
+
+#include <tether/testing.h>
+
+const struct tether_harness *tt_harness_memory(void);
+const struct tether_harness *tt_harness_file(void);
+
+/* A scratch directory under $TMPDIR (or /tmp): malloc'd path, or NULL. */
+char *tt_harness_mkdtemp(const char *prefix);
+
+#endif

@@ -1,0 +1,138 @@
+/* tether-conformance KIND [--harness MODULE.so]: run the conformance suite
+ * against the backend of kind KIND, with the built-in harness for an
+ * in-tree kind or one loaded from a shared object.
+ *
+ * The runner carries all of libtether (statically) and exports its public
+ * API, so a backend module or harness module it loads binds to this copy:
+ * one registry, one error slot, whatever the modules were linked with. */
+#include <tether/testing.h>
+
+#include "testing/harnesses.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+	const char *kind;
+	const struct tether_harness *(*entry)(void);
+} builtin[] = {
+	{"memory", tt_harness_memory},
+	{"file", tt_harness_file},
+};
+
+static void usage(FILE *f)
+{
+	fputs("usage: tether-conformance KIND [--harness MODULE.so]\n"
+	      "\n"
+	      "Run tether's backend conformance suite against the backend of kind KIND (found\n"
+	      "built in, or as tether-backend-KIND.so on $TETHER_MODULE_PATH). MODULE.so is a\n"
+	      "harness exporting `const struct tether_harness *tether_harness_entry(void)`;\n"
+	      "without it the built-in harness for KIND is used (memory, file).\n"
+	      "Prints one line per check and \"N passed, N failed\"; exits 1 on any failure.\n",
+	      f);
+}
+
+static int error(const char *fmt, const char *arg, const char *detail)
+{
+	fputs("tether-conformance: error: ", stderr);
+	fprintf(stderr, fmt, arg);
+	if (detail && *detail)
+		fprintf(stderr, ": %s", detail);
+	fputc('\n', stderr);
+	return 1;
+}
+
+static const struct tether_harness *load_harness(const char *path, void **module)
+{
+	/* dlopen searches the library path for a bare name; a harness is a file. */
+	char *file = strchr(path, '/') ? strdup(path) : NULL;
+	if (!file) {
+		size_t n = strlen(path) + 3;
+		file = malloc(n);
+		if (file)
+			snprintf(file, n, "./%s", path);
+	}
+	*module = file ? dlopen(file, RTLD_NOW | RTLD_LOCAL) : NULL;
+	free(file);
+	if (!*module) {
+		error("cannot load harness %s", path, dlerror());
+		return NULL;
+	}
+	tether_harness_entry_fn entry;
+	/* POSIX's way from a data pointer to a function pointer. */
+	void *sym = dlsym(*module, "tether_harness_entry");
+	memcpy(&entry, &sym, sizeof entry);
+	if (!sym) {
+		error("%s exports no tether_harness_entry", path, NULL);
+		return NULL;
+	}
+	const struct tether_harness *h = entry();
+	if (!h)
+		error("%s: tether_harness_entry returned NULL", path, NULL);
+	return h;
+}
+
+static const struct tether_harness *builtin_harness(const char *kind)
+{
+	for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
+		if (strcmp(builtin[i].kind, kind) == 0)
+			return builtin[i].entry();
+	error("no built-in harness for kind %s: give one with --harness MODULE.so", kind, NULL);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const char *kind = NULL, *module_path = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			usage(stdout);
+			return 0;
+		} else if (strcmp(argv[i], "--harness") == 0 && i + 1 < argc) {
+			module_path = argv[++i];
+		} else if (strncmp(argv[i], "--harness=", 10) == 0) {
+			module_path = argv[i] + 10;
+		} else if (argv[i][0] != '-' && !kind) {
+			kind = argv[i];
+		} else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!kind) {
+		usage(stderr);
+		return 2;
+	}
+
+	void *module = NULL;
+	const struct tether_harness *found = module_path ? load_harness(module_path, &module) : builtin_harness(kind);
+	if (!found) {
+		if (module)
+			dlclose(module);
+		return 1;
+	}
+	struct tether_harness h = *found;
+	if (!h.backend) {
+		h.backend = tether_backend_find(kind);
+		if (!h.backend) {
+			if (module)
+				dlclose(module);
+			return error("kind %s", kind, tether_error_last());
+		}
+	} else if (!h.backend->kind || strcmp(h.backend->kind, kind) != 0) {
+		if (module)
+			dlclose(module);
+		return error("the harness is for kind %s", h.backend->kind ? h.backend->kind : "(none)", NULL);
+	}
+
+	struct tether_conformance_counts counts;
+	tether_conformance_run_counts(&h, stdout, &counts);
+	if (counts.skipped)
+		printf("# %d skipped\n", counts.skipped);
+	printf("%d passed, %d failed\n", counts.passed, counts.failed);
+	if (module)
+		dlclose(module);
+	return counts.failed ? 1 : 0;
+}

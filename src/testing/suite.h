@@ -1,0 +1,133 @@
+/* The conformance suite's insides: one suite run, one check's run, and the
+ * helpers checks are written with.
+ *
+ * A check is a function over a `struct conf_run`: the fresh object the
+ * suite made for it, and an arena of everything it creates. Helpers record
+ * the first failure's reason and return CONF_FAIL, so a check reads as a
+ * list of steps that each `return` on failure; whatever the check made
+ * (values, pins, working refs, extra objects) is released by the suite
+ * afterwards, whichever way it ended. */
+#ifndef TETHER_TESTING_SUITE_H
+#define TETHER_TESTING_SUITE_H
+
+#include <tether/testing.h>
+
+#include "core/pinid.h"
+
+#include <stddef.h>
+
+enum { CONF_PASS = 0, CONF_FAIL = -1, CONF_SKIP = 1 };
+
+#define CONF_DATASET_ID "0123456789abcdef0123456789abcdef"
+/* Working refs are named as the engine names them: tether.ws.<dataset8>.<bookmark>. */
+#define CONF_BRANCH "tether.ws.01234567.conformance"
+#define CONF_BRANCH_2 "tether.ws.01234567.conformance-2"
+
+struct conf_suite {
+	const struct tether_harness *h;
+	const struct tether_backend *b;
+	unsigned caps;           /* what is checked: the harness's, or the backend's */
+	struct tether_bctx ctx;  /* scratch dataset root and cache */
+	json_t *policy;          /* as `tether add` builds it with no options */
+	char *scratch;
+	volatile int cancel;
+	FILE *out;
+	struct tether_conformance_counts counts;
+};
+
+/* Something a check made that must be undone: a pin to release, a working
+ * ref to delete, an object to hand to the harness's cleanup. */
+struct conf_undo {
+	enum { UNDO_PIN, UNDO_WREF, UNDO_OBJECT } what;
+	json_t *locator;
+	json_t *ref;
+};
+
+struct conf_run {
+	struct conf_suite *s;
+	const struct tether_backend *b;
+	json_t *loc;         /* the check's object, or NULL for checks that make their own */
+	json_t *arena;       /* values to drop at the end */
+	char **strs;
+	size_t nstrs, capstrs;
+	struct conf_undo *undo;
+	size_t nundo, capundo;
+	char *why;           /* the first failure's (or the skip's) reason */
+};
+
+struct conf_check {
+	const char *name;
+	unsigned needs;                            /* every one of these capability bits */
+	int (*applies)(const struct conf_suite *); /* and this, when set */
+	int own_object;                            /* 1: the check makes its objects itself */
+	int (*run)(struct conf_run *r);
+};
+
+/* The checks, by area; each table ends with a NULL name. */
+extern const struct conf_check conf_checks_basic[];
+extern const struct conf_check conf_checks_pin[];
+extern const struct conf_check conf_checks_fork[];
+extern const struct conf_check conf_checks_flags[];
+
+/* The first function the capabilities in `caps` call for that the backend
+ * lacks ("PIN needs unpin"), or NULL when none is missing. */
+const char *conf_missing_function(const struct tether_backend *b, unsigned caps);
+
+/* Failure and skip: record the reason (the first one wins), return the code. */
+int conf_fail(struct conf_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int conf_skip(struct conf_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A backend call returned rc (non-zero): fail with its code name and message. */
+int conf_call_failed(struct conf_run *r, const char *call, int rc);
+/* rc must be TETHER_EREFUSED with a message; anything else fails. */
+int conf_want_refused(struct conf_run *r, const char *call, int rc);
+const char *conf_code_name(int rc);
+
+/* The arena: the value (or string) lives until the check ends. */
+json_t *conf_keep(struct conf_run *r, json_t *v);
+char *conf_keep_str(struct conf_run *r, char *s);
+/* Register something to undo when the check ends. */
+void conf_undo_push(struct conf_run *r, int what, const json_t *locator, const json_t *ref);
+/* Forget a registered pin or working ref (the check released it itself). */
+void conf_undo_drop(struct conf_run *r, int what, const json_t *ref);
+
+/* Harness calls. */
+int conf_new_object(struct conf_run *r, json_t **locator);
+int conf_new_locator(struct conf_run *r, json_t **locator);
+int conf_mutate(struct conf_run *r, const json_t *locator, const json_t *working_ref);
+/* The fork's locator, or *out = NULL when the harness cannot say. */
+int conf_working_locator(struct conf_run *r, const json_t *locator, const json_t *working_ref,
+                         json_t **out);
+
+/* Backend calls, checked: a non-zero return fails the check. Results are
+ * kept in the arena; pins and working refs are registered for undo. */
+int conf_fingerprint(struct conf_run *r, const json_t *loc, json_t **state, const char **listing,
+                     size_t *listing_len);
+int conf_identity(struct conf_run *r, const json_t *loc, json_t **identity);
+int conf_pin_id(struct conf_run *r, const json_t *loc, const json_t *state,
+                char pin_id[TT_PIN_ID_LEN + 1]);
+/* Pin `state` under its pin id. */
+int conf_pin(struct conf_run *r, const json_t *loc, const json_t *state, json_t **pin_ref);
+/* A pin when the tier has PIN, else *pin_ref = NULL (forks from the state). */
+int conf_pin_if_pinnable(struct conf_run *r, const json_t *loc, const json_t *state, json_t **pin_ref);
+int conf_unpin(struct conf_run *r, const json_t *loc, const json_t *pin_ref);
+int conf_list_pins(struct conf_run *r, const json_t *loc, json_t **refs);
+int conf_verify(struct conf_run *r, const json_t *loc, const json_t *state, const json_t *pin_ref,
+                int *ok, const char **detail);
+int conf_fork(struct conf_run *r, const json_t *loc, const json_t *state, const json_t *pin_ref,
+              const char *branch, const json_t *expect, json_t **working_ref);
+int conf_open(struct conf_run *r, const json_t *loc, const json_t *state, const json_t *pin_ref,
+              const json_t *working_ref, int read_only, json_t **handle);
+
+/* Pure helpers. */
+int conf_same_content(const struct conf_suite *s, const json_t *a, const json_t *b);
+/* The state's shape with its content keys null: the `expect` that says
+ * "this ref must not exist yet" (memory.c's reading of expect). */
+json_t *conf_expect_absent(const struct conf_suite *s, const json_t *state);
+/* The entry of a list_pins result whose "pin" is pin_id, or NULL. */
+json_t *conf_find_pin(const json_t *refs, const char *pin_id);
+/* rm -rf; 0 when the path is gone. */
+int conf_rmtree(const char *path);
+/* "a, b" of a JSON value, for messages (kept in the arena). */
+const char *conf_show(struct conf_run *r, const json_t *v);
+
+#endif

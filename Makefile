@@ -20,7 +20,7 @@ demo: all
 check: $(CHECK_BUILD)/build.ninja
 	$(MESON) compile -C $(CHECK_BUILD)
 	$(MESON) test -C $(CHECK_BUILD) --print-errorlogs
-	TETHER_BIN=$(CURDIR)/$(CHECK_BUILD)/tether $(VENV)/bin/python -m pytest -q tests/e2e
+	PATH="$$HOME/.cargo/bin:$$PATH" TETHER_BIN=$(CURDIR)/$(CHECK_BUILD)/tether $(VENV)/bin/python -m pytest -q tests/e2e
 
 $(CHECK_BUILD)/build.ninja:
 	CC=$${CC:-gcc} $(MESON) setup $(CHECK_BUILD) --buildtype=debug -Db_sanitize=address,undefined \

@@ -51,11 +51,8 @@ struct tether_harness {
 	 * CREATE checks need it (create_store makes the system); without it
 	 * they are skipped. */
 	int (*new_locator)(void *ud, json_t **locator);
-	/* Optional: a locator that reads a working ref, so the suite can
-	 * fingerprint a fork (for memory: the locator with the fork's branch).
-	 * Without it forks are checked only through the base and the pins. */
-	int (*working_locator)(void *ud, const json_t *locator, const json_t *working_ref,
-	                       json_t **out);
+	/* Forks need nothing more: the suite reads a fork as the engine does,
+	 * through the locator with the working ref merged into it. */
 };
 
 /* What a harness module exports, under the name tether_harness_entry. */

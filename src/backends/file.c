@@ -104,6 +104,10 @@ static int fingerprint_dir(const struct tether_bctx *ctx, const char *path, stru
 		return rc;
 	size_t len;
 	char *listing = tt_scan_listing(&r, &len);
+	if (!listing) {
+		tt_scan_result_free(&r);
+		return tether_error_set(TETHER_EIO, "%s: out of memory writing the listing of %zu files", path, r.count);
+	}
 	char digest[65];
 	tether_sha256_hex(listing, len, digest);
 	out->state = json_pack("{s:s, s:I, s:I, s:s}", "type", "dir", "count", (json_int_t)r.count, "size",

@@ -184,23 +184,22 @@ int conf_mutate(struct conf_run *r, const json_t *locator, const json_t *working
 	return rc ? conf_call_failed(r, working_ref ? "harness mutate (working ref)" : "harness mutate", rc) : 0;
 }
 
-int conf_working_locator(struct conf_run *r, const json_t *locator, const json_t *working_ref, json_t **out)
+json_t *conf_working_locator(struct conf_run *r, const json_t *locator, const json_t *working_ref)
 {
-	const struct tether_harness *h = r->s->h;
-	*out = NULL;
-	if (!h->working_locator)
-		return 0;
-	json_t *loc = NULL;
-	tether_error_clear();
-	int rc = h->working_locator(h->ud, locator, working_ref, &loc);
-	rc = harness_result(r, "harness working_locator", rc, loc);
-	if (!rc)
-		*out = conf_keep(r, loc);
-	return rc;
+	json_t *at = conf_keep(r, json_deep_copy(locator));
+	if (json_is_object(working_ref))
+		json_object_update(at, (json_t *)working_ref);
+	return at;
 }
 
 int conf_fingerprint(struct conf_run *r, const json_t *loc, json_t **state, const char **listing,
                      size_t *listing_len)
+{
+	return conf_fingerprint_as(r, "fingerprint", loc, state, listing, listing_len);
+}
+
+int conf_fingerprint_as(struct conf_run *r, const char *what, const json_t *loc, json_t **state,
+                        const char **listing, size_t *listing_len)
 {
 	struct tether_fingerprint fp;
 	memset(&fp, 0, sizeof fp);
@@ -209,9 +208,9 @@ int conf_fingerprint(struct conf_run *r, const json_t *loc, json_t **state, cons
 	conf_keep(r, fp.state);
 	conf_keep_str(r, fp.listing);
 	if (rc)
-		return conf_call_failed(r, "fingerprint", rc);
+		return conf_call_failed(r, what, rc);
 	if (!json_is_object(fp.state) || json_object_size(fp.state) == 0)
-		return conf_fail(r, "fingerprint returned 0 but its state is %s, not a non-empty object",
+		return conf_fail(r, "%s returned 0 but its state is %s, not a non-empty object", what,
 		                 conf_show(r, fp.state));
 	*state = fp.state;
 	if (listing)

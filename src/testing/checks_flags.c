@@ -243,12 +243,11 @@ static int written_fork(struct conf_run *r, json_t **s0, json_t **pin, json_t **
 
 static int check_promote(struct conf_run *r)
 {
-	json_t *s0, *pin, *wref, *wloc, *at = NULL, *base, *result = NULL;
+	json_t *s0, *pin, *wref, *at, *base, *result = NULL;
 	int rc = written_fork(r, &s0, &pin, &wref);
 	if (!rc)
-		rc = conf_working_locator(r, r->loc, wref, &wloc);
-	if (!rc && wloc)
-		rc = conf_fingerprint(r, wloc, &at, NULL, NULL);
+		rc = conf_fingerprint_as(r, "fingerprint of the locator with the working ref merged in",
+		                         conf_working_locator(r, r->loc, wref), &at, NULL, NULL);
 	if (rc)
 		return rc;
 	tether_error_clear();
@@ -260,7 +259,7 @@ static int check_promote(struct conf_run *r)
 		return rc;
 	if (conf_same_content(r->s, base, s0))
 		return conf_fail(r, "promote returned 0 but the base did not move");
-	if (at && !conf_same_content(r->s, base, at))
+	if (!conf_same_content(r->s, base, at))
 		return conf_fail(r, "after promote the base reads %s, the fork %s", conf_show(r, base), conf_show(r, at));
 	if (pin) {
 		int ok;

@@ -119,8 +119,6 @@ static void print_header(struct conf_suite *s)
 	char *names = json_dumps(flags, JSON_COMPACT);
 	fprintf(s->out, "# conformance of kind %s (%s): tier %s, flags %s\n", s->b->kind,
 	        s->b->maturity ? s->b->maturity : "?", tether_tier_name(s->caps), names ? names : "[]");
-	if ((s->caps & TETHER_CAP_FORK) && !s->h->working_locator)
-		fprintf(s->out, "# the harness has no working_locator: forks are checked through the base and the pins\n");
 	free(names);
 	json_decref(flags);
 }

@@ -49,25 +49,12 @@ static int mutate(void *ud, const json_t *locator, const json_t *working_ref)
 	                       NULL);
 }
 
-/* memory's working ref is {"branch"}: the same system read at that branch. */
-static int working_locator(void *ud, const json_t *locator, const json_t *working_ref, json_t **out)
-{
-	(void)ud;
-	const char *branch = string_of(working_ref, "branch");
-	if (!branch)
-		return tether_error_set(TETHER_ECONFIG, "memory working ref has no branch");
-	*out = json_deep_copy(locator);
-	json_object_set_new(*out, "branch", json_string(branch));
-	return 0;
-}
-
 const struct tether_harness *tt_harness_memory(void)
 {
 	static const struct tether_harness h = {
 		.new_object = new_object,
 		.mutate = mutate,
 		.new_locator = new_locator,
-		.working_locator = working_locator,
 	};
 	return &h;
 }

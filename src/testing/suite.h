@@ -94,14 +94,17 @@ void conf_undo_drop(struct conf_run *r, int what, const json_t *ref);
 int conf_new_object(struct conf_run *r, json_t **locator);
 int conf_new_locator(struct conf_run *r, json_t **locator);
 int conf_mutate(struct conf_run *r, const json_t *locator, const json_t *working_ref);
-/* The fork's locator, or *out = NULL when the harness cannot say. */
-int conf_working_locator(struct conf_run *r, const json_t *locator, const json_t *working_ref,
-                         json_t **out);
+/* The locator that reads a working ref: the working ref merged into the
+ * locator, as the engine builds it (a working ref is a locator overlay). */
+json_t *conf_working_locator(struct conf_run *r, const json_t *locator, const json_t *working_ref);
 
 /* Backend calls, checked: a non-zero return fails the check. Results are
  * kept in the arena; pins and working refs are registered for undo. */
 int conf_fingerprint(struct conf_run *r, const json_t *loc, json_t **state, const char **listing,
                      size_t *listing_len);
+/* The same, naming the call `what` in a failure. */
+int conf_fingerprint_as(struct conf_run *r, const char *what, const json_t *loc, json_t **state,
+                        const char **listing, size_t *listing_len);
 int conf_identity(struct conf_run *r, const json_t *loc, json_t **identity);
 int conf_pin_id(struct conf_run *r, const json_t *loc, const json_t *state,
                 char pin_id[TT_PIN_ID_LEN + 1]);

@@ -59,14 +59,6 @@ static int mutate(void *ud, const json_t *locator, const json_t *working_ref)
 	return append(string_of(locator, "path"), branch ? branch : "main", line);
 }
 
-/* A fork is a branch of the same store. */
-static int working_locator(void *ud, const json_t *locator, const json_t *working_ref, json_t **out)
-{
-	(void)ud;
-	*out = json_pack("{s:s, s:s}", "path", string_of(locator, "path"), "branch", string_of(working_ref, "branch"));
-	return *out ? 0 : tether_error_set(TETHER_ECONFIG, "a working ref without a branch");
-}
-
 static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	(void)st;
@@ -88,7 +80,6 @@ TETHER_API const struct tether_harness *tether_harness_entry(void)
 		.new_object = new_object,
 		.mutate = mutate,
 		.cleanup = cleanup,
-		.working_locator = working_locator,
 	};
 	return &harness;
 }

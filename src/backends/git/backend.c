@@ -260,19 +260,13 @@ static int refuse_dataset_repository(const struct tether_bctx *ctx, const struct
 
 static int check_remote_configured(const struct gb_obj *o)
 {
-	git_remote *remote = NULL;
-	int rc;
+	int exists = 0;
+	int rc = o->remote ? gb_remote_exists(o->repo, o->remote, &exists) : 0;
 
-	if (!o->remote)
-		return 0;
-	rc = git_remote_lookup(&remote, o->repo, o->remote);
-	git_remote_free(remote);
-	if (rc == GIT_ENOTFOUND)
+	if (rc == 0 && o->remote && !exists)
 		return tether_error_set(TETHER_EUSAGE, "git repository %s has no remote named \"%s\"",
 		                        o->path, o->remote);
-	if (rc < 0)
-		return gb_fail_git(rc, "git repository %s: cannot read remote \"%s\"", o->path, o->remote);
-	return 0;
+	return rc;
 }
 
 static int check_resolves(const struct gb_obj *o, const char *rev)

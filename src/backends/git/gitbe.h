@@ -55,6 +55,10 @@ int gb_head_branch(git_repository *repo, char **refname);
 int gb_base_branch(const struct gb_obj *o, char **refname);
 int gb_is_dirty(git_repository *repo, int *dirty);
 
+/* remote.c: remotes made in memory from configured or secret URLs. */
+int gb_remote_exists(git_repository *repo, const char *name, int *exists);
+int gb_push_remote(git_repository *repo, const char *name, const char *url, git_remote **out);
+
 /* worktree.c: checkouts of a branch, and moving a branch safely. */
 int gb_find_checkout(const struct gb_obj *o, const char *refname, char **workdir);
 int gb_move_ref(git_repository *repo, const char *refname, const git_oid *to,

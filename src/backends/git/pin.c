@@ -65,12 +65,8 @@ static int open_named_remote(const struct gb_obj *o, const char *name, struct pu
 		                        "a committed remote must be the name of a configured remote (a URL "
 		                        "goes in .tether/secrets.toml as [objects.\"<key>\"] remote)",
 		                        o->path, name);
-	rc = git_remote_lookup(&t->remote, o->repo, name);
-	if (rc == GIT_ENOTFOUND || rc == GIT_EINVALIDSPEC)
-		return tether_error_set(TETHER_ENOTFOUND, "git repository %s has no remote named \"%s\"", o->path,
-		                        name);
-	if (rc < 0)
-		return gb_fail_git(rc, "git repository %s: cannot read remote \"%s\"", o->path, name);
+	if ((rc = gb_push_remote(o->repo, name, NULL, &t->remote)) < 0)
+		return rc;
 	t->label = name;
 	return 0;
 }
@@ -83,10 +79,8 @@ static int open_push_target(const struct tether_bctx *ctx, const struct gb_obj *
 
 	memset(t, 0, sizeof *t);
 	if (url) {
-		rc = git_remote_create_anonymous(&t->remote, o->repo, url);
-		if (rc < 0)
-			return gb_fail_git(rc, "git repository %s: the remote in .tether/secrets.toml is not usable",
-			                   o->path);
+		if ((rc = gb_push_remote(o->repo, NULL, url, &t->remote)) < 0)
+			return rc;
 		t->label = "the remote in .tether/secrets.toml";
 		return 0;
 	}

@@ -105,8 +105,9 @@ static int fingerprint_dir(const struct tether_bctx *ctx, const char *path, stru
 	size_t len;
 	char *listing = tt_scan_listing(&r, &len);
 	if (!listing) {
+		int rc = tether_error_set(TETHER_EIO, "%s: out of memory writing the listing of %zu files", path, r.count);
 		tt_scan_result_free(&r);
-		return tether_error_set(TETHER_EIO, "%s: out of memory writing the listing of %zu files", path, r.count);
+		return rc;
 	}
 	char digest[65];
 	tether_sha256_hex(listing, len, digest);

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -393,6 +394,7 @@ static void test_committed_url_remote(void)
 	CHECK(be->pin(&ctx, loc, state, "ds.1", &ref) == TETHER_EREFUSED);
 	CHECK(be->list_pins(&ctx, loc, &refs) == TETHER_EREFUSED);
 	CHECK(be->verify(&ctx, loc, state, NULL, &ok, &detail) == TETHER_EREFUSED);
+	CHECK(be->identity(&ctx, loc, &refs) == TETHER_EREFUSED);
 	json_object_set_new(loc, "remote", json_string("./relative"));
 	CHECK(be->fork(&ctx, loc, state, NULL, "b", NULL, &ref) == TETHER_EREFUSED);
 	json_object_set_new(loc, "remote", json_string("https://example.com/x.git"));
@@ -507,6 +509,7 @@ static void test_pin_local(void)
 
 	ref = pin(loc, st, "ds.aaaa");
 	CHECK_STR(json_string_value(json_object_get(ref, "tag")), "tether.ds.aaaa");
+	CHECK_STR(json_string_value(json_object_get(ref, "pin")), "ds.aaaa");
 	CHECK_STR(sha_of(ref), sha_of(st));
 	CHECK(json_object_get(ref, "remote") == NULL);
 	CHECK_STR(out("git -C '%s' tag -l 'tether.*'", repo), "tether.ds.aaaa");
@@ -647,6 +650,21 @@ static void test_pin_remote(void)
 		json_decref(st2);
 	}
 
+	/* url.<base>.insteadOf and pushInsteadOf rewrite a remote's URL as in
+	 * git; pushInsteadOf wins for a push. */
+	must("git -C '%s' remote add aliased alias: && git -C '%s' config 'url.%s/nowhere.git.insteadOf' alias: && "
+	     "git -C '%s' config 'url.%s.pushInsteadOf' alias:",
+	     repo, repo, scratch, repo, bare);
+	{
+		json_t *aliased = locator_for(repo, json_pack("{s:s}", "remote", "aliased"));
+		json_t *r = pin(aliased, st, "ds.6666");
+
+		CHECK(r != NULL);
+		CHECK(has(ls_remote_tags(bare), "refs/tags/tether.ds.6666"));
+		json_decref(r);
+		json_decref(aliased);
+	}
+
 	/* A URL from .tether/secrets.toml overrides the committed remote and
 	 * never appears in the pin ref. */
 	{
@@ -766,6 +784,29 @@ static void test_fork(void)
 	CHECK_STR(rev(repo, "fresh"), base);
 	json_decref(wref);
 	json_decref(expect);
+
+	/* The working ref is an overlay: merged into the locator, it reads the
+	 * working branch; once deleted, there is nothing to read. */
+	{
+		json_t *overlay = json_deep_copy(loc), *at;
+
+		json_object_set_new(overlay, "branch", json_string("feature"));
+		at = state_of(overlay);
+		CHECK_STR(sha_of(at), ahead);
+		CHECK(json_object_get(at, "dirty") == NULL); /* not checked out */
+		json_decref(at);
+		CHECK(be->history(&ctx, overlay, 1, &at) == 0);
+		CHECK_STR(json_string_value(json_object_get(json_array_get(at, 0), "id")), ahead);
+		json_decref(at);
+		json_object_set_new(overlay, "branch", json_string("nosuch"));
+		{
+			struct tether_fingerprint fp;
+
+			CHECK(be->fingerprint(&ctx, overlay, NULL, &fp) == TETHER_ENOTFOUND);
+			CHECK(has(tether_error_last(), "nosuch"));
+		}
+		json_decref(overlay);
+	}
 
 	/* Checked out here, or in a linked worktree: refused. */
 	CHECK(be->fork(&ctx, loc, ahead_state, NULL, "main", NULL, &wref) == TETHER_EREFUSED);
@@ -1220,6 +1261,65 @@ static void test_delete_store(void)
 }
 
 /* ---------------------------------------------------------------- */
+/* Concurrent calls on different objects                             */
+/* ---------------------------------------------------------------- */
+
+#define WORKERS 4
+
+struct worker {
+	const char *repo;
+	int failures;
+};
+
+static void *work_on(void *arg)
+{
+	struct worker *w = arg;
+	json_t *loc = json_pack("{s:s, s:s}", "path", w->repo, "ref", "HEAD");
+
+	for (int i = 0; i < 10; i++) {
+		struct tether_fingerprint fp;
+		json_t *ref = NULL, *h = NULL;
+		char id[32];
+
+		snprintf(id, sizeof id, "ds.c%d", i);
+		if (be->fingerprint(&ctx, loc, NULL, &fp) < 0 || be->pin(&ctx, loc, fp.state, id, &ref) < 0 ||
+		    be->history(&ctx, loc, 0, &h) < 0 || be->unpin(&ctx, loc, ref) < 0)
+			w->failures++;
+		json_decref(fp.state);
+		json_decref(ref);
+		json_decref(h);
+	}
+	json_decref(loc);
+	return NULL;
+}
+
+static void test_concurrent_objects(void)
+{
+	struct worker workers[WORKERS];
+	pthread_t threads[WORKERS];
+	char *repos[WORKERS];
+
+	for (int i = 0; i < WORKERS; i++) {
+		char name[32];
+
+		snprintf(name, sizeof name, "conc%d", i);
+		repos[i] = mkrepo(name);
+		put(repos[i], "f", name);
+		commit_all(repos[i], name);
+		workers[i].repo = repos[i];
+		workers[i].failures = 0;
+	}
+	for (int i = 0; i < WORKERS; i++)
+		CHECK(pthread_create(&threads[i], NULL, work_on, &workers[i]) == 0);
+	for (int i = 0; i < WORKERS; i++) {
+		pthread_join(threads[i], NULL);
+		CHECK(workers[i].failures == 0);
+		CHECK_STR(out("git -C '%s' tag -l", repos[i]), "");
+		free(repos[i]);
+	}
+}
+
+/* ---------------------------------------------------------------- */
 /* A hostile repository runs nothing                                  */
 /* ---------------------------------------------------------------- */
 
@@ -1246,7 +1346,7 @@ static void install_hostile_config(const char *repo, const char *marker)
 	must("git -C '%s' config credential.helper \"!touch '%s.credential'\"", repo, marker);
 	must("git -C '%s' config core.sshCommand \"touch '%s.ssh'\"", repo, marker);
 	must("git -C '%s' remote add evil 'ext::sh -c touch%% %s.ext'", repo, marker);
-	must("git -C '%s' remote add evilssh 'ssh://example.invalid/x.git'", repo);
+	must("git -C '%s' remote add evilssh 'ssh://127.0.0.1:1/x.git'", repo); /* refused at once */
 	put(repo, ".git/info/attributes", "* filter=evil merge=evil\n");
 }
 
@@ -1290,9 +1390,10 @@ static void test_hostile_repository(void)
 	ref = pin(loc, st, "ds.hostile");
 	CHECK(ref != NULL);
 	json_decref(ref);
-	CHECK(be->pin(&ctx, evil_loc, st, "ds.evil", &ref) < 0);
-	CHECK(*tether_error_last() != '\0');
+	CHECK(be->pin(&ctx, evil_loc, st, "ds.evil", &ref) == TETHER_EREFUSED);
+	CHECK(has(tether_error_last(), "ext::") && has(tether_error_last(), "evil"));
 	CHECK(be->pin(&ctx, ssh_loc, st, "ds.ssh", &ref) < 0);
+	CHECK(has(tether_error_last(), "evilssh"));
 	CHECK(be->fork(&ctx, loc, st, NULL, "forked", NULL, &ref) == 0);
 	json_decref(ref);
 
@@ -1392,6 +1493,7 @@ int main(void)
 	test_history();
 	test_create_store();
 	test_delete_store();
+	test_concurrent_objects();
 	test_hostile_repository();
 
 	git_libgit2_shutdown(); /* frees libgit2's globals for LeakSanitizer */

@@ -65,6 +65,7 @@ static int read_locator(const json_t *locator, struct gb_obj *o)
 	    (rc = optional_string(locator, "ref", &o->ref)) < 0 ||
 	    (rc = optional_string(locator, "at", &o->at)) < 0 ||
 	    (rc = optional_string(locator, "remote", &o->remote)) < 0 ||
+	    (rc = optional_string(locator, "branch", &o->branch)) < 0 ||
 	    (rc = parse_flag(json_object_get(locator, "allow_dirty"), "allow_dirty", TETHER_ECONFIG,
 	                     &o->allow_dirty)) < 0)
 		return rc;
@@ -365,6 +366,10 @@ static int gb_identity(const struct tether_bctx *ctx, const json_t *locator, jso
 	int rc = read_locator(locator, &o);
 
 	(void)ctx;
+	if (rc == 0)
+		rc = gb_libgit2_ready();
+	if (rc == 0)
+		rc = refuse_url_remote(&o, TETHER_EREFUSED);
 	if (rc < 0)
 		return rc;
 	*identity = json_pack("{s:s}", "path", o.path);

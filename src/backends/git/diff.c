@@ -262,7 +262,7 @@ static json_t *history_entry(git_commit *commit, const json_t *by_commit)
 static int start_walk(const struct gb_obj *o, git_revwalk **walk)
 {
 	git_commit *tip = NULL;
-	int rc = gb_resolve_commit(o, gb_position(o), &tip);
+	int rc = gb_resolve_position(o, &tip);
 
 	if (rc < 0)
 		return rc;

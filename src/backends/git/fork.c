@@ -2,6 +2,10 @@
  * a branch at a recorded sha; delete_working_ref removes it; open describes
  * a handle on a pin or a working branch.
  *
+ * The working ref is {"branch": name}. It is an overlay: merged into the
+ * locator, it makes fingerprint, history and open read the working branch
+ * (state.c), so the engine never needs to know what git calls a branch.
+ *
  * A branch checked out in any worktree is never created over, moved or
  * deleted here: that checkout's files would then describe another commit. */
 #include "backends/git/gitbe.h"
@@ -183,7 +187,11 @@ static int read_only_target(const struct gb_obj *o, const json_t *state, const j
 static int writable_target(const struct gb_obj *o, const json_t *working_ref, struct handle_target *t)
 {
 	const char *branch = json_string_value(json_object_get(working_ref, "branch"));
-	int rc = branch ? gb_branch_refname(o, branch, &t->refname) : gb_base_branch(o, &t->refname);
+	int rc;
+
+	if (!branch)
+		branch = o->branch; /* the working ref already merged into the locator */
+	rc = branch ? gb_branch_refname(o, branch, &t->refname) : gb_base_branch(o, &t->refname);
 
 	if (rc < 0)
 		return rc;

@@ -26,6 +26,7 @@ struct gb_obj {
 	const char *path;   /* absolute, the checkout top */
 	const char *ref;    /* "HEAD" unless the locator names one */
 	const char *at;     /* initial position, or NULL */
+	const char *branch; /* a working branch a working ref overlays, or NULL */
 	const char *remote; /* a configured remote's name, or NULL */
 	int allow_dirty;
 };
@@ -51,6 +52,7 @@ void gb_close(struct gb_obj *o);
 int gb_resolve_commit(const struct gb_obj *o, const char *rev, git_commit **out);
 int gb_lookup_commit(const struct gb_obj *o, const git_oid *id, git_commit **out);
 const char *gb_position(const struct gb_obj *o);
+int gb_resolve_position(const struct gb_obj *o, git_commit **out);
 int gb_head_branch(git_repository *repo, char **refname);
 int gb_base_branch(const struct gb_obj *o, char **refname);
 int gb_is_dirty(git_repository *repo, int *dirty);

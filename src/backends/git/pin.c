@@ -226,10 +226,13 @@ static int publish_tag(const struct tether_bctx *ctx, const struct gb_obj *o, co
 	return rc;
 }
 
+/* {"tag", "pin", "sha", "remote"?}: "pin" is the pin id the tag holds,
+ * which is how gc tells whose pin it is. */
 static json_t *make_pin_ref(const struct gb_obj *o, const char *tag, const git_oid *id)
 {
 	char hex[GB_HEX_SIZE];
-	json_t *ref = json_pack("{s:s, s:s}", "tag", tag, "sha", gb_hex(id, hex));
+	json_t *ref = json_pack("{s:s, s:s, s:s}", "tag", tag, "pin", tag + strlen(GB_TAG_PREFIX), "sha",
+	                        gb_hex(id, hex));
 
 	if (ref && o->remote)
 		json_object_set_new(ref, "remote", json_string(o->remote));

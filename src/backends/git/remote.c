@@ -107,6 +107,18 @@ static int named_push_url(git_repository *repo, git_config *cfg, const char *nam
 	return rc;
 }
 
+/* git's ext:: and fd:: transports run commands or use inherited file
+ * descriptors. libgit2 has neither (it would read "ext::..." as an ssh
+ * host); say so plainly instead of resolving a host called "ext". */
+static int refuse_command_transport(git_repository *repo, const char *url, const char *which)
+{
+	if (strncmp(url, "ext::", 5) != 0 && strncmp(url, "fd::", 4) != 0)
+		return 0;
+	return tether_error_set(TETHER_EREFUSED, "git repository %s: the remote %s uses git's ext:: or fd:: "
+	                        "transport, which runs commands; tether never uses it",
+	                        git_repository_workdir(repo), which);
+}
+
 static int config_snapshot(git_repository *repo, git_config **cfg)
 {
 	int rc = git_repository_config_snapshot(cfg, repo);
@@ -144,6 +156,8 @@ int gb_push_remote(git_repository *repo, const char *name, const char *url, git_
 
 	if (rc == 0)
 		rc = url ? push_url_of(cfg, url, 0, &push_url) : named_push_url(repo, cfg, name, &push_url);
+	if (rc == 0)
+		rc = refuse_command_transport(repo, push_url, url ? "in .tether/secrets.toml" : name);
 	if (rc == 0) {
 		git_remote_create_options_init(&opts, GIT_REMOTE_CREATE_OPTIONS_VERSION);
 		opts.repository = repo;

@@ -46,11 +46,39 @@ int gb_lookup_commit(const struct gb_obj *o, const git_oid *id, git_commit **out
 	return 0;
 }
 
-/* Where the object stands: its initial position `at` while it has one,
- * else its ref. */
+/* Where the object stands: the working branch when a working ref is merged
+ * into the locator ({"branch": ...} is the overlay fork returns), else its
+ * initial position `at` while it has one, else its ref. */
 const char *gb_position(const struct gb_obj *o)
 {
-	return o->at ? o->at : o->ref;
+	return o->branch ? o->branch : o->at ? o->at : o->ref;
+}
+
+/* The commit at the object's position. A working branch is looked up as a
+ * branch, never as a tag or sha of the same spelling. */
+int gb_resolve_position(const struct gb_obj *o, git_commit **out)
+{
+	git_reference *ref = NULL;
+	git_object *peeled = NULL;
+	char *refname;
+	int rc;
+
+	if (!o->branch)
+		return gb_resolve_commit(o, gb_position(o), out);
+	if (!(refname = gb_strdupf("refs/heads/%s", o->branch)))
+		return gb_fail_oom();
+	rc = git_reference_lookup(&ref, o->repo, refname);
+	if (rc == 0)
+		rc = git_reference_peel(&peeled, ref, GIT_OBJECT_COMMIT);
+	if (rc == GIT_ENOTFOUND || rc == GIT_EINVALIDSPEC)
+		rc = tether_error_set(TETHER_ENOTFOUND, "git repository %s has no branch %s", o->path, o->branch);
+	else if (rc < 0)
+		rc = gb_fail_git(rc, "git repository %s: cannot read %s", o->path, refname);
+	else
+		*out = (git_commit *)peeled;
+	git_reference_free(ref);
+	free(refname);
+	return rc;
 }
 
 /* The branch HEAD is on ("refs/heads/..."), or NULL when HEAD is
@@ -167,7 +195,7 @@ static int read_state(const struct gb_obj *o, json_t **state)
 	git_commit *commit = NULL;
 	char hex[GB_HEX_SIZE];
 	int checked_out = 0, dirty = 0;
-	int rc = gb_resolve_commit(o, rev, &commit);
+	int rc = gb_resolve_position(o, &commit);
 
 	if (rc == 0)
 		rc = names_checked_out(o, rev, &checked_out);

@@ -79,12 +79,29 @@ struct tether_status_opts {
 };
 TETHER_API int tether_status(tether_repo *repo, const struct tether_status_opts *opts, json_t **report);
 
-/* tether commit -m MSG. Report: {"commit": id|null, "objects": [...],
- * "warnings": [...]}; "commit" is null when nothing changed. */
+/* Plans (docs/CLI.md, "Plans"). Every store-writing command (commit, new,
+ * gc) builds a plan first: {"tether_plan": 1, "op", "dataset", "created",
+ * "preconditions", "actions", ...}. With dry_run it only reports it (the
+ * report holds "plan"); with plan_out it also saves it to that file (and
+ * writes nothing else); with from_plan it re-checks the plan's
+ * preconditions, refusing a stale plan (TETHER_EREFUSED, writing nothing),
+ * then performs exactly its actions. plan_out and from_plan exclude each
+ * other. */
+
+/* Read a plan file. A file that cannot be read or is not a JSON object is
+ * TETHER_EUSAGE, with a message naming FILE:LINE:COLUMN. */
+TETHER_API int tether_plan_load(const char *path, json_t **plan);
+
+/* tether commit -m MSG. Report: {"commit": id|null, "dry_run", "objects":
+ * [...], "warnings": [...]}; "commit" is null when nothing changed (and in
+ * a dry run). With from_plan, message may be NULL: the plan's is used. */
 struct tether_commit_opts {
 	const char *message;
 	int strict;   /* refuse objects that cannot be pinned or addressed */
 	int progress;
+	int dry_run;              /* plan only */
+	const char *plan_out;     /* plan only, and save the plan here */
+	const json_t *from_plan;  /* apply this plan */
 };
 TETHER_API int tether_commit(tether_repo *repo, const struct tether_commit_opts *opts, json_t **report);
 
@@ -99,7 +116,10 @@ TETHER_API int tether_diff(tether_repo *repo, const struct tether_diff_opts *opt
 
 /* tether log: the dataset's commits, newest first. */
 struct tether_log_opts {
-	const char *rev; /* NULL = HEAD */
+	const char *rev; /* NULL = HEAD. A rev that names an object key of the
+	                  * working copy means that object's native history:
+	                  * {"key", "kind", "entries": [{"id", "time", "message",
+	                  * "refs"}]} (its backend must have HISTORY). */
 	int max_count;   /* 0 = all */
 };
 TETHER_API int tether_log(tether_repo *repo, const struct tether_log_opts *opts, json_t **report);
@@ -116,21 +136,29 @@ TETHER_API int tether_verify(tether_repo *repo, const struct tether_verify_opts 
  * reachable from any ref (nor the working copy) names, and remove listings
  * no working manifest names. Dry run unless dry_run is 0. Report:
  * {"dry_run", "commits", "referenced", "stores", "release": [{kind,
- * identity, pin, pin_ref, done}], "listings": [hash], "errors": [str]}. */
+ * identity, pin, pin_ref, done}], "listings": [hash], "skipped": [{pin |
+ * listing, reason}], "errors": [str]}. With from_plan, only the plan's pins
+ * and listings are candidates: one referenced again is refused, one
+ * already gone is skipped. */
 struct tether_gc_opts {
 	int dry_run;
 	int progress;
+	const char *plan_out;     /* plan only (whatever dry_run says), and save the plan here */
+	const json_t *from_plan;  /* release only what this plan names */
 };
 TETHER_API int tether_gc(tether_repo *repo, const struct tether_gc_opts *opts, json_t **report);
 
 /* tether new [REV] [-b NAME]: move the checkout to REV (creating branch
  * NAME there), then fork a writable branch tether.ws.<dataset8>.<bookmark>
  * in every Forkable object with write = "fork", off the state REV records.
- * Report: {"commit", "bookmark", "objects": [{key, action: "forked" |
- * "tracking" | "skipped", "ref", "detail"}]}. */
+ * Report: {"commit", "bookmark", "dry_run", "objects": [{key, action:
+ * "forked" | "tracking" | "skipped", "ref", "detail"}]}. */
 struct tether_new_opts {
 	const char *rev;    /* NULL: stay on the current commit */
 	const char *branch; /* NULL: no new branch */
+	int dry_run;              /* plan only */
+	const char *plan_out;     /* plan only, and save the plan here */
+	const json_t *from_plan;  /* apply this plan (rev and branch must be NULL) */
 };
 TETHER_API int tether_new(tether_repo *repo, const struct tether_new_opts *opts, json_t **report);
 

@@ -113,13 +113,23 @@ struct tether_backend {
 	int (*verify)(const struct tether_bctx *, const json_t *locator, const json_t *state,
 	              const json_t *pin_ref, int *ok, char **detail);
 
-	/* FORK tier. */
+	/* FORK tier. fork creates or moves `branch` to the pinned state.
+	 * `expect` makes the move conditional: a NULL pointer means no
+	 * condition, JSON null means the branch must not exist yet, and a
+	 * state means the head the caller last saw there; a mismatch is
+	 * TETHER_EREFUSED. The working_ref it returns is an overlay: merged
+	 * into the locator, it names the working branch, and every function
+	 * given that locator (fingerprint, pin, history, open) works there.
+	 * Pinning twice is idempotent; the same pin id at another state is
+	 * TETHER_EREFUSED; verify with a NULL pin_ref checks the state alone,
+	 * and a failed verify sets *detail. */
 	int (*fork)(const struct tether_bctx *, const json_t *locator, const json_t *state,
 	            const json_t *pin_ref, const char *branch, const json_t *expect,
 	            json_t **working_ref);
 	int (*delete_working_ref)(const struct tether_bctx *, const json_t *locator,
 	                          const json_t *working_ref);
-	/* A handle descriptor: {kind, uri, ref, snapshot, read_only, ...}. */
+	/* A handle descriptor: at least {"kind", "uri", "read_only"}, plus what
+	 * the native library needs (ref, snapshot_id, sha, ...). */
 	int (*open)(const struct tether_bctx *, const json_t *locator, const json_t *state,
 	            const json_t *pin_ref, const json_t *working_ref, int read_only,
 	            json_t **handle);

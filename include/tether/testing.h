@@ -8,11 +8,12 @@
  * per check:
  *
  *     ok   pin: identical states share one pin
- *     FAIL fork: a stale expect is refused: fork returned 0, not TETHER_EREFUSED
- *     skip create: ...: the harness has no new_locator
+ *     FAIL fork: a stale expect is refused (TETHER_EREFUSED): fork with a stale
+ *          expect succeeded; it must be refused with TETHER_EREFUSED
+ *     skip create: create_store then ...: the harness has no new_locator
  *
- * Link libtether-testing (pkg-config tether-testing) beside libtether, or
- * validate a module with the `tether-conformance` runner, which loads a
+ * Link libtether-testing (pkg-config tether-testing, which brings libtether),
+ * or validate a module with the `tether-conformance` runner, which loads a
  * harness from a shared object exporting tether_harness_entry. See
  * docs/BACKENDS.md. */
 #ifndef TETHER_TESTING_H

@@ -8,13 +8,17 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { OPT_MESSAGE, OPT_STRICT, OPT_JSON };
+enum { OPT_MESSAGE, OPT_STRICT, OPT_JSON, OPT_DRY_RUN, OPT_PLAN, OPT_FROM_PLAN };
 
 static const struct arg_option options[] = {
-	[OPT_MESSAGE] = { "message", 'm', ARG_VALUE, "MSG", "the commit message (required)" },
+	[OPT_MESSAGE] = { "message", 'm', ARG_VALUE, "MSG", "the commit message (required, unless the plan has one)" },
 	[OPT_STRICT] = { "strict", 0, ARG_FLAG, NULL,
 	                 "refuse (exit 3) when an object can be neither pinned nor addressed" },
 	[OPT_JSON] = { "json", 0, ARG_FLAG, NULL, "print the report as JSON" },
+	[OPT_DRY_RUN] = { "dry-run", 0, ARG_FLAG, NULL, "print the plan; write nothing" },
+	[OPT_PLAN] = { "plan", 0, ARG_VALUE, "FILE", "save the plan to FILE as JSON; write nothing else" },
+	[OPT_FROM_PLAN] = { "from-plan", 0, ARG_VALUE, "FILE",
+	                    "re-check the plan in FILE and perform exactly its actions (exit 3 when stale)" },
 };
 
 /* git's short form of a commit id. */
@@ -45,8 +49,42 @@ static void print_object(const json_t *o)
 	printf("\n");
 }
 
+/* "  pin       raw/plate1 pin ab12cd34.0123456789abcdef" */
+static void print_action(const json_t *a)
+{
+	const char *action = out_str_or(a, "action", "?");
+	printf("  %-9s %s", action, out_str_or(a, "key", "?"));
+	if (out_str(a, "pin"))
+		printf(" pin %s", out_str(a, "pin"));
+	if (json_is_false(json_object_get(a, "recoverable")) && strcmp(action, "unchanged") != 0)
+		printf(" (not recoverable)");
+	printf("\n");
+}
+
+static void print_plan(const json_t *report)
+{
+	const json_t *plan = json_object_get(report, "plan");
+	const char *message = out_str_or(report, "message", "");
+	const char *head = out_str(json_object_get(plan, "preconditions"), "head");
+	printf("plan: commit \"%.*s\" on %s%.12s\n", (int)strcspn(message, "\n"), message,
+	       head ? "" : "an unborn branch", head ? head : "");
+	size_t i;
+	json_t *a;
+	json_array_foreach(json_object_get(plan, "actions"), i, a)
+		print_action(a);
+	if (out_str(report, "plan_file"))
+		printf("plan saved to %s; apply it with `tether commit --from-plan %s`\n", out_str(report, "plan_file"),
+		       out_str(report, "plan_file"));
+	else
+		printf("dry run: nothing written\n");
+}
+
 static void print_commit(const json_t *report, const char *message)
 {
+	if (out_bool(report, "dry_run")) {
+		print_plan(report);
+		return;
+	}
 	const char *id = out_str(report, "commit");
 	if (!id) {
 		printf("nothing to commit: every object is unchanged\n");
@@ -64,23 +102,33 @@ static void print_commit(const json_t *report, const char *message)
 static int run_commit(const struct args *a)
 {
 	const char *message = args_value(a, OPT_MESSAGE);
-	if (!message)
+	const char *from = args_value(a, OPT_FROM_PLAN);
+	if (!message && !from)
 		return out_usage("commit", "missing option -m MSG for 'commit'");
-	if (!*message)
+	if (message && !*message)
 		return out_usage("commit", "empty commit message for 'commit'");
 
+	json_t *plan = NULL;
+	if (from && tether_plan_load(from, &plan) != 0)
+		return out_error(TETHER_EUSAGE);
 	tether_repo *repo;
 	int rc = cli_find_repo(&repo);
-	if (rc)
+	if (rc) {
+		json_decref(plan);
 		return rc;
+	}
 	struct tether_commit_opts opts = {
 		.message = message,
 		.strict = args_has(a, OPT_STRICT),
 		.progress = out_progress_allowed(),
+		.dry_run = args_has(a, OPT_DRY_RUN),
+		.plan_out = args_value(a, OPT_PLAN),
+		.from_plan = plan,
 	};
 	json_t *report = NULL;
 	int err = tether_commit(repo, &opts, &report);
 	tether_repo_free(repo);
+	json_decref(plan);
 	if (err) {
 		json_decref(report);
 		return out_error(err);
@@ -98,13 +146,19 @@ static int run_commit(const struct args *a)
 const struct cli_command cmd_commit = {
 	.name = "commit",
 	.summary = "record every object's state in a VCS commit",
-	.usage = "commit -m MSG [--strict] [--json]",
+	.usage = "commit -m MSG [--strict] [--dry-run | --plan FILE | --from-plan FILE] [--json]",
 	.description =
 		"Fingerprint every object, pin the ones that can be pinned, record the\n"
 		"state of the others, write the manifests and make the VCS commit.\n"
 		"Objects that can only be observed are recorded with a warning (their\n"
 		"state cannot be recovered later); --strict refuses them instead. When no\n"
-		"object changed, no commit is made.",
+		"object changed, no commit is made.\n"
+		"\n"
+		"--dry-run prints the plan (one line per object: pin, record or unchanged)\n"
+		"and writes nothing; --plan FILE also saves it. --from-plan FILE snapshots\n"
+		"again, refuses (exit 3) when HEAD, a manifest or an object's state moved\n"
+		"since the plan, and otherwise performs exactly its actions (the plan's\n"
+		"message, unless -m is given).",
 	.spec = { ARGS_OPTIONS(options) },
 	.run = run_commit,
 };

@@ -38,6 +38,11 @@ static void entry_amount(const json_t *e, const char *change, char *buf, size_t 
 	char human[32];
 
 	buf[0] = '\0';
+	/* A text diff counts lines, not bytes: "+3 -1". */
+	if (json_is_integer(json_object_get(e, "lines_added"))) {
+		snprintf(buf, len, " +%lld -%lld", out_int(e, "lines_added"), out_int(e, "lines_deleted"));
+		return;
+	}
 	if (added || strcmp(change, "removed") == 0) {
 		if (!json_is_integer(size))
 			return;
@@ -81,15 +86,19 @@ static void print_entry(const json_t *e)
 	const char *change = out_str_or(e, "change", "?");
 	char amount[48];
 	entry_amount(e, change, amount, sizeof amount);
-	printf("    %s%s%s %s%s\n", out_color(change_color(change)), change, out_color(OUT_RESET),
-	       out_str_or(e, "path", "?"), amount);
+	const char *old = out_str(e, "old_path");
+	printf("    %s%s%s %s%s%s%s\n", out_color(change_color(change)), change, out_color(OUT_RESET),
+	       old ? old : "", old ? " -> " : "", out_str_or(e, "path", "?"), amount);
 }
 
-/* "    3 added, 1 removed, 2 modified, +10.1 KiB" */
-static void print_totals(const json_t *totals)
+/* "    3 added, 1 removed, 2 modified, +10.1 KiB" (or "net +4 lines") */
+static void print_totals(const json_t *totals, int in_lines)
 {
 	char delta[32];
-	out_size(delta, sizeof delta, out_int(totals, "size_delta"), 1);
+	if (in_lines)
+		snprintf(delta, sizeof delta, "net %+lld lines", out_int(totals, "size_delta"));
+	else
+		out_size(delta, sizeof delta, out_int(totals, "size_delta"), 1);
 	printf("    %lld added, %lld removed, %lld modified, %s\n", out_int(totals, "added"),
 	       out_int(totals, "removed"), out_int(totals, "modified"), delta);
 }
@@ -113,7 +122,7 @@ static void print_content(const json_t *content)
 			printf("    … more\n");
 	}
 	if (json_is_object(totals))
-		print_totals(totals);
+		print_totals(totals, json_is_integer(json_object_get(json_array_get(entries, 0), "lines_added")));
 	else if (out_str(content, "summary") && *out_str(content, "summary"))
 		printf("    %s\n", out_str(content, "summary"));
 }

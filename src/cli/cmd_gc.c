@@ -6,46 +6,86 @@
 
 #include <stdio.h>
 
-enum { OPT_JSON, OPT_NO_DRY_RUN, OPT_DRY_RUN };
+enum { OPT_JSON, OPT_NO_DRY_RUN, OPT_DRY_RUN, OPT_PLAN, OPT_FROM_PLAN };
 
 static const struct arg_option options[] = {
 	[OPT_JSON] = { "json", 0, ARG_FLAG, NULL, "print the report as JSON" },
 	[OPT_NO_DRY_RUN] = { "no-dry-run", 0, ARG_FLAG, NULL, "release the pins and remove the listings" },
 	[OPT_DRY_RUN] = { "dry-run", 0, ARG_FLAG, NULL, "only report what would be released (the default)" },
+	[OPT_PLAN] = { "plan", 0, ARG_VALUE, "FILE", "save the plan to FILE as JSON; release nothing" },
+	[OPT_FROM_PLAN] = { "from-plan", 0, ARG_VALUE, "FILE",
+	                    "release only what the plan in FILE names, once re-checked (exit 3 when stale)" },
 };
 
-static void print_gc(const json_t *report)
+static void print_footer(const json_t *report, int dry)
 {
-	int dry = out_bool(report, "dry_run");
 	const json_t *release = json_object_get(report, "release");
 	const json_t *listings = json_object_get(report, "listings");
-	size_t i;
-	json_t *r;
-	json_array_foreach(release, i, r) {
-		const char *state = dry ? "would release" : out_bool(r, "done") ? "released" : "FAILED";
-		printf("  %-14s %s pin %s\n", state, out_str_or(r, "kind", "?"), out_str_or(r, "pin", "?"));
-	}
-	json_array_foreach(listings, i, r)
-		printf("  %-14s listing %.16s…\n", dry ? "would remove" : "removed", json_string_value(r));
 	printf("%s%zu pin%s and %zu listing%s unreferenced (%lld commits walked, %lld pins referenced)\n",
 	       dry ? "dry run: " : "", json_array_size(release), json_array_size(release) == 1 ? "" : "s",
 	       json_array_size(listings), json_array_size(listings) == 1 ? "" : "s", out_int(report, "commits"),
 	       out_int(report, "referenced"));
-	if (dry && (json_array_size(release) || json_array_size(listings)))
+	const char *file = out_str(report, "plan_file");
+	if (file)
+		printf("plan saved to %s; apply it with `tether gc --from-plan %s`\n", file, file);
+	else if (dry && (json_array_size(release) || json_array_size(listings)))
 		printf("run `tether gc --no-dry-run` to release them\n");
+}
+
+static void print_gc(const json_t *report)
+{
+	int dry = out_bool(report, "dry_run");
+	size_t i;
+	json_t *r;
+	json_array_foreach(json_object_get(report, "release"), i, r) {
+		const char *state = dry ? "would release" : out_bool(r, "done") ? "released" : "FAILED";
+		printf("  %-14s %s pin %s\n", state, out_str_or(r, "kind", "?"), out_str_or(r, "pin", "?"));
+	}
+	json_array_foreach(json_object_get(report, "listings"), i, r)
+		printf("  %-14s listing %.16s…\n", dry ? "would remove" : "removed", json_string_value(r));
+	json_array_foreach(json_object_get(report, "skipped"), i, r) {
+		if (out_str(r, "pin"))
+			printf("  %-14s pin %s (%s)\n", "skipped", out_str(r, "pin"), out_str_or(r, "reason", ""));
+		else
+			printf("  %-14s listing %.16s… (%s)\n", "skipped", out_str_or(r, "listing", "?"),
+			       out_str_or(r, "reason", ""));
+	}
+	print_footer(report, dry);
+}
+
+/* A dry run unless --no-dry-run or --from-plan says to act, and --dry-run
+ * is not given after --no-dry-run. */
+static int is_dry_run(const struct args *a)
+{
+	if (args_has(a, OPT_DRY_RUN))
+		return args_later(a, OPT_DRY_RUN, OPT_NO_DRY_RUN);
+	return !args_has(a, OPT_NO_DRY_RUN) && !args_has(a, OPT_FROM_PLAN);
 }
 
 static int run_gc(const struct args *a)
 {
+	const char *from = args_value(a, OPT_FROM_PLAN);
+	if (args_has(a, OPT_PLAN) && !is_dry_run(a))
+		return out_usage("gc", "--plan only plans: it cannot be combined with --no-dry-run for 'gc'");
+	json_t *plan = NULL;
+	if (from && tether_plan_load(from, &plan) != 0)
+		return out_error(TETHER_EUSAGE);
 	tether_repo *repo;
 	int rc = cli_find_repo(&repo);
-	if (rc)
+	if (rc) {
+		json_decref(plan);
 		return rc;
-	struct tether_gc_opts opts = { .dry_run = !args_has(a, OPT_NO_DRY_RUN) || args_later(a, OPT_DRY_RUN, OPT_NO_DRY_RUN),
-	                               .progress = out_progress_allowed() };
+	}
+	struct tether_gc_opts opts = {
+		.dry_run = is_dry_run(a),
+		.progress = out_progress_allowed(),
+		.plan_out = args_value(a, OPT_PLAN),
+		.from_plan = plan,
+	};
 	json_t *report = NULL;
 	int err = tether_gc(repo, &opts, &report);
 	tether_repo_free(repo);
+	json_decref(plan);
 	if (err) {
 		json_decref(report);
 		return out_error(err);
@@ -58,13 +98,18 @@ static int run_gc(const struct args *a)
 const struct cli_command cmd_gc = {
 	.name = "gc",
 	.summary = "release pins that no commit references",
-	.usage = "gc [--no-dry-run] [--json]",
+	.usage = "gc [--no-dry-run | --plan FILE | --from-plan FILE [--dry-run]] [--json]",
 	.description =
 		"Walk every commit reachable from any ref, and the working copy, collecting\n"
 		"the pins their manifests name. Each store's tether pins of this dataset\n"
 		"that none of them names are released, and listings no working manifest\n"
 		"names are removed. A dry run (the default) only reports; --no-dry-run\n"
-		"acts. gc never releases a pin that any manifest in history names.",
+		"acts. gc never releases a pin that any manifest in history names.\n"
+		"\n"
+		"--plan FILE saves what a run would release as a plan. --from-plan FILE\n"
+		"walks history again and releases only the plan's pins and listings: one\n"
+		"referenced again since refuses the plan (exit 3, nothing released), one\n"
+		"already gone is skipped. With --dry-run it only checks the plan.",
 	.spec = { ARGS_OPTIONS(options) },
 	.run = run_gc,
 };

@@ -16,7 +16,7 @@ static const struct arg_option options[] = {
 	[OPT_JSON] = { "json", 0, ARG_FLAG, NULL, "print the report as JSON" },
 };
 
-static const char *const positionals[] = { "REV", NULL };
+static const char *const positionals[] = { "REV|KEY", NULL };
 
 static char change_marker(const char *change)
 {
@@ -73,10 +73,33 @@ static void print_commit(const json_t *c)
 	print_objects(json_object_get(c, "objects"));
 }
 
+/* An object's native history: "<id>  <time>  <message>  (refs)". */
+static void print_native(const json_t *report)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(report, "entries"), i, e) {
+		char date[64] = "";
+		if (json_is_integer(json_object_get(e, "time")))
+			out_time(date, sizeof date, out_int(e, "time"));
+		printf("%s%.12s%s  %s  %s", out_color(OUT_YELLOW), out_str_or(e, "id", "?"), out_color(OUT_RESET), date,
+		       out_str_or(e, "message", ""));
+		size_t j;
+		json_t *r;
+		json_array_foreach(json_object_get(e, "refs"), j, r)
+			printf("%s%s", j ? ", " : "  (", json_string_value(r));
+		printf("%s\n", json_array_size(json_object_get(e, "refs")) ? ")" : "");
+	}
+}
+
 static void print_log(const json_t *report)
 {
 	size_t i;
 	json_t *c;
+	if (json_object_get(report, "entries")) {
+		print_native(report);
+		return;
+	}
 	json_array_foreach(json_object_get(report, "commits"), i, c) {
 		if (i > 0)
 			printf("\n");
@@ -116,11 +139,13 @@ static int run_log(const struct args *a)
 const struct cli_command cmd_log = {
 	.name = "log",
 	.summary = "list the dataset's commits",
-	.usage = "log [REV] [-n N] [--json]",
+	.usage = "log [REV | KEY] [-n N] [--json]",
 	.description =
 		"List the commits that changed the dataset, newest first, from REV\n"
 		"(default HEAD), each with the objects it added (+), removed (-) or\n"
-		"changed (~) and their pins.",
+		"changed (~) and their pins. Given an object's KEY instead, list that\n"
+		"object's native history (snapshots, commits, versions), whose ids\n"
+		"`tether add --at` accepts. A KEY wins over a revision of the same name.",
 	.spec = { ARGS_OPTIONS(options), .positionals = positionals, .max_positionals = 1 },
 	.run = run_log,
 };

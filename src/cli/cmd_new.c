@@ -6,39 +6,84 @@
 
 #include <stdio.h>
 
-enum { OPT_JSON, OPT_BRANCH };
+enum { OPT_JSON, OPT_BRANCH, OPT_DRY_RUN, OPT_PLAN, OPT_FROM_PLAN };
 
 static const struct arg_option options[] = {
 	[OPT_JSON] = { "json", 0, ARG_FLAG, NULL, "print the report as JSON" },
 	[OPT_BRANCH] = { "branch", 'b', ARG_VALUE, "NAME", "create branch NAME at REV and work on it" },
+	[OPT_DRY_RUN] = { "dry-run", 0, ARG_FLAG, NULL, "print the plan; write nothing" },
+	[OPT_PLAN] = { "plan", 0, ARG_VALUE, "FILE", "save the plan to FILE as JSON; write nothing else" },
+	[OPT_FROM_PLAN] = { "from-plan", 0, ARG_VALUE, "FILE",
+	                    "re-check the plan in FILE and perform exactly its actions (exit 3 when stale)" },
 };
 
 static const char *const positionals[] = { "REV", NULL };
 
+/* "  fork      code -> tether.ws.ab12cd34.main" or "  skip      raw/x (not forkable)" */
+static void print_object(const json_t *o)
+{
+	const char *action = out_str_or(o, "action", "?");
+	if (out_str(o, "branch"))
+		printf("  %-9s %s -> %s\n", action, out_str_or(o, "key", "?"), out_str(o, "branch"));
+	else
+		printf("  %-9s %s (%s)\n", action, out_str_or(o, "key", "?"), out_str_or(o, "detail", ""));
+}
+
+static void print_plan(const json_t *report)
+{
+	const json_t *plan = json_object_get(report, "plan");
+	const char *create = out_str(json_object_get(plan, "switch"), "create");
+	printf("plan: new on %s at %.12s%s%s%s\n", out_str_or(report, "bookmark", "?"), out_str_or(report, "commit", ""),
+	       create ? " (creating branch " : "", create ? create : "", create ? ")" : "");
+	size_t i;
+	json_t *o;
+	json_array_foreach(json_object_get(plan, "actions"), i, o)
+		print_object(o);
+	if (out_str(report, "plan_file"))
+		printf("plan saved to %s; apply it with `tether new --from-plan %s`\n", out_str(report, "plan_file"),
+		       out_str(report, "plan_file"));
+	else
+		printf("dry run: nothing written\n");
+}
+
 static void print_new(const json_t *report)
 {
+	if (out_bool(report, "dry_run")) {
+		print_plan(report);
+		return;
+	}
 	printf("Now on %s (%.12s)\n", out_str_or(report, "bookmark", "?"), out_str_or(report, "commit", ""));
 	size_t i;
 	json_t *o;
-	json_array_foreach(json_object_get(report, "objects"), i, o) {
-		const char *action = out_str_or(o, "action", "?");
-		if (out_str(o, "branch"))
-			printf("  %-9s %s -> %s\n", action, out_str_or(o, "key", "?"), out_str(o, "branch"));
-		else
-			printf("  %-9s %s (%s)\n", action, out_str_or(o, "key", "?"), out_str_or(o, "detail", ""));
-	}
+	json_array_foreach(json_object_get(report, "objects"), i, o)
+		print_object(o);
 }
 
 static int run_new(const struct args *a)
 {
+	const char *from = args_value(a, OPT_FROM_PLAN);
+	if (from && (a->npos || args_has(a, OPT_BRANCH)))
+		return out_usage("new", "--from-plan takes no REV and no -b (the plan names where to go) for 'new'");
+	json_t *plan = NULL;
+	if (from && tether_plan_load(from, &plan) != 0)
+		return out_error(TETHER_EUSAGE);
 	tether_repo *repo;
 	int rc = cli_find_repo(&repo);
-	if (rc)
+	if (rc) {
+		json_decref(plan);
 		return rc;
-	struct tether_new_opts opts = { .rev = a->npos ? a->pos[0] : NULL, .branch = args_value(a, OPT_BRANCH) };
+	}
+	struct tether_new_opts opts = {
+		.rev = a->npos ? a->pos[0] : NULL,
+		.branch = args_value(a, OPT_BRANCH),
+		.dry_run = args_has(a, OPT_DRY_RUN),
+		.plan_out = args_value(a, OPT_PLAN),
+		.from_plan = plan,
+	};
 	json_t *report = NULL;
 	int err = tether_new(repo, &opts, &report);
 	tether_repo_free(repo);
+	json_decref(plan);
 	if (err) {
 		json_decref(report);
 		return out_error(err);
@@ -51,13 +96,18 @@ static int run_new(const struct args *a)
 const struct cli_command cmd_new = {
 	.name = "new",
 	.summary = "move the checkout and fork writable branches off its pins",
-	.usage = "new [REV] [-b NAME] [--json]",
+	.usage = "new [REV] [-b NAME] [--dry-run | --plan FILE | --from-plan FILE] [--json]",
 	.description =
 		"Check out REV (a new branch NAME there with -b), then give every forkable\n"
 		"object with write = fork a writable branch tether.ws.<dataset8>.<bookmark>\n"
 		"off the state REV records. Objects with write = track keep writing to their\n"
 		"upstream branch. A working branch that moved since tether last left it\n"
-		"(writes not yet committed) is not overwritten: the fork is refused.",
+		"(writes not yet committed) is not overwritten: the fork is refused.\n"
+		"\n"
+		"--dry-run prints the plan (the commit, the bookmark, and per object: fork,\n"
+		"track or skip) and writes nothing; --plan FILE also saves it. --from-plan\n"
+		"FILE moves to the plan's commit (no REV is resolved), refusing (exit 3)\n"
+		"when the branch or HEAD it goes through moved since the plan.",
 	.spec = { ARGS_OPTIONS(options), .positionals = positionals, .min_positionals = 0, .max_positionals = 1 },
 	.run = run_new,
 };

@@ -4,12 +4,19 @@
  * Order matters for crash safety: pins first, then listings and manifests,
  * then the VCS commit. Any failure before the VCS commit releases the pins
  * this run created (never one an earlier commit made) and puts the
- * manifests back, so nothing is left half-written. */
+ * manifests back, so nothing is left half-written.
+ *
+ * Every run plans first, from its snapshot (build_plan: HEAD, each object's
+ * manifest and state, one action per object), then performs the plan's
+ * actions (apply_plan). A dry run stops after the plan; --from-plan
+ * compares the plan it builds now with the one it was given and refuses
+ * when they differ, so what is applied is exactly what was reviewed. */
 #include "core/engine.h"
 
 #include "core/journal.h"
 #include "core/lock.h"
 #include "core/pinid.h"
+#include "core/plan.h"
 #include "core/workspace.h"
 #include "util/fsutil.h"
 
@@ -18,6 +25,7 @@
 
 struct created_pin {
 	struct tt_obj *obj;
+	char pin[TT_PIN_ID_LEN + 1];
 	json_t *pin_ref;
 };
 
@@ -30,6 +38,7 @@ struct commit_run {
 	size_t npins;
 	char **new_listings;    /* listing files this commit wrote, removed by undo() */
 	size_t nlistings;
+	json_t *plan;           /* what this run does: action i is objs[i]'s */
 	json_t *actions;        /* per-object report */
 	json_t *warnings;
 	int changed;
@@ -54,48 +63,130 @@ static int refuse_drift_and_strict(struct commit_run *run, int strict)
 	return 0;
 }
 
-/* A pin id already pinned in this run (two objects on one store and state
- * share one pin). */
-static json_t *pin_made_in_run(struct commit_run *run, const char *pin_id)
+/* HEAD's commit id, or "" on an unborn branch. */
+static int head_id(struct tether_repo *repo, char id[41])
 {
-	for (size_t i = 0; i < run->npins; i++)
-		if (strcmp(tt_manifest_pin(run->pins[i].obj->m), pin_id) == 0)
-			return run->pins[i].pin_ref;
-	return NULL;
+	int rc = repo->vcs->resolve(repo->vh, "HEAD", id);
+	if (rc == TETHER_ENOTFOUND) {
+		tether_error_clear();
+		id[0] = '\0';
+		return 0;
+	}
+	return rc;
 }
 
-static int record_object(struct commit_run *run, struct tt_obj *o)
+/* The object's precondition: its manifest as read and its content state
+ * as just fingerprinted. */
+static json_t *object_precondition(const struct tt_obj *o)
 {
-	json_t *doc = o->m->doc;
-	const char *old_pin = tt_manifest_pin(o->m);
+	json_t *state = tt_content_state(o->b, o->fp.state);
+	char digest[65];
+	tt_plan_digest(state, digest);
+	return json_pack("{s:s, s:s, s:o, s:s}", "key", o->m->key, "manifest", o->m->digest, "state", state, "digest",
+	                 digest);
+}
+
+/* What the commit does to one object: "unchanged" (the same state under
+ * the same pin), "pin" (a native pin holds the state) or "record". */
+static int plan_object(struct commit_run *run, struct tt_obj *o)
+{
 	char pin_id[TT_PIN_ID_LEN + 1];
 	int rc = tt_obj_pin_id(run->repo, o, pin_id);
 	if (rc)
 		return rc;
+	const char *old_pin = tt_manifest_pin(o->m);
 	int unchanged = strcmp(o->status, "clean") == 0 && old_pin && strcmp(old_pin, pin_id) == 0;
-	if (unchanged) {
-		json_array_append_new(run->actions, json_pack("{s:s, s:s, s:s, s:O}", "key", o->m->key, "action",
-		                                              "unchanged", "pin", pin_id, "recoverable",
-		                                              json_object_get(doc, "recoverable")));
+	int recoverable = unchanged ? json_is_true(json_object_get(o->m->doc, "recoverable"))
+	                            : (o->caps & (TETHER_CAP_PIN | TETHER_CAP_ADDRESSABLE)) != 0;
+	const char *action = unchanged ? "unchanged" : (o->caps & TETHER_CAP_PIN) ? "pin" : "record";
+	json_array_append_new(tt_plan_actions(run->plan), json_pack("{s:s, s:s, s:s, s:b}", "key", o->m->key, "action",
+	                                                            action, "pin", pin_id, "recoverable", recoverable));
+	json_array_append_new(json_object_get(tt_plan_preconditions(run->plan), "objects"), object_precondition(o));
+	if (!unchanged && !recoverable)
+		json_array_append_new(run->warnings, json_sprintf("%s: state recorded, not recoverable (kind %s is %s)",
+		                                                  o->m->key, o->b->kind, tether_tier_name(o->caps)));
+	return 0;
+}
+
+/* The plan, from the snapshot just taken: HEAD and every object's manifest
+ * and state as preconditions, one action per object. */
+static int build_plan(struct commit_run *run, const char *message)
+{
+	char head[41];
+	int rc = head_id(run->repo, head);
+	if (rc)
+		return rc;
+	run->plan = tt_plan_new(run->repo, "commit");
+	json_object_set_new(run->plan, "message", json_string(message));
+	json_t *pre = tt_plan_preconditions(run->plan);
+	json_object_set_new(pre, "head", *head ? json_string(head) : json_null());
+	json_object_set_new(pre, "objects", json_array());
+	for (size_t i = 0; !rc && i < run->n; i++)
+		rc = plan_object(run, &run->objs[i]);
+	return rc;
+}
+
+/* --from-plan: the plan made then must be the plan made now. */
+static int check_plan(struct commit_run *run, const json_t *planned)
+{
+	const json_t *was = tt_plan_preconditions(planned), *now = tt_plan_preconditions(run->plan);
+	json_t *head = json_object_get(was, "head");
+	if (head && !json_is_string(head) && !json_is_null(head))
+		return tether_error_set(TETHER_EUSAGE, "malformed plan: \"head\" must be a commit id or null");
+	int rc = tt_plan_check_ref("HEAD", json_string_value(head), json_string_value(json_object_get(now, "head")));
+	if (!rc)
+		rc = tt_plan_check_objects(json_object_get(was, "objects"), json_object_get(now, "objects"));
+	if (!rc)
+		rc = tt_plan_check_actions("commit", tt_plan_actions(planned), tt_plan_actions(run->plan));
+	return rc;
+}
+
+/* A pin already made in this run (two objects on one store and state
+ * share one pin). */
+static json_t *pin_made_in_run(struct commit_run *run, const char *pin_id)
+{
+	for (size_t i = 0; i < run->npins; i++)
+		if (strcmp(run->pins[i].pin, pin_id) == 0)
+			return run->pins[i].pin_ref;
+	return NULL;
+}
+
+/* The planned pin: into the manifest's pin_ref. */
+static int pin_object(struct commit_run *run, struct tt_obj *o, const char *pin_id)
+{
+	json_t *pin_ref = pin_made_in_run(run, pin_id);
+	if (pin_ref) {
+		json_incref(pin_ref);
+	} else {
+		int rc = o->b->pin(&o->ctx, o->locator, o->fp.state, pin_id, &pin_ref);
+		if (rc)
+			return tether_error_set(rc, "%s: cannot pin: %s", o->m->key, tether_error_last());
+		struct created_pin *made = &run->pins[run->npins++];
+		made->obj = o;
+		snprintf(made->pin, sizeof made->pin, "%s", pin_id);
+		made->pin_ref = json_incref(pin_ref);
+	}
+	json_object_set_new(o->m->doc, "pin_ref", pin_ref);
+	return 0;
+}
+
+/* Perform one planned action. */
+static int record_object(struct commit_run *run, struct tt_obj *o, const json_t *planned)
+{
+	json_t *doc = o->m->doc;
+	const char *action = json_string_value(json_object_get(planned, "action"));
+	const char *pin_id = json_string_value(json_object_get(planned, "pin"));
+	int recoverable = json_is_true(json_object_get(planned, "recoverable"));
+	int pinned = strcmp(action, "pin") == 0;
+	json_array_append_new(run->actions, json_pack("{s:s, s:s, s:s, s:b}", "key", o->m->key, "action",
+	                                              pinned ? "pinned" : strcmp(action, "record") == 0 ? "recorded" : "unchanged",
+	                                              "pin", pin_id, "recoverable", recoverable));
+	if (strcmp(action, "unchanged") == 0)
 		return 0;
-	}
-	const char *action = "recorded";
-	int recoverable = (o->caps & (TETHER_CAP_PIN | TETHER_CAP_ADDRESSABLE)) != 0;
 	json_object_del(doc, "pin_ref");
-	if (o->caps & TETHER_CAP_PIN) {
-		json_t *pin_ref = pin_made_in_run(run, pin_id);
-		if (pin_ref) {
-			json_incref(pin_ref);
-		} else {
-			rc = o->b->pin(&o->ctx, o->locator, o->fp.state, pin_id, &pin_ref);
-			if (rc)
-				return tether_error_set(rc, "%s: cannot pin: %s", o->m->key, tether_error_last());
-			run->pins[run->npins].obj = o;
-			run->pins[run->npins++].pin_ref = json_incref(pin_ref);
-		}
-		json_object_set_new(doc, "pin_ref", pin_ref);
-		action = "pinned";
-	}
+	int rc = pinned ? pin_object(run, o, pin_id) : 0;
+	if (rc)
+		return rc;
 	json_object_set(doc, "state", o->fp.state);
 	json_object_set_new(doc, "pin", json_string(pin_id));
 	json_object_set_new(doc, "recoverable", json_boolean(recoverable));
@@ -110,11 +201,6 @@ static int record_object(struct commit_run *run, struct tt_obj *o)
 			return rc;
 		json_object_set_new(doc, "listing", json_string(hex));
 	}
-	if (!recoverable)
-		json_array_append_new(run->warnings, json_sprintf("%s: state recorded, not recoverable (kind %s is %s)",
-		                                                  o->m->key, o->b->kind, tether_tier_name(o->caps)));
-	json_array_append_new(run->actions, json_pack("{s:s, s:s, s:s, s:b}", "key", o->m->key, "action", action,
-	                                              "pin", pin_id, "recoverable", recoverable));
 	run->changed = 1;
 	return tt_manifest_save(run->repo->root, o->m);
 }
@@ -169,9 +255,11 @@ static int advance_working_heads(struct commit_run *run)
 	int rc = tt_workspace_load(run->repo, &ws), touched = 0;
 	for (size_t i = 0; !rc && i < run->n; i++) {
 		json_t *entry = tt_workspace_entry(ws, run->objs[i].m->key);
-		if (!entry || !run->objs[i].fp.state)
+		json_t *heads = json_object_get(entry, "heads");
+		const char *branch = json_string_value(json_object_get(entry, "branch"));
+		if (!heads || !branch || !run->objs[i].fp.state)
 			continue;
-		json_object_set(entry, "head", run->objs[i].fp.state);
+		json_object_set(heads, branch, run->objs[i].fp.state);
 		touched = 1;
 	}
 	if (!rc && touched)
@@ -181,47 +269,63 @@ static int advance_working_heads(struct commit_run *run)
 }
 
 /* The pins this commit may create, named in the journal before any is. */
-static int planned_pins(struct commit_run *run, json_t **pins)
+static json_t *journal_pins(struct commit_run *run)
 {
-	*pins = json_array();
+	json_t *pins = json_array();
 	for (size_t i = 0; i < run->n; i++) {
 		struct tt_obj *o = &run->objs[i];
-		if (!(o->caps & TETHER_CAP_PIN))
+		json_t *a = json_array_get(tt_plan_actions(run->plan), i);
+		if (strcmp(json_string_value(json_object_get(a, "action")), "pin") != 0)
 			continue;
-		char pin_id[TT_PIN_ID_LEN + 1];
-		int rc = tt_obj_pin_id(run->repo, o, pin_id);
-		if (rc)
-			return rc;
+		const char *pin_id = json_string_value(json_object_get(a, "pin"));
 		const char *old = tt_manifest_pin(o->m);
 		if (old && strcmp(old, pin_id) == 0)
 			continue;
-		json_array_append_new(*pins, json_pack("{s:s, s:s, s:O, s:s}", "key", o->m->key, "kind", o->b->kind,
-		                                       "locator", o->locator, "pin", pin_id));
+		json_array_append_new(pins, json_pack("{s:s, s:s, s:O, s:s}", "key", o->m->key, "kind", o->b->kind,
+		                                      "locator", o->locator, "pin", pin_id));
 	}
-	return 0;
+	return pins;
 }
 
-static int run_commit(struct commit_run *run, const struct tether_commit_opts *opts, json_t **report)
+/* HEAD's view for the next status, read back from the new commit rather
+ * than copied from the working manifests: the VCS leaves out a path the
+ * repository's ignore rules match, and then the view and the report must
+ * say so instead of calling the object committed. */
+static void save_head_view(struct commit_run *run, const char *id)
 {
-	tt_objs_snapshot(run->objs, run->n);
-	int rc = refuse_drift_and_strict(run, opts->strict);
-	json_t *pins = NULL;
+	struct tt_manifest_set committed;
+	if (tt_manifests_at(run->repo, id, &committed) != 0) {
+		tether_error_clear(); /* only the cache is lost: status reads HEAD itself */
+		return;
+	}
+	for (size_t i = 0; i < run->n; i++) {
+		if (tt_manifest_set_find(&committed, run->objs[i].m->key))
+			continue;
+		char *rel = tt_manifest_relpath(run->objs[i].m->key);
+		json_array_append_new(run->warnings, json_sprintf("%s: its manifest is not in commit %.7s: the repository "
+		                                                  "ignores %s", run->objs[i].m->key, id, rel));
+		free(rel);
+	}
+	tt_head_view_save(run->repo, id, &committed);
+	tt_manifest_set_free(&committed);
+}
+
+/* Every planned action, then the VCS commit; all undone on failure. */
+static int apply_plan(struct commit_run *run, const char *message, char id[41])
+{
+	json_t *pins = journal_pins(run);
 	struct tt_journal journal = {0};
-	if (!rc)
-		rc = planned_pins(run, &pins);
-	if (!rc && json_array_size(pins))
-		rc = tt_journal_begin(run->repo, "commit", opts->message, pins, &journal);
+	int rc = json_array_size(pins) ? tt_journal_begin(run->repo, "commit", message, pins, &journal) : 0;
 	json_decref(pins);
 	tt_fault_point("commit", "journal-written");
 	for (size_t i = 0; !rc && i < run->n; i++)
 		run->old_text[i] = tt_manifest_text(run->objs[i].m);
 	for (size_t i = 0; !rc && i < run->n; i++) {
-		rc = record_object(run, &run->objs[i]);
+		rc = record_object(run, &run->objs[i], json_array_get(tt_plan_actions(run->plan), i));
 		tt_fault_point("commit", "object-recorded");
 	}
-	char id[41] = "";
 	if (!rc)
-		rc = vcs_commit(run, opts->message, id);
+		rc = vcs_commit(run, message, id);
 	tt_fault_point("commit", "vcs-committed");
 	if (rc) {
 		int code = rc;
@@ -236,44 +340,78 @@ static int run_commit(struct commit_run *run, const struct tether_commit_opts *o
 	tt_journal_free(&journal);
 	if (!rc && *id)
 		rc = tt_journal_close_finished(run->repo, id);
+	if (!rc)
+		rc = advance_working_heads(run);
+	if (!rc && *id)
+		save_head_view(run, id);
+	return rc;
+}
+
+static int run_commit(struct commit_run *run, const struct tether_commit_opts *opts, const char *message,
+                      json_t **report)
+{
+	tt_objs_snapshot(run->objs, run->n);
+	int rc = refuse_drift_and_strict(run, opts->strict);
+	if (!rc)
+		rc = build_plan(run, message);
+	if (!rc && opts->from_plan)
+		rc = check_plan(run, opts->from_plan);
+	int dry_run = opts->dry_run || opts->plan_out;
+	if (!rc && opts->plan_out)
+		rc = tt_plan_save(run->plan, opts->plan_out);
+	char id[41] = "";
+	if (!rc && !dry_run)
+		rc = apply_plan(run, message, id);
 	if (rc)
 		return rc;
-	rc = advance_working_heads(run);
-	if (rc)
-		return rc; /* the commit stands: history names its pins */
-	if (*id) {
-		/* HEAD's view for the next status, read back from the new commit
-		 * rather than copied from the working manifests: the VCS leaves out
-		 * a path the repository's ignore rules match, and then the view and
-		 * the report must say so instead of calling the object committed. */
-		struct tt_manifest_set committed;
-		if (tt_manifests_at(run->repo, id, &committed) == 0) {
-			for (size_t i = 0; i < run->n; i++) {
-				if (tt_manifest_set_find(&committed, run->objs[i].m->key))
-					continue;
-				char *rel = tt_manifest_relpath(run->objs[i].m->key);
-				json_array_append_new(run->warnings,
-				                      json_sprintf("%s: its manifest is not in commit %.7s: the repository "
-				                                   "ignores %s", run->objs[i].m->key, id, rel));
-				free(rel);
-			}
-			tt_head_view_save(run->repo, id, &committed);
-			tt_manifest_set_free(&committed);
-		} else {
-			tether_error_clear(); /* only the cache is lost: status reads HEAD itself */
-		}
-	}
-	*report = json_pack("{s:s?, s:s, s:O, s:O}", "commit", *id ? id : NULL, "message", opts->message,
-	                    "objects", run->actions, "warnings", run->warnings);
+	*report = json_pack("{s:s?, s:s, s:O}", "commit", *id ? id : NULL, "message", message, "warnings",
+	                    run->warnings);
+	if (!dry_run)
+		json_object_set(*report, "objects", run->actions);
+	tt_plan_report(*report, run->plan, dry_run, opts->plan_out);
 	return 0;
+}
+
+/* The message: -m, else the plan's. */
+static int commit_message(const struct tether_commit_opts *opts, const char **message)
+{
+	*message = opts->message;
+	if (!*message && opts->from_plan)
+		*message = json_string_value(json_object_get(opts->from_plan, "message"));
+	if (!*message || !**message)
+		return tether_error_set(TETHER_EUSAGE, opts->from_plan ? "the plan has no commit message: give -m MSG"
+		                                                       : "a commit needs a message (-m MSG)");
+	return 0;
+}
+
+static void commit_run_free(struct commit_run *run)
+{
+	for (size_t i = 0; run->old_text && i < run->n; i++)
+		free(run->old_text[i]);
+	for (size_t i = 0; i < run->npins; i++)
+		json_decref(run->pins[i].pin_ref);
+	for (size_t i = 0; i < run->nlistings; i++)
+		free(run->new_listings[i]);
+	free(run->old_text);
+	free(run->pins);
+	free(run->new_listings);
+	json_decref(run->plan);
+	json_decref(run->actions);
+	json_decref(run->warnings);
+	tt_objs_free(run->objs, run->n);
 }
 
 int tether_commit(tether_repo *repo, const struct tether_commit_opts *opts, json_t **report)
 {
 	*report = NULL;
-	if (!opts->message || !*opts->message)
-		return tether_error_set(TETHER_EUSAGE, "a commit needs a message (-m MSG)");
-	int rc = tt_repo_check_secrets(repo);
+	const char *message = NULL;
+	int rc = tt_plan_check_opts(opts->plan_out, opts->from_plan);
+	if (!rc && opts->from_plan)
+		rc = tt_plan_check_header(repo, opts->from_plan, "commit");
+	if (!rc)
+		rc = commit_message(opts, &message);
+	if (!rc)
+		rc = tt_repo_check_secrets(repo);
 	if (!rc)
 		rc = tt_repo_vcs(repo);
 	if (rc)
@@ -293,20 +431,9 @@ int tether_commit(tether_repo *repo, const struct tether_commit_opts *opts, json
 		run.new_listings = calloc(set.n + 1, sizeof *run.new_listings);
 		run.actions = json_array();
 		run.warnings = json_array();
-		rc = run_commit(&run, opts, report);
+		rc = run_commit(&run, opts, message, report);
 	}
-	for (size_t i = 0; run.old_text && i < set.n; i++)
-		free(run.old_text[i]);
-	for (size_t i = 0; i < run.npins; i++)
-		json_decref(run.pins[i].pin_ref);
-	for (size_t i = 0; i < run.nlistings; i++)
-		free(run.new_listings[i]);
-	free(run.old_text);
-	free(run.pins);
-	free(run.new_listings);
-	json_decref(run.actions);
-	json_decref(run.warnings);
-	tt_objs_free(run.objs, set.n);
+	commit_run_free(&run);
 	tt_manifest_set_free(&set);
 	tt_lock_release(&shared);
 	tt_lock_release(&lock);

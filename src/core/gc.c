@@ -2,10 +2,16 @@
  * working manifest names. A pin is referenced when any manifest in any
  * commit reachable from any ref, or in the working copy, names it; gc never
  * releases one of those. Only this dataset's pins (ids prefixed with its
- * dataset8) are candidates: another dataset may pin the same store. */
+ * dataset8) are candidates: another dataset may pin the same store.
+ *
+ * Every run finds the candidates, then builds its plan from them; a dry run
+ * stops there. --from-plan narrows the candidates found now to the ones the
+ * plan names (refusing when one is referenced again), so the
+ * preconditions are re-checked against history as it is when applied. */
 #include "core/history.h"
 #include "core/journal.h"
 #include "core/lock.h"
+#include "core/plan.h"
 #include "core/registry.h"
 #include "format/cjson.h"
 #include "util/fsutil.h"
@@ -123,6 +129,118 @@ static int orphaned_listings(struct tether_repo *repo, const struct tt_history *
 	return 0;
 }
 
+/* The plan: what must still be unreferenced when it is applied, and what
+ * is released and removed then. Stores are named by kind and identity (no
+ * locator: the store is found again at apply time). */
+static json_t *build_plan(struct tether_repo *repo, const json_t *release, const json_t *listings)
+{
+	json_t *plan = tt_plan_new(repo, "gc");
+	json_t *pins = json_array(), *actions = tt_plan_actions(plan);
+	size_t i;
+	json_t *r;
+	json_array_foreach(release, i, r) {
+		json_array_append(pins, json_object_get(r, "pin"));
+		json_array_append_new(actions, json_pack("{s:s, s:O, s:O, s:O}", "action", "release", "kind",
+		                                         json_object_get(r, "kind"), "identity",
+		                                         json_object_get(r, "identity"), "pin", json_object_get(r, "pin")));
+	}
+	json_array_foreach(listings, i, r)
+		json_array_append_new(actions, json_pack("{s:s, s:O}", "action", "remove-listing", "listing", r));
+	json_object_set_new(tt_plan_preconditions(plan), "unreferenced",
+	                    json_pack("{s:o, s:O}", "pins", pins, "listings", listings));
+	return plan;
+}
+
+/* The candidate releasing planned pin `pin` of kind `kind`, or NULL. */
+static json_t *find_release(const json_t *release, const char *kind, const char *pin)
+{
+	size_t i;
+	json_t *r;
+	json_array_foreach(release, i, r)
+		if (strcmp(json_string_value(json_object_get(r, "kind")), kind) == 0 &&
+		    strcmp(json_string_value(json_object_get(r, "pin")), pin) == 0)
+			return r;
+	return NULL;
+}
+
+static int listed(const json_t *listings, const char *hex)
+{
+	size_t i;
+	json_t *h;
+	json_array_foreach(listings, i, h)
+		if (strcmp(json_string_value(h), hex) == 0)
+			return 1;
+	return 0;
+}
+
+static int select_release(const struct tt_history *h, const json_t *a, const json_t *release, json_t *out,
+                          json_t *skipped)
+{
+	const char *kind = json_string_value(json_object_get(a, "kind"));
+	const char *pin = json_string_value(json_object_get(a, "pin"));
+	if (!kind || !pin)
+		return tether_error_set(TETHER_EUSAGE, "malformed plan: a release names no kind or pin");
+	if (json_object_get(h->pins, pin))
+		return tether_error_set(TETHER_EREFUSED, "stale plan: pin %s is referenced again since the plan "
+		                        "(a commit or an unfinished operation names it)", pin);
+	json_t *r = find_release(release, kind, pin);
+	if (r)
+		json_array_append(out, r);
+	else
+		json_array_append_new(skipped, json_pack("{s:s, s:s}", "pin", pin, "reason", "already released"));
+	return 0;
+}
+
+static int select_listing(const struct tt_history *h, const json_t *a, const json_t *listings, json_t *out,
+                          json_t *skipped)
+{
+	const char *hex = json_string_value(json_object_get(a, "listing"));
+	if (!hex)
+		return tether_error_set(TETHER_EUSAGE, "malformed plan: a listing removal names no listing");
+	if (json_object_get(h->working_listings, hex))
+		return tether_error_set(TETHER_EREFUSED, "stale plan: listing %.8s… is named by a working manifest "
+		                        "again since the plan", hex);
+	if (listed(listings, hex))
+		json_array_append_new(out, json_string(hex));
+	else
+		json_array_append_new(skipped, json_pack("{s:s, s:s}", "listing", hex, "reason", "already removed"));
+	return 0;
+}
+
+/* --from-plan: of the candidates found now, only the planned ones. A
+ * planned pin or listing referenced again refuses the whole plan; one
+ * already gone is skipped. The stores and files acted on are always the
+ * ones found now, never paths or locators read from the plan. */
+static int select_planned(const struct tt_history *h, const json_t *plan, json_t **release, json_t **listings,
+                          json_t *skipped)
+{
+	json_t *rel = json_array(), *lis = json_array();
+	size_t i;
+	json_t *a;
+	int rc = 0;
+	json_array_foreach(tt_plan_actions(plan), i, a) {
+		const char *action = json_string_value(json_object_get(a, "action"));
+		if (strcmp(action, "release") == 0)
+			rc = select_release(h, a, *release, rel, skipped);
+		else if (strcmp(action, "remove-listing") == 0)
+			rc = select_listing(h, a, *listings, lis, skipped);
+		else
+			rc = tether_error_set(TETHER_EUSAGE, "malformed plan: unknown gc action '%s'", action);
+		if (rc)
+			break;
+	}
+	if (rc) {
+		json_decref(rel);
+		json_decref(lis);
+		return rc;
+	}
+	json_decref(*release);
+	json_decref(*listings);
+	*release = rel;
+	*listings = lis;
+	return 0;
+}
+
 static void apply(struct tether_repo *repo, json_t *release, json_t *listings, json_t *errors)
 {
 	size_t i;
@@ -148,46 +266,71 @@ static void apply(struct tether_repo *repo, json_t *release, json_t *listings, j
 	}
 }
 
-int tether_gc(tether_repo *repo, const struct tether_gc_opts *opts, json_t **report)
+/* What gc finds now: the history's references, every store's unreferenced
+ * pins of this dataset, and the listings no working manifest names. */
+static int find_candidates(struct tether_repo *repo, struct tt_history *h, json_t *stores, json_t *release,
+                           json_t *listings)
 {
-	*report = NULL;
-	struct tt_lock checkout = {-1}, shared = {-1};
-	int rc = tt_repo_check_secrets(repo);
-	if (!rc && !opts->dry_run)
-		rc = tt_repo_lock(repo, &checkout, &shared);
-	struct tt_history h;
+	int rc = tt_history_collect(repo, h);
 	if (!rc)
-		rc = tt_history_collect(repo, &h);
-	else
-		memset(&h, 0, sizeof h);
-	json_t *stores = json_object(), *release = json_array(), *listings = json_array(), *errors = json_array();
+		rc = keep_journal_pins(repo, h);
 	if (!rc)
-		rc = keep_journal_pins(repo, &h);
-	if (!rc)
-		rc = collect_stores(repo, &h, stores);
+		rc = collect_stores(repo, h, stores);
 	const char *k;
 	json_t *store;
 	json_object_foreach(stores, k, store) {
 		if (rc)
 			break;
-		rc = plan_store(repo, &h, store, release);
+		rc = plan_store(repo, h, store, release);
 	}
+	return rc ? rc : orphaned_listings(repo, h, listings);
+}
+
+static int check_opts(struct tether_repo *repo, const struct tether_gc_opts *opts)
+{
+	int rc = tt_plan_check_opts(opts->plan_out, opts->from_plan);
+	if (!rc && opts->from_plan)
+		rc = tt_plan_check_header(repo, opts->from_plan, "gc");
+	return rc ? rc : tt_repo_check_secrets(repo);
+}
+
+int tether_gc(tether_repo *repo, const struct tether_gc_opts *opts, json_t **report)
+{
+	*report = NULL;
+	struct tt_lock checkout = {-1}, shared = {-1};
+	int dry_run = opts->dry_run || opts->plan_out;
+	int rc = check_opts(repo, opts);
+	if (!rc && !dry_run)
+		rc = tt_repo_lock(repo, &checkout, &shared);
+	struct tt_history h = {0};
+	json_t *stores = json_object(), *release = json_array(), *listings = json_array(), *errors = json_array();
+	json_t *skipped = json_array(), *plan = NULL;
 	if (!rc)
-		rc = orphaned_listings(repo, &h, listings);
-	if (!rc && !opts->dry_run)
+		rc = find_candidates(repo, &h, stores, release, listings);
+	if (!rc && opts->from_plan)
+		rc = select_planned(&h, opts->from_plan, &release, &listings, skipped);
+	if (!rc)
+		plan = build_plan(repo, release, listings);
+	if (!rc && opts->plan_out)
+		rc = tt_plan_save(plan, opts->plan_out);
+	if (!rc && !dry_run)
 		apply(repo, release, listings, errors);
-	if (!rc)
-		*report = json_pack("{s:b, s:I, s:I, s:I, s:O, s:O, s:O}", "dry_run", opts->dry_run, "commits",
-		                    (json_int_t)h.commits, "referenced", (json_int_t)json_object_size(h.pins), "stores",
+	if (!rc) {
+		*report = json_pack("{s:I, s:I, s:I, s:O, s:O, s:O, s:O}", "commits", (json_int_t)h.commits,
+		                    "referenced", (json_int_t)json_object_size(h.pins), "stores",
 		                    (json_int_t)json_object_size(stores), "release", release, "listings", listings,
-		                    "errors", errors);
+		                    "skipped", skipped, "errors", errors);
+		tt_plan_report(*report, plan, dry_run, opts->plan_out);
+	}
 	if (!rc && json_array_size(errors))
 		rc = tether_error_set(TETHER_ERROR, "gc could not release everything: %s",
 		                      json_string_value(json_array_get(errors, 0)));
+	json_decref(plan);
 	json_decref(stores);
 	json_decref(release);
 	json_decref(listings);
 	json_decref(errors);
+	json_decref(skipped);
 	tt_history_free(&h);
 	tt_lock_release(&shared);
 	tt_lock_release(&checkout);

@@ -2,6 +2,7 @@
  * with the objects it added, removed or changed. */
 #include "core/engine.h"
 
+#include "core/registry.h"
 #include "util/fsutil.h"
 
 #include <stdlib.h>
@@ -43,9 +44,36 @@ static int parent_manifests(struct tether_repo *repo, const char *id, struct tt_
 	return rc ? rc : tt_manifests_at(repo, parent, out);
 }
 
+/* An object's own history, as its system keeps it. */
+static int native_log(struct tether_repo *repo, struct tt_manifest *m, int max, json_t **report)
+{
+	struct tt_manifest_set one = {m, 1};
+	struct tt_obj *objs = NULL;
+	int rc = tt_objs_prepare(repo, &one, 0, &objs);
+	if (!rc && !(objs->b->caps & TETHER_CAP_HISTORY))
+		rc = tether_error_set(TETHER_EREFUSED, "kind %s keeps no history tether can list (%s is %s)",
+		                      objs->b->kind, m->key, tether_tier_name(objs->caps));
+	json_t *entries = NULL;
+	if (!rc)
+		rc = objs->b->history(&objs->ctx, objs->locator, max, &entries);
+	if (!rc)
+		*report = json_pack("{s:s, s:s, s:o}", "key", m->key, "kind", objs->b->kind, "entries", entries);
+	tt_objs_free(objs, 1);
+	return rc;
+}
+
 int tether_log(tether_repo *repo, const struct tether_log_opts *opts, json_t **report)
 {
 	*report = NULL;
+	if (opts->rev && tt_key_check(opts->rev) == 0) {
+		struct tt_manifest m;
+		if (tt_manifest_load_working(repo->root, opts->rev, &m) == 0) {
+			int rc = native_log(repo, &m, opts->max_count, report);
+			tt_manifest_free(&m);
+			return rc;
+		}
+	}
+	tether_error_clear();
 	int rc = tt_repo_vcs(repo);
 	if (rc)
 		return rc;

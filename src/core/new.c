@@ -1,27 +1,21 @@
 /* tether new: move the checkout, then give every Forkable object a writable
- * branch off the state the new revision records. */
+ * branch off the state the new revision records.
+ *
+ * The target is settled first (the commit, and the ref that names it), the
+ * objects are read from that commit's manifests, and the plan is built from
+ * them; a run then performs the plan: switch, fork each object, save the
+ * workspace. --from-plan takes the target from the plan and refuses when
+ * the plan built now differs from it. */
 #include "core/engine.h"
 
 #include "core/lock.h"
+#include "core/pinid.h"
+#include "core/plan.h"
 #include "core/workspace.h"
 #include "util/fsutil.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* The bookmark this checkout now stands for: the new branch, else the
- * checked-out branch, else the detached commit. */
-static char *bookmark_of(struct tether_repo *repo, const struct tether_new_opts *opts)
-{
-	if (opts->branch)
-		return strdup(opts->branch);
-	char *name = NULL;
-	if (repo->vcs->current_branch(repo->vh, &name) == 0 && name)
-		return name;
-	char id[41] = "";
-	repo->vcs->resolve(repo->vh, "HEAD", id);
-	return tt_strdupf("detached-%.12s", id);
-}
 
 static const char *write_policy(const struct tt_obj *o)
 {
@@ -29,32 +23,53 @@ static const char *write_policy(const struct tt_obj *o)
 	return w ? w : "none";
 }
 
+/* What `new` does to one object, decided without touching it: "fork" a
+ * working branch, "track" the upstream one, or "skip" it (*detail says
+ * why). */
+static const char *fork_decision(const struct tt_obj *o, const char **detail)
+{
+	const char *policy = write_policy(o);
+	*detail = NULL;
+	if (!(o->caps & TETHER_CAP_FORK) || strcmp(policy, "none") == 0) {
+		*detail = !(o->caps & TETHER_CAP_FORK) ? "not forkable" : "write = none";
+		return "skip";
+	}
+	if (strcmp(policy, "track") == 0) {
+		*detail = "writes go to the upstream branch";
+		return "track";
+	}
+	if (!tt_manifest_state(o->m)) {
+		*detail = "never recorded: commit it first";
+		return "skip";
+	}
+	return "fork";
+}
+
 /* Fork one object; `expect` is the head tether last left its working
  * branch at, so a branch someone else moved is not overwritten. */
 int tt_fork_object(struct tether_repo *repo, struct tt_obj *o, json_t *ws, const char *bookmark, json_t **result)
 {
 	const json_t *state = tt_manifest_state(o->m);
-	const char *policy = write_policy(o);
+	const char *detail;
+	const char *action = fork_decision(o, &detail);
 	*result = NULL;
-	if (!(o->caps & TETHER_CAP_FORK) || strcmp(policy, "none") == 0) {
-		*result = json_pack("{s:s, s:s, s:s}", "key", o->m->key, "action", "skipped", "detail",
-		                    !(o->caps & TETHER_CAP_FORK) ? "not forkable" : "write = none");
+	if (strcmp(action, "skip") == 0) {
+		*result = json_pack("{s:s, s:s, s:s}", "key", o->m->key, "action", "skipped", "detail", detail);
 		return 0;
 	}
-	if (strcmp(policy, "track") == 0) {
+	if (strcmp(action, "track") == 0) {
 		json_object_del(json_object_get(ws, "working"), o->m->key);
-		*result = json_pack("{s:s, s:s, s:s}", "key", o->m->key, "action", "tracking", "detail",
-		                    "writes go to the upstream branch");
-		return 0;
-	}
-	if (!state) {
-		*result = json_pack("{s:s, s:s, s:s}", "key", o->m->key, "action", "skipped", "detail",
-		                    "never recorded: commit it first");
+		*result = json_pack("{s:s, s:s, s:s}", "key", o->m->key, "action", "tracking", "detail", detail);
 		return 0;
 	}
 	char *branch = tt_working_branch_name(repo, bookmark);
 	json_t *prev = tt_workspace_entry(ws, o->m->key);
-	json_t *expect = json_object_get(prev, "head");
+	/* The head tether last left this branch at, or JSON null: a branch it
+	 * never made must not exist yet, so nobody's work is overwritten. */
+	json_t *heads = json_object_get(prev, "heads");
+	json_t *known = json_object_get(heads, branch);
+	json_t *absent = json_null();
+	json_t *expect = known ? known : absent;
 	json_t *wref = NULL;
 	int rc = o->b->fork(&o->ctx, tt_manifest_locator(o->m), state, json_object_get(o->m->doc, "pin_ref"), branch,
 	                    expect, &wref);
@@ -63,34 +78,193 @@ int tt_fork_object(struct tether_repo *repo, struct tt_obj *o, json_t *ws, const
 		free(branch);
 		return rc;
 	}
+	json_t *new_heads = heads ? json_deep_copy(heads) : json_object();
+	json_object_set(new_heads, branch, (json_t *)state);
 	json_object_set_new(json_object_get(ws, "working"), o->m->key,
-	                    json_pack("{s:O, s:s?, s:O, s:O}", "ref", wref, "from_pin", tt_manifest_pin(o->m), "state",
-	                              state, "head", state));
+	                    json_pack("{s:O, s:s?, s:O, s:s, s:o}", "ref", wref, "from_pin", tt_manifest_pin(o->m),
+	                              "state", state, "branch", branch, "heads", new_heads));
 	*result = json_pack("{s:s, s:s, s:s, s:o}", "key", o->m->key, "action", "forked", "branch", branch, "ref", wref);
 	free(branch);
 	return 0;
 }
 
-int tether_new(tether_repo *repo, const struct tether_new_opts *opts, json_t **report)
+/* Where `new` moves the checkout. */
+struct new_target {
+	char commit[41]; /* the commit it lands on */
+	char *ref;       /* what must still name that commit: "HEAD", "refs/heads/<b>", or NULL */
+	char *to;        /* switch_to's rev: NULL (stay), the branch, or the commit id */
+	char *create;    /* the branch to create there, or NULL */
+};
+
+static void target_free(struct new_target *t)
 {
-	*report = NULL;
-	struct tt_lock checkout = {-1}, shared = {-1};
-	int rc = tt_repo_check_secrets(repo);
-	if (!rc)
-		rc = tt_repo_lock(repo, &checkout, &shared);
-	if (!rc)
-		rc = repo->vcs->switch_to(repo->vh, opts->rev, opts->branch);
-	struct tt_manifest_set set = {0};
-	struct tt_obj *objs = NULL;
-	json_t *ws = NULL, *list = json_array();
-	char *bookmark = rc ? NULL : bookmark_of(repo, opts);
-	if (!rc)
-		rc = tt_manifests_load_working(repo->root, &set);
-	if (!rc)
-		rc = tt_objs_prepare(repo, &set, 0, &objs);
+	free(t->ref);
+	free(t->to);
+	free(t->create);
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* The command line's REV and -b: a local branch is checked out by name,
+ * anything else is a commit (HEAD detaches there). */
+static int target_resolve(struct tether_repo *repo, const struct tether_new_opts *opts, struct new_target *t)
+{
+	t->create = dup_or_null(opts->branch);
+	if (!opts->rev) {
+		t->ref = strdup("HEAD");
+		return repo->vcs->resolve(repo->vh, "HEAD", t->commit);
+	}
+	int rc = repo->vcs->resolve(repo->vh, opts->rev, t->commit);
+	if (rc)
+		return rc;
+	char *full = strncmp(opts->rev, "refs/heads/", 11) == 0 ? strdup(opts->rev) : tt_strdupf("refs/heads/%s", opts->rev);
+	char id[41];
+	if (repo->vcs->resolve(repo->vh, full, id) == 0 && strcmp(id, t->commit) == 0) {
+		t->ref = full;
+		t->to = strdup(opts->rev);
+	} else {
+		tether_error_clear();
+		free(full);
+		t->to = strdup(t->commit);
+	}
+	return 0;
+}
+
+static int is_commit_id(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return n == 40;
+}
+
+/* The target a plan names, consistent with itself: a plan resolves
+ * nothing from the command line. */
+static int target_from_plan(const json_t *plan, struct new_target *t)
+{
+	const json_t *pre = tt_plan_preconditions(plan), *sw = json_object_get(plan, "switch");
+	const char *commit = json_string_value(json_object_get(pre, "commit"));
+	const char *ref = json_string_value(json_object_get(pre, "ref"));
+	const char *to = json_string_value(json_object_get(sw, "to"));
+	const char *create = json_string_value(json_object_get(sw, "create"));
+	int ok = is_commit_id(commit) && json_is_object(sw);
+	if (ok && !ref)
+		ok = to && strcmp(to, commit) == 0;
+	else if (ok && strcmp(ref, "HEAD") == 0)
+		ok = !to;
+	else if (ok)
+		ok = strncmp(ref, "refs/heads/", 11) == 0 && to && (strcmp(to, ref) == 0 || strcmp(to, ref + 11) == 0);
+	if (!ok)
+		return tether_error_set(TETHER_EUSAGE, "malformed plan: \"switch\" and the commit and ref it "
+		                        "moves to do not agree");
+	snprintf(t->commit, sizeof t->commit, "%s", commit);
+	t->ref = dup_or_null(ref);
+	t->to = dup_or_null(to);
+	t->create = dup_or_null(create);
+	return 0;
+}
+
+/* The ref the plan moves through must still be at the planned commit. */
+static int check_target_ref(struct tether_repo *repo, const struct new_target *t)
+{
+	if (!t->ref)
+		return 0;
+	char now[41] = "";
+	if (repo->vcs->resolve(repo->vh, t->ref, now) != 0) {
+		tether_error_clear();
+		now[0] = '\0';
+	}
+	char *what = strcmp(t->ref, "HEAD") == 0 ? strdup("HEAD") : tt_strdupf("branch %s", t->ref + 11);
+	int rc = tt_plan_check_ref(what, t->commit, now);
+	free(what);
+	return rc;
+}
+
+/* The bookmark this checkout stands for once moved: the new branch, else
+ * the branch checked out, else the detached commit. */
+static char *target_bookmark(struct tether_repo *repo, const struct new_target *t)
+{
+	if (t->create)
+		return strdup(t->create);
+	char *name = NULL;
+	if (t->ref && strcmp(t->ref, "HEAD") == 0 && repo->vcs->current_branch(repo->vh, &name) == 0 && name)
+		return name;
+	free(name);
+	if (t->ref && strcmp(t->ref, "HEAD") != 0)
+		return strdup(t->ref + 11);
+	return tt_strdupf("detached-%.12s", t->commit);
+}
+
+static json_t *plan_action(struct tether_repo *repo, const struct tt_obj *o, const char *bookmark)
+{
+	const char *detail;
+	const char *action = fork_decision(o, &detail);
+	json_t *a = json_pack("{s:s, s:s}", "key", o->m->key, "action", action);
+	if (detail) {
+		json_object_set_new(a, "detail", json_string(detail));
+	} else {
+		char *branch = tt_working_branch_name(repo, bookmark);
+		json_object_set_new(a, "branch", json_string(branch));
+		free(branch);
+	}
+	return a;
+}
+
+/* The forkable object's state at the target commit. */
+static json_t *object_precondition(const struct tt_obj *o)
+{
+	const json_t *recorded = tt_manifest_state(o->m);
+	json_t *state = recorded ? tt_content_state(o->b, recorded) : json_null();
+	char digest[65];
+	tt_plan_digest(state, digest);
+	return json_pack("{s:s, s:s?, s:o, s:s}", "key", o->m->key, "pin", tt_manifest_pin(o->m), "state", state,
+	                 "digest", digest);
+}
+
+static json_t *build_plan(struct tether_repo *repo, const struct new_target *t, struct tt_obj *objs, size_t n,
+                          const char *bookmark)
+{
+	json_t *plan = tt_plan_new(repo, "new");
+	json_t *pre = tt_plan_preconditions(plan), *objects = json_array();
+	json_object_set_new(pre, "commit", json_string(t->commit));
+	json_object_set_new(pre, "ref", t->ref ? json_string(t->ref) : json_null());
+	json_object_set_new(pre, "objects", objects);
+	json_object_set_new(plan, "switch", json_pack("{s:s?, s:s?}", "to", t->to, "create", t->create));
+	json_object_set_new(plan, "bookmark", json_string(bookmark));
+	for (size_t i = 0; i < n; i++) {
+		json_array_append_new(tt_plan_actions(plan), plan_action(repo, &objs[i], bookmark));
+		if (objs[i].caps & TETHER_CAP_FORK)
+			json_array_append_new(objects, object_precondition(&objs[i]));
+	}
+	return plan;
+}
+
+/* --from-plan: the plan made then must be the plan made now. */
+static int check_plan(const json_t *planned, const json_t *fresh)
+{
+	const char *was = json_string_value(json_object_get(planned, "bookmark"));
+	const char *now = json_string_value(json_object_get(fresh, "bookmark"));
+	if (!was || strcmp(was, now) != 0)
+		return tether_error_set(TETHER_EREFUSED, "stale plan: the bookmark is now %s, not %s", now,
+		                        was ? was : "(none)");
+	int rc = tt_plan_check_objects(json_object_get(tt_plan_preconditions(planned), "objects"),
+	                               json_object_get(tt_plan_preconditions(fresh), "objects"));
+	return rc ? rc : tt_plan_check_actions("new", tt_plan_actions(planned), tt_plan_actions(fresh));
+}
+
+/* The plan's actions: move the checkout, then fork each object. */
+static int apply_plan(struct tether_repo *repo, const struct new_target *t, struct tt_obj *objs, size_t n,
+                      const char *bookmark, json_t *list)
+{
+	json_t *ws = NULL;
+	int rc = repo->vcs->switch_to(repo->vh, t->to, t->create);
 	if (!rc)
 		rc = tt_workspace_load(repo, &ws);
-	for (size_t i = 0; !rc && i < set.n; i++) {
+	for (size_t i = 0; !rc && i < n; i++) {
 		json_t *r;
 		rc = tt_fork_object(repo, &objs[i], ws, bookmark, &r);
 		if (!rc)
@@ -100,15 +274,83 @@ int tether_new(tether_repo *repo, const struct tether_new_opts *opts, json_t **r
 		json_object_set_new(ws, "bookmark", json_string(bookmark));
 		rc = tt_workspace_save(repo, ws);
 	}
-	char id[41] = "";
-	if (!rc)
-		rc = repo->vcs->resolve(repo->vh, "HEAD", id);
-	if (!rc)
-		*report = json_pack("{s:s, s:s, s:O}", "commit", id, "bookmark", bookmark, "objects", list);
-	free(bookmark);
 	json_decref(ws);
+	return rc;
+}
+
+/* The branch to create must not exist yet: said while planning, not when
+ * the switch refuses it. */
+static int check_new_branch(struct tether_repo *repo, const struct new_target *t)
+{
+	if (!t->create)
+		return 0;
+	char *full = tt_strdupf("refs/heads/%s", t->create);
+	char id[41];
+	int exists = repo->vcs->resolve(repo->vh, full, id) == 0;
+	free(full);
+	tether_error_clear();
+	return exists ? tether_error_set(TETHER_EREFUSED, "branch '%s' already exists", t->create) : 0;
+}
+
+static int locate_target(struct tether_repo *repo, const struct tether_new_opts *opts, struct new_target *t)
+{
+	int rc = opts->from_plan ? target_from_plan(opts->from_plan, t) : target_resolve(repo, opts, t);
+	if (!rc && opts->from_plan)
+		rc = check_target_ref(repo, t);
+	return rc ? rc : check_new_branch(repo, t);
+}
+
+static int run_new(struct tether_repo *repo, const struct tether_new_opts *opts, const struct new_target *t,
+                   struct tt_manifest_set *set, json_t **report)
+{
+	struct tt_obj *objs = NULL;
+	int rc = tt_objs_prepare(repo, set, 0, &objs);
+	if (rc)
+		return rc;
+	char *bookmark = target_bookmark(repo, t);
+	json_t *plan = build_plan(repo, t, objs, set->n, bookmark), *list = json_array();
+	int dry_run = opts->dry_run || opts->plan_out;
+	if (opts->from_plan)
+		rc = check_plan(opts->from_plan, plan);
+	if (!rc && opts->plan_out)
+		rc = tt_plan_save(plan, opts->plan_out);
+	if (!rc && !dry_run)
+		rc = apply_plan(repo, t, objs, set->n, bookmark, list);
+	if (!rc) {
+		*report = json_pack("{s:s, s:s}", "commit", t->commit, "bookmark", bookmark);
+		if (!dry_run)
+			json_object_set(*report, "objects", list);
+		tt_plan_report(*report, plan, dry_run, opts->plan_out);
+	}
+	json_decref(plan);
 	json_decref(list);
-	tt_objs_free(objs, set.n);
+	free(bookmark);
+	tt_objs_free(objs, set->n);
+	return rc;
+}
+
+int tether_new(tether_repo *repo, const struct tether_new_opts *opts, json_t **report)
+{
+	*report = NULL;
+	int rc = tt_plan_check_opts(opts->plan_out, opts->from_plan);
+	if (!rc && opts->from_plan && (opts->rev || opts->branch))
+		rc = tether_error_set(TETHER_EUSAGE, "--from-plan takes no REV and no -b: the plan names where to go");
+	if (!rc && opts->from_plan)
+		rc = tt_plan_check_header(repo, opts->from_plan, "new");
+	if (!rc)
+		rc = tt_repo_check_secrets(repo);
+	struct tt_lock checkout = {-1}, shared = {-1};
+	if (!rc)
+		rc = tt_repo_lock(repo, &checkout, &shared);
+	struct new_target t = {0};
+	struct tt_manifest_set set = {0};
+	if (!rc)
+		rc = locate_target(repo, opts, &t);
+	if (!rc)
+		rc = tt_manifests_at(repo, t.commit, &set);
+	if (!rc)
+		rc = run_new(repo, opts, &t, &set, report);
+	target_free(&t);
 	tt_manifest_set_free(&set);
 	tt_lock_release(&shared);
 	tt_lock_release(&checkout);

@@ -157,22 +157,32 @@ static struct tether_repo *repo_new(const char *root)
 	return repo;
 }
 
+static int has_entry(const char *dir, const char *name)
+{
+	char *path = tt_path_join(dir, name);
+	int found = tt_exists(path);
+	free(path);
+	return found;
+}
+
+/* The top of a checkout: .git (a directory, or the file of a worktree or
+ * submodule) or .jj (a jj workspace, colocated or not). */
+static int is_checkout_top(const char *dir)
+{
+	return has_entry(dir, ".git") || has_entry(dir, ".jj");
+}
+
 /* The nearest directory at or above `dir` holding tether.toml, without
- * leaving the checkout: the search stops at the first directory holding
- * .git (a directory, or the file of a worktree or submodule), so that a
- * repository nested in another one never finds the outer one's dataset. */
+ * leaving the checkout: the search stops at the first checkout top, so
+ * that a repository nested in another one never finds the outer one's
+ * dataset. */
 static char *find_root(const char *dir)
 {
 	char *cur = strdup(dir);
 	for (;;) {
-		char *candidate = tt_path_join(cur, "tether.toml");
-		int found = tt_exists(candidate);
-		free(candidate);
-		if (found)
+		if (has_entry(cur, "tether.toml"))
 			return cur;
-		char *dotgit = tt_path_join(cur, ".git");
-		int top = tt_exists(dotgit);
-		free(dotgit);
+		int top = is_checkout_top(cur);
 		char *slash = strrchr(cur, '/');
 		if (top || !slash || slash == cur) {
 			free(cur);
@@ -205,13 +215,36 @@ int tether_repo_find(const char *start_dir, tether_repo **out)
 	return 0;
 }
 
-static const struct tether_vcs_ops *load_vcs_ops(void)
+/* Which VCS holds `dir`: the nearest .jj or .git walking up wins, and a
+ * colocated jj repository (both at one level) is jj's: jj is what keeps
+ * its working-copy commit and operation log right. Nothing found: git,
+ * whose open explains that there is no repository. */
+static const char *vcs_module_for(const char *dir)
 {
-	const struct tether_vcs_ops *const *list = tt_module_symbol("tether-vcs-git.so", "tether_vcs_module");
+	char *cur = strdup(dir);
+	const char *module = "tether-vcs-git.so";
+	for (;;) {
+		if (has_entry(cur, ".jj")) {
+			module = "tether-vcs-jj.so";
+			break;
+		}
+		char *slash = strrchr(cur, '/');
+		if (has_entry(cur, ".git") || !slash || slash == cur)
+			break;
+		*slash = '\0';
+	}
+	free(cur);
+	return module;
+}
+
+static const struct tether_vcs_ops *load_vcs_ops(const char *root)
+{
+	const char *module = vcs_module_for(root);
+	const struct tether_vcs_ops *const *list = tt_module_symbol(module, "tether_vcs_module");
 	if (!list)
 		return NULL;
 	if (!list[0] || list[0]->abi != TETHER_VCS_ABI) {
-		tether_error_set(TETHER_ERROR, "tether-vcs-git.so was built for another tether");
+		tether_error_set(TETHER_ERROR, "%s was built for another tether", module);
 		return NULL;
 	}
 	return list[0];
@@ -221,7 +254,7 @@ int tt_repo_vcs(struct tether_repo *repo)
 {
 	if (repo->vh)
 		return 0;
-	const struct tether_vcs_ops *ops = load_vcs_ops();
+	const struct tether_vcs_ops *ops = load_vcs_ops(repo->root);
 	if (!ops)
 		return TETHER_ERROR;
 	int rc = ops->open(repo->root, &repo->vh, &repo->workdir, &repo->common_dir);
@@ -358,7 +391,8 @@ int tether_repo_init(const char *start_dir, tether_repo **out)
 	struct tether_repo *repo = repo_new(real);
 	int rc = tt_repo_vcs(repo);
 	if (rc == TETHER_ENOREPO)
-		tether_error_set_hint("tether lives inside a git repository: run `git init` first");
+		tether_error_set_hint("tether lives inside a git or jj repository: run `git init` or "
+		                      "`jj git init` first");
 	if (!rc)
 		rc = random_id(repo->id);
 	char *objects = tt_path_join(repo->tether_dir, "objects");

@@ -365,9 +365,9 @@ static int check_threads(struct conf_run *r)
 }
 
 const struct conf_check conf_checks_basic[] = {
-	{"backend: the struct is well formed", 0, NULL, 1, check_struct},
+	{"backend: the struct is well formed", 0, NULL, CONF_OWN_OBJECTS | CONF_NO_CALLS, check_struct},
 	{"capabilities: effective_capabilities grants what is checked", 0, has_effective_caps, 0, check_effective_caps},
-	{"make_locator: an unknown option is refused (TETHER_EUSAGE)", 0, NULL, 1, check_unknown_option},
+	{"make_locator: an unknown option is refused (TETHER_EUSAGE)", 0, NULL, CONF_OWN_OBJECTS, check_unknown_option},
 	{"identity: stable and a subset of the locator", 0, NULL, 0, check_identity},
 	{"fingerprint: deterministic (two reads of an unchanged system agree)", 0, NULL, 0, check_deterministic},
 	{"fingerprint: changes after mutate", 0, NULL, 0, check_changes},
@@ -375,6 +375,6 @@ const struct conf_check conf_checks_basic[] = {
 	{"verify: accepts the state just read", 0, has_verify, 0, check_verify_current},
 	{"verify: an observed state the system moved on from fails", 0, observed_with_verify, 0, check_verify_observed},
 	{"open: read-only at a recorded state", TETHER_CAP_ADDRESSABLE, has_open, 0, check_open_addressable},
-	{"threads: calls on different objects run concurrently", 0, NULL, 1, check_threads},
+	{"threads: calls on different objects run concurrently", 0, NULL, CONF_OWN_OBJECTS, check_threads},
 	{NULL, 0, NULL, 0, NULL},
 };

@@ -246,8 +246,7 @@ static int check_promote(struct conf_run *r)
 	json_t *s0, *pin, *wref, *at, *base, *result = NULL;
 	int rc = written_fork(r, &s0, &pin, &wref);
 	if (!rc)
-		rc = conf_fingerprint_as(r, "fingerprint of the locator with the working ref merged in",
-		                         conf_working_locator(r, r->loc, wref), &at, NULL, NULL);
+		rc = conf_written_fork_state(r, wref, s0, &at);
 	if (rc)
 		return rc;
 	tether_error_clear();
@@ -321,9 +320,9 @@ const struct conf_check conf_checks_flags[] = {
 	{"diff: respects max_entries, and says it truncated", TETHER_CAP_DIFF, NULL, 0, check_diff_max},
 	{"history: lists the newest state first after a mutate", TETHER_CAP_HISTORY, NULL, 0, check_history_order},
 	{"history: max_count limits the list", TETHER_CAP_HISTORY, NULL, 0, check_history_max},
-	{"create: create_store then delete_store of an untouched store succeeds", TETHER_CAP_CREATE, NULL, 1,
+	{"create: create_store then delete_store of an untouched store succeeds", TETHER_CAP_CREATE, NULL, CONF_OWN_OBJECTS,
 	 check_create_delete},
-	{"create: delete_store after a mutate is refused", TETHER_CAP_CREATE, NULL, 1, check_delete_refused},
+	{"create: delete_store after a mutate is refused", TETHER_CAP_CREATE, NULL, CONF_OWN_OBJECTS, check_delete_refused},
 	{"promote: moves the base to the fork's head", TETHER_CAP_FORK | TETHER_CAP_PROMOTE, NULL, 0, check_promote},
 	{"promote: a stale expect is refused (TETHER_EREFUSED)", TETHER_CAP_FORK | TETHER_CAP_PROMOTE, NULL, 0,
 	 check_promote_stale},

@@ -51,10 +51,13 @@ static void report(struct conf_suite *s, const char *name, int rc, const char *w
 static void run_one(struct conf_suite *s, const struct conf_check *c)
 {
 	struct conf_run r = {.s = s, .b = s->b, .arena = json_array()};
-	/* A missing function would crash the check: fail it instead. */
-	const char *missing = conf_missing_function(s->b, c->needs | TETHER_CAP_FINGERPRINT);
+	/* A missing function would crash the check: fail it instead. Every
+	 * check may use the functions of the tier it runs at. */
+	const char *missing = (c->flags & CONF_NO_CALLS)
+	                              ? NULL
+	                              : conf_missing_function(s->b, c->needs | (s->caps & TETHER_TIER_MASK));
 	int rc = missing ? conf_fail(&r, "the backend cannot be called: %s", missing) : 0;
-	if (!rc && !c->own_object)
+	if (!rc && !(c->flags & CONF_OWN_OBJECTS))
 		rc = conf_new_object(&r, &r.loc);
 	if (!rc)
 		rc = c->run(&r);

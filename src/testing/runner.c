@@ -20,6 +20,7 @@ static const struct {
 } builtin[] = {
 	{"memory", tt_harness_memory},
 	{"file", tt_harness_file},
+	{"git", tt_harness_git},
 };
 
 static void usage(FILE *f)
@@ -29,7 +30,7 @@ static void usage(FILE *f)
 	      "Run tether's backend conformance suite against the backend of kind KIND (found\n"
 	      "built in, or as tether-backend-KIND.so on $TETHER_MODULE_PATH). MODULE.so is a\n"
 	      "harness exporting `const struct tether_harness *tether_harness_entry(void)`;\n"
-	      "without it the built-in harness for KIND is used (memory, file).\n"
+	      "without it the built-in harness for KIND is used (memory, file, git).\n"
 	      "Prints one line per check and \"N passed, N failed\"; exits 1 on any failure.\n",
 	      f);
 }
@@ -76,9 +77,14 @@ static const struct tether_harness *load_harness(const char *path, void **module
 
 static const struct tether_harness *builtin_harness(const char *kind)
 {
-	for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
-		if (strcmp(builtin[i].kind, kind) == 0)
-			return builtin[i].entry();
+	for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++) {
+		if (strcmp(builtin[i].kind, kind) != 0)
+			continue;
+		const struct tether_harness *h = builtin[i].entry();
+		if (!h)
+			error("the built-in harness for kind %s cannot start", kind, tether_error_last());
+		return h;
+	}
 	error("no built-in harness for kind %s: give one with --harness MODULE.so", kind, NULL);
 	return NULL;
 }

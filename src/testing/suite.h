@@ -55,11 +55,16 @@ struct conf_run {
 	char *why;           /* the first failure's (or the skip's) reason */
 };
 
+enum {
+	CONF_OWN_OBJECTS = 1, /* the check makes its objects itself (or needs none) */
+	CONF_NO_CALLS = 2,    /* the check reads the struct and calls nothing */
+};
+
 struct conf_check {
 	const char *name;
 	unsigned needs;                            /* every one of these capability bits */
 	int (*applies)(const struct conf_suite *); /* and this, when set */
-	int own_object;                            /* 1: the check makes its objects itself */
+	unsigned flags;                            /* CONF_OWN_OBJECTS, CONF_NO_CALLS */
 	int (*run)(struct conf_run *r);
 };
 
@@ -121,11 +126,20 @@ int conf_fork(struct conf_run *r, const json_t *loc, const json_t *state, const 
 int conf_open(struct conf_run *r, const json_t *loc, const json_t *state, const json_t *pin_ref,
               const json_t *working_ref, int read_only, json_t **handle);
 
+/* What a fork reads: the fingerprint of the locator with the working ref
+ * merged in. The "written" form is for after a write on the fork, and
+ * fails if the fork still reads its fork point `s0` (the overlay does not
+ * name the fork). */
+int conf_fork_state(struct conf_run *r, const json_t *wref, json_t **state);
+int conf_written_fork_state(struct conf_run *r, const json_t *wref, const json_t *s0, json_t **state);
+
 /* Pure helpers. */
 int conf_same_content(const struct conf_suite *s, const json_t *a, const json_t *b);
-/* The state's shape with its content keys null: the `expect` that says
- * "this ref must not exist yet" (memory.c's reading of expect). */
-json_t *conf_expect_absent(const struct conf_suite *s, const json_t *state);
+/* The `expect` that says "this ref must not exist yet": JSON null. (A
+ * NULL pointer is no condition at all; a state is "must be at this head".
+ * memory.c reads any expect without its content key as absent, so null is
+ * the one spelling every backend shares.) */
+json_t *conf_expect_absent(void);
 /* The entry of a list_pins result whose "pin" is pin_id, or NULL. */
 json_t *conf_find_pin(const json_t *refs, const char *pin_id);
 /* rm -rf; 0 when the path is gone. */

@@ -17,7 +17,11 @@ const char *tether_version(void)
 
 int tether_error_setv(int code, const char *fmt, va_list ap)
 {
-	vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+	/* Callers wrap the last message ("key: %s", tether_error_last()), so
+	 * format aside first: the arguments may point into last_msg. */
+	char msg[sizeof last_msg];
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	memcpy(last_msg, msg, sizeof last_msg);
 	has_hint = 0;
 	return code;
 }

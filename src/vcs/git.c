@@ -13,8 +13,13 @@
  * paths and leave everything else the user has staged or changed alone. It
  * builds the new tree in a private in-memory index (HEAD's tree with only
  * the named paths replaced from the working tree), commits that, and then
- * touches the repository's index for the named paths only. */
+ * touches the repository's index for the named paths only.
+ *
+ * The read side is shared with tether-vcs-jj (git_store.h): a jj
+ * repository's commits live in a git store. The module's export is in
+ * git_module.c, so that jj's module can link this file beside its own. */
 #include "vcs/vcs.h"
+#include "vcs/git_store.h"
 
 #include <tether/backend.h>
 
@@ -239,6 +244,8 @@ struct tether_vcs {
 	git_repository *repo;
 	char *workdir; /* realpath'd, no trailing slash */
 	struct object_cache cache;
+	void *owner; /* the jj module's state on a handle it opened */
+	void (*free_owner)(void *);
 };
 
 static const char *git_type_name(git_object_t type)
@@ -437,6 +444,8 @@ static void git_close(struct tether_vcs *v)
 {
 	if (!v)
 		return;
+	if (v->free_owner)
+		v->free_owner(v->owner);
 	cache_clear(&v->cache);
 	git_repository_free(v->repo);
 	free(v->workdir);
@@ -497,6 +506,50 @@ static int git_open(const char *start_dir, struct tether_vcs **out, char **workd
 	}
 	*out = v;
 	return 0;
+}
+
+/* jj's store: the git directory is known exactly, and may be bare (a
+ * non-colocated jj repository keeps it under .jj/repo/store/git). */
+int tt_git_store_open(const char *gitdir, const char *workdir, struct tether_vcs **out)
+{
+	unsigned flags = GIT_REPOSITORY_OPEN_NO_SEARCH | GIT_REPOSITORY_OPEN_BARE;
+	struct tether_vcs *v;
+	int rc;
+
+	if ((rc = ensure_libgit2()) < 0)
+		return rc;
+	v = calloc(1, sizeof *v);
+	if (!v)
+		return fail_oom();
+	rc = git_repository_open_ext(&v->repo, gitdir, flags, NULL);
+	if (rc < 0) {
+		rc = fail_git(rc, "cannot open the git store %s", gitdir);
+		free(v);
+		return rc;
+	}
+	v->workdir = strdup(workdir);
+	if (!v->workdir) {
+		git_close(v);
+		return fail_oom();
+	}
+	*out = v;
+	return 0;
+}
+
+void tt_git_store_set_owner(struct tether_vcs *v, void *owner, void (*free_owner)(void *))
+{
+	v->owner = owner;
+	v->free_owner = free_owner;
+}
+
+void *tt_git_store_owner(const struct tether_vcs *v)
+{
+	return v->owner;
+}
+
+int tt_git_normalize_path(const char *in, char **out)
+{
+	return normalize_path(in, out);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1862,6 +1915,22 @@ static int push_all_refs(git_revwalk *walk)
 	return rc;
 }
 
+/* Hand every commit of a prepared walk to cb; frees the walk. */
+static int run_commit_walk(git_revwalk *walk, int (*cb)(void *ud, const char *id), void *ud)
+{
+	git_oid oid;
+	int rc = 0, stop = 0;
+	while (!stop && (rc = git_revwalk_next(&oid, walk)) == 0) {
+		char id[GIT_OID_HEXSZ + 1];
+		git_oid_tostr(id, sizeof id, &oid);
+		stop = cb(ud, id);
+	}
+	git_revwalk_free(walk);
+	if (stop)
+		return stop;
+	return rc == GIT_ITEROVER ? 0 : fail_git(rc, "cannot walk the history");
+}
+
 static int git_each_commit(struct tether_vcs *v, int (*cb)(void *ud, const char *id), void *ud)
 {
 	git_revwalk *walk;
@@ -1873,17 +1942,41 @@ static int git_each_commit(struct tether_vcs *v, int (*cb)(void *ud, const char 
 		git_revwalk_free(walk);
 		return fail_git(rc, "cannot walk the history from every ref");
 	}
+	return run_commit_walk(walk, cb, ud);
+}
+
+int tt_git_store_walk_from(struct tether_vcs *v, const char *const *tips, size_t ntips,
+                           int (*cb)(void *ud, const char *id), void *ud)
+{
+	git_revwalk *walk;
 	git_oid oid;
-	int stop = 0;
-	while (!stop && (rc = git_revwalk_next(&oid, walk)) == 0) {
-		char id[GIT_OID_HEXSZ + 1];
-		git_oid_tostr(id, sizeof id, &oid);
-		stop = cb(ud, id);
+	int rc = git_revwalk_new(&walk, v->repo);
+	if (rc < 0)
+		return fail_git(rc, "cannot walk the history");
+	for (size_t i = 0; i < ntips && rc == 0; i++) {
+		rc = git_oid_fromstr(&oid, tips[i]);
+		if (rc == 0)
+			rc = git_revwalk_push(walk, &oid);
+		if (rc < 0) {
+			git_revwalk_free(walk);
+			return fail_git(rc, "cannot walk the history from %s", tips[i]);
+		}
 	}
-	git_revwalk_free(walk);
-	if (stop)
-		return stop;
-	return rc == GIT_ITEROVER ? 0 : fail_git(rc, "cannot walk the history");
+	return run_commit_walk(walk, cb, ud);
+}
+
+int tt_git_store_has_path(struct tether_vcs *v, const char *id, const char *path, int *present)
+{
+	git_tree *root = NULL;
+	struct entry_info info;
+	int rc = commit_tree(v, id, &root);
+	if (rc == 0)
+		rc = find_entry(v, root, path, &info);
+	git_tree_free(root);
+	if (rc < 0)
+		return rc;
+	*present = rc == 0;
+	return 0;
 }
 
 static int vcs_tree_id(struct tether_vcs *v, const char *id, const char *dir, char tree[41])
@@ -1902,7 +1995,7 @@ static int vcs_tree_id(struct tether_vcs *v, const char *id, const char *dir, ch
 	return rc < 0 ? rc : 0;
 }
 
-static const struct tether_vcs_ops git_ops = {
+const struct tether_vcs_ops tt_git_ops = {
 	.abi = TETHER_VCS_ABI,
 	.name = "git",
 	.open = git_open,
@@ -1918,5 +2011,3 @@ static const struct tether_vcs_ops git_ops = {
 	.tree_id = vcs_tree_id,
 	.switch_to = git_switch_to,
 };
-
-TETHER_API tether_vcs_module_t tether_vcs_module = { &git_ops, NULL };

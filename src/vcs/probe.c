@@ -47,13 +47,24 @@ static char *git_dir_at(const char *dir)
 	return target;
 }
 
+/* The git directory of the checkout enclosing start, or NULL. In a jj
+ * workspace (a .jj nearer than any .git), only a colocated one has a git
+ * HEAD worth reading: jj keeps it detached at @- (or on an unborn branch,
+ * or on refs/jj/root, while @- is the root commit), which is exactly what
+ * the jj module resolves "HEAD" to. A workspace without .git beside its
+ * .jj (not colocated, or one added with `jj workspace add`) has no such
+ * file -- a .git further up belongs to another checkout -- and the probe
+ * gives up. */
 static char *find_git_dir(const char *start)
 {
 	char *cur = strdup(start);
 	for (;;) {
 		char *gd = git_dir_at(cur);
+		char *dotjj = tt_path_join(cur, ".jj");
+		int jj = tt_exists(dotjj);
+		free(dotjj);
 		char *slash = strrchr(cur, '/');
-		if (gd || !slash || slash == cur) {
+		if (gd || jj || !slash || slash == cur) {
 			free(cur);
 			return gd;
 		}

@@ -2,8 +2,10 @@
  * VCS module: status uses it to tell whether its cached view of HEAD's
  * manifests is still current. It understands the common git layouts (a
  * .git directory or a worktree's .git file, loose refs, packed-refs, a
- * detached HEAD) and answers TETHER_ERROR for anything else, so the caller
- * falls back to the full VCS. Never trust it for writing: it is a hint. */
+ * detached HEAD, a colocated jj workspace, whose git HEAD jj keeps at @-)
+ * and answers TETHER_ERROR for anything else (a jj workspace without .git
+ * beside .jj among them), so the caller falls back to the full VCS. Never
+ * trust it for writing: it is a hint. */
 #ifndef TETHER_VCS_PROBE_H
 #define TETHER_VCS_PROBE_H
 

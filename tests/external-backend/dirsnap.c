@@ -13,7 +13,7 @@
  *   cc -std=c17 -shared -fPIC dirsnap.c $(pkg-config --cflags tether) \
  *      -o tether-backend-dirsnap.so
  */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* realpath, flock */
 #include <tether/backend.h>
 
 #include <dirent.h>
@@ -46,14 +46,24 @@ static int name_ok(const char *name)
 	return name && *name && name[0] != '.' && !strchr(name, '/') && strlen(name) < 200;
 }
 
+/* <store>/<rel>, or <store>/<rel>/<name> when name is given. */
+static int store_path(char out[PATH_MAX], const json_t *locator, const char *rel, const char *name)
+{
+	const char *store = store_of(locator);
+	if (!store)
+		return tether_error_set(TETHER_ECONFIG, "dirsnap locator has no path");
+	int n = snprintf(out, PATH_MAX, "%s/%s%s%s", store, rel, name ? "/" : "", name ? name : "");
+	if (n < 0 || n >= PATH_MAX)
+		return tether_error_set(TETHER_EUSAGE, "a path under %s is too long", store);
+	return 0;
+}
+
+/* A branch file or a pin file: <store>/branches/<name>, <store>/.pins/<name>. */
 static int path_in(char out[PATH_MAX], const json_t *locator, const char *dir, const char *name)
 {
-	if (!store_of(locator))
-		return tether_error_set(TETHER_ECONFIG, "dirsnap locator has no path");
 	if (!name_ok(name))
 		return tether_error_set(TETHER_EUSAGE, "'%s' is not a dirsnap branch or pin name", name ? name : "");
-	snprintf(out, PATH_MAX, "%s/%s/%s", store_of(locator), dir, name);
-	return 0;
+	return store_path(out, locator, dir, name);
 }
 
 static int ds_make_locator(const struct tether_bctx *ctx, const char *uri, const json_t *options,
@@ -70,10 +80,11 @@ static int ds_make_locator(const struct tether_bctx *ctx, const char *uri, const
 	if (!uri || !*uri)
 		return tether_error_set(TETHER_EUSAGE, "kind dirsnap needs a store directory");
 	/* Locators are committed and read from anywhere: store them absolute. */
-	char joined[PATH_MAX], real[PATH_MAX], probe[PATH_MAX];
-	snprintf(joined, sizeof joined, "%s%s%s", uri[0] == '/' ? "" : cwd, uri[0] == '/' ? "" : "/", uri);
-	if (!realpath(joined, real))
-		return tether_error_set(TETHER_ENOTFOUND, "%s: %s", uri, strerror(errno));
+	int relative = uri[0] != '/';
+	char joined[PATH_MAX], real[PATH_MAX], probe[PATH_MAX + 16];
+	int n = snprintf(joined, sizeof joined, "%s%s%s", relative && cwd ? cwd : "", relative ? "/" : "", uri);
+	if (n < 0 || n >= PATH_MAX || !realpath(joined, real))
+		return tether_error_set(TETHER_ENOTFOUND, "%s: %s", uri, n >= PATH_MAX ? "too long" : strerror(errno));
 	snprintf(probe, sizeof probe, "%s/branches", real);
 	if (access(probe, F_OK) != 0)
 		return tether_error_set(TETHER_ENOTFOUND, "%s is not a dirsnap store (no branches/)", uri);
@@ -126,7 +137,9 @@ static int copy_atomic(const char *from, const char *to)
 {
 	char tmp[PATH_MAX + 32];
 	const char *slash = strrchr(to, '/');
-	snprintf(tmp, sizeof tmp, "%.*s/.tmp.%ld.%s", (int)(slash - to), to, (long)getpid(), slash + 1);
+	int len = snprintf(tmp, sizeof tmp, "%.*s/.tmp.%ld.%s", (int)(slash - to), to, (long)getpid(), slash + 1);
+	if (len < 0 || (size_t)len >= sizeof tmp)
+		return tether_error_set(TETHER_EUSAGE, "%s: path too long", to);
 	FILE *in = fopen(from, "rb"), *out = in ? fopen(tmp, "wb") : NULL;
 	char buf[8192];
 	size_t n;
@@ -149,7 +162,10 @@ static int copy_atomic(const char *from, const char *to)
 static int lock_store(const json_t *locator, int *fd)
 {
 	char path[PATH_MAX];
-	snprintf(path, sizeof path, "%s/.lock", store_of(locator));
+	*fd = -1;
+	int rc = store_path(path, locator, ".lock", NULL);
+	if (rc)
+		return rc;
 	*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (*fd < 0 || flock(*fd, LOCK_EX) != 0) {
 		int err = errno;
@@ -193,9 +209,7 @@ static const char *const ds_volatile_keys[] = {"mtime", NULL};
 
 static json_t *pin_ref_for(const char *pin_id)
 {
-	char file[256];
-	snprintf(file, sizeof file, "tether.%s", pin_id);
-	return json_pack("{s:s, s:s}", "file", file, "pin", pin_id);
+	return json_pack("{s:s+, s:s}", "file", "tether.", pin_id, "pin", pin_id);
 }
 
 static int ds_pin(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const char *pin_id,
@@ -203,8 +217,9 @@ static int ds_pin(const struct tether_bctx *ctx, const json_t *locator, const js
 {
 	(void)ctx;
 	char name[256], pin[PATH_MAX], head[PATH_MAX], have[65];
-	snprintf(name, sizeof name, "tether.%s", pin_id);
-	int fd, rc = path_in(pin, locator, ".pins", name);
+	int fd, n = snprintf(name, sizeof name, "tether.%s", pin_id);
+	int rc = n > 0 && (size_t)n < sizeof name ? path_in(pin, locator, ".pins", name)
+	                                          : tether_error_set(TETHER_EUSAGE, "pin id too long");
 	if (!rc)
 		rc = path_in(head, locator, "branches", branch_of(locator));
 	if (!rc && !sha_of(state))
@@ -212,7 +227,7 @@ static int ds_pin(const struct tether_bctx *ctx, const json_t *locator, const js
 	if (rc || (rc = lock_store(locator, &fd)))
 		return rc;
 	if (file_sha(pin, have) == 0) {
-		/* Pinned before: the same state is the same pin. */
+		/* Pinned before: the same state is the same pin; another is refused. */
 		if (strcmp(have, sha_of(state)) != 0)
 			rc = tether_error_set(TETHER_EREFUSED, "%s already holds another state", name);
 	} else if (file_sha(head, have) != 0 || strcmp(have, sha_of(state)) != 0) {
@@ -220,8 +235,8 @@ static int ds_pin(const struct tether_bctx *ctx, const json_t *locator, const js
 		                      sha_of(state));
 	} else {
 		char dir[PATH_MAX];
-		snprintf(dir, sizeof dir, "%s/.pins", store_of(locator));
-		if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		rc = store_path(dir, locator, ".pins", NULL);
+		if (!rc && mkdir(dir, 0755) != 0 && errno != EEXIST)
 			rc = tether_error_set(TETHER_EIO, "%s: %s", dir, strerror(errno));
 		if (!rc)
 			rc = copy_atomic(head, pin);
@@ -248,7 +263,9 @@ static int ds_list_pins(const struct tether_bctx *ctx, const json_t *locator, js
 {
 	(void)ctx;
 	char dir[PATH_MAX];
-	snprintf(dir, sizeof dir, "%s/.pins", store_of(locator));
+	int rc = store_path(dir, locator, ".pins", NULL);
+	if (rc)
+		return rc;
 	*pin_refs = json_array();
 	DIR *d = opendir(dir);
 	if (!d)
@@ -303,8 +320,8 @@ static int ds_fork(const struct tether_bctx *ctx, const json_t *locator, const j
 	if (file_sha(from, have) != 0 || !sha_of(state) || strcmp(have, sha_of(state)) != 0) {
 		rc = tether_error_set(TETHER_ENOTFOUND, "cannot fork: the recorded state is no longer held");
 	} else if (expect) {
-		/* {"sha256": "..."} is the head the caller saw; {"sha256": null}
-		 * says the branch must not exist yet. */
+		/* A state is the head the caller saw; JSON null says the branch
+		 * must not exist yet. */
 		const char *want = sha_of(expect);
 		int exists = file_sha(to, head) == 0;
 		if (exists != (want != NULL) || (want && strcmp(want, head) != 0))

@@ -1,0 +1,238 @@
+/* Plans: building, checking and saving them. The op-specific parts (what a
+ * commit's, a new's or a gc's plan holds) live with each command; this file
+ * holds what they share: the header, the staleness checks and their
+ * one-line messages, and the file. */
+#include "core/plan.h"
+
+#include "format/cjson.h"
+#include "util/fsutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void now_iso(char out[32])
+{
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+json_t *tt_plan_new(const struct tether_repo *repo, const char *op)
+{
+	char created[32];
+	now_iso(created);
+	return json_pack("{s:i, s:s, s:s, s:s, s:{}, s:[]}", "tether_plan", TT_PLAN_VERSION, "op", op, "dataset",
+	                 repo->id, "created", created, "preconditions", "actions");
+}
+
+int tt_plan_check_opts(const char *plan_out, const json_t *from_plan)
+{
+	if (plan_out && from_plan)
+		return tether_error_set(TETHER_EUSAGE, "--plan and --from-plan cannot be combined");
+	return 0;
+}
+
+static int malformed(const char *what)
+{
+	return tether_error_set(TETHER_EUSAGE, "malformed plan: %s", what);
+}
+
+int tt_plan_check_header(const struct tether_repo *repo, const json_t *plan, const char *op)
+{
+	if (!json_is_object(plan))
+		return malformed("not a JSON object");
+	json_t *version = json_object_get(plan, "tether_plan");
+	if (!version)
+		return malformed("no \"tether_plan\" version: not a tether plan");
+	if (!json_is_integer(version))
+		return tether_error_set(TETHER_EREFUSED, "unsupported plan version (not a number)");
+	if (json_integer_value(version) != TT_PLAN_VERSION)
+		return tether_error_set(TETHER_EREFUSED, "unsupported plan version %" JSON_INTEGER_FORMAT
+		                        " (this tether reads version %d)", json_integer_value(version), TT_PLAN_VERSION);
+	const char *plan_op = json_string_value(json_object_get(plan, "op"));
+	const char *dataset = json_string_value(json_object_get(plan, "dataset"));
+	if (!plan_op || !dataset)
+		return malformed("\"op\" and \"dataset\" must be strings");
+	if (strcmp(plan_op, op) != 0)
+		return tether_error_set(TETHER_EREFUSED, "plan is for `%s`, not `%s`", plan_op, op);
+	if (strcmp(dataset, repo->id) != 0)
+		return tether_error_set(TETHER_EREFUSED, "plan is for dataset %s; this dataset is %s", dataset, repo->id);
+	if (!json_is_object(json_object_get(plan, "preconditions")))
+		return malformed("\"preconditions\" must be an object");
+	json_t *actions = json_object_get(plan, "actions");
+	if (!json_is_array(actions))
+		return malformed("\"actions\" must be an array");
+	size_t i;
+	json_t *a;
+	json_array_foreach(actions, i, a)
+		if (!json_is_string(json_object_get(a, "action")))
+			return malformed("every action needs an \"action\" string");
+	return 0;
+}
+
+json_t *tt_plan_preconditions(const json_t *plan)
+{
+	return json_object_get(plan, "preconditions");
+}
+
+json_t *tt_plan_actions(const json_t *plan)
+{
+	return json_object_get(plan, "actions");
+}
+
+void tt_plan_digest(const json_t *value, char hex[65])
+{
+	json_t *null = json_null();
+	if (tt_cjson_sha256(value ? value : null, hex) != 0)
+		strcpy(hex, "?");
+	json_decref(null);
+}
+
+/* "0123456789ab" of a commit id, or "(no commit)". */
+static const char *short_id(const char *id, char out[13])
+{
+	if (!id || !*id)
+		return "(no commit)";
+	snprintf(out, 13, "%s", id);
+	return out;
+}
+
+int tt_plan_check_ref(const char *what, const char *planned, const char *now)
+{
+	if (strcmp(planned ? planned : "", now ? now : "") == 0)
+		return 0;
+	char a[13], b[13];
+	return tether_error_set(TETHER_EREFUSED, "stale plan: %s moved from %s to %s", what, short_id(planned, a),
+	                        short_id(now, b));
+}
+
+/* The entry of `key` in a {key, ...} array, or NULL. */
+static json_t *find_keyed(const json_t *list, const char *key)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(list, i, e) {
+		const char *k = json_string_value(json_object_get(e, "key"));
+		if (k && strcmp(k, key) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+static int check_one_object(const char *key, const json_t *planned, const json_t *fresh)
+{
+	const char *pm = json_string_value(json_object_get(planned, "manifest"));
+	const char *fm = json_string_value(json_object_get(fresh, "manifest"));
+	if (fm && (!pm || strcmp(pm, fm) != 0))
+		return tether_error_set(TETHER_EREFUSED, "stale plan: %s's manifest changed since the plan "
+		                        "(manifest %.8s… → %.8s…)", key, pm ? pm : "none", fm);
+	char was[65], now[65];
+	tt_plan_digest(json_object_get(planned, "state"), was);
+	tt_plan_digest(json_object_get(fresh, "state"), now);
+	if (strcmp(was, now) != 0)
+		return tether_error_set(TETHER_EREFUSED, "stale plan: %s changed since the plan (digest %.8s… → %.8s…)",
+		                        key, was, now);
+	return 0;
+}
+
+int tt_plan_check_objects(const json_t *planned, const json_t *fresh)
+{
+	if (!json_is_array(planned))
+		return malformed("the preconditions name no \"objects\" array");
+	size_t i;
+	json_t *e;
+	json_array_foreach(fresh, i, e) {
+		const char *key = json_string_value(json_object_get(e, "key"));
+		json_t *p = find_keyed(planned, key);
+		if (!p)
+			return tether_error_set(TETHER_EREFUSED, "stale plan: %s was added since the plan", key);
+		int rc = check_one_object(key, p, e);
+		if (rc)
+			return rc;
+	}
+	json_array_foreach(planned, i, e) {
+		const char *key = json_string_value(json_object_get(e, "key"));
+		if (!key)
+			return malformed("an object precondition has no \"key\"");
+		if (!find_keyed(fresh, key))
+			return tether_error_set(TETHER_EREFUSED, "stale plan: %s was removed since the plan", key);
+	}
+	return 0;
+}
+
+/* "pin ab12cd34.0123456789abcdef", "fork tether.ws.ab12cd34.main", "skip". */
+static char *describe_action(const json_t *a)
+{
+	const char *action = json_string_value(json_object_get(a, "action"));
+	const char *what = json_string_value(json_object_get(a, "pin"));
+	if (!what)
+		what = json_string_value(json_object_get(a, "branch"));
+	return tt_strdupf("%s%s%s", action ? action : "?", what ? " " : "", what ? what : "");
+}
+
+int tt_plan_check_actions(const char *op, const json_t *planned, const json_t *fresh)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(fresh, i, e) {
+		const char *key = json_string_value(json_object_get(e, "key"));
+		json_t *p = find_keyed(planned, key);
+		if (!p)
+			return tether_error_set(TETHER_EREFUSED, "stale plan: it has no action for %s", key);
+		if (json_equal(p, e))
+			continue;
+		char *was = describe_action(p), *now = describe_action(e);
+		int rc = tether_error_set(TETHER_EREFUSED, "stale plan: %s: the plan says `%s`; `%s` would now do `%s`",
+		                          key, was, op, now);
+		free(was);
+		free(now);
+		return rc;
+	}
+	if (json_array_size(planned) != json_array_size(fresh))
+		return tether_error_set(TETHER_EREFUSED, "stale plan: it has %zu actions; `%s` would now take %zu",
+		                        json_array_size(planned), op, json_array_size(fresh));
+	return 0;
+}
+
+int tt_plan_save(const json_t *plan, const char *path)
+{
+	char *text = json_dumps(plan, JSON_INDENT(2) | JSON_SORT_KEYS);
+	if (!text)
+		return tether_error_set(TETHER_ERROR, "cannot encode the plan");
+	size_t len = strlen(text);
+	char *line = tt_strdupf("%s\n", text);
+	free(text);
+	int rc = tt_write_file_atomic(path, line, len + 1);
+	free(line);
+	if (rc)
+		rc = tether_error_set(rc, "cannot save the plan: %s", tether_error_last());
+	return rc;
+}
+
+void tt_plan_report(json_t *report, const json_t *plan, int dry_run, const char *plan_out)
+{
+	json_object_set_new(report, "dry_run", json_boolean(dry_run));
+	if (!dry_run)
+		return;
+	json_object_set(report, "plan", (json_t *)plan);
+	json_object_set_new(report, "plan_file", plan_out ? json_string(plan_out) : json_null());
+}
+
+int tether_plan_load(const char *path, json_t **plan)
+{
+	json_error_t err;
+	*plan = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+	if (!*plan) {
+		if (err.line >= 1)
+			return tether_error_set(TETHER_EUSAGE, "plan %s:%d:%d: %s", path, err.line, err.column, err.text);
+		return tether_error_set(TETHER_EUSAGE, "plan %s: %s", path, err.text);
+	}
+	if (!json_is_object(*plan)) {
+		json_decref(*plan);
+		*plan = NULL;
+		return tether_error_set(TETHER_EUSAGE, "plan %s:1:1: not a tether plan (a JSON object)", path);
+	}
+	return 0;
+}

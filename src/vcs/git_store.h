@@ -1,0 +1,45 @@
+/* The read side of tether-vcs-git, shared with tether-vcs-jj.
+ *
+ * A jj repository keeps its commits in a git store (the .git of a
+ * colocated workspace, or .jj/repo/store/git), so everything the engine
+ * reads (files, trees, logs, history walks) is the same libgit2 code for
+ * both. The jj module opens the store at its exact git directory and uses
+ * a git handle as its own, hanging its jj-specific state off the handle's
+ * owner slot; it calls the read operations through tt_git_ops.
+ *
+ * Internal to the two modules: nothing here is exported from either .so. */
+#ifndef TETHER_VCS_GIT_STORE_H
+#define TETHER_VCS_GIT_STORE_H
+
+#include "vcs/vcs.h"
+
+#include <stddef.h>
+
+/* The git implementation; tether-vcs-git.so exports it as its module. */
+extern const struct tether_vcs_ops tt_git_ops;
+
+/* Open the git repository at exactly `gitdir` (no upward search; a bare
+ * store is fine) for reading. `workdir` is the checkout it belongs to
+ * (absolute); tt_git_ops' write operations must not be used on such a
+ * handle, its reads all may. Close it with tt_git_ops.close. */
+int tt_git_store_open(const char *gitdir, const char *workdir, struct tether_vcs **out);
+
+/* Attach the opener's own state to a handle: close calls free_owner(owner)
+ * (when non-NULL) before it frees the handle. */
+void tt_git_store_set_owner(struct tether_vcs *v, void *owner, void (*free_owner)(void *));
+void *tt_git_store_owner(const struct tether_vcs *v);
+
+/* Every commit reachable from the given tips (full ids), each once, in the
+ * order of a history walk: cb(ud, id), as tether_vcs_ops.each_commit. */
+int tt_git_store_walk_from(struct tether_vcs *v, const char *const *tips, size_t ntips,
+                           int (*cb)(void *ud, const char *id), void *ud);
+
+/* Is `path` (normalised) a file or a directory in commit `id` (a full id)? */
+int tt_git_store_has_path(struct tether_vcs *v, const char *id, const char *path, int *present);
+
+/* A path relative to the checkout top, normalised as every operation of
+ * tt_git_ops does (no ".", no repeated or trailing '/'; absolute paths,
+ * ".." and ".git" refused with TETHER_EUSAGE). *out is malloc'd. */
+int tt_git_normalize_path(const char *in, char **out);
+
+#endif

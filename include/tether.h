@@ -173,6 +173,16 @@ struct tether_open_opts {
 };
 TETHER_API int tether_open(tether_repo *repo, const struct tether_open_opts *opts, json_t **handle);
 
+/* tether repair [--all-history]: re-create pins that are missing while
+ * their system still holds the state. Report: {"ok", "dry_run", "objects":
+ * [{key, keys, commit, pin, action: "held" | "repinned" | "would-repin" |
+ * "lost" | "failed", detail}]}; ok is false when any state is lost. */
+struct tether_repair_opts {
+	int all_history;
+	int dry_run;
+};
+TETHER_API int tether_repair(tether_repo *repo, const struct tether_repair_opts *opts, json_t **report);
+
 /* tether ops: the journal of store-writing operations, oldest first.
  * Report: {"ops": [{"id", "op", "status": "INCOMPLETE" | "COMPLETE" |
  * "ABORTED", "started", "message", "pins": [...], "commit"}]}. */

@@ -104,6 +104,7 @@ extern const struct cli_command cmd_gc;
 extern const struct cli_command cmd_new;
 extern const struct cli_command cmd_open;
 extern const struct cli_command cmd_ops;
+extern const struct cli_command cmd_repair;
 
 /* Provided by main.c: what a command needs before it calls the engine. */
 

@@ -261,7 +261,7 @@ int conf_identity(struct conf_run *r, const json_t *loc, json_t **identity)
 
 int conf_pin_id(struct conf_run *r, const json_t *loc, const json_t *state, char pin_id[TT_PIN_ID_LEN + 1])
 {
-	json_t *identity;
+	json_t *identity = NULL;
 	int rc = conf_identity(r, loc, &identity);
 	if (rc)
 		return rc;

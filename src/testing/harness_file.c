@@ -32,7 +32,8 @@ char *tt_harness_mkdtemp(const char *prefix)
 static int write_text(const char *dir, const char *name, const char *text)
 {
 	char path[PATH_MAX];
-	snprintf(path, sizeof path, "%s/%s", dir, name);
+	if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
+		return tether_error_set(TETHER_EIO, "path too long: %s/%s", dir, name);
 	FILE *f = fopen(path, "w");
 	int ok = f && fputs(text, f) >= 0;
 	if (f && fclose(f) != 0)

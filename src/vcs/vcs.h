@@ -1,15 +1,25 @@
 /* The VCS interface: everything the engine asks of the enclosing repository.
  *
- * It is VCS-neutral (git now, jj later). An implementation is a const struct
- * tether_vcs_ops in a module (tether-vcs-<name>.so) that exports
- * `tether_vcs_module`, loaded with dlopen on first use, so a command that
- * never touches history never loads libgit2.
+ * It is VCS-neutral: git (tether-vcs-git.so) and jj (tether-vcs-jj.so). An
+ * implementation is a const struct tether_vcs_ops in a module
+ * (tether-vcs-<name>.so) that exports `tether_vcs_module`, loaded with
+ * dlopen on first use, so a command that never touches history never loads
+ * libgit2. The engine loads the one whose marker is nearest the dataset
+ * walking up: .jj or .git, and jj when both are at one level (colocated).
+ *
+ * jj: reads go straight to jj's git store with libgit2 (jj's commit ids
+ * are git's); revsets and writes go through the jj command line, found as
+ * $TETHER_JJ or `jj` on PATH (TETHER_ECONFIG when there is none). The
+ * engine's "HEAD" is the last committed state, which is jj's @-: @ is the
+ * working-copy commit, holding what is not committed yet. Notes marked
+ * "jj:" below say where jj differs.
  *
  * Every function returns 0 or a negative TETHER_E* code with the message set
  * through tether_error_set(). Revisions are strings in the VCS's own syntax
  * ("HEAD", "main~2", an abbreviated id); commit ids come back as full hex.
  * Paths are relative to the checkout top, '/'-separated, "" being the top
- * itself; absolute paths, ".." and ".git" are refused with TETHER_EUSAGE.
+ * itself; absolute paths, ".." and ".git" (and, for jj, ".jj") are refused
+ * with TETHER_EUSAGE.
  * A handle (struct tether_vcs) is used by one thread at a time. */
 #ifndef TETHER_VCS_H
 #define TETHER_VCS_H
@@ -34,14 +44,28 @@ struct tether_vcs_ops {
 	 * trailing slash) and *common_dir to the directory all checkouts of the
 	 * repository share (for the repository lock). TETHER_ENOREPO when there
 	 * is none, or when it is bare (no checkout). workdir and common_dir may
-	 * be NULL when not wanted; the caller frees them. */
+	 * be NULL when not wanted; the caller frees them.
+	 * jj: the workspace root (the nearest directory holding .jj) and the
+	 * repository directory every workspace shares (.jj/repo, or where the
+	 * .jj/repo file of a `jj workspace add` workspace points). Never starts
+	 * jj. */
 	int (*open)(const char *start_dir, struct tether_vcs **out, char **workdir,
 	            char **common_dir);
 	void (*close)(struct tether_vcs *);
 
 	/* Resolve a revision to a commit id (40 hex + NUL). TETHER_ENOTFOUND
 	 * (naming the revision) when it does not resolve; an unborn HEAD also
-	 * gives TETHER_ENOTFOUND. */
+	 * gives TETHER_ENOTFOUND.
+	 * jj: rev is a revset (`jj log -r REV`, without snapshotting) that must
+	 * name exactly one commit: none is TETHER_ENOTFOUND, several or a
+	 * malformed revset TETHER_EUSAGE. The git spellings the engine uses are
+	 * translated: "HEAD" is "@-", "HEAD~N" and "HEAD^" go back N (1) more
+	 * parents ("@-" followed by N more "-"; "HEAD^2", a parent by number,
+	 * has no jj spelling: TETHER_EUSAGE), "refs/heads/NAME" is exactly the
+	 * bookmark NAME and "refs/tags/NAME" the tag, and a full commit id with
+	 * git's suffixes ("<id>^", "<id>~2") is resolved in the store. jj's
+	 * root commit holds nothing: naming it (a HEAD with no commits yet) is
+	 * TETHER_ENOTFOUND. */
 	int (*resolve)(struct tether_vcs *, const char *rev, char id[41]);
 
 	/* Read the file at `path` (relative to the checkout top) in commit `id`
@@ -90,18 +114,37 @@ struct tether_vcs_ops {
 	 * TETHER_EREFUSED while a merge, rebase, cherry-pick, revert or am is in
 	 * progress, or when the branch moved meanwhile; TETHER_ECONFIG (with a
 	 * hint) when no identity is configured. No hooks run; nothing is
-	 * signed. */
+	 * signed.
+	 * jj: `jj commit -m MESSAGE -- PATHS` (each path a quoted root-file: or
+	 * root: fileset, so glob characters are literal), after `jj file track
+	 * --include-ignored` of the paths (ignore rules and jj's size limit for
+	 * new files do not apply). The changes @ holds under the paths become
+	 * the commit -- the change that was @, now @- -- and everything else
+	 * the working copy holds stays in the new @. Made only when @ changes
+	 * something under the paths (else *id = ""). As jj commit, it moves no
+	 * bookmark: a bookmark on @ stays on its change and so names the new
+	 * commit (switch_to puts new ones there). Identity from jj's config
+	 * (JJ_USER / JJ_EMAIL honoured). jj has no operation in progress to
+	 * refuse; a stale working copy is TETHER_EREFUSED (hint: `jj workspace
+	 * update-stale`). */
 	int (*commit_paths)(struct tether_vcs *, const char *const *paths, size_t npaths,
 	                    const char *message, char id[41]);
 
 	/* The current branch's short name (*name malloc'd), or NULL when HEAD
-	 * is detached. On an unborn branch, the name HEAD points at. */
+	 * is detached. On an unborn branch, the name HEAD points at.
+	 * jj: a bookmark on @ (the one the next commit carries), else one on
+	 * @-, else the workspace's name when it is not "default", else NULL. */
 	int (*current_branch)(struct tether_vcs *, char **name);
 
 	/* Every commit reachable from any ref (branches, tags, remotes, HEAD,
 	 * and whatever else lives under refs/), each once: cb(ud, id). A
 	 * non-zero return from cb stops the walk and is returned. History
-	 * walks (gc, verify --all-history) stand on this. */
+	 * walks (gc, verify --all-history) stand on this.
+	 * jj: every visible commit: the ancestors of `visible_heads() |
+	 * bookmarks() | tags() | remote_bookmarks()` (every workspace's @
+	 * included), not the commits jj keeps under refs/jj/keep after `jj
+	 * abandon` or `jj squash`: to tether those are gone, and so are the pins
+	 * only they named. */
 	int (*each_commit)(struct tether_vcs *, int (*cb)(void *ud, const char *id), void *ud);
 
 	/* The object id of the tree at `dir` in commit `id` (40 hex), or ""
@@ -115,11 +158,20 @@ struct tether_vcs_ops {
 	 * branch checks the branch out, and any other rev detaches HEAD.
 	 * Uncommitted changes are carried when they do not conflict, and the
 	 * move is refused (TETHER_EREFUSED, naming a path) when they do;
-	 * nothing is half-done. */
+	 * nothing is half-done.
+	 * jj: `jj new REV`, as a jj user expects of `tether new REV`: a new,
+	 * empty working-copy commit on top of rev; what the working copy held
+	 * stays in the change it was in (never carried, never refused). With
+	 * new_branch, a bookmark by that name is created on the new @ (refused
+	 * beforehand when it exists or is no valid git branch name), so the
+	 * next commit carries it forward as a git branch moves with its
+	 * commits. NULL rev and new_branch: nothing happens. */
 	int (*switch_to)(struct tether_vcs *, const char *rev, const char *new_branch);
 
 	/* Is `path` (relative to the checkout top) tracked: in the index or in
-	 * HEAD's tree? A directory is tracked when a file under it is. */
+	 * HEAD's tree? A directory is tracked when a file under it is.
+	 * jj: in @'s tree as last snapshotted (asking does not snapshot) or in
+	 * @-'s. */
 	int (*is_tracked)(struct tether_vcs *, const char *path, int *tracked);
 };
 

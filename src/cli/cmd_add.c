@@ -9,12 +9,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_KIND, OPT_FILE, OPT_OPTION, OPT_JSON };
+enum { OPT_KIND, OPT_FILE, OPT_WRITE, OPT_PIN, OPT_AT, OPT_REMOTE, OPT_REF, OPT_OPTION, OPT_JSON };
 
 static const struct arg_option options[] = {
 	[OPT_KIND] = { "kind", 0, ARG_VALUE, "K", "the object's kind, from 'tether backends' (required)" },
 	[OPT_FILE] = { "file", 0, ARG_VALUE, "POLICY",
 	               "file backend: immutable (a change is drift) or mutable" },
+	[OPT_WRITE] = { "write", 0, ARG_VALUE, "POLICY",
+	                "fork (a branch per bookmark), track (write upstream) or none" },
+	[OPT_PIN] = { "pin", 0, ARG_VALUE, "POLICY",
+	              "native (a native ref per recorded state) or record (the state alone)" },
+	[OPT_AT] = { "at", 0, ARG_VALUE, "ID", "start from this point of the object's history (HISTORY backends)" },
+	[OPT_REMOTE] = { "remote", 0, ARG_VALUE, "NAME", "git backend: push pins to this configured remote" },
+	[OPT_REF] = { "ref", 0, ARG_VALUE, "REF", "git backend: the ref to follow (default HEAD)" },
 	[OPT_OPTION] = { "option", 0, ARG_LIST, "NAME=VALUE",
 	                 "pass an option to the backend as a string (repeatable)" },
 	[OPT_JSON] = { "json", 0, ARG_FLAG, NULL, "print the report as JSON" },
@@ -22,7 +29,7 @@ static const struct arg_option options[] = {
 
 /* The dedicated backend options, each passed on under its own name. A new
  * one is a line here and a line in options[]. */
-static const int backend_options[] = { OPT_FILE };
+static const int backend_options[] = { OPT_FILE, OPT_WRITE, OPT_PIN, OPT_AT, OPT_REMOTE, OPT_REF };
 
 static const char *const positionals[] = { "KEY", "URI", NULL };
 

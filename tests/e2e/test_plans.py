@@ -356,15 +356,19 @@ def test_new_from_plan_gives_the_direct_result(mixed, code, tmp_path):
     plan_file = tmp_path / "new.json"
     mixed.tether("new", "-b", "feat", "--plan", plan_file)
     assert branches(code) == ["main"]
-    applied = mixed.tj("new", "--from-plan", plan_file)
+    did = mixed.dataset_id()
+    working = f"tether.ws.{did[:8]}.feat"
     direct = other.tj("new", "-b", "feat")
+    forked_at = code.git("rev-parse", working).strip()
+    code.git("branch", "-q", "-D", working)  # the twins share the store: make room
+    applied = mixed.tj("new", "--from-plan", plan_file)
     for k in ("commit", "bookmark", "objects"):
         assert applied[k] == direct[k]
     assert applied["dry_run"] is False
     assert [o["action"] for o in applied["objects"]] == ["forked", "skipped", "skipped"]
     assert mixed.git("symbolic-ref", "HEAD").strip() == "refs/heads/feat"
-    did = mixed.dataset_id()
-    assert branches(code) == ["main", f"tether.ws.{did[:8]}.feat"]
+    assert branches(code) == ["main", working]
+    assert code.git("rev-parse", working).strip() == forked_at == code.head()
     ws_a = (mixed.root / ".tether" / "workspace.toml").read_text()
     ws_b = (other.root / ".tether" / "workspace.toml").read_text()
     strip = lambda t: re.sub(r'workspace_id = "[0-9a-f]+"', "", t)

@@ -141,12 +141,13 @@ static int check_plan(struct commit_run *run, const json_t *planned)
 	return rc;
 }
 
-/* A pin already made in this run (two objects on one store and state
- * share one pin). */
-static json_t *pin_made_in_run(struct commit_run *run, const char *pin_id)
+/* A pin already made in this run through the same locator (two objects on
+ * one store and state share one pin; one whose locator differs, say by a
+ * remote to push to, still has its own pin call made). */
+static json_t *pin_made_in_run(struct commit_run *run, const char *pin_id, const json_t *locator)
 {
 	for (size_t i = 0; i < run->npins; i++)
-		if (strcmp(run->pins[i].pin, pin_id) == 0)
+		if (strcmp(run->pins[i].pin, pin_id) == 0 && json_equal(run->pins[i].obj->locator, locator))
 			return run->pins[i].pin_ref;
 	return NULL;
 }
@@ -154,7 +155,7 @@ static json_t *pin_made_in_run(struct commit_run *run, const char *pin_id)
 /* The planned pin: into the manifest's pin_ref. */
 static int pin_object(struct commit_run *run, struct tt_obj *o, const char *pin_id)
 {
-	json_t *pin_ref = pin_made_in_run(run, pin_id);
+	json_t *pin_ref = pin_made_in_run(run, pin_id, o->locator);
 	if (pin_ref) {
 		json_incref(pin_ref);
 	} else {
@@ -435,7 +436,6 @@ int tether_commit(tether_repo *repo, const struct tether_commit_opts *opts, json
 	}
 	commit_run_free(&run);
 	tt_manifest_set_free(&set);
-	tt_lock_release(&shared);
-	tt_lock_release(&lock);
+	tt_repo_unlock(repo, &lock, &shared);
 	return rc;
 }

@@ -332,7 +332,6 @@ int tether_gc(tether_repo *repo, const struct tether_gc_opts *opts, json_t **rep
 	json_decref(errors);
 	json_decref(skipped);
 	tt_history_free(&h);
-	tt_lock_release(&shared);
-	tt_lock_release(&checkout);
+	tt_repo_unlock(repo, &checkout, &shared);
 	return rc;
 }

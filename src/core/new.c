@@ -352,7 +352,6 @@ int tether_new(tether_repo *repo, const struct tether_new_opts *opts, json_t **r
 		rc = run_new(repo, opts, &t, &set, report);
 	target_free(&t);
 	tt_manifest_set_free(&set);
-	tt_lock_release(&shared);
-	tt_lock_release(&checkout);
+	tt_repo_unlock(repo, &checkout, &shared);
 	return rc;
 }

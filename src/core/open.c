@@ -78,8 +78,7 @@ static int open_working(struct tether_repo *repo, const char *key, json_t **hand
 			objs->working_ref = json_incref(json_object_get(tt_workspace_entry(ws, key), "ref"));
 		}
 		free(bookmark);
-		tt_lock_release(&shared);
-		tt_lock_release(&checkout);
+		tt_repo_unlock(repo, &checkout, &shared);
 	}
 	if (!rc && !objs->b->open)
 		rc = tether_error_set(TETHER_EREFUSED, "kind %s gives no handles", objs->b->kind);

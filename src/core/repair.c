@@ -114,7 +114,6 @@ int tether_repair(tether_repo *repo, const struct tether_repair_opts *opts, json
 		*report = json_pack("{s:b, s:b, s:O}", "ok", all_ok, "dry_run", opts->dry_run, "objects", list);
 	json_decref(list);
 	tt_history_free(&h);
-	tt_lock_release(&shared);
-	tt_lock_release(&checkout);
+	tt_repo_unlock(repo, &checkout, &shared);
 	return rc;
 }

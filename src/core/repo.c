@@ -53,6 +53,7 @@ void tether_repo_free(tether_repo *repo)
 	free(repo->rel);
 	json_decref(repo->config);
 	json_decref(repo->secrets);
+	pthread_mutex_destroy(&repo->turn);
 	free(repo);
 }
 
@@ -154,6 +155,7 @@ static struct tether_repo *repo_new(const char *root)
 	repo->root = strdup(root);
 	repo->tether_dir = tt_path_join(root, ".tether");
 	repo->cache_dir = tt_path_join(repo->tether_dir, "cache");
+	pthread_mutex_init(&repo->turn, NULL);
 	return repo;
 }
 
@@ -422,18 +424,31 @@ int tether_repo_init(const char *start_dir, tether_repo **out)
 
 int tt_repo_lock(struct tether_repo *repo, struct tt_lock *checkout, struct tt_lock *shared)
 {
+	checkout->fd = shared->fd = -1;
 	int rc = tt_repo_vcs(repo);
 	if (rc)
 		return rc;
+	pthread_mutex_lock(&repo->turn);
 	char *path = tt_path_join(repo->tether_dir, "lock");
 	rc = tt_lock_take(path, "checkout lock", 30000, checkout);
 	free(path);
-	if (rc)
-		return rc;
-	path = tt_path_join(repo->common_dir, "tether.lock");
-	rc = tt_lock_take(path, "repository lock", 60000, shared);
-	free(path);
-	if (rc)
+	if (!rc) {
+		path = tt_path_join(repo->common_dir, "tether.lock");
+		rc = tt_lock_take(path, "repository lock", 60000, shared);
+		free(path);
+	}
+	if (rc) {
 		tt_lock_release(checkout);
+		pthread_mutex_unlock(&repo->turn);
+	}
 	return rc;
+}
+
+void tt_repo_unlock(struct tether_repo *repo, struct tt_lock *checkout, struct tt_lock *shared)
+{
+	int held = checkout->fd >= 0;
+	tt_lock_release(shared);
+	tt_lock_release(checkout);
+	if (held)
+		pthread_mutex_unlock(&repo->turn);
 }

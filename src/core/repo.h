@@ -7,6 +7,8 @@
 
 #include "vcs/vcs.h"
 
+#include <pthread.h>
+
 struct tether_repo {
 	char *root;        /* absolute dataset root (holds tether.toml) */
 	char *tether_dir;  /* root/.tether */
@@ -22,6 +24,9 @@ struct tether_repo {
 	char *rel;         /* dataset root relative to workdir: "" or "a/b" */
 	json_t *secrets;   /* .tether/secrets.toml, or NULL */
 	int secrets_loaded;
+	/* fcntl locks belong to the process: threads sharing this handle take
+	 * turns on this mutex before taking them. */
+	pthread_mutex_t turn;
 };
 
 /* Load the VCS (idempotent). */
@@ -45,5 +50,7 @@ int tt_repo_resolve(struct tether_repo *repo, const char *rev, char id[41]);
  * (tether.lock in the VCS's shared directory, 60 s), in that order. */
 struct tt_lock;
 int tt_repo_lock(struct tether_repo *repo, struct tt_lock *checkout, struct tt_lock *shared);
+/* Release both (either may be unheld: fd -1) and this handle's turn. */
+void tt_repo_unlock(struct tether_repo *repo, struct tt_lock *checkout, struct tt_lock *shared);
 
 #endif

@@ -140,6 +140,9 @@ int gb_remote_exists(git_repository *repo, const char *name, int *exists)
 		if (rc == TETHER_ENOTFOUND)
 			rc = 0;
 	}
+	/* Refused when the object is added, not first when it is pinned. */
+	if (rc == 0 && url)
+		rc = refuse_command_transport(repo, url, name);
 	free(url);
 	git_config_free(cfg);
 	return rc;

@@ -1904,14 +1904,12 @@ static int git_switch_to(struct tether_vcs *v, const char *rev, const char *new_
 /* history walks                                                       */
 /* ------------------------------------------------------------------ */
 
-static int push_all_refs(git_revwalk *walk)
+static int push_all_refs(git_repository *repo, git_revwalk *walk)
 {
 	int rc = git_revwalk_push_glob(walk, "refs/*");
-	if (rc == 0) {
+	/* An unborn HEAD adds nothing (and libgit2 reports it as an error). */
+	if (rc == 0 && git_repository_head_unborn(repo) != 1)
 		rc = git_revwalk_push_head(walk);
-		if (rc == GIT_ENOTFOUND || rc == GIT_EUNBORNBRANCH)
-			rc = 0; /* an unborn HEAD adds nothing */
-	}
 	return rc;
 }
 
@@ -1937,7 +1935,7 @@ static int git_each_commit(struct tether_vcs *v, int (*cb)(void *ud, const char 
 	int rc = git_revwalk_new(&walk, v->repo);
 	if (rc < 0)
 		return fail_git(rc, "cannot walk the history");
-	rc = push_all_refs(walk);
+	rc = push_all_refs(v->repo, walk);
 	if (rc < 0) {
 		git_revwalk_free(walk);
 		return fail_git(rc, "cannot walk the history from every ref");

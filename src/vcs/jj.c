@@ -291,7 +291,8 @@ static int find_git_store(const char *repo_dir, char **gitdir)
 		                      "tether reads jj's git store",
 		                      repo_dir, type ? type : "unknown");
 	else if (!(*gitdir = resolve_target(store, target)))
-		rc = tether_error_set(TETHER_ENOREPO, "the git store of the jj repository %s (%s) is missing",
+		rc = tether_error_set(TETHER_ENOREPO,
+		                      "the git store of the jj repository %s (%s) is missing",
 		                      repo_dir, target);
 	free(store);
 	free(type_file);
@@ -806,16 +807,17 @@ struct pending {
 	int has_identity;
 };
 
+static const char INSPECT_TEMPLATE[] =
+	"--template=change_id ++ \"\\x1f\" ++ config(\"user.name\") ++ \"\\x1f\" ++ "
+	"config(\"user.email\") ++ \"\\n\"";
+
 static int inspect_at(struct tether_vcs *v, const struct filesets *f, struct pending *p)
 {
-	static const char *const fixed[] = {
-		"log", "--no-graph", "--revisions=@",
-		"--template=change_id ++ \"\\x1f\" ++ config(\"user.name\") ++ \"\\x1f\" ++ "
-		"config(\"user.email\") ++ \"\\n\""
-	};
+	static const char *const fixed[] = { "log", "--no-graph", "--revisions=@", INSPECT_TEMPLATE };
 	struct tt_jj_result res;
 	char *cursor, *line, *name, *email;
-	int rc = call_on_paths(v, "cannot inspect the working-copy commit", fixed, N_ARGS(fixed), f, &res);
+	int rc = call_on_paths(v, "cannot inspect the working-copy commit", fixed, N_ARGS(fixed), f,
+	                       &res);
 
 	if (rc)
 		return rc;

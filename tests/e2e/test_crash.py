@@ -1,0 +1,488 @@
+"""Crash safety of `tether commit`: the journal and the TETHER_FAULT kill
+points.
+
+src/core/journal.h: with TETHER_FAULT=<op>:<step> the process kills itself
+with SIGKILL when it reaches that step. The kill points are the
+tt_fault_point() calls; there are three, all in src/core/commit.c
+(apply_plan), and none in new.c or gc.c:
+
+  commit:journal-written   after the INCOMPLETE journal entry naming the
+                           pins is written, before any pin is created
+  commit:object-recorded   after the first object's planned action (its
+                           pin created, its manifest rewritten); the hook
+                           fires on the first call only, since the process
+                           is dead by the second
+  commit:vcs-committed     after the VCS commit, before the journal entry
+                           is closed
+
+Every test uses a dataset holding three code repositories (kind git, so a
+pin is a real tag `tether.<pin id>` in that repository) and one mutable
+directory (kind file, observed: its state is recorded, no ref). Keys sort
+code-a, code-b, code-c, files, which is the order commit works in.
+
+After every crash and recovery the same invariants must hold: one dataset
+commit for the work, no INCOMPLETE journal entry left, `verify` and
+`verify --all-history` clean, and after `gc --no-dry-run` the `tether.*`
+tags of each code repository are exactly the pins that manifests in the
+dataset's history name (none lost, none leaked).
+"""
+import re
+import subprocess
+import tomllib
+
+import pytest
+
+from conftest import expected_dir_state, expected_pin
+
+CODE_KEYS = ("code-a", "code-b", "code-c")
+FILE_KEY = "files"
+KEYS = CODE_KEYS + (FILE_KEY,)
+JOURNAL_ID = re.compile(r"^[0-9]{19}-[0-9]+$")
+ISO_UTC = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")
+MERGE_REFUSAL = "tether: error: a merge is in progress in this repository; finish or abort it first\n"
+
+
+# ---------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------
+
+def code_advance(code, text):
+    """Commit a new main.py in a code repository; the new sha."""
+    code.write("main.py", text)
+    code.git("add", "-A")
+    code.git("commit", "-q", "-m", text.strip())
+    return code.head()
+
+
+def tags(code):
+    return set(code.git("tag", "-l", "tether.*").split())
+
+
+def git_pin(ds, code, sha):
+    """A code repository commit's pin id (dirty and change_id are volatile:
+    only the sha counts)."""
+    return expected_pin(ds.dataset_id(), "git", {"path": str(code.root)}, {"sha": sha})
+
+
+def files_pin(ds):
+    return expected_pin(ds.dataset_id(), "file", {"uri": str(ds.p("data/files"))},
+                        expected_dir_state(ds.p("data/files")))
+
+
+def journal_pin(code, key, pin):
+    return {"key": key, "kind": "git", "locator": {"path": str(code.root), "ref": "HEAD"}, "pin": pin}
+
+
+def ops(ds, cwd=None):
+    return ds.tj("ops", cwd=cwd)["ops"]
+
+
+def incomplete(ds, cwd=None):
+    return [e for e in ops(ds, cwd) if e["status"] == "INCOMPLETE"]
+
+
+def manifest_bytes(ds, root=None):
+    base = (root or ds.root) / ".tether" / "objects"
+    return {p.name: p.read_bytes() for p in sorted(base.glob("*.toml"))}
+
+
+def listing_files(ds):
+    d = ds.p(".tether/listings")
+    return sorted(p.name for p in d.iterdir()) if d.exists() else []
+
+
+def dataset_commits(ds, rev="HEAD"):
+    """The commits of rev's history that touch .tether (tether's own)."""
+    return ds.git("rev-list", rev, "--", ".tether").split()
+
+
+def history_pins(ds, key):
+    """Every pin a manifest of `key` names, in any commit reachable from any
+    ref (and every worktree's HEAD), plus the working copy: read with git
+    itself, through one `git cat-file --batch`."""
+    revs = ds.git("rev-list", "--all").split()
+    pins = set()
+    work = ds.manifest_path(key)
+    if work.exists():
+        m = tomllib.loads(work.read_text())
+        if "pin" in m:
+            pins.add(m["pin"])
+    if not revs:
+        return pins
+    query = "".join(f"{r}:.tether/objects/{key}.toml\n" for r in revs).encode()
+    out = subprocess.run(["git", "cat-file", "--batch"], cwd=ds.root, env=ds.env, input=query,
+                         capture_output=True, check=True).stdout
+    pos = 0
+    while pos < len(out):
+        nl = out.index(b"\n", pos)
+        header = out[pos:nl].decode().split()
+        pos = nl + 1
+        if header[-1] == "missing":
+            continue
+        size = int(header[2])
+        m = tomllib.loads(out[pos:pos + size].decode())
+        pos += size + 1
+        if "pin" in m:
+            pins.add(m["pin"])
+    return pins
+
+
+def assert_clean_and_exact(ds, codes):
+    """No INCOMPLETE entry, verify and verify --all-history clean, status
+    clean, and after gc --no-dry-run every code repository's tether.* tags
+    are exactly the pins its manifests in history name."""
+    assert incomplete(ds) == []
+    v = ds.tj("verify")
+    assert v["ok"] is True
+    assert [(o["key"], o["ok"]) for o in v["objects"]] == [(k, True) for k in KEYS]
+    vh = ds.tj("verify", "--all-history")
+    assert vh["ok"] is True
+    assert all(o["ok"] for o in vh["objects"]), vh
+    st = ds.tj("status")
+    assert st["clean"] is True
+    assert [(o["key"], o["status"]) for o in st["objects"]] == [(k, "clean") for k in KEYS]
+    ds.tj("gc", "--no-dry-run")
+    for key, code in codes.items():
+        assert tags(code) == {f"tether.{p}" for p in history_pins(ds, key)}, key
+    # gc found nothing more to do: a second pass releases nothing.
+    g = ds.tj("gc")
+    assert (g["release"], g["listings"], g["errors"]) == ([], [], [])
+
+
+# ---------------------------------------------------------------------------
+# Fixture: a dataset with three code repositories and one directory
+# ---------------------------------------------------------------------------
+
+class Scene:
+    def __init__(self, ds, codes):
+        self.ds = ds
+        self.codes = codes  # key -> Repo
+
+    def change_everything(self, n):
+        """A new commit in every code repository and a changed directory;
+        returns the pins the next commit creates, by key."""
+        pins = {}
+        for key, code in self.codes.items():
+            sha = code_advance(code, f"{key} v{n}\n")
+            pins[key] = git_pin(self.ds, code, sha)
+        self.ds.write("data/files/run.csv", f"run,{n}\n")
+        return pins
+
+
+@pytest.fixture
+def scene(ds, new_repo):
+    codes = {}
+    for key in CODE_KEYS:
+        code = new_repo(key)
+        code_advance(code, f"{key} v0\n")
+        codes[key] = code
+        ds.tether("add", key, code.root, "--kind", "git")
+    ds.write("data/files/plate.csv", "well,value\nA1,0.5\n")
+    ds.write("data/files/run.csv", "run,0\n")
+    ds.tether("add", FILE_KEY, "data/files", "--kind", "file", "--file", "mutable")
+    r = ds.tj("commit", "-m", "base")
+    assert [o["action"] for o in r["objects"]] == ["pinned", "pinned", "pinned", "recorded"]
+    for key, code in codes.items():
+        assert tags(code) == {f"tether.{ds.manifest(key)['pin']}"}
+    assert incomplete(ds) == []
+    return Scene(ds, codes)
+
+
+# ---------------------------------------------------------------------------
+# Kills before the VCS commit: the journal keeps the pins, a re-run finishes
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("step", ["journal-written", "object-recorded"])
+def test_kill_before_vcs_commit_then_rerun_finishes(scene, step):
+    ds, codes = scene.ds, scene.codes
+    head0 = ds.head()
+    commits0 = dataset_commits(ds)
+    tags0 = {k: tags(c) for k, c in codes.items()}
+    manifests0 = manifest_bytes(ds)
+    listings0 = listing_files(ds)
+    ops0 = ops(ds)
+    pins = scene.change_everything(1)
+    fpin = files_pin(ds)
+
+    ds.tether("commit", "-m", "x", check_rc=-9, env={"TETHER_FAULT": f"commit:{step}"})
+
+    # Nothing landed in the dataset's history.
+    assert ds.head() == head0
+    # The journal names every pin the commit was about to create.
+    after = ops(ds)
+    assert after[:len(ops0)] == ops0
+    assert len(after) == len(ops0) + 1
+    entry = after[-1]
+    assert JOURNAL_ID.match(entry["id"]) and ISO_UTC.match(entry["started"])
+    assert {k: v for k, v in entry.items() if k not in ("id", "started")} == {
+        "op": "commit", "status": "INCOMPLETE", "message": "x", "commit": None,
+        "pins": [journal_pin(codes[k], k, pins[k]) for k in CODE_KEYS],
+    }
+    # What the dead process left behind, exactly.
+    if step == "journal-written":
+        assert {k: tags(c) for k, c in codes.items()} == tags0
+        assert manifest_bytes(ds) == manifests0
+    else:
+        # code-a was pinned and its manifest rewritten; nothing else.
+        assert tags(codes["code-a"]) == tags0["code-a"] | {f"tether.{pins['code-a']}"}
+        assert {k: tags(codes[k]) for k in ("code-b", "code-c")} == {k: tags0[k] for k in ("code-b", "code-c")}
+        now = manifest_bytes(ds)
+        assert {k: v for k, v in now.items() if k != "code-a.toml"} == {
+            k: v for k, v in manifests0.items() if k != "code-a.toml"}
+        m = ds.manifest("code-a")
+        assert (m["pin"], m["pin_ref"]["tag"]) == (pins["code-a"], f"tether.{pins['code-a']}")
+    assert listing_files(ds) == listings0
+
+    # gc keeps every pin the INCOMPLETE entry names: nothing is unreferenced.
+    g = ds.tj("gc")
+    assert g["dry_run"] is True
+    assert not {r["pin"] for r in g["release"]} & set(pins.values())
+    assert (g["release"], g["listings"], g["errors"]) == ([], [], [])
+    g = ds.tj("gc", "--no-dry-run")
+    assert (g["release"], g["listings"], g["errors"]) == ([], [], [])
+    if step == "object-recorded":
+        assert f"tether.{pins['code-a']}" in tags(codes["code-a"])
+
+    # The re-run finishes the work in exactly one new dataset commit.
+    r = ds.tj("commit", "-m", "x")
+    assert r["commit"] == ds.head()
+    assert ds.git("rev-parse", "HEAD~1").strip() == head0
+    assert dataset_commits(ds) == [r["commit"]] + commits0
+    for key in CODE_KEYS:
+        assert ds.manifest_at("HEAD", key)["pin"] == pins[key]
+        assert ds.manifest_at("HEAD", key)["pin_ref"]["tag"] == f"tether.{pins[key]}"
+    assert ds.manifest_at("HEAD", FILE_KEY)["pin"] == fpin
+    log = ds.tj("log", "-n", "1")["commits"][0]
+    assert (log["id"], log["summary"]) == (r["commit"], "x")
+    assert log["objects"] == [{"key": k, "change": "changed", "pin": pins[k]} for k in CODE_KEYS] + [
+        {"key": FILE_KEY, "change": "changed", "pin": fpin}]
+    for key, code in codes.items():
+        assert tags(code) == tags0[key] | {f"tether.{pins[key]}"}
+
+    # The dead run's entry is closed by the commit that finished its work.
+    final = {e["id"]: e for e in ops(ds)}
+    closed = final[entry["id"]]
+    assert (closed["status"], closed["commit"], closed["finished_by"]) == ("COMPLETE", r["commit"], r["commit"])
+    assert_clean_and_exact(ds, codes)
+    for key, code in codes.items():
+        assert tags(code) == tags0[key] | {f"tether.{pins[key]}"}
+
+
+def test_kill_after_first_pin_then_code_moves_on_leaks_nothing(scene):
+    """The dead run pinned code-a at v1; before the re-run code-a moves to
+    v2. The re-run records v2, the v1 pin is named by no commit, and gc
+    releases it (its INCOMPLETE entry was closed by the re-run)."""
+    ds, codes = scene.ds, scene.codes
+    tags0 = {k: tags(c) for k, c in codes.items()}
+    pins1 = scene.change_everything(1)
+    ds.tether("commit", "-m", "x", check_rc=-9, env={"TETHER_FAULT": "commit:object-recorded"})
+    assert f"tether.{pins1['code-a']}" in tags(codes["code-a"])
+    pin_a2 = git_pin(ds, codes["code-a"], code_advance(codes["code-a"], "code-a v2\n"))
+
+    r = ds.tj("commit", "-m", "x")
+    assert {o["key"]: (o["action"], o["pin"]) for o in r["objects"]}["code-a"] == ("pinned", pin_a2)
+    assert ds.manifest_at("HEAD", "code-a")["pin"] == pin_a2
+    assert incomplete(ds) == []
+    g = ds.tj("gc")
+    assert [(x["kind"], x["pin"]) for x in g["release"]] == [("git", pins1["code-a"])]
+    assert_clean_and_exact(ds, codes)
+    assert tags(codes["code-a"]) == tags0["code-a"] | {f"tether.{pin_a2}"}
+    for key in ("code-b", "code-c"):
+        assert tags(codes[key]) == tags0[key] | {f"tether.{pins1[key]}"}
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "commit's report calls the object the dead run already pinned 'unchanged' although the "
+    "re-run's commit changes its manifest (new pin): plan_object() compares the current state "
+    "with the working manifest the dead run rewrote, not with HEAD's"))
+def test_rerun_reports_the_object_the_dead_run_pinned_as_pinned(scene):
+    ds = scene.ds
+    pins = scene.change_everything(1)
+    ds.tether("commit", "-m", "x", check_rc=-9, env={"TETHER_FAULT": "commit:object-recorded"})
+    r = ds.tj("commit", "-m", "x")
+    assert r["objects"][0] == {"key": "code-a", "action": "pinned", "pin": pins["code-a"], "recoverable": True}
+
+
+# ---------------------------------------------------------------------------
+# A kill after the VCS commit: the commit stands
+# ---------------------------------------------------------------------------
+
+def test_kill_after_vcs_commit_leaves_the_commit(scene):
+    ds, codes = scene.ds, scene.codes
+    head0 = ds.head()
+    commits0 = dataset_commits(ds)
+    tags0 = {k: tags(c) for k, c in codes.items()}
+    base_listing = ds.manifest(FILE_KEY)["listing"]
+    pins = scene.change_everything(1)
+    fpin = files_pin(ds)
+
+    ds.tether("commit", "-m", "x", check_rc=-9, env={"TETHER_FAULT": "commit:vcs-committed"})
+
+    # The VCS commit landed, naming every pin, and every pin exists.
+    head1 = ds.head()
+    assert ds.git("rev-parse", "HEAD~1").strip() == head0
+    assert dataset_commits(ds) == [head1] + commits0
+    assert ds.git("log", "-1", "--format=%s").strip() == "x"
+    for key in CODE_KEYS:
+        assert ds.manifest_at("HEAD", key)["pin"] == pins[key]
+    assert ds.manifest_at("HEAD", FILE_KEY)["pin"] == fpin
+    for key, code in codes.items():
+        assert tags(code) == tags0[key] | {f"tether.{pins[key]}"}
+    # Its entry stays INCOMPLETE: the process died before closing it.
+    entry = ops(ds)[-1]
+    assert (entry["status"], entry["commit"], entry["message"]) == ("INCOMPLETE", None, "x")
+    assert [p["pin"] for p in entry["pins"]] == [pins[k] for k in CODE_KEYS]
+    # No pin is unreferenced; only the listing of the directory's previous
+    # state, which no working manifest names any more, is.
+    g = ds.tj("gc")
+    assert (g["release"], g["listings"], g["errors"]) == ([], [base_listing], [])
+
+    # The re-run has nothing to commit.
+    r = ds.tj("commit", "-m", "x")
+    assert r["commit"] is None
+    assert [o["action"] for o in r["objects"]] == ["unchanged"] * 4
+    assert ds.head() == head1
+    assert ds.tether("commit", "-m", "x").stdout == "nothing to commit: every object is unchanged\n"
+
+    v = ds.tj("verify")
+    assert v["ok"] is True
+    assert ds.tj("verify", "--all-history")["ok"] is True
+    ds.tj("gc", "--no-dry-run")
+    for key, code in codes.items():
+        assert tags(code) == {f"tether.{p}" for p in history_pins(ds, key)} == tags0[key] | {
+            f"tether.{pins[key]}"}
+
+    # The next commit that lands closes the stale entry.
+    scene.change_everything(2)
+    r = ds.tj("commit", "-m", "next")
+    closed = {e["id"]: e for e in ops(ds)}[entry["id"]]
+    assert (closed["status"], closed["finished_by"]) == ("COMPLETE", r["commit"])
+    assert_clean_and_exact(ds, codes)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "after a kill at commit:vcs-committed the re-run says 'nothing to commit' and leaves the "
+    "dead run's journal entry INCOMPLETE: apply_plan() calls tt_journal_close_finished() only "
+    "when the VCS made a commit (`if (!rc && *id)`), so the entry stays until some later commit lands"))
+def test_rerun_after_vcs_commit_kill_closes_the_entry(scene):
+    ds = scene.ds
+    scene.change_everything(1)
+    ds.tether("commit", "-m", "x", check_rc=-9, env={"TETHER_FAULT": "commit:vcs-committed"})
+    assert ds.tj("commit", "-m", "x")["commit"] is None
+    assert incomplete(ds) == []
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the stale INCOMPLETE entry a kill at commit:vcs-committed leaves keeps its pins from gc "
+    "forever (until another commit lands): once the commit is dropped (git reset), gc --no-dry-run "
+    "releases nothing and the three tags leak; keep_journal_pins() trusts an entry whose commit "
+    "already landed"))
+def test_pins_of_a_dropped_commit_are_released_after_vcs_commit_kill(scene):
+    ds, codes = scene.ds, scene.codes
+    tags0 = {k: tags(c) for k, c in codes.items()}
+    pins = scene.change_everything(1)
+    ds.tether("commit", "-m", "x", check_rc=-9, env={"TETHER_FAULT": "commit:vcs-committed"})
+    assert ds.tj("commit", "-m", "x")["commit"] is None
+    ds.git("reset", "-q", "--hard", "HEAD~1")
+    ds.git("reflog", "expire", "--expire=now", "--all")
+    g = ds.tj("gc", "--no-dry-run")
+    assert sorted(x["pin"] for x in g["release"]) == sorted(pins.values())
+    for key, code in codes.items():
+        assert tags(code) == tags0[key]
+
+
+# ---------------------------------------------------------------------------
+# A failure that is not a kill rolls back
+# ---------------------------------------------------------------------------
+
+def test_vcs_commit_refused_during_merge_rolls_back(scene):
+    ds, codes = scene.ds, scene.codes
+    # A conflicted merge in the dataset repository, on a file of its own.
+    ds.write("README", "base\n")
+    ds.git_commit_all("readme", "README")
+    ds.git("checkout", "-q", "-b", "other")
+    ds.write("README", "other\n")
+    ds.git_commit_all("other", "README")
+    ds.git("checkout", "-q", "main")
+    ds.write("README", "main\n")
+    head0 = ds.git_commit_all("main", "README")
+    ds.git("merge", "other", check=False)  # CONFLICT (content): Merge conflict in README
+    assert ds.p(".git/MERGE_HEAD").exists()
+    assert ds.git("status", "--porcelain", "--", "README") == "UU README\n"
+
+    tags0 = {k: tags(c) for k, c in codes.items()}
+    manifests0 = manifest_bytes(ds)
+    listings0 = listing_files(ds)
+    ops0 = ops(ds)
+    pins = scene.change_everything(1)
+
+    p = ds.tether("commit", "-m", "x", check_rc=3)
+    assert (p.stdout, p.stderr) == ("", MERGE_REFUSAL)
+
+    # Rolled back: no new tag, manifests byte-identical, the new listing gone.
+    assert {k: tags(c) for k, c in codes.items()} == tags0
+    assert manifest_bytes(ds) == manifests0
+    assert listing_files(ds) == listings0
+    assert ds.head() == head0
+    assert ds.p(".git/MERGE_HEAD").exists()  # the user's merge is left alone
+    after = ops(ds)
+    assert after[:len(ops0)] == ops0 and len(after) == len(ops0) + 1
+    entry = after[-1]
+    assert {k: v for k, v in entry.items() if k not in ("id", "started")} == {
+        "op": "commit", "status": "ABORTED", "message": "x", "commit": None,
+        "pins": [journal_pin(codes[k], k, pins[k]) for k in CODE_KEYS],
+    }
+    assert incomplete(ds) == []
+    g = ds.tj("gc")
+    assert (g["release"], g["listings"], g["errors"]) == ([], [], [])
+
+    # Once the merge is aborted the same commit goes through.
+    ds.git("merge", "--abort")
+    r = ds.tj("commit", "-m", "x")
+    assert r["commit"] == ds.head() and ds.git("rev-parse", "HEAD~1").strip() == head0
+    for key, code in codes.items():
+        assert ds.manifest_at("HEAD", key)["pin"] == pins[key]
+        assert tags(code) == tags0[key] | {f"tether.{pins[key]}"}
+    assert_clean_and_exact(ds, codes)
+
+
+def test_empty_message_writes_nothing(scene):
+    ds, codes = scene.ds, scene.codes
+    head0 = ds.head()
+    tags0 = {k: tags(c) for k, c in codes.items()}
+    manifests0 = manifest_bytes(ds)
+    ops0 = ops(ds)
+    scene.change_everything(1)
+    p = ds.tether("commit", "-m", "", check_rc=2)
+    assert (p.stdout, p.stderr) == (
+        "", "tether: error: empty commit message for 'commit'\nhint: see 'tether commit --help'\n")
+    assert {k: tags(c) for k, c in codes.items()} == tags0
+    assert manifest_bytes(ds) == manifests0
+    assert ops(ds) == ops0
+    assert ds.head() == head0
+
+
+# ---------------------------------------------------------------------------
+# gc from another checkout of the same repository
+# ---------------------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason=(
+    "gc in a second checkout (git worktree) releases the pin a killed commit in the first "
+    "checkout created: keep_journal_pins() reads only its own checkout's .tether/journal and "
+    "tt_history_collect() only its own working manifests, so the INCOMPLETE entry is invisible; "
+    "the re-run then records code-a as 'unchanged' under the deleted tag and verify fails "
+    "(caveats: 'gc from any checkout keeps the pins that entry names')"))
+def test_gc_in_another_checkout_keeps_pins_of_a_killed_commit(scene):
+    ds, codes = scene.ds, scene.codes
+    wt = ds.root.parent / "wt"
+    ds.git("worktree", "add", "-q", wt, "-b", "side")
+    pins = scene.change_everything(1)
+    ds.tether("commit", "-m", "x", check_rc=-9, env={"TETHER_FAULT": "commit:object-recorded"})
+    assert f"tether.{pins['code-a']}" in tags(codes["code-a"])
+
+    g = ds.tj("gc", cwd=wt)
+    assert (g["release"], g["listings"], g["errors"]) == ([], [], [])
+    ds.tj("gc", "--no-dry-run", cwd=wt)
+    assert f"tether.{pins['code-a']}" in tags(codes["code-a"])
+    ds.tj("commit", "-m", "x")
+    assert ds.tj("verify")["ok"] is True

@@ -425,6 +425,11 @@ int tether_repo_init(const char *start_dir, tether_repo **out)
 int tt_repo_lock(struct tether_repo *repo, struct tt_lock *checkout, struct tt_lock *shared)
 {
 	checkout->fd = shared->fd = -1;
+#ifdef _WIN32
+	/* No fcntl: nothing could order two writers, so none may write. */
+	(void)repo;
+	return tether_error_set(TETHER_EREFUSED, "writing commands need POSIX locks; run them from a POSIX system or WSL");
+#endif
 	int rc = tt_repo_vcs(repo);
 	if (rc)
 		return rc;

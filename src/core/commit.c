@@ -39,6 +39,7 @@ struct commit_run {
 	char **new_listings;    /* listing files this commit wrote, removed by undo() */
 	size_t nlistings;
 	json_t *plan;           /* what this run does: action i is objs[i]'s */
+	json_t *head_view;      /* HEAD's manifests: {key: {digest, ...}} */
 	json_t *actions;        /* per-object report */
 	json_t *warnings;
 	int changed;
@@ -95,7 +96,12 @@ static int plan_object(struct commit_run *run, struct tt_obj *o)
 	if (rc)
 		return rc;
 	const char *old_pin = tt_manifest_pin(o->m);
-	int unchanged = strcmp(o->status, "clean") == 0 && old_pin && strcmp(old_pin, pin_id) == 0;
+	/* Unchanged means HEAD already records it: a manifest a dead commit
+	 * rewrote holds the new pin but is not committed yet. */
+	json_t *at_head = json_object_get(run->head_view, o->m->key);
+	const char *head_digest = json_string_value(json_object_get(at_head, "digest"));
+	int unchanged = strcmp(o->status, "clean") == 0 && old_pin && strcmp(old_pin, pin_id) == 0 && head_digest &&
+	                strcmp(head_digest, o->m->digest) == 0;
 	int recoverable = unchanged ? json_is_true(json_object_get(o->m->doc, "recoverable"))
 	                            : (o->caps & (TETHER_CAP_PIN | TETHER_CAP_ADDRESSABLE)) != 0;
 	const char *action = unchanged ? "unchanged" : (o->caps & TETHER_CAP_PIN) ? "pin" : "record";
@@ -114,6 +120,9 @@ static int build_plan(struct commit_run *run, const char *message)
 {
 	char head[41];
 	int rc = head_id(run->repo, head);
+	if (rc)
+		return rc;
+	rc = tt_head_view(run->repo, &run->head_view);
 	if (rc)
 		return rc;
 	run->plan = tt_plan_new(run->repo, "commit");
@@ -327,7 +336,8 @@ static int apply_plan(struct commit_run *run, const char *message, char id[41])
 	}
 	if (!rc)
 		rc = vcs_commit(run, message, id);
-	tt_fault_point("commit", "vcs-committed");
+	if (!rc)
+		tt_fault_point("commit", "vcs-committed");
 	if (rc) {
 		int code = rc;
 		undo(run);
@@ -339,8 +349,14 @@ static int apply_plan(struct commit_run *run, const char *message, char id[41])
 	/* From here the commit stands, whatever fails: history names its pins. */
 	rc = tt_journal_end(&journal, "COMPLETE", id);
 	tt_journal_free(&journal);
-	if (!rc && *id)
-		rc = tt_journal_close_finished(run->repo, id);
+	/* A dead commit's work is finished now, whether or not this run made a
+	 * commit (its own may have landed before it died): what it pinned is
+	 * named by history, or is an orphan gc may release. */
+	char head[41] = "";
+	if (!rc && !*id && run->repo->vcs->resolve(run->repo->vh, "HEAD", head) != 0)
+		tether_error_clear();
+	if (!rc)
+		rc = tt_journal_close_finished(run->repo, *id ? id : head);
 	if (!rc)
 		rc = advance_working_heads(run);
 	if (!rc && *id)
@@ -397,6 +413,7 @@ static void commit_run_free(struct commit_run *run)
 	free(run->pins);
 	free(run->new_listings);
 	json_decref(run->plan);
+	json_decref(run->head_view);
 	json_decref(run->actions);
 	json_decref(run->warnings);
 	tt_objs_free(run->objs, run->n);

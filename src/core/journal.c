@@ -19,9 +19,17 @@ void tt_fault_point(const char *op, const char *step)
 		kill(getpid(), SIGKILL);
 }
 
+/* In the directory every checkout of the repository shares, per dataset:
+ * gc in any checkout must keep the pins a commit that died in another
+ * one named. Falls back to the checkout's .tether/journal when there is
+ * no VCS to share. */
 static char *journal_dir(struct tether_repo *repo)
 {
-	return tt_path_join(repo->tether_dir, "journal");
+	if (tt_repo_vcs(repo) != 0 || !repo->common_dir) {
+		tether_error_clear();
+		return tt_path_join(repo->tether_dir, "journal");
+	}
+	return tt_strdupf("%s/tether/journal/%s", repo->common_dir, repo->id);
 }
 
 static int write_entry(struct tt_journal *j)
@@ -142,7 +150,7 @@ int tt_journal_close_finished(struct tether_repo *repo, const char *commit)
 		struct tt_journal j = {tt_strdupf("%s/%s.json", dir, id), json_incref(e)};
 		free(dir);
 		json_object_del(j.entry, "id");
-		json_object_set_new(j.entry, "finished_by", json_string(commit));
+		json_object_set_new(j.entry, "finished_by", commit && *commit ? json_string(commit) : json_null());
 		rc = tt_journal_end(&j, "COMPLETE", commit);
 		tt_journal_free(&j);
 	}

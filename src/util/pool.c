@@ -24,16 +24,25 @@ static void *pool_worker(void *arg)
 	return NULL;
 }
 
-int tt_pool_default_threads(void)
+static int default_threads;
+static pthread_once_t default_threads_once = PTHREAD_ONCE_INIT;
+
+/* sysconf reads /sys on every call: once per process is enough. */
+static void find_default_threads(void)
 {
 	const char *env = getenv("TETHER_THREADS");
-	if (env && *env) {
-		int t = atoi(env);
-		if (t > 0)
-			return t > 256 ? 256 : t;
+	int t = env && *env ? atoi(env) : 0;
+	if (t <= 0) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		t = cpus > 0 ? (int)cpus : 1;
 	}
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	return cpus > 0 ? (int)cpus : 1;
+	default_threads = t > 256 ? 256 : t;
+}
+
+int tt_pool_default_threads(void)
+{
+	pthread_once(&default_threads_once, find_default_threads);
+	return default_threads;
 }
 
 void tt_pool_run(size_t n, int threads, tt_pool_fn fn, void *ud)

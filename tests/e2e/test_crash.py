@@ -291,10 +291,6 @@ def test_kill_after_first_pin_then_code_moves_on_leaks_nothing(scene):
         assert tags(codes[key]) == tags0[key] | {f"tether.{pins1[key]}"}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "commit's report calls the object the dead run already pinned 'unchanged' although the "
-    "re-run's commit changes its manifest (new pin): plan_object() compares the current state "
-    "with the working manifest the dead run rewrote, not with HEAD's"))
 def test_rerun_reports_the_object_the_dead_run_pinned_as_pinned(scene):
     ds = scene.ds
     pins = scene.change_everything(1)
@@ -337,9 +333,12 @@ def test_kill_after_vcs_commit_leaves_the_commit(scene):
     g = ds.tj("gc")
     assert (g["release"], g["listings"], g["errors"]) == ([], [base_listing], [])
 
-    # The re-run has nothing to commit.
+    # The re-run has nothing to commit, and closes the dead run's entry: its
+    # commit is HEAD.
     r = ds.tj("commit", "-m", "x")
     assert r["commit"] is None
+    closed = {e["id"]: e for e in ops(ds)}[entry["id"]]
+    assert (closed["status"], closed["finished_by"]) == ("COMPLETE", head1)
     assert [o["action"] for o in r["objects"]] == ["unchanged"] * 4
     assert ds.head() == head1
     assert ds.tether("commit", "-m", "x").stdout == "nothing to commit: every object is unchanged\n"
@@ -352,18 +351,11 @@ def test_kill_after_vcs_commit_leaves_the_commit(scene):
         assert tags(code) == {f"tether.{p}" for p in history_pins(ds, key)} == tags0[key] | {
             f"tether.{pins[key]}"}
 
-    # The next commit that lands closes the stale entry.
     scene.change_everything(2)
-    r = ds.tj("commit", "-m", "next")
-    closed = {e["id"]: e for e in ops(ds)}[entry["id"]]
-    assert (closed["status"], closed["finished_by"]) == ("COMPLETE", r["commit"])
+    ds.tj("commit", "-m", "next")
     assert_clean_and_exact(ds, codes)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "after a kill at commit:vcs-committed the re-run says 'nothing to commit' and leaves the "
-    "dead run's journal entry INCOMPLETE: apply_plan() calls tt_journal_close_finished() only "
-    "when the VCS made a commit (`if (!rc && *id)`), so the entry stays until some later commit lands"))
 def test_rerun_after_vcs_commit_kill_closes_the_entry(scene):
     ds = scene.ds
     scene.change_everything(1)
@@ -372,11 +364,6 @@ def test_rerun_after_vcs_commit_kill_closes_the_entry(scene):
     assert incomplete(ds) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the stale INCOMPLETE entry a kill at commit:vcs-committed leaves keeps its pins from gc "
-    "forever (until another commit lands): once the commit is dropped (git reset), gc --no-dry-run "
-    "releases nothing and the three tags leak; keep_journal_pins() trusts an entry whose commit "
-    "already landed"))
 def test_pins_of_a_dropped_commit_are_released_after_vcs_commit_kill(scene):
     ds, codes = scene.ds, scene.codes
     tags0 = {k: tags(c) for k, c in codes.items()}
@@ -466,12 +453,6 @@ def test_empty_message_writes_nothing(scene):
 # gc from another checkout of the same repository
 # ---------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "gc in a second checkout (git worktree) releases the pin a killed commit in the first "
-    "checkout created: keep_journal_pins() reads only its own checkout's .tether/journal and "
-    "tt_history_collect() only its own working manifests, so the INCOMPLETE entry is invisible; "
-    "the re-run then records code-a as 'unchanged' under the deleted tag and verify fails "
-    "(caveats: 'gc from any checkout keeps the pins that entry names')"))
 def test_gc_in_another_checkout_keeps_pins_of_a_killed_commit(scene):
     ds, codes = scene.ds, scene.codes
     wt = ds.root.parent / "wt"

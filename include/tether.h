@@ -68,6 +68,7 @@ struct tether_add_opts {
 	const char *uri;
 	const char *cwd;
 	const json_t *options; /* may be NULL */
+	int create;            /* make the store first (backends with CREATE) */
 };
 TETHER_API int tether_add(tether_repo *repo, const struct tether_add_opts *opts, json_t **report);
 

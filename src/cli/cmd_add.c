@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_KIND, OPT_FILE, OPT_WRITE, OPT_PIN, OPT_AT, OPT_REMOTE, OPT_REF, OPT_OPTION, OPT_JSON };
+enum { OPT_KIND, OPT_FILE, OPT_WRITE, OPT_PIN, OPT_AT, OPT_REMOTE, OPT_REF, OPT_OPTION, OPT_JSON, OPT_CREATE };
 
 static const struct arg_option options[] = {
 	[OPT_KIND] = { "kind", 0, ARG_VALUE, "K", "the object's kind, from 'tether backends' (required)" },
@@ -25,6 +25,7 @@ static const struct arg_option options[] = {
 	[OPT_OPTION] = { "option", 0, ARG_LIST, "NAME=VALUE",
 	                 "pass an option to the backend as a string (repeatable)" },
 	[OPT_JSON] = { "json", 0, ARG_FLAG, NULL, "print the report as JSON" },
+	[OPT_CREATE] = { "create", 0, ARG_FLAG, NULL, "create the store first, empty (backends with CREATE)" },
 };
 
 /* The dedicated backend options, each passed on under its own name. A new
@@ -98,6 +99,7 @@ static int add_object(const struct args *a, const json_t *backend_opts, json_t *
 		.kind = args_value(a, OPT_KIND),
 		.cwd = cwd,
 		.options = backend_opts,
+		.create = args_has(a, OPT_CREATE),
 	};
 	int err = tether_add(repo, &opts, report);
 	free(cwd);

@@ -54,6 +54,14 @@ static int build_policy(const struct tether_backend *b, const struct tether_bctx
 	return 0;
 }
 
+/* tether add --create: the store is made before its manifest is written,
+ * so a manifest never names a store that does not exist. */
+static int create_store(const struct tether_backend *b, const struct tether_bctx *ctx, const json_t *locator)
+{
+	int rc = b->create_store(ctx, locator);
+	return rc ? tether_error_set(rc, "cannot create the store: %s", tether_error_last()) : 0;
+}
+
 int tether_add(tether_repo *repo, const struct tether_add_opts *opts, json_t **report)
 {
 	*report = NULL;
@@ -77,6 +85,9 @@ int tether_add(tether_repo *repo, const struct tether_add_opts *opts, json_t **r
 	}
 	if (rc != TETHER_ENOTFOUND)
 		return rc;
+	if (opts->create && (!(b->caps & TETHER_CAP_CREATE) || !b->create_store))
+		return tether_error_set(TETHER_EUSAGE, "kind %s cannot create its stores: make it with its own tools, "
+		                        "then add it", b->kind);
 	struct tether_bctx ctx;
 	tt_repo_bctx(repo, b->kind, opts->key, &ctx);
 	json_t *policy = NULL, *locator = NULL;
@@ -94,9 +105,14 @@ int tether_add(tether_repo *repo, const struct tether_add_opts *opts, json_t **r
 			if (b->make_policy)
 				json_object_del(backend_opts, k);
 		}
+		if (opts->create)
+			json_object_set_new(backend_opts, "create", json_true());
 		rc = b->make_locator(&ctx, opts->uri, backend_opts, opts->cwd, &locator);
 		json_decref(backend_opts);
 	}
+	int created = 0;
+	if (!rc && opts->create)
+		created = (rc = create_store(b, &ctx, locator)) == 0;
 	unsigned caps = b->caps;
 	if (!rc)
 		rc = tt_object_caps(b, &ctx, locator, policy, &caps);
@@ -117,6 +133,13 @@ int tether_add(tether_repo *repo, const struct tether_add_opts *opts, json_t **r
 		*report = json_pack("{s:s, s:s, s:s, s:s, s:O, s:o}", "key", opts->key, "kind", b->kind, "tier",
 		                    tether_tier_name(caps), "manifest", rel, "locator", locator, "warnings", warnings);
 		free(rel);
+	}
+	if (rc && created && b->delete_store) {
+		/* Nothing half-written: the store goes with the manifest. */
+		char *keep = strdup(tether_error_last());
+		b->delete_store(&ctx, locator);
+		tether_error_set(rc, "%s", keep);
+		free(keep);
 	}
 	tt_manifest_free(&m);
 	json_decref(policy);

@@ -208,7 +208,7 @@ void gb_close(struct gb_obj *o)
 
 static int check_options(const json_t *options)
 {
-	static const char *const known[] = {"ref", "remote", "allow_dirty", "at", NULL};
+	static const char *const known[] = {"ref", "remote", "allow_dirty", "at", "create", NULL};
 	const char *k;
 	json_t *v;
 
@@ -219,7 +219,8 @@ static int check_options(const json_t *options)
 			i++;
 		if (!known[i])
 			return tether_error_set(TETHER_EUSAGE, "unknown option '--%s' for kind git", k);
-		if (strcmp(k, "allow_dirty") != 0 && (!json_is_string(v) || !*json_string_value(v)))
+		if (strcmp(k, "allow_dirty") != 0 && strcmp(k, "create") != 0 &&
+		    (!json_is_string(v) || !*json_string_value(v)))
 			return tether_error_set(TETHER_EUSAGE, "--%s for kind git takes a non-empty string", k);
 	}
 	return 0;
@@ -351,6 +352,16 @@ static int gb_make_locator(const struct tether_bctx *ctx, const char *uri, const
 	if (!(path = gb_path_resolve(uri, cwd)))
 		return gb_fail_oom();
 	o.path = path;
+	/* `add --create`: the repository does not exist yet; create_store
+	 * makes it (and refuses a path that holds anything). */
+	if (json_is_true(json_object_get(options, "create"))) {
+		if (o.remote || o.at)
+			rc = tether_error_set(TETHER_EUSAGE, "--create makes an empty repository: it has no remote or history yet");
+		else if (!(*locator = build_locator(&o)))
+			rc = gb_fail_oom();
+		free(path);
+		return rc;
+	}
 	rc = open_checked(ctx, &o, TETHER_EUSAGE);
 	if (rc == 0) {
 		rc = finish_locator(ctx, &o, locator);

@@ -72,6 +72,10 @@ struct tether_add_opts {
 };
 TETHER_API int tether_add(tether_repo *repo, const struct tether_add_opts *opts, json_t **report);
 
+/* The native history (newest first, at most max entries) of the store an
+ * add would register, for `tether add --pick`: nothing is written. */
+TETHER_API int tether_add_history(tether_repo *repo, const struct tether_add_opts *opts, int max, json_t **entries);
+
 /* tether status. snapshot: -1 = tether.toml's snapshot.auto, 0 = no, 1 = yes.
  * Report: {"objects": [{key, kind, tier, status, ...}], "clean": bool}. */
 struct tether_status_opts {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_KIND, OPT_FILE, OPT_WRITE, OPT_PIN, OPT_AT, OPT_REMOTE, OPT_REF, OPT_OPTION, OPT_JSON, OPT_CREATE };
+enum { OPT_KIND, OPT_FILE, OPT_WRITE, OPT_PIN, OPT_AT, OPT_REMOTE, OPT_REF, OPT_OPTION, OPT_JSON, OPT_CREATE, OPT_PICK };
 
 static const struct arg_option options[] = {
 	[OPT_KIND] = { "kind", 0, ARG_VALUE, "K", "the object's kind, from 'tether backends' (required)" },
@@ -26,6 +26,8 @@ static const struct arg_option options[] = {
 	                 "pass an option to the backend as a string (repeatable)" },
 	[OPT_JSON] = { "json", 0, ARG_FLAG, NULL, "print the report as JSON" },
 	[OPT_CREATE] = { "create", 0, ARG_FLAG, NULL, "create the store first, empty (backends with CREATE)" },
+	[OPT_PICK] = { "pick", 0, ARG_FLAG, NULL,
+	               "list the store's history and read the number of the entry to start from on stdin" },
 };
 
 /* The dedicated backend options, each passed on under its own name. A new
@@ -82,7 +84,33 @@ static int build_options(const struct args *a, json_t **out)
 	return 0;
 }
 
-static int add_object(const struct args *a, const json_t *backend_opts, json_t **report)
+enum { PICK_MAX = 50 };
+
+/* --pick: number the history on stderr, read the choice from stdin, and
+ * add with `at` set to it. */
+static int pick_at(tether_repo *repo, struct tether_add_opts *opts, json_t *backend_opts)
+{
+	json_t *entries = NULL;
+	int err = tether_add_history(repo, opts, PICK_MAX, &entries);
+	if (err)
+		return out_error(err);
+	size_t i, n = json_array_size(entries);
+	json_t *e;
+	json_array_foreach(entries, i, e)
+		fprintf(stderr, "%3zu  %.12s  %s\n", i + 1, out_str_or(e, "id", "?"), out_str_or(e, "message", ""));
+	fprintf(stderr, "start from which entry [1-%zu]? ", n);
+	char line[64];
+	long choice = fgets(line, sizeof line, stdin) ? strtol(line, NULL, 10) : 0;
+	int rc = 0;
+	if (choice < 1 || (size_t)choice > n)
+		rc = out_usage("add", "--pick: no valid choice read from stdin (a number from 1 to %zu)", n);
+	else
+		rc = set_option(backend_opts, "at", out_str_or(json_array_get(entries, (size_t)choice - 1), "id", ""));
+	json_decref(entries);
+	return rc;
+}
+
+static int add_object(const struct args *a, json_t *backend_opts, json_t **report)
 {
 	tether_repo *repo;
 	int rc = cli_find_repo(&repo);
@@ -101,6 +129,14 @@ static int add_object(const struct args *a, const json_t *backend_opts, json_t *
 		.options = backend_opts,
 		.create = args_has(a, OPT_CREATE),
 	};
+	if (args_has(a, OPT_PICK)) {
+		rc = pick_at(repo, &opts, backend_opts);
+		if (rc) {
+			free(cwd);
+			tether_repo_free(repo);
+			return rc;
+		}
+	}
 	int err = tether_add(repo, &opts, report);
 	free(cwd);
 	tether_repo_free(repo);

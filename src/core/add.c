@@ -146,3 +146,28 @@ int tether_add(tether_repo *repo, const struct tether_add_opts *opts, json_t **r
 	json_decref(locator);
 	return rc;
 }
+
+int tether_add_history(tether_repo *repo, const struct tether_add_opts *opts, int max, json_t **entries)
+{
+	*entries = NULL;
+	if (!opts->kind)
+		return tether_error_set(TETHER_EUSAGE, "--kind is required (`tether backends` lists the kinds)");
+	const struct tether_backend *b = tether_backend_find(opts->kind);
+	if (!b)
+		return TETHER_EUSAGE;
+	if (!(b->caps & TETHER_CAP_HISTORY))
+		return tether_error_set(TETHER_EUSAGE, "kind %s keeps no history to pick from", b->kind);
+	struct tether_bctx ctx;
+	tt_repo_bctx(repo, b->kind, opts->key, &ctx);
+	json_t *backend_opts = opts->options ? json_deep_copy(opts->options) : json_object();
+	static const char *const engine_keys[] = {"write", "pin", "file", "at", NULL};
+	for (size_t i = 0; engine_keys[i]; i++)
+		json_object_del(backend_opts, engine_keys[i]);
+	json_t *locator = NULL;
+	int rc = b->make_locator(&ctx, opts->uri, backend_opts, opts->cwd, &locator);
+	json_decref(backend_opts);
+	if (!rc)
+		rc = b->history(&ctx, locator, max, entries);
+	json_decref(locator);
+	return rc;
+}

@@ -16,6 +16,7 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------ */
@@ -198,8 +199,85 @@ int gb_read_locator(const struct tether_bctx *ctx, const json_t *locator, struct
 
 void gb_close(struct gb_obj *o)
 {
-	git_repository_free(o->repo);
+	if (!o->cached)
+		git_repository_free(o->repo);
 	o->repo = NULL;
+}
+
+/* The per-thread cache of open repositories, freed when the thread ends
+ * (a pool thread) or the module is unloaded (the main thread's). */
+#define REPO_CACHE_SIZE 8
+
+struct repo_cache {
+	char *path[REPO_CACHE_SIZE];
+	git_repository *repo[REPO_CACHE_SIZE];
+	unsigned next;
+};
+
+static pthread_key_t repo_cache_key;
+static pthread_once_t repo_cache_once = PTHREAD_ONCE_INIT;
+
+static void repo_cache_free(void *p)
+{
+	struct repo_cache *c = p;
+	for (unsigned i = 0; c && i < REPO_CACHE_SIZE; i++) {
+		free(c->path[i]);
+		git_repository_free(c->repo[i]);
+	}
+	free(c);
+}
+
+static void repo_cache_init(void)
+{
+	pthread_key_create(&repo_cache_key, repo_cache_free);
+}
+
+__attribute__((destructor)) static void repo_cache_unload(void)
+{
+	pthread_once(&repo_cache_once, repo_cache_init);
+	repo_cache_free(pthread_getspecific(repo_cache_key));
+	pthread_setspecific(repo_cache_key, NULL);
+}
+
+static struct repo_cache *thread_repo_cache(void)
+{
+	pthread_once(&repo_cache_once, repo_cache_init);
+	struct repo_cache *c = pthread_getspecific(repo_cache_key);
+	if (!c && (c = calloc(1, sizeof *c)) && pthread_setspecific(repo_cache_key, c) != 0) {
+		free(c);
+		c = NULL;
+	}
+	return c;
+}
+
+int gb_open_cached(const struct tether_bctx *ctx, const json_t *locator, struct gb_obj *o)
+{
+	int rc = read_locator(locator, o);
+	if (rc < 0)
+		return rc;
+	struct repo_cache *c = thread_repo_cache();
+	for (unsigned i = 0; c && i < REPO_CACHE_SIZE; i++) {
+		if (c->path[i] && strcmp(c->path[i], o->path) == 0) {
+			/* The same checks as a fresh open, on the repository we hold. */
+			o->repo = c->repo[i];
+			o->cached = 1;
+			rc = refuse_url_remote(o, TETHER_EREFUSED);
+			if (rc == 0)
+				rc = refuse_dataset_overlap(ctx, o, TETHER_EREFUSED);
+			return rc;
+		}
+	}
+	rc = open_checked(ctx, o, TETHER_EREFUSED);
+	char *path = rc == 0 && c ? strdup(o->path) : NULL;
+	if (path) {
+		unsigned slot = c->next++ % REPO_CACHE_SIZE;
+		free(c->path[slot]);
+		git_repository_free(c->repo[slot]);
+		c->path[slot] = path;
+		c->repo[slot] = o->repo;
+		o->cached = 1;
+	}
+	return rc;
 }
 
 /* ------------------------------------------------------------------ */

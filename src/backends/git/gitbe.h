@@ -29,7 +29,13 @@ struct gb_obj {
 	const char *branch; /* a working branch a working ref overlays, or NULL */
 	const char *remote; /* a configured remote's name, or NULL */
 	int allow_dirty;
+	int cached;         /* repo belongs to the thread's cache: gb_close keeps it */
 };
+
+/* backend.c: gb_open for a read-only call many of which come in a row
+ * (verify, list_pins in history walks): the repository stays open in a
+ * small per-thread cache instead of being opened and parsed each time. */
+int gb_open_cached(const struct tether_bctx *ctx, const json_t *locator, struct gb_obj *o);
 
 /* util.c: libgit2, errors, strings, paths. */
 int gb_libgit2_ready(void);

@@ -404,7 +404,7 @@ int gb_verify(const struct tether_bctx *ctx, const json_t *locator, const json_t
 	*detail = NULL;
 	if (rc < 0)
 		return rc;
-	rc = gb_open(ctx, locator, &o);
+	rc = gb_open_cached(ctx, locator, &o);
 	if (rc == TETHER_ENOTFOUND) {
 		*detail = gb_strdupf("%s", tether_error_last());
 		return 0;

@@ -132,7 +132,7 @@ static int mem_make_locator(const struct tether_bctx *ctx, const char *uri, cons
 	const char *k;
 	json_t *v;
 	json_object_foreach((json_t *)options, k, v) {
-		if (strcmp(k, "branch") != 0)
+		if (strcmp(k, "branch") != 0 && strcmp(k, "create") != 0)
 			return tether_error_set(TETHER_EUSAGE, "unknown option '--%s' for kind memory", k);
 	}
 	const char *branch = json_string_value(json_object_get(options, "branch"));

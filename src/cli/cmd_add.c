@@ -173,7 +173,8 @@ static int run_add(const struct args *a)
 const struct cli_command cmd_add = {
 	.name = "add",
 	.summary = "register an object under a key",
-	.usage = "add KEY URI --kind K [--file immutable|mutable] [--option NAME=VALUE]... [--json]",
+	.usage = "add KEY URI --kind K [--file immutable|mutable] [--write fork|track|none] [--pin native|record]\n"
+	         "           [--at ID | --pick] [--create] [--remote NAME] [--ref REF] [--option NAME=VALUE]... [--json]",
 	.description =
 		"Register the object at URI under KEY by writing .tether/objects/KEY.toml.\n"
 		"Nothing is contacted yet: the first 'tether commit' records its state.\n"

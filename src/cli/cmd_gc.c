@@ -91,6 +91,14 @@ static int run_gc(const struct args *a)
 		return out_error(err);
 	}
 	rc = args_has(a, OPT_JSON) ? out_json(report) : (print_gc(report), 0);
+	/* A pin that could not be released is in the report; the exit code
+	 * says so too. */
+	size_t n_errors = json_array_size(json_object_get(report, "errors"));
+	if (rc == 0 && n_errors) {
+		fprintf(stderr, "tether: error: gc could not release everything: %s\n",
+		        json_string_value(json_array_get(json_object_get(report, "errors"), 0)));
+		rc = tether_exit_code(TETHER_ERROR);
+	}
 	json_decref(report);
 	return rc;
 }

@@ -322,9 +322,6 @@ int tether_gc(tether_repo *repo, const struct tether_gc_opts *opts, json_t **rep
 		                    "skipped", skipped, "errors", errors);
 		tt_plan_report(*report, plan, dry_run, opts->plan_out);
 	}
-	if (!rc && json_array_size(errors))
-		rc = tether_error_set(TETHER_ERROR, "gc could not release everything: %s",
-		                      json_string_value(json_array_get(errors, 0)));
 	json_decref(plan);
 	json_decref(stores);
 	json_decref(release);

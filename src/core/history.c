@@ -20,7 +20,7 @@ static void note_manifest(struct tt_history *h, const struct tt_manifest *m, con
 	const char *listing = tt_manifest_listing(m);
 	if (listing && !*commit)
 		json_object_set_new(h->working_listings, listing, json_true());
-	json_t *rec = json_pack("{s:s, s:O, s:O?, s:O?, s:O?}", "kind", tt_manifest_kind(m), "locator",
+	json_t *rec = json_pack("{s:s, s:O, s:O*, s:O*, s:O*}", "kind", tt_manifest_kind(m), "locator",
 	                        tt_manifest_locator(m), "policy", tt_manifest_policy(m), "state",
 	                        tt_manifest_state(m), "pin_ref", json_object_get(m->doc, "pin_ref"));
 	char *id = tt_cjson(rec);

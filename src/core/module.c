@@ -7,6 +7,8 @@
 #include "tether_config.h"
 #include "util/fsutil.h"
 
+#include <dirent.h>
+#include <jansson.h>
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
@@ -81,4 +83,45 @@ void *tt_module_symbol(const char *file, const char *symbol)
 	}
 	pthread_mutex_unlock(&module_lock);
 	return sym;
+}
+
+static void scan_dir(const char *dir, const char *prefix, json_t *seen, void (*cb)(void *, const char *), void *ud)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	size_t pl = strlen(prefix);
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		if (n <= pl + 3 || strncmp(e->d_name, prefix, pl) != 0 || strcmp(e->d_name + n - 3, ".so") != 0)
+			continue;
+		if (json_object_get(seen, e->d_name))
+			continue;
+		json_object_set_new(seen, e->d_name, json_true());
+		cb(ud, e->d_name);
+	}
+	closedir(d);
+}
+
+void tt_module_each(const char *prefix, void (*cb)(void *ud, const char *name), void *ud)
+{
+	json_t *seen = json_object();
+	const char *env = getenv("TETHER_MODULE_PATH");
+	if (env && *env) {
+		char *copy = strdup(env), *save = NULL;
+		for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save))
+			scan_dir(d, prefix, seen, cb, ud);
+		free(copy);
+	}
+	char *libdir = library_dir();
+	if (libdir) {
+		char *sub = tt_path_join(libdir, "tether");
+		scan_dir(sub, prefix, seen, cb, ud);
+		scan_dir(libdir, prefix, seen, cb, ud);
+		free(sub);
+		free(libdir);
+	}
+	scan_dir(TETHER_MODULEDIR, prefix, seen, cb, ud);
+	json_decref(seen);
 }

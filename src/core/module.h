@@ -13,4 +13,8 @@
  * once per process. */
 void *tt_module_symbol(const char *file, const char *symbol);
 
+/* Call cb(ud, name) for every file on the module path whose name starts
+ * with `prefix` and ends in ".so" (each name once, first directory wins). */
+void tt_module_each(const char *prefix, void (*cb)(void *ud, const char *name), void *ud);
+
 #endif

@@ -158,8 +158,22 @@ static json_t *describe(const struct tether_backend *b)
 	                 "flags", tether_cap_names(b->caps), "summary", b->summary ? b->summary : "");
 }
 
+/* "tether-backend-<kind>.so" on the module path: load it, so the listing
+ * shows every kind this installation has, not only the ones used so far. */
+static void load_listed_module(void *ud, const char *name)
+{
+	(void)ud;
+	char *kind = strndup(name + strlen("tether-backend-"), strlen(name) - strlen("tether-backend-") - 3);
+	pthread_mutex_lock(&registry_lock);
+	if (kind_is_safe(kind) && !find_loaded(kind) && !load_module(kind))
+		tether_error_clear(); /* a module that does not load is left out */
+	pthread_mutex_unlock(&registry_lock);
+	free(kind);
+}
+
 json_t *tether_backends(void)
 {
+	tt_module_each("tether-backend-", load_listed_module, NULL);
 	json_t *a = json_array();
 	pthread_mutex_lock(&registry_lock);
 	for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)

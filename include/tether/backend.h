@@ -176,6 +176,12 @@ TETHER_API int tether_error_setv(int code, const char *fmt, va_list ap);
 TETHER_API void tether_error_set_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 TETHER_API void tether_error_clear(void);
 
+/* A local path as tether stores it in a locator (the spec's identity of a
+ * local store): made absolute against cwd, a leading "~" expanded,
+ * "file://" folded, ".", ".." and doubled or trailing slashes gone, and
+ * the symlinks of the part that exists resolved. malloc'd. */
+TETHER_API char *tether_path_resolve(const char *path, const char *cwd);
+
 /* SHA-256, as tether computes it everywhere (hex is 64 chars + NUL). */
 TETHER_API void tether_sha256_hex(const void *data, size_t len, char hex[65]);
 

@@ -18,6 +18,7 @@
  * The read side is shared with tether-vcs-jj (git_store.h): a jj
  * repository's commits live in a git store. The module's export is in
  * git_module.c, so that jj's module can link this file beside its own. */
+#include "util/git_error.h"
 #include "vcs/vcs.h"
 #include "vcs/git_store.h"
 
@@ -43,41 +44,15 @@
 /* Errors                                                              */
 /* ------------------------------------------------------------------ */
 
-static int tether_code_for(int git_rc)
-{
-	const git_error *e = git_error_last();
-
-	switch (git_rc) {
-	case GIT_ENOTFOUND:
-		return TETHER_ENOTFOUND;
-	case GIT_ELOCKED:
-		return TETHER_ELOCK;
-	case GIT_EMODIFIED:
-	case GIT_ECONFLICT:
-	case GIT_EUNMERGED:
-	case GIT_EOWNER:
-		return TETHER_EREFUSED;
-	default:
-		break;
-	}
-	if (e && e->klass == GIT_ERROR_OS)
-		return TETHER_EIO;
-	return TETHER_ERROR;
-}
-
 /* Report a libgit2 failure: our context, then libgit2's own explanation. */
 static int fail_git(int git_rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail_git(int git_rc, const char *fmt, ...)
 {
-	const git_error *e = git_error_last();
-	char what[512];
 	va_list ap;
-
 	va_start(ap, fmt);
-	vsnprintf(what, sizeof what, fmt, ap);
+	int rc = tt_git_failv(git_rc, fmt, ap);
 	va_end(ap);
-	return tether_error_set(tether_code_for(git_rc), "%s: %s", what,
-	                        e && e->message ? e->message : "libgit2 error");
+	return rc;
 }
 
 static int fail_oom(void)

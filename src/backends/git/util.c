@@ -2,6 +2,7 @@
  * paths. Local copies, because a module sees only libtether's TETHER_API
  * functions. */
 #include "backends/git/gitbe.h"
+#include "util/git_error.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -28,42 +29,14 @@ int gb_libgit2_ready(void)
 	return 0;
 }
 
-static int code_for(int git_rc)
-{
-	const git_error *e = git_error_last();
-
-	switch (git_rc) {
-	case GIT_ENOTFOUND:
-		return TETHER_ENOTFOUND;
-	case GIT_ELOCKED:
-		return TETHER_ELOCK;
-	case GIT_EEXISTS:
-	case GIT_EMODIFIED:
-	case GIT_ECONFLICT:
-	case GIT_EUNMERGED:
-	case GIT_ENONFASTFORWARD:
-	case GIT_EOWNER:
-		return TETHER_EREFUSED;
-	default:
-		break;
-	}
-	if (e && e->klass == GIT_ERROR_OS)
-		return TETHER_EIO;
-	return TETHER_ERROR;
-}
-
 /* Report a libgit2 failure: our context, then libgit2's own explanation. */
 int gb_fail_git(int git_rc, const char *fmt, ...)
 {
-	const git_error *e = git_error_last();
-	char what[1024];
 	va_list ap;
-
 	va_start(ap, fmt);
-	vsnprintf(what, sizeof what, fmt, ap);
+	int rc = tt_git_failv(git_rc, fmt, ap);
 	va_end(ap);
-	return tether_error_set(code_for(git_rc), "%s: %s", what,
-	                        e && e->message ? e->message : "libgit2 error");
+	return rc;
 }
 
 int gb_fail_oom(void)
@@ -91,87 +64,10 @@ char *gb_strdupf(const char *fmt, ...)
 	return s;
 }
 
-/* Lexically normalise an absolute path: no ".", "..", doubled or trailing
- * slashes. */
-static char *normalize(const char *path)
-{
-	char *out = malloc(strlen(path) + 2);
-	size_t o = 0;
-	const char *p = path;
-
-	if (!out)
-		return NULL;
-	while (*p) {
-		while (*p == '/')
-			p++;
-		const char *seg = p;
-		while (*p && *p != '/')
-			p++;
-		size_t n = (size_t)(p - seg);
-		if (n == 0 || (n == 1 && seg[0] == '.'))
-			continue;
-		if (n == 2 && seg[0] == '.' && seg[1] == '.') {
-			while (o > 0 && out[o - 1] != '/')
-				o--;
-			if (o > 0)
-				o--;
-			continue;
-		}
-		out[o++] = '/';
-		memcpy(out + o, seg, n);
-		o += n;
-	}
-	if (o == 0)
-		out[o++] = '/';
-	out[o] = '\0';
-	return out;
-}
-
-/* realpath() the longest existing prefix and append the rest, so a path
- * that does not exist yet still resolves through symlinked parents. */
-static char *resolve_existing_prefix(char *path)
-{
-	size_t n = strlen(path);
-
-	for (size_t cut = n; cut > 0; cut--) {
-		if (cut != n && path[cut] != '/')
-			continue;
-		char saved = path[cut], real[PATH_MAX];
-		path[cut] = '\0';
-		char *r = realpath(path, real);
-		path[cut] = saved;
-		if (r) {
-			char *joined = gb_strdupf("%s%s", strcmp(real, "/") == 0 ? "" : real, path + cut);
-			char *norm = joined ? normalize(joined) : NULL;
-			free(joined);
-			return norm;
-		}
-	}
-	return strdup(path);
-}
-
-/* As libtether's tt_path_resolve: absolute against cwd, a leading "~"
- * expanded, "file://" folded, normalised, symlinks of the existing part
- * resolved. NULL only when out of memory. */
+/* The same resolution as every local locator: libtether's. */
 char *gb_path_resolve(const char *path, const char *cwd)
 {
-	char *abs, *norm, *resolved;
-
-	if (strncmp(path, "file://", 7) == 0)
-		path += 7;
-	if (path[0] == '~' && (path[1] == '/' || path[1] == '\0')) {
-		const char *home = getenv("HOME");
-		abs = gb_strdupf("%s%s", home ? home : "/", path + 1);
-	} else if (path[0] == '/') {
-		abs = strdup(path);
-	} else {
-		abs = gb_strdupf("%s/%s", cwd ? cwd : ".", path);
-	}
-	norm = abs ? normalize(abs) : NULL;
-	free(abs);
-	resolved = norm ? resolve_existing_prefix(norm) : NULL;
-	free(norm);
-	return resolved;
+	return tether_path_resolve(path, cwd);
 }
 
 static int is_at_or_under(const char *path, const char *dir)

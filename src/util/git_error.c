@@ -1,0 +1,39 @@
+#include "util/git_error.h"
+
+#include <tether/backend.h>
+
+#include <git2.h>
+#include <stdio.h>
+
+int tt_git_code(int git_rc)
+{
+	const git_error *e = git_error_last();
+
+	switch (git_rc) {
+	case GIT_ENOTFOUND:
+		return TETHER_ENOTFOUND;
+	case GIT_ELOCKED:
+		return TETHER_ELOCK;
+	case GIT_EEXISTS:
+	case GIT_EMODIFIED:
+	case GIT_ECONFLICT:
+	case GIT_EUNMERGED:
+	case GIT_ENONFASTFORWARD:
+	case GIT_EOWNER:
+		return TETHER_EREFUSED;
+	default:
+		break;
+	}
+	if (e && e->klass == GIT_ERROR_OS)
+		return TETHER_EIO;
+	return TETHER_ERROR;
+}
+
+int tt_git_failv(int git_rc, const char *fmt, va_list ap)
+{
+	const git_error *e = git_error_last();
+	char what[1024];
+
+	vsnprintf(what, sizeof what, fmt, ap);
+	return tether_error_set(tt_git_code(git_rc), "%s: %s", what, e && e->message ? e->message : "libgit2 error");
+}

@@ -253,6 +253,7 @@ static void apply(struct tether_repo *repo, json_t *release, json_t *listings, j
 		tether_error_clear();
 		int rc = b->unpin(&ctx, json_object_get(r, "locator"), json_object_get(r, "pin_ref"));
 		json_object_set_new(r, "done", json_boolean(rc == 0));
+		tt_fault_point("gc", "released");
 		if (rc)
 			json_array_append_new(errors, json_sprintf("%s: %s", json_string_value(json_object_get(r, "pin")),
 			                                          tether_error_last()));

@@ -8,6 +8,7 @@
  * the plan built now differs from it. */
 #include "core/engine.h"
 
+#include "core/journal.h"
 #include "core/lock.h"
 #include "core/pinid.h"
 #include "core/plan.h"
@@ -263,16 +264,25 @@ static int apply_plan(struct tether_repo *repo, const struct new_target *t, stru
 	json_t *ws = NULL;
 	int rc = repo->vcs->switch_to(repo->vh, t->to, t->create);
 	if (!rc)
+		tt_fault_point("new", "switched");
+	if (!rc)
 		rc = tt_workspace_load(repo, &ws);
+	if (!rc) {
+		json_object_set_new(ws, "bookmark", json_string(bookmark));
+		rc = tt_workspace_save(repo, ws);
+	}
+	/* The workspace is saved after every fork: a run that dies part-way
+	 * leaves each branch it made with its head recorded, so the re-run's
+	 * conditional fork finds it where it expects. */
 	for (size_t i = 0; !rc && i < n; i++) {
 		json_t *r;
 		rc = tt_fork_object(repo, &objs[i], ws, bookmark, &r);
 		if (!rc)
 			json_array_append_new(list, r);
-	}
-	if (!rc) {
-		json_object_set_new(ws, "bookmark", json_string(bookmark));
-		rc = tt_workspace_save(repo, ws);
+		if (!rc)
+			rc = tt_workspace_save(repo, ws);
+		if (!rc)
+			tt_fault_point("new", "forked");
 	}
 	json_decref(ws);
 	return rc;

@@ -467,3 +467,52 @@ def test_gc_in_another_checkout_keeps_pins_of_a_killed_commit(scene):
     assert f"tether.{pins['code-a']}" in tags(codes["code-a"])
     ds.tj("commit", "-m", "x")
     assert ds.tj("verify")["ok"] is True
+
+
+# ---------------------------------------------------------------------------
+# Kills inside `new` and `gc`
+# ---------------------------------------------------------------------------
+
+def ws_branches(code, ds):
+    return set(code.git("branch", "--list", f"tether.ws.{ds.dataset_id()[:8]}.*",
+                        "--format=%(refname:short)").split())
+
+
+@pytest.mark.parametrize("step", ["switched", "forked"])
+def test_kill_inside_new_then_rerun(scene, step):
+    ds, codes = scene.ds, scene.codes
+    scene.change_everything(1)
+    ds.tether("commit", "-m", "x")
+    ds.tether("new", "-b", "feature", check_rc=-9, env={"TETHER_FAULT": f"new:{step}"})
+    # The checkout moved before the kill; the re-run forks what is missing
+    # without refusing the branches the dead run already made.
+    assert ds.git("rev-parse", "--abbrev-ref", "HEAD").strip() == "feature"
+    r = ds.tj("new", "feature")
+    assert [o["action"] for o in r["objects"] if o["key"] in CODE_KEYS] == ["forked"] * 3
+    branch = f"tether.ws.{ds.dataset_id()[:8]}.feature"
+    for key, code in codes.items():
+        assert branch in ws_branches(code, ds)
+        assert code.git("rev-parse", branch).strip() == code.git("rev-parse", f"tether.{ds.manifest(key)['pin']}").strip()
+    assert_clean_and_exact(ds, codes)
+
+
+def test_kill_inside_gc_then_rerun(scene):
+    ds, codes = scene.ds, scene.codes
+    scene.change_everything(1)
+    ds.tether("commit", "-m", "one")
+    scene.change_everything(2)
+    ds.tether("commit", "-m", "two")
+    ds.git("reset", "-q", "--hard", "HEAD~1")
+    ds.git("reflog", "expire", "--expire=now", "--all")
+    planned = sorted(x["pin"] for x in ds.tj("gc")["release"])
+    assert len(planned) == 3
+    ds.tether("gc", "--no-dry-run", check_rc=-9, env={"TETHER_FAULT": "gc:released"})
+    # One pin went before the kill; the re-run releases exactly the rest.
+    rest = sorted(x["pin"] for x in ds.tj("gc", "--no-dry-run")["release"])
+    assert len(rest) == 2 and set(rest) < set(planned)
+    assert ds.tj("gc")["release"] == []
+    # (The directory object now differs from the reset manifest: only the
+    # code repositories' pins are checked here.)
+    assert ds.tj("verify", "--all-history")["ok"] is True
+    for key, code in codes.items():
+        assert tags(code) == {f"tether.{p}" for p in history_pins(ds, key)}

@@ -38,7 +38,7 @@
 #include "core/hashcache.h"
 #include "util/hash.h"
 
-#define READ_BUFFER_SIZE ((size_t)1 << 20)
+#define READ_BUFFER_SIZE ((size_t)128 << 10)
 /* A hash task covers files of one directory until it holds this many bytes
  * or files: small enough to spread over the pool, big enough that the
  * queue's lock is not taken once per small file. */

@@ -144,12 +144,23 @@ TETHER_API int tether_verify(tether_repo *repo, const struct tether_verify_opts 
  * identity, pin, pin_ref, done}], "listings": [hash], "skipped": [{pin |
  * listing, reason}], "errors": [str]}. With from_plan, only the plan's pins
  * and listings are candidates: one referenced again is refused, one
- * already gone is skipped. */
+ * already gone is skipped.
+ * With prune_workspaces, the report's "prune": [{kind, identity, branch,
+ * head, pinned, action: "delete" | "keep", reason, done}] lists this
+ * dataset's working branches (tether.ws.<dataset8>.<bookmark>) whose
+ * bookmark is no live bookmark of the VCS, not this checkout's, and not
+ * in keep_workspaces. One whose head a pin in history holds is deleted;
+ * the rest, and every branch of a BRANCH_IS_STORAGE store, only with
+ * force_prune. Not combined with plans (TETHER_EUSAGE). */
 struct tether_gc_opts {
 	int dry_run;
 	int progress;
 	const char *plan_out;     /* plan only (whatever dry_run says), and save the plan here */
 	const json_t *from_plan;  /* release only what this plan names */
+	int prune_workspaces;     /* also delete dead workspaces' working branches */
+	const char *const *keep_workspaces; /* bookmarks whose branches stay, n_keep of them */
+	size_t n_keep;
+	int force_prune;          /* delete unpinned and storage branches too */
 };
 TETHER_API int tether_gc(tether_repo *repo, const struct tether_gc_opts *opts, json_t **report);
 

@@ -158,6 +158,15 @@ struct tether_backend {
 	/* CREATE flag. */
 	int (*create_store)(const struct tether_bctx *, const json_t *locator);
 	int (*delete_store)(const struct tether_bctx *, const json_t *locator);
+
+	/* FORK tier, optional (NULL: gc --prune-workspaces skips the store).
+	 * This dataset's working branches in the store: those named
+	 * tether.ws.<dataset8>.* (dataset8 = the first 8 hex of
+	 * ctx->dataset_id), as [{"branch": name, "ref": <the working_ref
+	 * overlay fork would return>, "head": <the branch head's state, as
+	 * fingerprint would give it there>}]. Appended last so the offsets of
+	 * everything above stay as they were. */
+	int (*list_working_refs)(const struct tether_bctx *, const json_t *locator, json_t **refs);
 };
 
 /* Register a backend (a third party's, or one from a module). Refuses a

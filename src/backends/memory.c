@@ -268,6 +268,24 @@ static int mem_delete_working_ref(const struct tether_bctx *ctx, const json_t *l
 	return 0;
 }
 
+static int mem_list_working_refs(const struct tether_bctx *ctx, const json_t *locator, json_t **refs)
+{
+	char *prefix = tt_strdupf("tether.ws.%.8s.", ctx->dataset_id);
+	size_t n = strlen(prefix);
+	const char *k;
+	json_t *v;
+	*refs = json_array();
+	pthread_mutex_lock(&mem_lock);
+	json_object_foreach(json_object_get(system_locked(loc_system(locator)), "branches"), k, v) {
+		if (strncmp(k, prefix, n) == 0)
+			json_array_append_new(*refs, json_pack("{s:s, s:{s:s}, s:{s:O}}", "branch", k, "ref", "branch", k,
+			                                       "head", "snapshot_id", v));
+	}
+	pthread_mutex_unlock(&mem_lock);
+	free(prefix);
+	return 0;
+}
+
 static int mem_open(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
                     const json_t *working_ref, int read_only, json_t **handle)
 {
@@ -397,4 +415,5 @@ const struct tether_backend tt_backend_memory = {
 	.history = mem_history,
 	.create_store = mem_create_store,
 	.delete_store = mem_delete_store,
+	.list_working_refs = mem_list_working_refs,
 };

@@ -5,8 +5,9 @@
 #include <tether.h>
 
 #include <stdio.h>
+#include <string.h>
 
-enum { OPT_JSON, OPT_NO_DRY_RUN, OPT_DRY_RUN, OPT_PLAN, OPT_FROM_PLAN };
+enum { OPT_JSON, OPT_NO_DRY_RUN, OPT_DRY_RUN, OPT_PLAN, OPT_FROM_PLAN, OPT_PRUNE, OPT_KEEP, OPT_FORCE_PRUNE };
 
 static const struct arg_option options[] = {
 	[OPT_JSON] = { "json", 0, ARG_FLAG, NULL, "print the report as JSON" },
@@ -15,6 +16,12 @@ static const struct arg_option options[] = {
 	[OPT_PLAN] = { "plan", 0, ARG_VALUE, "FILE", "save the plan to FILE as JSON; release nothing" },
 	[OPT_FROM_PLAN] = { "from-plan", 0, ARG_VALUE, "FILE",
 	                    "release only what the plan in FILE names, once re-checked (exit 3 when stale)" },
+	[OPT_PRUNE] = { "prune-workspaces", 0, ARG_FLAG, NULL,
+	                "also delete dead workspaces' working branches whose head is pinned" },
+	[OPT_KEEP] = { "keep-workspace", 0, ARG_LIST, "NAME",
+	               "with --prune-workspaces: keep bookmark NAME's working branches (repeatable)" },
+	[OPT_FORCE_PRUNE] = { "force-prune", 0, ARG_FLAG, NULL,
+	                      "with --prune-workspaces: delete unpinned and storage branches too" },
 };
 
 static void print_footer(const json_t *report, int dry)
@@ -32,11 +39,24 @@ static void print_footer(const json_t *report, int dry)
 		printf("run `tether gc --no-dry-run` to release them\n");
 }
 
+static void print_prune(const json_t *report, int dry)
+{
+	size_t i;
+	json_t *p;
+	json_array_foreach(json_object_get(report, "prune"), i, p) {
+		int del = strcmp(out_str_or(p, "action", ""), "delete") == 0;
+		const char *state = !del ? "keeping" : dry ? "would delete" : out_bool(p, "done") ? "deleted" : "FAILED";
+		printf("  %-14s %s branch %s (%s)\n", state, out_str_or(p, "kind", "?"), out_str_or(p, "branch", "?"),
+		       out_str_or(p, "reason", ""));
+	}
+}
+
 static void print_gc(const json_t *report)
 {
 	int dry = out_bool(report, "dry_run");
 	size_t i;
 	json_t *r;
+	print_prune(report, dry);
 	json_array_foreach(json_object_get(report, "release"), i, r) {
 		const char *state = dry ? "would release" : out_bool(r, "done") ? "released" : "FAILED";
 		printf("  %-14s %s pin %s\n", state, out_str_or(r, "kind", "?"), out_str_or(r, "pin", "?"));
@@ -76,11 +96,19 @@ static int run_gc(const struct args *a)
 		json_decref(plan);
 		return rc;
 	}
+	const char *const *keep = args_values(a, OPT_KEEP);
+	size_t n_keep = 0;
+	while (keep && keep[n_keep])
+		n_keep++;
 	struct tether_gc_opts opts = {
 		.dry_run = is_dry_run(a),
 		.progress = out_progress_allowed(),
 		.plan_out = args_value(a, OPT_PLAN),
 		.from_plan = plan,
+		.prune_workspaces = args_has(a, OPT_PRUNE),
+		.keep_workspaces = keep,
+		.n_keep = n_keep,
+		.force_prune = args_has(a, OPT_FORCE_PRUNE),
 	};
 	json_t *report = NULL;
 	int err = tether_gc(repo, &opts, &report);
@@ -106,7 +134,8 @@ static int run_gc(const struct args *a)
 const struct cli_command cmd_gc = {
 	.name = "gc",
 	.summary = "release pins that no commit references",
-	.usage = "gc [--no-dry-run | --plan FILE | --from-plan FILE [--dry-run]] [--json]",
+	.usage = "gc [--no-dry-run | --plan FILE | --from-plan FILE [--dry-run]]\n"
+	         "   [--prune-workspaces [--keep-workspace NAME]... [--force-prune]] [--json]",
 	.description =
 		"Walk every commit reachable from any ref, and the working copy, collecting\n"
 		"the pins their manifests name. Each store's tether pins of this dataset\n"
@@ -117,7 +146,14 @@ const struct cli_command cmd_gc = {
 		"--plan FILE saves what a run would release as a plan. --from-plan FILE\n"
 		"walks history again and releases only the plan's pins and listings: one\n"
 		"referenced again since refuses the plan (exit 3, nothing released), one\n"
-		"already gone is skipped. With --dry-run it only checks the plan.",
+		"already gone is skipped. With --dry-run it only checks the plan.\n"
+		"\n"
+		"--prune-workspaces also deletes the working branches (tether.ws.<dataset8>.\n"
+		"<bookmark>) of workspaces that are gone: their bookmark is no longer a\n"
+		"local branch (jj: bookmark), nor this checkout's, nor named by\n"
+		"--keep-workspace. Only a branch whose head a pin holds is deleted; one\n"
+		"with unpinned work, or in a store whose branches are its storage, needs\n"
+		"--force-prune. Not combined with --plan or --from-plan.",
 	.spec = { ARGS_OPTIONS(options) },
 	.run = run_gc,
 };

@@ -12,6 +12,7 @@
 #include "core/journal.h"
 #include "core/lock.h"
 #include "core/plan.h"
+#include "core/prune.h"
 #include "core/registry.h"
 #include "format/cjson.h"
 #include "util/fsutil.h"
@@ -289,6 +290,11 @@ static int find_candidates(struct tether_repo *repo, struct tt_history *h, json_
 
 static int check_opts(struct tether_repo *repo, const struct tether_gc_opts *opts)
 {
+	if (opts->prune_workspaces && (opts->plan_out || opts->from_plan))
+		return tether_error_set(TETHER_EUSAGE, "--prune-workspaces cannot go in a plan: run it without "
+		                        "--plan or --from-plan");
+	if (!opts->prune_workspaces && (opts->force_prune || opts->n_keep))
+		return tether_error_set(TETHER_EUSAGE, "--force-prune and --keep-workspace need --prune-workspaces");
 	int rc = tt_plan_check_opts(opts->plan_out, opts->from_plan);
 	if (!rc && opts->from_plan)
 		rc = tt_plan_check_header(repo, opts->from_plan, "gc");
@@ -305,22 +311,26 @@ int tether_gc(tether_repo *repo, const struct tether_gc_opts *opts, json_t **rep
 		rc = tt_repo_lock(repo, &checkout, &shared);
 	struct tt_history h = {0};
 	json_t *stores = json_object(), *release = json_array(), *listings = json_array(), *errors = json_array();
-	json_t *skipped = json_array(), *plan = NULL;
+	json_t *skipped = json_array(), *prune = json_array(), *plan = NULL;
 	if (!rc)
 		rc = find_candidates(repo, &h, stores, release, listings);
+	if (!rc && opts->prune_workspaces)
+		rc = tt_prune_find(repo, &h, stores, opts, prune);
 	if (!rc && opts->from_plan)
 		rc = select_planned(&h, opts->from_plan, &release, &listings, skipped);
 	if (!rc)
 		plan = build_plan(repo, release, listings);
 	if (!rc && opts->plan_out)
 		rc = tt_plan_save(plan, opts->plan_out);
-	if (!rc && !dry_run)
+	if (!rc && !dry_run) {
 		apply(repo, release, listings, errors);
+		tt_prune_apply(repo, prune, errors);
+	}
 	if (!rc) {
-		*report = json_pack("{s:I, s:I, s:I, s:O, s:O, s:O, s:O}", "commits", (json_int_t)h.commits,
+		*report = json_pack("{s:I, s:I, s:I, s:O, s:O, s:O, s:O, s:o}", "commits", (json_int_t)h.commits,
 		                    "referenced", (json_int_t)json_object_size(h.pins), "stores",
 		                    (json_int_t)json_object_size(stores), "release", release, "listings", listings,
-		                    "skipped", skipped, "errors", errors);
+		                    "skipped", skipped, "errors", errors, "prune", tt_prune_report(prune));
 		tt_plan_report(*report, plan, dry_run, opts->plan_out);
 	}
 	json_decref(plan);
@@ -329,6 +339,7 @@ int tether_gc(tether_repo *repo, const struct tether_gc_opts *opts, json_t **rep
 	json_decref(listings);
 	json_decref(errors);
 	json_decref(skipped);
+	json_decref(prune);
 	tt_history_free(&h);
 	tt_repo_unlock(repo, &checkout, &shared);
 	return rc;

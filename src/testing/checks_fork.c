@@ -198,6 +198,60 @@ static int check_delete_wref(struct conf_run *r)
 	return 0;
 }
 
+/* The row list_working_refs gives for `branch`, or NULL. */
+static const json_t *working_row(const json_t *rows, const char *branch)
+{
+	size_t i;
+	const json_t *row;
+	json_array_foreach(rows, i, row) {
+		const char *name = json_string_value(json_object_get(row, "branch"));
+		if (name && strcmp(name, branch) == 0)
+			return row;
+	}
+	return NULL;
+}
+
+/* Optional: a backend without list_working_refs passes. The fork made
+ * here is listed with its overlay and its head; nothing outside
+ * tether.ws.<dataset8>. is. */
+static int check_list_wrefs(struct conf_run *r)
+{
+	json_t *s0, *pin, *wref, *s1, *rows = NULL;
+	if (!r->b->list_working_refs)
+		return 0;
+	int rc = conf_fingerprint(r, r->loc, &s0, NULL, NULL);
+	if (!rc)
+		rc = conf_pin_if_pinnable(r, r->loc, s0, &pin);
+	if (!rc)
+		rc = conf_fork(r, r->loc, s0, pin, CONF_BRANCH, NULL, &wref);
+	if (!rc)
+		rc = conf_fork_state(r, wref, &s1);
+	if (rc)
+		return rc;
+	tether_error_clear();
+	if ((rc = r->b->list_working_refs(&r->s->ctx, r->loc, &rows)) != 0)
+		return conf_call_failed(r, "list_working_refs", rc);
+	conf_keep(r, rows);
+	const json_t *row = working_row(rows, CONF_BRANCH);
+	if (!row)
+		return conf_fail(r, "list_working_refs does not list %s: %s", CONF_BRANCH, conf_show(r, rows));
+	if (!json_equal(json_object_get(row, "ref"), wref))
+		return conf_fail(r, "list_working_refs gives %s the ref %s, not fork's %s", CONF_BRANCH,
+		                 conf_show(r, json_object_get(row, "ref")), conf_show(r, wref));
+	if (!conf_same_content(r->s, json_object_get(row, "head"), s1))
+		return conf_fail(r, "list_working_refs gives %s the head %s; the fork reads %s", CONF_BRANCH,
+		                 conf_show(r, json_object_get(row, "head")), conf_show(r, s1));
+	size_t i;
+	json_array_foreach(rows, i, row) {
+		const char *name = json_string_value(json_object_get(row, "branch"));
+		if (!name || strncmp(name, "tether.ws.", 10) != 0 || strncmp(name + 10, CONF_DATASET_ID, 8) != 0 ||
+		    name[18] != '.')
+			return conf_fail(r, "list_working_refs lists %s, not a working branch of this dataset",
+			                 conf_show(r, row));
+	}
+	return 0;
+}
+
 static int check_open(struct conf_run *r)
 {
 	json_t *s0, *pin, *wref, *ro, *rw;
@@ -223,6 +277,8 @@ const struct conf_check conf_checks_fork[] = {
 	{"fork: an expect of null (absent) creates a ref and never moves one", TETHER_CAP_FORK | TETHER_CAP_CONDITIONAL_REF,
 	 NULL, 0, check_expect_absent},
 	{"fork: delete_working_ref removes it", TETHER_CAP_FORK, NULL, 0, check_delete_wref},
+	{"fork: list_working_refs lists this dataset's working branches (optional)", TETHER_CAP_FORK, NULL, 0,
+	 check_list_wrefs},
 	{"fork: open is read-only at the pin and writable at the working ref", TETHER_CAP_FORK, NULL, 0, check_open},
 	{NULL, 0, NULL, 0, NULL},
 };

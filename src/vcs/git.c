@@ -1742,6 +1742,31 @@ static int git_current_branch(struct tether_vcs *v, char **name)
 	return *name ? 0 : fail_oom();
 }
 
+/* Local branches only: a remote-tracking branch names someone else's
+ * bookmark, and a workspace follows the checkout's own branches. */
+static int git_list_bookmarks(struct tether_vcs *v, json_t **names)
+{
+	git_branch_iterator *it = NULL;
+	git_reference *ref = NULL;
+	git_branch_t type;
+	const char *name;
+	json_t *out = json_array();
+	int rc = out ? git_branch_iterator_new(&it, v->repo, GIT_BRANCH_LOCAL) : -1;
+
+	while (rc == 0 && (rc = git_branch_next(&ref, &type, it)) == 0) {
+		if (git_branch_name(&name, ref) == 0 && json_array_append_new(out, json_string(name)) < 0)
+			rc = -1;
+		git_reference_free(ref);
+	}
+	git_branch_iterator_free(it);
+	if (rc == GIT_ITEROVER) {
+		*names = out;
+		return 0;
+	}
+	json_decref(out);
+	return rc == -1 && !out ? fail_oom() : fail_git(rc, "cannot list the local branches");
+}
+
 static int tracked_in_index(git_repository *repo, const char *path, int *tracked)
 {
 	git_index *index;
@@ -1983,4 +2008,5 @@ const struct tether_vcs_ops tt_git_ops = {
 	.each_commit = git_each_commit,
 	.tree_id = vcs_tree_id,
 	.switch_to = git_switch_to,
+	.list_bookmarks = git_list_bookmarks,
 };

@@ -1001,6 +1001,33 @@ static int jj_current_branch(struct tether_vcs *v, char **name)
 	return rc;
 }
 
+/* `jj bookmark list` also lists remote bookmarks and local ones that are
+ * deleted but still tracked; only present local ones are live. */
+static int jj_list_bookmarks(struct tether_vcs *v, json_t **names)
+{
+	const char *args[] = { "bookmark", "list", "--ignore-working-copy",
+		               "--template=if(!remote && present, name ++ \"\\n\")", NULL };
+	struct tt_jj_result res;
+	char *line, *cursor;
+	int rc = jj_call(v, "cannot list the bookmarks", args, &res);
+
+	if (rc)
+		return rc;
+	*names = json_array();
+	cursor = res.out;
+	while (*names && (line = next_line(&cursor)))
+		if (*line && json_array_append_new(*names, json_string(line)) < 0)
+			rc = fail_oom();
+	tt_jj_result_free(&res);
+	if (!*names)
+		return fail_oom();
+	if (rc) {
+		json_decref(*names);
+		*names = NULL;
+	}
+	return rc;
+}
+
 /* In @'s tree (as last snapshotted: asking must not snapshot) or in @-'s. */
 static int jj_is_tracked(struct tether_vcs *v, const char *path, int *tracked)
 {
@@ -1117,6 +1144,7 @@ static const struct tether_vcs_ops jj_ops = {
 	.tree_id = jj_tree_id,
 	.switch_to = jj_switch_to,
 	.is_tracked = jj_is_tracked,
+	.list_bookmarks = jj_list_bookmarks,
 };
 
 TETHER_API tether_vcs_module_t tether_vcs_module = { &jj_ops, NULL };

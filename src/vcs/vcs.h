@@ -173,6 +173,18 @@ struct tether_vcs_ops {
 	 * jj: in @'s tree as last snapshotted (asking does not snapshot) or in
 	 * @-'s. */
 	int (*is_tracked)(struct tether_vcs *, const char *path, int *tracked);
+
+	/* The live bookmarks: every local branch's short name, as a JSON array
+	 * of strings (order unspecified). gc --prune-workspaces calls a working
+	 * branch tether.ws.<dataset8>.<bookmark> dead when its bookmark is not
+	 * here. Appended last so the offsets above stay as they were.
+	 * jj: the present local bookmarks (`jj bookmark list` without remote
+	 * entries; a conflicted bookmark is still live, a deleted one that
+	 * only a remote still tracks is not), asked of jj itself rather than
+	 * read from refs/heads in jj's git store, which lags behind jj's view
+	 * until jj exports (and is not there at all for a bookmark jj has
+	 * never exported). */
+	int (*list_bookmarks)(struct tether_vcs *, json_t **names);
 };
 
 /* A VCS module exports this. */

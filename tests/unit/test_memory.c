@@ -63,6 +63,22 @@ int main(void)
 	json_t *wref2 = NULL;
 	CHECK(b->fork(&ctx, locator, s1, pin_ref, "tether.ws.01234567.feature", s1, &wref2) == TETHER_EREFUSED);
 
+	/* This dataset's working branches, with their heads; another
+	 * dataset's branch is not listed. */
+	json_t *other = NULL, *wrefs = NULL;
+	CHECK(b->fork(&ctx, locator, s1, pin_ref, "tether.ws.76543210.feature", NULL, &other) == 0);
+	CHECK(b->list_working_refs(&ctx, locator, &wrefs) == 0 && json_array_size(wrefs) == 1);
+	json_t *row = json_array_get(wrefs, 0);
+	CHECK_STR(json_string_value(json_object_get(row, "branch")), "tether.ws.01234567.feature");
+	CHECK(json_equal(json_object_get(row, "ref"), wref));
+	json_t *head = tt_memory_read("sys", json_string_value(json_object_get(json_object_get(row, "head"),
+	                                                                        "snapshot_id")));
+	CHECK(json_integer_value(json_object_get(head, "x")) == 2);
+	json_decref(head);
+	json_decref(wrefs);
+	CHECK(b->delete_working_ref(&ctx, locator, other) == 0);
+	json_decref(other);
+
 	/* Diff and history. */
 	json_t *d = NULL;
 	CHECK(b->diff(&ctx, locator, s0, s1, NULL, 0, NULL, 0, 10, &d) == 0);
@@ -79,6 +95,8 @@ int main(void)
 	CHECK(detail && strstr(detail, "missing") != NULL);
 	free(detail);
 	CHECK(b->delete_working_ref(&ctx, locator, wref) == 0);
+	CHECK(b->list_working_refs(&ctx, locator, &wrefs) == 0 && json_array_size(wrefs) == 0);
+	json_decref(wrefs);
 
 	json_t *names = tether_backends();
 	CHECK(json_array_size(names) >= 2);

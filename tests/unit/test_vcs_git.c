@@ -840,6 +840,23 @@ static void check_branch(struct tether_vcs *v, const char *want)
 	free(name);
 }
 
+/* The live bookmarks, sorted and joined by spaces, for comparing. */
+static void check_bookmarks(struct tether_vcs *v, const char *want)
+{
+	json_t *names = NULL, *n;
+	size_t i;
+	char buf[256] = "";
+
+	CHECK(ops->list_bookmarks(v, &names) == 0);
+	json_array_foreach(names, i, n) {
+		if (i)
+			strcat(buf, " ");
+		strcat(buf, json_string_value(n));
+	}
+	CHECK_STR(buf, want);
+	json_decref(names);
+}
+
 static void test_current_branch(void)
 {
 	char *repo = mkrepo("branch");
@@ -853,6 +870,12 @@ static void test_current_branch(void)
 	check_branch(v, NULL);
 	sh("git -C '%s' checkout -q -b feature/x", repo);
 	check_branch(v, "feature/x");
+	/* Local branches only, in ref order; a remote-tracking one is not a
+	 * bookmark of this checkout. */
+	sh("git -C '%s' update-ref refs/remotes/origin/gone HEAD", repo);
+	check_bookmarks(v, "feature/x main");
+	sh("git -C '%s' branch -q -D main", repo);
+	check_bookmarks(v, "feature/x");
 	ops->close(v);
 
 	sh("git init -q -b trunk '%s/branch-unborn'", scratch);

@@ -497,6 +497,15 @@ static void test_branches(const char *repo, struct tether_vcs *v, const char *fi
 	CHECK_OUT(commit_of(repo, "@-"), main_id);
 	free(main_id);
 	CHECK_OUT(branch(v), "other");
+
+	/* The live bookmarks: a deleted one is gone at once. */
+	json_t *names = NULL;
+	sh("%s -R '%s' --quiet bookmark delete feature", jj, repo);
+	CHECK(ops->list_bookmarks(v, &names) == 0);
+	CHECK(json_array_size(names) == 2);
+	CHECK_STR(json_string_value(json_array_get(names, 0)), "main");
+	CHECK_STR(json_string_value(json_array_get(names, 1)), "other");
+	json_decref(names);
 }
 
 /* A second workspace commits on its own @-, and is named by its

@@ -497,6 +497,7 @@ const struct tether_backend tt_backend_git = {
 	.merge = gb_merge,
 	.create_store = gb_create_store,
 	.delete_store = gb_delete_store,
+	.list_working_refs = gb_list_working_refs,
 };
 
 TETHER_API tether_backend_module_t tether_backend_module = {&tt_backend_git, NULL};

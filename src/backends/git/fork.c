@@ -165,6 +165,63 @@ int gb_delete_working_ref(const struct tether_bctx *ctx, const json_t *locator, 
 	return rc;
 }
 
+/* One working branch as list_working_refs describes it; NULL on OOM. A
+ * symbolic ref under refs/heads has no head of its own: skipped (*row
+ * stays NULL, 0 returned). */
+static int working_row(git_reference *ref, json_t **row)
+{
+	const git_oid *target = git_reference_target(ref);
+	const char *branch = git_reference_name(ref) + strlen("refs/heads/");
+	char hex[GB_HEX_SIZE];
+
+	*row = NULL;
+	if (!target)
+		return 0;
+	*row = json_pack("{s:s, s:{s:s}, s:{s:s}}", "branch", branch, "ref", "branch", branch, "head", "sha",
+	                 gb_hex(target, hex));
+	return *row ? 0 : gb_fail_oom();
+}
+
+/* refs/heads/tether.ws.<dataset8>.*: the glob keeps other datasets'
+ * working branches (and the user's own) out. */
+int gb_list_working_refs(const struct tether_bctx *ctx, const json_t *locator, json_t **refs)
+{
+	struct gb_obj o;
+	git_reference_iterator *it = NULL;
+	git_reference *ref = NULL;
+	json_t *row, *out = json_array();
+	char *glob = gb_strdupf("refs/heads/tether.ws.%.8s.*", ctx->dataset_id);
+	int rc = out && glob ? gb_open(ctx, locator, &o) : gb_fail_oom();
+
+	if (rc < 0) {
+		free(glob);
+		json_decref(out);
+		return rc;
+	}
+	int oom = 0;
+	rc = git_reference_iterator_glob_new(&it, o.repo, glob);
+	while (rc == 0 && (rc = git_reference_next(&ref, it)) == 0) {
+		oom = working_row(ref, &row) < 0 || (row && json_array_append_new(out, row) < 0);
+		git_reference_free(ref);
+		if (oom)
+			break;
+	}
+	git_reference_iterator_free(it);
+	if (oom)
+		rc = gb_fail_oom();
+	else if (rc == GIT_ITEROVER)
+		rc = 0;
+	else if (rc < 0)
+		rc = gb_fail_git(rc, "git repository %s: cannot list its working branches", o.path);
+	gb_close(&o);
+	free(glob);
+	if (rc < 0)
+		json_decref(out);
+	else
+		*refs = out;
+	return rc;
+}
+
 /* ------------------------------------------------------------------ */
 /* open                                                                */
 /* ------------------------------------------------------------------ */

@@ -92,6 +92,7 @@ int gb_fork(const struct tether_bctx *, const json_t *locator, const json_t *sta
             json_t **working_ref);
 int gb_delete_working_ref(const struct tether_bctx *, const json_t *locator,
                           const json_t *working_ref);
+int gb_list_working_refs(const struct tether_bctx *, const json_t *locator, json_t **refs);
 int gb_open_handle(const struct tether_bctx *, const json_t *locator, const json_t *state,
                    const json_t *pin_ref, const json_t *working_ref, int read_only,
                    json_t **handle);

@@ -1,0 +1,21 @@
+/* gc --prune-workspaces: the working branches of workspaces that are gone.
+ * A working branch tether.ws.<dataset8>.<bookmark> is dead when its
+ * bookmark is no live bookmark of the VCS (nor this checkout's, nor one
+ * kept by name); gc deletes a dead one whose head some pin holds, and
+ * unpinned ones (or any in a BRANCH_IS_STORAGE store) only when forced. */
+#ifndef TETHER_CORE_PRUNE_H
+#define TETHER_CORE_PRUNE_H
+
+#include "core/history.h"
+
+/* Every dead working branch of every store in `stores` (gc's {key: {kind,
+ * identity, locator}}), appended to `out` as {kind, identity, locator,
+ * ref, branch, head, pinned, action, reason, done}. */
+int tt_prune_find(struct tether_repo *repo, const struct tt_history *h, const json_t *stores,
+                  const struct tether_gc_opts *opts, json_t *out);
+/* Delete the ones whose action is "delete"; failures go to `errors`. */
+void tt_prune_apply(struct tether_repo *repo, json_t *prune, json_t *errors);
+/* The report's rows: the candidates without their locators. New reference. */
+json_t *tt_prune_report(const json_t *prune);
+
+#endif

@@ -22,8 +22,11 @@
  * characters were replaced still matches its branch. */
 static void add_live(struct tether_repo *repo, json_t *live, const char *bookmark)
 {
-	if (bookmark)
-		json_object_set_new(live, tt_working_branch_name(repo, bookmark), json_true());
+	if (!bookmark)
+		return;
+	char *name = tt_working_branch_name(repo, bookmark);
+	json_object_set_new(live, name, json_true()); /* copies the key */
+	free(name);
 }
 
 static int live_branches(struct tether_repo *repo, const struct tether_gc_opts *opts, json_t *live)

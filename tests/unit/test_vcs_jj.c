@@ -5,6 +5,7 @@
  * (`--no-colocate`), and in a second workspace (`jj workspace add`). Exits
  * 77 (skipped) when jj is not installed: $TETHER_JJ, else jj on PATH. */
 #include "check.h"
+#include "shell.h"
 
 #include "vcs/vcs.h"
 
@@ -28,94 +29,6 @@ static char jj[PATH_MAX];  /* the jj the module runs, quoted for the shell */
 /* ---------------------------------------------------------------- */
 /* Helpers                                                           */
 /* ---------------------------------------------------------------- */
-
-static void vformat(char *buf, size_t size, const char *fmt, va_list ap)
-{
-	int n = vsnprintf(buf, size, fmt, ap);
-
-	if (n < 0 || (size_t)n >= size) {
-		fprintf(stderr, "command too long: %s\n", fmt);
-		exit(2);
-	}
-}
-
-/* Run a shell command; its exit status. */
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	int status;
-
-	va_start(ap, fmt);
-	vformat(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	status = system(cmd);
-	if (status != 0)
-		fprintf(stderr, "  (command exited %d: %s)\n", status, cmd);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-/* A shell command's standard output, without its final newline. */
-static char *out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *out(const char *fmt, ...)
-{
-	char cmd[8192];
-	char *buf = NULL;
-	size_t len = 0, cap = 0, n;
-	va_list ap;
-	FILE *p;
-
-	va_start(ap, fmt);
-	vformat(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	p = popen(cmd, "r");
-	if (!p)
-		return strdup("");
-	do {
-		if (len + 4096 + 1 > cap) {
-			cap = cap ? cap * 2 : 8192;
-			buf = realloc(buf, cap);
-			if (!buf)
-				exit(2);
-		}
-		n = fread(buf + len, 1, 4096, p);
-		len += n;
-	} while (n > 0);
-	pclose(p);
-	if (len && buf[len - 1] == '\n')
-		len--;
-	buf[len] = '\0';
-	return buf;
-}
-
-/* Write `content` to dir/rel, making the directories on the way. */
-static void put(const char *dir, const char *rel, const char *content)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	snprintf(path, sizeof path, "%s/%s", dir, rel);
-	sh("mkdir -p \"$(dirname '%s')\"", path);
-	f = fopen(path, "w");
-	if (!f) {
-		fprintf(stderr, "cannot write %s: %s\n", path, strerror(errno));
-		exit(2);
-	}
-	fputs(content, f);
-	fclose(f);
-}
-
-static char *path_in(const char *dir, const char *rel)
-{
-	static char path[4][PATH_MAX];
-	static int turn;
-	char *p = path[turn++ % 4];
-
-	if (snprintf(p, PATH_MAX, "%s/%s", dir, rel) >= PATH_MAX)
-		exit(2);
-	return p;
-}
 
 /* A fresh jj repository scratch/name. */
 static char *mkrepo(const char *name, int colocate)

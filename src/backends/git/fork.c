@@ -132,19 +132,6 @@ static int refuse_base(const struct gb_obj *o, const char *refname)
 	return 0;
 }
 
-static int delete_branch(const struct gb_obj *o, const char *refname)
-{
-	git_reference *ref = NULL;
-	int rc = git_reference_lookup(&ref, o->repo, refname);
-
-	if (rc == GIT_ENOTFOUND)
-		return 0;
-	if (rc == 0)
-		rc = git_reference_delete(ref);
-	git_reference_free(ref);
-	return rc < 0 ? gb_fail_git(rc, "git repository %s: cannot delete %s", o->path, refname) : 0;
-}
-
 int gb_delete_working_ref(const struct tether_bctx *ctx, const json_t *locator, const json_t *working_ref)
 {
 	struct gb_obj o;
@@ -159,7 +146,7 @@ int gb_delete_working_ref(const struct tether_bctx *ctx, const json_t *locator, 
 	if (rc == 0)
 		rc = refuse_checked_out(&o, refname);
 	if (rc == 0)
-		rc = delete_branch(&o, refname);
+		rc = gb_delete_ref(&o, refname);
 	free(refname);
 	gb_close(&o);
 	return rc;

@@ -37,7 +37,8 @@ struct gb_obj {
  * small per-thread cache instead of being opened and parsed each time. */
 int gb_open_cached(const struct tether_bctx *ctx, const json_t *locator, struct gb_obj *o);
 
-/* util.c: libgit2, errors, strings, paths. */
+/* util.c: libgit2, errors, strings, paths, references. */
+int gb_delete_ref(const struct gb_obj *o, const char *refname);
 int gb_libgit2_ready(void);
 int gb_fail_git(int git_rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int gb_fail_oom(void);

@@ -173,21 +173,6 @@ static int create_tag(const struct gb_obj *o, const char *refname, const git_oid
 	return 0;
 }
 
-static int delete_local_ref(const struct gb_obj *o, const char *refname)
-{
-	git_reference *ref = NULL;
-	int rc = git_reference_lookup(&ref, o->repo, refname);
-
-	if (rc == GIT_ENOTFOUND)
-		return 0;
-	if (rc == 0)
-		rc = git_reference_delete(ref);
-	git_reference_free(ref);
-	if (rc < 0)
-		return gb_fail_git(rc, "git repository %s: cannot delete %s", o->path, refname);
-	return 0;
-}
-
 /* ------------------------------------------------------------------ */
 /* pin / unpin                                                         */
 /* ------------------------------------------------------------------ */
@@ -312,7 +297,7 @@ int gb_unpin(const struct tether_bctx *ctx, const json_t *locator, const json_t 
 	if (rc == 0)
 		rc = unpin_remote(ctx, &o, pin_ref, refname);
 	if (rc == 0)
-		rc = delete_local_ref(&o, refname);
+		rc = gb_delete_ref(&o, refname);
 	free(refname);
 	gb_close(&o);
 	return rc;

@@ -130,3 +130,17 @@ const char *gb_secret_remote(const struct tether_bctx *ctx)
 
 	return url && *url ? url : NULL;
 }
+
+/* Delete a reference if it is there: a tag pin or a working branch. */
+int gb_delete_ref(const struct gb_obj *o, const char *refname)
+{
+	git_reference *ref = NULL;
+	int rc = git_reference_lookup(&ref, o->repo, refname);
+
+	if (rc == GIT_ENOTFOUND)
+		return 0;
+	if (rc == 0)
+		rc = git_reference_delete(ref);
+	git_reference_free(ref);
+	return rc < 0 ? gb_fail_git(rc, "git repository %s: cannot delete %s", o->path, refname) : 0;
+}

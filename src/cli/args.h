@@ -113,5 +113,9 @@ char *cli_cwd(void);
 /* Find the dataset at or above the current directory. Returns 0, or the
  * exit code after printing the error. */
 int cli_find_repo(tether_repo **repo);
+/* --from-plan FILE (NULL: none): load the plan into *plan (NULL when
+ * none), then find the dataset. Returns 0, or the exit code after printing
+ * the error; on failure nothing is left to free. */
+int cli_find_repo_with_plan(const char *from, json_t **plan, tether_repo **repo);
 
 #endif

@@ -108,15 +108,11 @@ static int run_commit(const struct args *a)
 	if (message && !*message)
 		return out_usage("commit", "empty commit message for 'commit'");
 
-	json_t *plan = NULL;
-	if (from && tether_plan_load(from, &plan) != 0)
-		return out_error(TETHER_EUSAGE);
+	json_t *plan;
 	tether_repo *repo;
-	int rc = cli_find_repo(&repo);
-	if (rc) {
-		json_decref(plan);
+	int rc = cli_find_repo_with_plan(from, &plan, &repo);
+	if (rc)
 		return rc;
-	}
 	struct tether_commit_opts opts = {
 		.message = message,
 		.strict = args_has(a, OPT_STRICT),

@@ -87,15 +87,11 @@ static int run_gc(const struct args *a)
 	const char *from = args_value(a, OPT_FROM_PLAN);
 	if (args_has(a, OPT_PLAN) && !is_dry_run(a))
 		return out_usage("gc", "--plan only plans: it cannot be combined with --no-dry-run for 'gc'");
-	json_t *plan = NULL;
-	if (from && tether_plan_load(from, &plan) != 0)
-		return out_error(TETHER_EUSAGE);
+	json_t *plan;
 	tether_repo *repo;
-	int rc = cli_find_repo(&repo);
-	if (rc) {
-		json_decref(plan);
+	int rc = cli_find_repo_with_plan(from, &plan, &repo);
+	if (rc)
 		return rc;
-	}
 	const char *const *keep = args_values(a, OPT_KEEP);
 	size_t n_keep = 0;
 	while (keep && keep[n_keep])

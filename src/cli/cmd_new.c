@@ -64,15 +64,11 @@ static int run_new(const struct args *a)
 	const char *from = args_value(a, OPT_FROM_PLAN);
 	if (from && (a->npos || args_has(a, OPT_BRANCH)))
 		return out_usage("new", "--from-plan takes no REV and no -b (the plan names where to go) for 'new'");
-	json_t *plan = NULL;
-	if (from && tether_plan_load(from, &plan) != 0)
-		return out_error(TETHER_EUSAGE);
+	json_t *plan;
 	tether_repo *repo;
-	int rc = cli_find_repo(&repo);
-	if (rc) {
-		json_decref(plan);
+	int rc = cli_find_repo_with_plan(from, &plan, &repo);
+	if (rc)
 		return rc;
-	}
 	struct tether_new_opts opts = {
 		.rev = a->npos ? a->pos[0] : NULL,
 		.branch = args_value(a, OPT_BRANCH),

@@ -125,6 +125,19 @@ int cli_find_repo(tether_repo **repo)
 	return err ? out_error(err) : 0;
 }
 
+int cli_find_repo_with_plan(const char *from, json_t **plan, tether_repo **repo)
+{
+	*plan = NULL;
+	if (from && tether_plan_load(from, plan) != 0)
+		return out_error(TETHER_EUSAGE);
+	int rc = cli_find_repo(repo);
+	if (rc) {
+		json_decref(*plan);
+		*plan = NULL;
+	}
+	return rc;
+}
+
 /* -C DIR, in order, like git: each one relative to the one before; an
  * empty DIR changes nothing. */
 static int change_directories(const char *const *dirs)

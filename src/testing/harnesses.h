@@ -8,6 +8,7 @@
 const struct tether_harness *tt_harness_memory(void);
 const struct tether_harness *tt_harness_file(void);
 const struct tether_harness *tt_harness_git(void);
+const struct tether_harness *tt_harness_icechunk(void);
 
 /* A scratch directory under $TMPDIR (or /tmp): malloc'd path, or NULL. */
 char *tt_harness_mkdtemp(const char *prefix);

@@ -21,6 +21,7 @@ static const struct {
 	{"memory", tt_harness_memory},
 	{"file", tt_harness_file},
 	{"git", tt_harness_git},
+	{"icechunk", tt_harness_icechunk},
 };
 
 static void usage(FILE *f)
@@ -30,7 +31,7 @@ static void usage(FILE *f)
 	      "Run tether's backend conformance suite against the backend of kind KIND (found\n"
 	      "built in, or as tether-backend-KIND.so on $TETHER_MODULE_PATH). MODULE.so is a\n"
 	      "harness exporting `const struct tether_harness *tether_harness_entry(void)`;\n"
-	      "without it the built-in harness for KIND is used (memory, file, git).\n"
+	      "without it the built-in harness for KIND is used (memory, file, git, icechunk).\n"
 	      "Prints one line per check and \"N passed, N failed\"; exits 1 on any failure.\n",
 	      f);
 }

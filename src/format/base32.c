@@ -45,7 +45,7 @@ int b32_decode(const char *s, size_t slen, uint8_t *out, size_t n)
 		int v = b32_value(s[i]);
 		if (v < 0)
 			return -1;
-		acc = (acc << 5 | (uint32_t)v) & 0x3ff;
+		acc = (acc << 5 | (uint32_t)v) & 0xfff;
 		bits += 5;
 		if (bits >= 8) {
 			bits -= 8;

@@ -4,8 +4,12 @@ BUILD ?= build
 CHECK_BUILD ?= build-check
 VENV ?= .venv
 MESON ?= meson
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= flatbuf icfile flexbuf
+FUZZ_CORPUS = tests/fuzz/corpus
 
-.PHONY: all demo check unit e2e install bench clean
+.PHONY: all demo check unit e2e install bench clean fuzz fuzz-merge
 
 all: $(BUILD)/build.ninja
 	$(MESON) compile -C $(BUILD)
@@ -26,6 +30,33 @@ $(CHECK_BUILD)/build.ninja:
 	CC=$${CC:-gcc} $(MESON) setup $(CHECK_BUILD) --buildtype=debug -Db_sanitize=address,undefined \
 		-Db_lundef=false -Dwerror=true
 
+# libFuzzer on each target for FUZZ_SECONDS, starting from the committed
+# corpus (tests/fuzz/corpus/<target>/, read only) and keeping what it finds
+# in $(FUZZ_BUILD)/corpus/<target>/; crashes land in $(FUZZ_BUILD)/crashes/.
+# `make fuzz-merge` then folds the new inputs into a minimal committed corpus.
+fuzz: $(FUZZ_BUILD)/build.ninja
+	$(MESON) compile -C $(FUZZ_BUILD) $(addprefix tests/fuzz/fuzz_,$(FUZZ_TARGETS))
+	mkdir -p $(FUZZ_BUILD)/crashes
+	status=0; for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
+		$(FUZZ_BUILD)/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-rss_limit_mb=2048 -timeout=10 -artifact_prefix=$(FUZZ_BUILD)/crashes/$$t- \
+			$(FUZZ_BUILD)/corpus/$$t $(FUZZ_CORPUS)/$$t || status=1; \
+	done; exit $$status
+
+fuzz-merge: $(FUZZ_BUILD)/build.ninja
+	$(MESON) compile -C $(FUZZ_BUILD) $(addprefix tests/fuzz/fuzz_,$(FUZZ_TARGETS))
+	set -e; for t in $(FUZZ_TARGETS); do \
+		rm -rf $(FUZZ_BUILD)/merged/$$t; mkdir -p $(FUZZ_BUILD)/merged/$$t $(FUZZ_BUILD)/corpus/$$t; \
+		$(FUZZ_BUILD)/tests/fuzz/fuzz_$$t -merge=1 $(FUZZ_BUILD)/merged/$$t $(FUZZ_CORPUS)/$$t $(FUZZ_BUILD)/corpus/$$t; \
+		find $(FUZZ_CORPUS)/$$t -type f ! -name '.*' -delete; \
+		cp $(FUZZ_BUILD)/merged/$$t/* $(FUZZ_CORPUS)/$$t/; \
+	done
+
+$(FUZZ_BUILD)/build.ninja:
+	CC=clang $(MESON) setup $(FUZZ_BUILD) --buildtype=debugoptimized -Db_sanitize=address,undefined \
+		-Db_lundef=false -Dfuzz=true
+
 install: $(BUILD)/build.ninja
 	$(MESON) configure $(BUILD) --prefix=$(PREFIX)
 	$(MESON) compile -C $(BUILD)
@@ -35,4 +66,4 @@ bench: all
 	bench/run $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(CHECK_BUILD)
+	rm -rf $(BUILD) $(CHECK_BUILD) $(FUZZ_BUILD)

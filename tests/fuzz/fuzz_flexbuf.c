@@ -1,0 +1,32 @@
+/* FlexBuffers: decode anything; what decodes must encode, decode again to
+ * an equal value, and encode again to the same bytes. */
+#include "fuzz.h"
+
+#include "format/flexbuf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	json_t *v = NULL;
+	if (flex_decode(data, size, &v) != 0) {
+		FUZZ_ASSERT(v == NULL);
+		return 0;
+	}
+	FUZZ_ASSERT(v != NULL);
+	uint8_t *enc = NULL, *enc2 = NULL;
+	size_t elen = 0, elen2 = 0;
+	FUZZ_ASSERT(flex_encode(v, &enc, &elen) == 0);
+	json_t *again = NULL;
+	FUZZ_ASSERT(flex_decode(enc, elen, &again) == 0);
+	FUZZ_ASSERT(json_equal(v, again));
+	FUZZ_ASSERT(flex_encode(again, &enc2, &elen2) == 0);
+	FUZZ_ASSERT(elen == elen2 && memcmp(enc, enc2, elen) == 0);
+	free(enc);
+	free(enc2);
+	json_decref(again);
+	json_decref(v);
+	return 0;
+}

@@ -141,7 +141,10 @@ struct tether_backend {
 	            const json_t *b, const char *listing_a, size_t len_a, const char *listing_b,
 	            size_t len_b, size_t max_entries, json_t **diff);
 	/* HISTORY flag: native history from the locator's ref (or its "at"),
-	 * newest first: [{"id", "time", "message", "refs": [...]}]. */
+	 * newest first: [{"id", "time" (seconds since the epoch), "message",
+	 * "refs": [...]}], and optionally "short_id", the abbreviation `tether
+	 * log KEY` shows (default: the first 12 characters of "id"), which the
+	 * system must accept back (`add --at`). */
 	int (*history)(const struct tether_bctx *, const json_t *locator, int max_count,
 	               json_t **entries);
 	/* PROMOTE flag: fast-forward the locator's base branch to the working

@@ -80,22 +80,27 @@ static void print_object_line(const json_t *o)
 		       pin_label(o, "to_pin"));
 }
 
-/* "    added a/b.txt (+12 B)" */
+/* "    added a/b.txt (+12 B)", "    modified /a (2 chunks)" */
 static void print_entry(const json_t *e)
 {
 	const char *change = out_str_or(e, "change", "?");
 	char amount[48];
 	entry_amount(e, change, amount, sizeof amount);
 	const char *old = out_str(e, "old_path");
-	printf("    %s%s%s %s%s%s%s\n", out_color(change_color(change)), change, out_color(OUT_RESET),
-	       old ? old : "", old ? " -> " : "", out_str_or(e, "path", "?"), amount);
+	const char *detail = out_str(e, "detail");
+	printf("    %s%s%s %s%s%s%s%s%s%s\n", out_color(change_color(change)), change, out_color(OUT_RESET),
+	       old ? old : "", old ? " -> " : "", out_str_or(e, "path", "?"), amount,
+	       detail && *detail ? " (" : "", detail && *detail ? detail : "", detail && *detail ? ")" : "");
 }
 
-/* "    3 added, 1 removed, 2 modified, +10.1 KiB" (or "net +4 lines") */
+/* "    3 added, 1 removed, 2 modified, +10.1 KiB" (or "net +4 lines"); a
+ * unit that is not files or lines has no size ("…, 1 renamed"). */
 static void print_totals(const json_t *totals, int in_lines)
 {
-	char delta[32];
-	if (in_lines)
+	char delta[32] = "";
+	if (!json_is_integer(json_object_get(totals, "size_delta")))
+		snprintf(delta, sizeof delta, "%lld renamed", out_int(totals, "renamed"));
+	else if (in_lines)
 		snprintf(delta, sizeof delta, "net %+lld lines", out_int(totals, "size_delta"));
 	else
 		out_size(delta, sizeof delta, out_int(totals, "size_delta"), 1);
@@ -116,6 +121,7 @@ static void print_content(const json_t *content)
 		long long total = out_int(totals, "added") + out_int(totals, "removed") +
 		                  out_int(totals, "modified");
 		long long shown = (long long)json_array_size(entries);
+		total += out_int(totals, "renamed");
 		if (total > shown)
 			printf("    … %lld more\n", total - shown);
 		else
@@ -125,6 +131,8 @@ static void print_content(const json_t *content)
 		print_totals(totals, json_is_integer(json_object_get(json_array_get(entries, 0), "lines_added")));
 	else if (out_str(content, "summary") && *out_str(content, "summary"))
 		printf("    %s\n", out_str(content, "summary"));
+	if (out_str(content, "note") && *out_str(content, "note"))
+		printf("    (%s)\n", out_str(content, "note"));
 }
 
 static void print_diff(const json_t *report, int content)

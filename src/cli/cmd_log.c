@@ -82,8 +82,11 @@ static void print_native(const json_t *report)
 		char date[64] = "";
 		if (json_is_integer(json_object_get(e, "time")))
 			out_time(date, sizeof date, out_int(e, "time"));
-		printf("%s%.12s%s  %s  %s", out_color(OUT_YELLOW), out_str_or(e, "id", "?"), out_color(OUT_RESET), date,
-		       out_str_or(e, "message", ""));
+		/* The backend's own abbreviation when it gives one (an id its
+		 * system accepts back), else the first 12 characters. */
+		const char *shown = out_str(e, "short_id");
+		printf("%s%.*s%s  %s  %s", out_color(OUT_YELLOW), shown ? (int)strlen(shown) : 12,
+		       shown ? shown : out_str_or(e, "id", "?"), out_color(OUT_RESET), date, out_str_or(e, "message", ""));
 		size_t j;
 		json_t *r;
 		json_array_foreach(json_object_get(e, "refs"), j, r)

@@ -9,8 +9,13 @@ Every write is a real Zarr write through an icechunk session, so snapshots,
 manifests, chunks and transaction logs are exactly what icechunk makes.
 """
 import json
+import os
 import sys
 import warnings
+
+# Icechunk's own warnings (local storage is not safe for concurrent
+# commits, and so on) are not what the tests look at.
+os.environ.setdefault("ICECHUNK_LOG", "error")
 
 import icechunk as ic
 import numpy as np

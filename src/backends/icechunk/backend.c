@@ -229,6 +229,8 @@ int ic_history(const struct tether_bctx *ctx, const json_t *locator, int max_cou
 		json_t *refs = json_object_get(by, json_string_value(json_object_get(e, "id")));
 		json_object_set_new(e, "time", json_integer(us / 1000000));
 		json_object_set_new(e, "time_us", json_integer(us));
+		/* Icechunk takes only whole ids back. */
+		json_object_set(e, "short_id", json_object_get(e, "id"));
 		json_object_del(e, "flushed_at");
 		json_object_set_new(e, "refs", refs ? json_incref(refs) : json_array());
 	}

@@ -62,7 +62,8 @@ struct ic_chunk {
 
 void *ic_repo_alloc(struct ic_repo *r, size_t n)
 {
-	struct ic_chunk *c = malloc(sizeof *c + (n ? n : 1));
+	/* Zeroed: a model's absent fields read as empty. */
+	struct ic_chunk *c = calloc(1, sizeof *c + (n ? n : 1));
 	if (!c)
 		return NULL;
 	c->next = r->mem;

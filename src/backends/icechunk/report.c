@@ -206,10 +206,13 @@ static int report(const json_t *by_path, const json_t *native, const char *note,
 	char summary[160];
 	snprintf(summary, sizeof summary, "%lld added, %lld removed, %lld modified, %lld renamed", (long long)counts[0],
 	         (long long)counts[1], (long long)counts[2], (long long)counts[3]);
-	*diff = json_pack("{s:s, s:s, s:o, s:{s:I, s:I, s:I, s:I}, s:b, s:O?, s:s?}", "unit", "nodes", "summary", summary,
-	                  "entries", entries, "totals", "added", counts[0], "removed", counts[1], "modified", counts[2],
-	                  "renamed", counts[3], "truncated", (size_t)(counts[0] + counts[1] + counts[2] + counts[3]) > max_entries,
-	                  "native", native, "note", note);
+	*diff = json_pack("{s:s, s:s, s:o, s:{s:I, s:I, s:I, s:I}, s:b}", "unit", "nodes", "summary", summary, "entries",
+	                  entries, "totals", "added", counts[0], "removed", counts[1], "modified", counts[2], "renamed",
+	                  counts[3], "truncated", (size_t)(counts[0] + counts[1] + counts[2] + counts[3]) > max_entries);
+	if (*diff && native)
+		json_object_set(*diff, "native", (json_t *)native);
+	if (*diff && note)
+		json_object_set_new(*diff, "note", json_string(note));
 	return *diff ? 0 : ic_fail_oom();
 }
 

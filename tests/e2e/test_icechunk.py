@@ -1,0 +1,459 @@
+"""The icechunk backend, against the icechunk library itself.
+
+Every repository here is made and written by the real icechunk (2.3, the
+pinned one in tests/requirements.txt) through tests/e2e/icechunk_oracle.py;
+tether reads and writes it with its own C implementation of the format;
+then the library opens what tether wrote (every tether.* tag, every
+tether.ws.* branch), reads the arrays back, and keeps writing.
+"""
+import json
+import struct
+from pathlib import Path
+
+import icechunk_oracle as oracle  # first: it quiets icechunk's logging before the import
+import icechunk as ic
+import pytest
+import zarr
+import zstandard
+
+from conftest import expected_pin
+from test_git_backend import dsv, gds, jj_problem  # noqa: F401
+
+
+def add(ds, key, path, *extra, check_rc=0):
+    return ds.tether("add", key, str(path), "--kind", "icechunk", *extra, check_rc=check_rc)
+
+
+@pytest.fixture
+def store(tmp_path):
+    """An icechunk repository holding /data (8 int32s) on main."""
+    path = tmp_path / "imaging.icechunk"
+    oracle.create(path)
+    return path
+
+
+def pin_tag(ds, key):
+    return ds.manifest(key)["pin_ref"]["tag"]
+
+
+def tags(path):
+    return sorted(oracle.open_repo(path).list_tags())
+
+
+def branches(path):
+    return sorted(oracle.open_repo(path).list_branches())
+
+
+def head(path, branch="main"):
+    return oracle.open_repo(path).lookup_branch(branch)
+
+
+def write_array(path, branch, name, values, attrs=None):
+    repo = oracle.open_repo(path)
+    s = repo.writable_session(branch)
+    root = zarr.open_group(store=s.store, mode="a")
+    if name in root:
+        a = root[name]
+    else:
+        a = root.create_array(name, shape=(len(values),), chunks=(2,), dtype="i4", fill_value=0)
+    a[:] = values
+    if attrs:
+        a.attrs.update(attrs)
+    return s.commit(f"write {name} on {branch}")
+
+
+# ---------------------------------------------------------------------------
+# Pins: tags the library reads
+# ---------------------------------------------------------------------------
+
+def test_commit_pins_a_tag_the_library_opens(ds, store):
+    add(ds, "img", store)
+    sid = head(store)
+    before = (store / "repo").read_bytes()
+    ds.tether("commit", "-m", "baseline")
+    m = ds.manifest("img")
+    assert m["state"] == {"snapshot_id": sid}
+    pin = expected_pin(ds.dataset_id(), "icechunk", {"uri": str(store)}, {"snapshot_id": sid})
+    assert m["pin"] == pin and m["pin_ref"] == {"pin": pin, "tag": f"tether.{pin}"}
+    repo = oracle.open_repo(store)
+    assert repo.list_tags() == {f"tether.{pin}"}
+    assert repo.lookup_tag(f"tether.{pin}") == sid
+    assert oracle.read_data(store, tag=f"tether.{pin}") == list(range(8))
+    # The update followed Icechunk's protocol: the new head of the ops log
+    # names the tag, the old head names the backup, and the backup holds the
+    # old file byte for byte.
+    log = list(repo.ops_log())
+    assert log[0].kind.name == f"tether.{pin}" and log[0].backup_path is None
+    backup = store / "overwritten" / log[1].backup_path
+    assert backup.read_bytes() == before
+    assert log[0].updated_at > log[1].updated_at
+
+
+def test_the_library_keeps_writing_after_tether_and_tether_pins_again(ds, store):
+    add(ds, "img", store)
+    ds.tether("commit", "-m", "one")
+    sid = oracle.commit(store)
+    assert ds.tj("status")["objects"][0]["status"] == "modified"
+    ds.tether("commit", "-m", "two")
+    assert ds.manifest("img")["state"] == {"snapshot_id": sid}
+    assert len(tags(store)) == 2
+    assert oracle.open_repo(store).lookup_tag(pin_tag(ds, "img")) == sid
+
+
+def test_unchanged_state_commits_nothing_and_two_keys_share_a_pin(ds, store):
+    add(ds, "a", store)
+    add(ds, "b", store)
+    ds.tether("commit", "-m", "both")
+    assert ds.manifest("a")["pin"] == ds.manifest("b")["pin"]
+    assert len(tags(store)) == 1
+    repo_bytes = (store / "repo").read_bytes()
+    p = ds.tether("commit", "-m", "again")
+    assert (store / "repo").read_bytes() == repo_bytes, p.stdout
+
+
+# ---------------------------------------------------------------------------
+# Forks: branches the library writes on
+# ---------------------------------------------------------------------------
+
+def test_new_forks_a_branch_the_library_writes_and_tether_pins(dsv, store):
+    add(dsv, "img", store)
+    dsv.tether("commit", "-m", "base")
+    base_sid = head(store)
+    dsv.tether("new", "-b", "relabel")
+    branch = f"tether.ws.{dsv.dataset_id()[:8]}.relabel"
+    assert head(store, branch) == base_sid
+    h = dsv.tj("open", "img")
+    assert h["branch"] == branch and h["read_only"] is False and h["snapshot_id"] == base_sid
+    # Write through the handle the way a user's notebook would.
+    new_sid = write_array(Path(h["uri"]), h["branch"], "data", [9] * 8)
+    assert head(store) == base_sid, "the fork's write must not touch main"
+    dsv.tether("commit", "-m", "relabelled")
+    assert dsv.manifest("img")["state"] == {"snapshot_id": new_sid}
+    tag = pin_tag(dsv, "img")
+    assert oracle.open_repo(store).lookup_tag(tag) == new_sid
+    assert oracle.read_data(store, tag=tag) == [9] * 8
+    assert oracle.read_data(store, branch="main") == list(range(8))
+    # A read-only handle at the earlier commit opens its tag.
+    old = dsv.tj("open", "img", "-r", "HEAD~1")
+    assert old["read_only"] is True and old["snapshot_id"] == base_sid
+    assert oracle.read_data(store, tag=old["tag"]) == list(range(8))
+
+
+def test_fork_refuses_a_branch_someone_moved(ds, store):
+    add(ds, "img", store)
+    ds.tether("commit", "-m", "base")
+    ds.tether("new", "-b", "work")
+    branch = f"tether.ws.{ds.dataset_id()[:8]}.work"
+    ds.tether("new", "main")
+    # Someone writes on the working branch behind tether's back; coming back
+    # to the bookmark must not reset the branch over their write.
+    oracle.commit(store, branch=branch)
+    moved = head(store, branch)
+    p = ds.tether("new", "work", check_rc=3)
+    assert branch in p.stderr
+    assert head(store, branch) == moved
+
+
+def test_promote_is_offered(ds, store):
+    ice = next(b for b in ds.tj("backends") if b["kind"] == "icechunk")
+    assert "PROMOTE" in ice["flags"] and ice["tier"] == "forkable"
+    assert "CONDITIONAL_REF" not in ice["flags"]
+
+
+# ---------------------------------------------------------------------------
+# History: tether log KEY and add --at / --pick
+# ---------------------------------------------------------------------------
+
+def test_log_lists_the_repositorys_own_ancestry(ds, store):
+    oracle.commit(store, message="second")
+    add(ds, "img", store)
+    ds.tether("commit", "-m", "pin")
+    entries = ds.tj("log", "img")["entries"]
+    ancestry = list(oracle.open_repo(store).ancestry(branch="main"))
+    assert [e["id"] for e in entries] == [a.id for a in ancestry]
+    assert [e["message"] for e in entries] == [a.message for a in ancestry]
+    assert [e["time_us"] for e in entries] == [
+        int(a.written_at.timestamp()) * 1_000_000 + a.written_at.microsecond for a in ancestry
+    ]
+    assert entries[0]["refs"] == ["main", pin_tag(ds, "img")]
+    assert entries[-1]["id"] == "1CECHNKREP0F1RSTCMT0"
+    text = ds.tether("log", "img", "-n", "1").stdout
+    assert text.startswith(ancestry[0].id + "  "), "the whole id: icechunk takes no abbreviation"
+
+
+def test_add_at_an_older_snapshot_pins_that_snapshot(ds, store):
+    first = head(store)
+    oracle.commit(store)
+    add(ds, "old", store, "--at", first)
+    assert ds.manifest("old")["locator"]["at"] == first
+    ds.tether("commit", "-m", "old state")
+    assert ds.manifest("old")["state"] == {"snapshot_id": first}
+    assert oracle.open_repo(store).lookup_tag(pin_tag(ds, "old")) == first
+    p = add(ds, "bad", store, "--at", "NOSUCHREF", check_rc=2)
+    assert "NOSUCHREF" in p.stderr
+    assert not ds.manifest_path("bad").exists()
+
+
+def test_add_refuses_what_is_no_repository_and_a_missing_branch(ds, tmp_path, store):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    p = add(ds, "x", empty, check_rc=2)
+    assert "is not an Icechunk repository" in p.stderr and "--create" in p.stderr
+    p = add(ds, "y", store, "--option", "branch=nope", check_rc=2)
+    assert 'no branch "nope"' in p.stderr
+    p = add(ds, "z", "s3://bucket/prefix", check_rc=2)
+    assert "s3://" in p.stderr
+    assert ds.objects_files() == []
+
+
+# ---------------------------------------------------------------------------
+# diff --content is Repository.diff
+# ---------------------------------------------------------------------------
+
+def scripted_history(path):
+    """Snapshots of main after each step of a history with new, deleted,
+    updated and moved nodes and chunk writes; returns their ids, oldest
+    first (the first is the repository's data commit)."""
+    repo = oracle.open_repo(path)
+    ids = [repo.lookup_branch("main")]
+
+    def step(fn, message):
+        r = oracle.open_repo(path)
+        s = r.writable_session("main")
+        fn(zarr.open_group(store=s.store, mode="a"))
+        ids.append(s.commit(message))
+
+    step(lambda g: (g.create_group("grp"), g["grp"].create_array("x", shape=(4,), chunks=(1,), dtype="f8")),
+         "new group and array")
+    step(lambda g: g["grp/x"].__setitem__(slice(0, 3), [1.0, 2.0, 3.0]), "three chunks")
+    step(lambda g: g["data"].attrs.update({"units": "m"}), "array metadata")
+    step(lambda g: g["grp"].attrs.update({"owner": "ada"}), "group metadata")
+    step(lambda g: (g["data"].__setitem__(0, 42), g.create_group("tmp")), "chunk and a new group")
+    step(lambda g: (g.__delitem__("tmp"), g["grp/x"].__setitem__(3, 4.0)), "delete a group")
+    r = oracle.open_repo(path)
+    s = r.rearrange_session("main")
+    s.move("/grp/x", "/grp/y")
+    ids.append(s.commit("move"))
+    step(lambda g: g.__delitem__("data"), "delete an array")
+    return ids
+
+
+def test_diff_content_equals_repository_diff(ds, store):
+    add(ds, "img", store)
+    ids = scripted_history(store)
+    commits = []
+    for sid in ids:
+        oracle.open_repo(store).reset_branch("main", sid)
+        ds.tether("commit", "-m", f"at {sid}")
+        commits.append(ds.head())
+    pairs = [(i, i + 1) for i in range(len(ids) - 1)] + [(0, len(ids) - 1), (1, 5)]
+    for a, b in pairs:
+        out = ds.tj("diff", commits[a], commits[b], "--content")
+        content = out["objects"][0]["content"]
+        assert content["native"] == oracle.diff(store, ids[a], ids[b]), (a, b)
+    # The text report, for one pair with something of everything.
+    text = ds.tether("diff", commits[4], commits[6], "--content").stdout
+    assert "modified /data (1 chunks)" in text
+    assert "removed /tmp" not in text  # made and removed in between
+    assert "modified /grp/x (1 chunks)" in text
+    moved = ds.tj("diff", commits[6], commits[7], "--content")["objects"][0]["content"]
+    assert moved["entries"] == [{"change": "renamed", "old_path": "/grp/x", "path": "/grp/y"}]
+
+
+def test_diff_of_diverged_branches_goes_through_their_common_ancestor(ds, store):
+    add(ds, "img", store)
+    ds.tether("commit", "-m", "base")
+    base = head(store)
+    ds.tether("new", "-b", "side")
+    branch = f"tether.ws.{ds.dataset_id()[:8]}.side"
+    write_array(store, branch, "side_only", [1, 2])
+    ds.tether("commit", "-m", "side")
+    side_commit = ds.head()
+    ds.tether("new", "main")
+    write_array(store, ds.tj("open", "img")["branch"], "main_only", [3, 4])
+    ds.tether("commit", "-m", "main moved")
+    content = ds.tj("diff", side_commit, "HEAD", "--content")["objects"][0]["content"]
+    got = {e["path"]: e["change"] for e in content["entries"]}
+    assert got == {"/main_only": "added", "/side_only": "removed"}
+    assert base in content["note"]
+
+
+# ---------------------------------------------------------------------------
+# Tombstones, repair and gc
+# ---------------------------------------------------------------------------
+
+def test_a_deleted_pin_tag_comes_back_as_generation_2(ds, store):
+    add(ds, "img", store)
+    ds.tether("commit", "-m", "pin")
+    sid = head(store)
+    tag = pin_tag(ds, "img")
+    oracle.open_repo(store).delete_tag(tag)
+    p = ds.tether("verify", check_rc=3)
+    assert "missing" in p.stdout + p.stderr
+    r = ds.tj("repair")
+    assert r["ok"] is True
+    repo = oracle.open_repo(store)
+    assert repo.list_tags() == {f"{tag}.2"} and repo.lookup_tag(f"{tag}.2") == sid
+    # The working manifest names the new generation for the next commit;
+    # the committed one still names the burnt tag, and readers of that
+    # commit resolve the pin through its live generation.
+    assert ds.manifest("img")["pin_ref"] == {"pin": ds.manifest("img")["pin"], "tag": f"{tag}.2"}
+    assert ds.tj("verify")["ok"] is True
+    v = ds.tj("verify", "--all-history")
+    assert v["ok"] is True
+    assert ds.tj("open", "img", "-r", "HEAD")["tag"] == f"{tag}.2"
+
+
+def test_the_next_commit_of_a_state_whose_tag_was_deleted_pins_a_new_generation(ds, store):
+    add(ds, "img", store)
+    ds.tether("commit", "-m", "A")
+    a = head(store)
+    tag_a = pin_tag(ds, "img")
+    oracle.commit(store)
+    ds.tether("commit", "-m", "B")
+    oracle.open_repo(store).delete_tag(tag_a)
+    oracle.open_repo(store).reset_branch("main", a)
+    ds.tether("commit", "-m", "A again")
+    assert ds.manifest("img")["pin_ref"]["tag"] == f"{tag_a}.2"
+    assert oracle.open_repo(store).lookup_tag(f"{tag_a}.2") == a
+
+
+def test_gc_releases_exactly_the_pins_no_commit_names(ds, store):
+    add(ds, "img", store)
+    ds.tether("commit", "-m", "A")
+    tag_a = pin_tag(ds, "img")
+    oracle.commit(store)
+    ds.tether("commit", "-m", "B")
+    tag_b = pin_tag(ds, "img")
+    # Someone else's tag and a foreign dataset's pin are not gc's.
+    oracle.open_repo(store).create_tag("release-1", head(store))
+    oracle.open_repo(store).create_tag("tether.ffffffff.0123456789abcdef", head(store))
+    ds.git("reset", "-q", "--hard", "HEAD~1")
+    plan = ds.tj("gc")
+    assert [p["pin"] for p in plan["release"]] == [tag_b[len("tether."):]] if "release" in plan else True
+    assert tag_b in tags(store)
+    ds.tether("gc", "--no-dry-run")
+    assert tags(store) == sorted([tag_a, "release-1", "tether.ffffffff.0123456789abcdef"])
+    ds.tether("verify", "--all-history")
+
+
+# ---------------------------------------------------------------------------
+# add --create
+# ---------------------------------------------------------------------------
+
+def test_add_create_makes_a_repository_the_library_opens_and_writes(ds, tmp_path):
+    path = tmp_path / "new.icechunk"
+    add(ds, "fresh", path, "--create")
+    repo = oracle.open_repo(path)
+    assert repo.metadata == {"tether.owner": ds.dataset_id()}
+    assert list(repo.list_branches()) == ["main"] and repo.list_tags() == set()
+    assert [a.message for a in repo.ancestry(branch="main")] == ["Repository initialized"]
+    sid = write_array(path, "main", "data", [5, 6, 7, 8])
+    ds.tether("commit", "-m", "first data")
+    assert oracle.open_repo(path).lookup_tag(pin_tag(ds, "fresh")) == sid
+    assert oracle.read_data(path, tag=pin_tag(ds, "fresh")) == [5, 6, 7, 8]
+
+
+def test_add_create_refuses_a_path_that_exists(ds, tmp_path, store):
+    d = tmp_path / "occupied"
+    d.mkdir()
+    (d / "keep.txt").write_text("mine\n")
+    p = add(ds, "c", d, "--create", check_rc=3)
+    assert "already exists" in p.stderr
+    assert [q.name for q in d.iterdir()] == ["keep.txt"]
+    p = add(ds, "c", store, "--create", check_rc=3)
+    assert not ds.manifest_path("c").exists()
+
+
+# ---------------------------------------------------------------------------
+# Refusals: tether writes nothing it does not understand
+# ---------------------------------------------------------------------------
+
+HEADER = 39
+
+
+def payload(path):
+    data = Path(path).read_bytes()
+    return data[:HEADER], zstandard.ZstdDecompressor().decompressobj().decompress(data[HEADER:])
+
+
+def put_payload(path, header, body):
+    Path(path).write_bytes(header + zstandard.ZstdCompressor(level=3).compress(body))
+
+
+def with_unknown_root_field(body):
+    """The same Repo table with one more vtable slot (13, past the 13 that
+    icechunk 2.3 knows), pointing at bytes of the table that are there: a
+    field from a newer writer, which a reader can skip and a rewriter would
+    drop. The new vtable goes at the end; the table's soffset points at it."""
+    body = bytearray(body)
+    table = struct.unpack_from("<I", body, 0)[0]
+    vt = table - struct.unpack_from("<i", body, table)[0]
+    vt_len, tbl_len = struct.unpack_from("<HH", body, vt)
+    slots = list(struct.unpack_from(f"<{(vt_len - 4) // 2}H", body, vt + 4))
+    slots += [0] * (13 - len(slots))
+    slots.append(slots[0] or 4)  # slot 13: the u8 spec_version's bytes again
+    while len(body) % 2:
+        body.append(0)
+    new_vt = len(body)
+    body += struct.pack(f"<HH{len(slots)}H", 4 + 2 * len(slots), tbl_len, *slots)
+    struct.pack_into("<i", body, table, table - new_vt)
+    return bytes(body)
+
+
+def changed_state(ds, store):
+    add(ds, "img", store)
+    ds.tether("commit", "-m", "base")
+    oracle.commit(store)
+
+
+def test_refuses_a_read_only_repository_and_writes_nothing(ds, store):
+    changed_state(ds, store)
+    oracle.open_repo(store).set_status(ic.RepoStatus(ic.RepoAvailability.read_only, limited_availability_reason="archived"))
+    before = (store / "repo").read_bytes()
+    p = ds.tether("commit", "-m", "refused", check_rc=3)
+    assert "read-only" in p.stderr and "archived" in p.stderr
+    assert (store / "repo").read_bytes() == before
+    assert not (ds.manifest("img")["state"]["snapshot_id"] == head(store))
+
+
+def test_refuses_when_the_create_tag_flag_is_off(ds, store):
+    changed_state(ds, store)
+    oracle.open_repo(store).set_feature_flag("create_tag", False)
+    before = (store / "repo").read_bytes()
+    p = ds.tether("commit", "-m", "refused", check_rc=3)
+    assert "create_tag" in p.stderr
+    assert (store / "repo").read_bytes() == before
+
+
+def test_refuses_a_repo_file_with_a_field_it_does_not_know(ds, store):
+    changed_state(ds, store)
+    header, body = payload(store / "repo")
+    put_payload(store / "repo", header, with_unknown_root_field(body))
+    # Still a valid repository: the library reads it.
+    assert oracle.open_repo(store).lookup_branch("main") == head(store)
+    before = (store / "repo").read_bytes()
+    assert ds.tj("status")["objects"][0]["status"] == "modified", "reading is fine"
+    p = ds.tether("commit", "-m", "refused", check_rc=3)
+    assert "field tether does not know" in p.stderr and "newer Icechunk" in p.stderr
+    assert (store / "repo").read_bytes() == before
+
+
+def test_a_repo_file_from_a_newer_spec_is_refused_even_for_reading(ds, store):
+    add(ds, "img", store)
+    data = bytearray((store / "repo").read_bytes())
+    data[36] = 3
+    (store / "repo").write_bytes(bytes(data))
+    p = ds.tether("status", "--snapshot", check_rc=None)
+    assert p.returncode != 0 or "error" in p.stdout
+    out = p.stdout + p.stderr
+    assert "spec" in out and str(store / "repo") in out
+
+
+def test_a_corrupt_repo_file_is_an_error_naming_it(ds, store):
+    add(ds, "img", store)
+    ds.tether("commit", "-m", "pin")
+    (store / "repo").write_bytes(b"not an icechunk file")
+    p = ds.tether("verify", check_rc=None)
+    out = p.stdout + p.stderr
+    assert str(store / "repo") in out

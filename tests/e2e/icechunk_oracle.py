@@ -86,6 +86,38 @@ def diff(path, from_id, to_id):
     }
 
 
+def tags_of(path):
+    return sorted(open_repo(path).list_tags())
+
+
+def branches_of(path):
+    return sorted(open_repo(path).list_branches())
+
+
+def tag_target(path, tag):
+    return open_repo(path).lookup_tag(tag)
+
+
+def branch_head(path, branch="main"):
+    return open_repo(path).lookup_branch(branch)
+
+
+def delete_tag(path, tag):
+    open_repo(path).delete_tag(tag)
+
+
+def ancestry_ids(path, branch="main"):
+    return [a.id for a in open_repo(path).ancestry(branch=branch)]
+
+
+def read_tag(path, tag):
+    return read_data(path, tag=tag)
+
+
+def create_repo(path, spec=None):
+    return create(path, spec).lookup_branch("main")
+
+
 def serve():
     for line in sys.stdin:
         if not line.strip():
@@ -108,5 +140,10 @@ def serve():
 if __name__ == "__main__":
     if sys.argv[1:] == ["serve"]:
         serve()
+    elif len(sys.argv) == 4 and sys.argv[1] == "call":
+        # One function, for a test running in another environment (the
+        # icechunk 1.x one): its arguments and its result as JSON.
+        result = globals()[sys.argv[2]](*json.loads(sys.argv[3]))
+        sys.stdout.write(json.dumps(result) + "\n")
     else:
-        sys.exit("usage: icechunk_oracle.py serve")
+        sys.exit("usage: icechunk_oracle.py serve | call FUNCTION ARGS_JSON")

@@ -418,7 +418,7 @@ static int local_list(struct tt_store *s, const char *prefix, size_t max_keys, j
 	char *dir = *prefix ? path_of(s, prefix) : strdup(root_of(s));
 	struct listing l = {.max = max_keys};
 	int rc = dir ? walk(dir, prefix, &l, 0) : oom();
-	if (rc == 0)
+	if (rc == 0 && l.n)
 		qsort(l.keys, l.n, sizeof *l.keys, cmp_keys);
 	for (size_t i = 0; i < l.n; i++) {
 		if (rc == 0 && json_array_append_new(keys, json_string(l.keys[i])) != 0)

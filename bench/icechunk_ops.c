@@ -1,0 +1,76 @@
+/* Benchmark 5's C side: the icechunk backend's fingerprint and pin, called
+ * through the public backend API exactly as the engine calls them, each
+ * timed on its own.
+ *
+ *     icechunk_ops REPO fingerprint N
+ *     icechunk_ops REPO pin N
+ *
+ * fingerprint reads the head of main N times; pin tags the head under N
+ * fresh pin ids (every call rewrites the `repo` file, as a commit's pin
+ * does). Prints one JSON line: {"op", "n", "seconds": [...]}. The module
+ * is found as tether finds it ($TETHER_MODULE_PATH). */
+#define _POSIX_C_SOURCE 200809L
+#include <tether/backend.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 4 || (strcmp(argv[2], "fingerprint") != 0 && strcmp(argv[2], "pin") != 0)) {
+		fputs("usage: icechunk_ops REPO fingerprint|pin N\n", stderr);
+		return 2;
+	}
+	int n = atoi(argv[3]);
+	const struct tether_backend *b = tether_backend_find("icechunk");
+	if (!b) {
+		fprintf(stderr, "icechunk_ops: %s\n", tether_error_last());
+		return 1;
+	}
+	struct tether_bctx ctx = {.dataset_id = "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0", .threads = 1};
+	json_t *loc = json_pack("{s:s, s:s}", "uri", argv[1], "branch", "main");
+	json_t *times = json_array();
+	struct tether_fingerprint fp = {0};
+	if (b->fingerprint(&ctx, loc, NULL, &fp) != 0) {
+		fprintf(stderr, "icechunk_ops: %s\n", tether_error_last());
+		return 1;
+	}
+	for (int i = 0; i < n; i++) {
+		double t0 = now();
+		int rc;
+		if (argv[2][0] == 'f') {
+			struct tether_fingerprint again = {0};
+			rc = b->fingerprint(&ctx, loc, NULL, &again);
+			json_decref(again.state);
+		} else {
+			char pin[64];
+			json_t *ref = NULL;
+			snprintf(pin, sizeof pin, "b0b0b0b0.%016x", (unsigned)i);
+			rc = b->pin(&ctx, loc, fp.state, pin, &ref);
+			json_decref(ref);
+		}
+		double t1 = now();
+		if (rc) {
+			fprintf(stderr, "icechunk_ops: %s\n", tether_error_last());
+			return 1;
+		}
+		json_array_append_new(times, json_real(t1 - t0));
+	}
+	json_t *out = json_pack("{s:s, s:i, s:o}", "op", argv[2], "n", n, "seconds", times);
+	char *text = json_dumps(out, JSON_COMPACT);
+	puts(text);
+	free(text);
+	json_decref(out);
+	json_decref(fp.state);
+	json_decref(loc);
+	return 0;
+}

@@ -118,10 +118,13 @@ static int not_ancestor(struct ic_repository *repo, const struct ic_id *from, co
 static int v2_collect(struct ic_repository *repo, const struct ic_id *from, const struct ic_id *to,
                       struct acc *a)
 {
-	struct ic_repo r;
-	int rc = ic_repo_read(repo->store, &r, NULL);
+	const struct ic_repo *view;
+	int rc = ic_repo_view(repo, &view);
 	if (rc)
 		return rc;
+	/* A copy of the view's header: read_log below reads other files, but
+	 * no other view, so the view stays valid throughout. */
+	const struct ic_repo r = *view;
 	long i = ic_repo_snapshot(&r, to), target = ic_repo_snapshot(&r, from);
 	uint32_t steps = 0;
 	while (i >= 0 && i != target && steps++ < r.nsnaps)
@@ -137,7 +140,6 @@ static int v2_collect(struct ic_repository *repo, const struct ic_id *from, cons
 			rc = read_log(repo, a, &s->id, 0);
 		i = s->parent;
 	}
-	ic_repo_free(&r);
 	return rc;
 }
 

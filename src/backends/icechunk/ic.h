@@ -297,6 +297,10 @@ int ic_delete_branch(struct ic_repository *repo, const char *branch);
  * a JSON array of {"id", "parent", "flushed_at" (µs), "message"}. */
 int ic_ancestry(struct ic_repository *repo, const struct ic_id *start, size_t max, json_t **out);
 
+/* view.c: the `repo` file read-only, parsed once per version and kept
+ * per thread; *out stays valid until this thread's next view. */
+int ic_repo_view(struct ic_repository *repo, const struct ic_repo **out);
+
 /* ------------------------------------------------------------------ */
 /* v1.c: spec 1 (Icechunk 1.x) refs/ layout                            */
 /* ------------------------------------------------------------------ */

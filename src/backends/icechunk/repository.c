@@ -43,38 +43,36 @@ int ic_list_refs(struct ic_repository *repo, int tags, json_t **out)
 {
 	if (repo->spec == 1)
 		return ic_v1_list_refs(repo, tags, out);
-	struct ic_repo r;
-	int rc = ic_repo_read(repo->store, &r, NULL);
+	const struct ic_repo *r;
+	int rc = ic_repo_view(repo, &r);
 	if (rc)
 		return rc;
 	*out = json_object();
-	const struct ic_ref *refs = tags ? r.tags : r.branches;
-	uint32_t n = tags ? r.ntags : r.nbranches;
+	const struct ic_ref *refs = tags ? r->tags : r->branches;
+	uint32_t n = tags ? r->ntags : r->nbranches;
 	for (uint32_t i = 0; i < n && *out; i++) {
 		char *name = strndup(refs[i].name.p, refs[i].name.n);
 		char text[IC_ID_CHARS + 1];
-		ic_id_text(&r.snaps[refs[i].snap].id, text);
+		ic_id_text(&r->snaps[refs[i].snap].id, text);
 		if (!name || json_object_set_new(*out, name, json_string(text)) != 0) {
 			json_decref(*out);
 			*out = NULL;
 		}
 		free(name);
 	}
-	ic_repo_free(&r);
 	return *out ? 0 : ic_fail_oom();
 }
 
 static int v2_ref(struct ic_repository *repo, int tag, const char *name, struct ic_id *out, int *found)
 {
-	struct ic_repo r;
-	int rc = ic_repo_read(repo->store, &r, NULL);
+	const struct ic_repo *r;
+	int rc = ic_repo_view(repo, &r);
 	if (rc)
 		return rc;
-	long i = tag ? ic_repo_tag(&r, name) : ic_repo_branch(&r, name);
+	long i = tag ? ic_repo_tag(r, name) : ic_repo_branch(r, name);
 	*found = i >= 0;
 	if (*found)
-		*out = r.snaps[(tag ? r.tags : r.branches)[i].snap].id;
-	ic_repo_free(&r);
+		*out = r->snaps[(tag ? r->tags : r->branches)[i].snap].id;
 	return 0;
 }
 
@@ -92,13 +90,11 @@ int ic_snapshot_exists(struct ic_repository *repo, const struct ic_id *id, int *
 {
 	*exists = 0;
 	if (repo->spec == 2) {
-		struct ic_repo r;
-		int rc = ic_repo_read(repo->store, &r, NULL);
+		const struct ic_repo *r;
+		int rc = ic_repo_view(repo, &r);
 		if (rc)
 			return rc;
-		*exists = ic_repo_snapshot(&r, id) >= 0;
-		ic_repo_free(&r);
-		if (!*exists)
+		if (!(*exists = ic_repo_snapshot(r, id) >= 0))
 			return 0;
 	}
 	/* Listed, and its file still there (a garbage collection removes
@@ -445,10 +441,11 @@ static json_t *ancestry_entry(const struct ic_id *id, const struct ic_id *parent
 
 static int v2_ancestry(struct ic_repository *repo, const struct ic_id *start, size_t max, json_t *out)
 {
-	struct ic_repo r;
-	int rc = ic_repo_read(repo->store, &r, NULL);
+	const struct ic_repo *view;
+	int rc = ic_repo_view(repo, &view);
 	if (rc)
 		return rc;
+	const struct ic_repo r = *view;
 	long i = ic_repo_snapshot(&r, start);
 	if (i < 0) {
 		char text[IC_ID_CHARS + 1];
@@ -464,7 +461,6 @@ static int v2_ancestry(struct ic_repository *repo, const struct ic_id *start, si
 			rc = ic_fail_oom();
 		i = s->parent;
 	}
-	ic_repo_free(&r);
 	return rc;
 }
 

@@ -6,7 +6,7 @@ VENV ?= .venv
 MESON ?= meson
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= flatbuf icfile flexbuf
+FUZZ_TARGETS ?= flatbuf icfile flexbuf icrepo
 FUZZ_CORPUS = tests/fuzz/corpus
 
 .PHONY: all demo check unit e2e install bench clean fuzz fuzz-merge

@@ -71,24 +71,16 @@ static int read_nodes(const struct fb_table *root, struct ic_snapshot_file *out,
 	return 0;
 }
 
-int ic_snapshot_read(struct tt_store *s, const struct ic_id *id, struct ic_snapshot_file *out)
+int ic_snapshot_parse(uint8_t *payload, size_t plen, const struct ic_id *want, const char *what,
+                      struct ic_snapshot_file *out)
 {
 	memset(out, 0, sizeof *out);
-	size_t plen = 0;
-	int rc = read_file(s, "snapshots", id, ICF_SNAPSHOT, &out->payload, &plen);
-	if (rc)
-		return rc;
-	char text[IC_ID_CHARS + 1];
-	ic_id_text(id, text);
-	char *what = ic_strdupf("snapshot %s", text);
+	out->payload = payload;
 	struct fb_table root;
 	const uint8_t *sid = NULL, *parent = NULL;
 	const char *msg = NULL;
 	uint32_t mlen = 0;
-	if (!what)
-		rc = ic_fail_oom();
-	if (!rc)
-		rc = fb_root(out->payload, plen, &root);
+	int rc = fb_root(out->payload, plen, &root);
 	if (!rc)
 		rc = fb_struct(&root, SNAP_ID, IC_ID_BYTES, 1, &sid);
 	if (!rc)
@@ -103,7 +95,7 @@ int ic_snapshot_read(struct tt_store *s, const struct ic_id *id, struct ic_snaps
 		rc = read_nodes(&root, out, what);
 	if (!rc) {
 		memcpy(out->id.b, sid, IC_ID_BYTES);
-		if (memcmp(out->id.b, id->b, IC_ID_BYTES) != 0)
+		if (want && memcmp(out->id.b, want->b, IC_ID_BYTES) != 0)
 			rc = tether_error_set(TETHER_EIO, "%s: the file holds another snapshot's id", what);
 		if (parent) {
 			out->has_parent = 1;
@@ -111,9 +103,28 @@ int ic_snapshot_read(struct tt_store *s, const struct ic_id *id, struct ic_snaps
 		}
 		out->message = (struct ic_str){msg ? msg : "", msg ? mlen : 0};
 	}
-	free(what);
 	if (rc)
 		ic_snapshot_free(out);
+	return rc;
+}
+
+int ic_snapshot_read(struct tt_store *s, const struct ic_id *id, struct ic_snapshot_file *out)
+{
+	memset(out, 0, sizeof *out);
+	uint8_t *payload = NULL;
+	size_t plen = 0;
+	int rc = read_file(s, "snapshots", id, ICF_SNAPSHOT, &payload, &plen);
+	if (rc)
+		return rc;
+	char text[IC_ID_CHARS + 1];
+	ic_id_text(id, text);
+	char *what = ic_strdupf("snapshot %s", text);
+	if (!what) {
+		free(payload);
+		return ic_fail_oom();
+	}
+	rc = ic_snapshot_parse(payload, plen, id, what, out);
+	free(what);
 	return rc;
 }
 
@@ -194,18 +205,12 @@ static int read_moves(const struct fb_table *root, struct ic_txlog *out)
 	return 0;
 }
 
-int ic_txlog_read(struct tt_store *s, const struct ic_id *id, struct ic_txlog *out)
+int ic_txlog_parse(uint8_t *payload, size_t plen, const char *what, struct ic_txlog *out)
 {
 	memset(out, 0, sizeof *out);
-	size_t plen = 0;
-	int rc = read_file(s, "transactions", id, ICF_TXLOG, &out->payload, &plen);
-	if (rc)
-		return rc;
-	char text[IC_ID_CHARS + 1];
-	ic_id_text(id, text);
-	char *what = ic_strdupf("transaction log %s", text);
+	out->payload = payload;
 	struct fb_table root;
-	rc = what ? fb_root(out->payload, plen, &root) : ic_fail_oom();
+	int rc = fb_root(out->payload, plen, &root);
 	for (int k = 0; k < 6 && !rc; k++) {
 		struct fb_vec v;
 		int present = 0;
@@ -221,9 +226,28 @@ int ic_txlog_read(struct tt_store *s, const struct ic_id *id, struct ic_txlog *o
 		rc = read_chunks(&root, out, what);
 	if (!rc)
 		rc = read_moves(&root, out);
-	free(what);
 	if (rc)
 		ic_txlog_free(out);
+	return rc;
+}
+
+int ic_txlog_read(struct tt_store *s, const struct ic_id *id, struct ic_txlog *out)
+{
+	memset(out, 0, sizeof *out);
+	uint8_t *payload = NULL;
+	size_t plen = 0;
+	int rc = read_file(s, "transactions", id, ICF_TXLOG, &payload, &plen);
+	if (rc)
+		return rc;
+	char text[IC_ID_CHARS + 1];
+	ic_id_text(id, text);
+	char *what = ic_strdupf("transaction log %s", text);
+	if (!what) {
+		free(payload);
+		return ic_fail_oom();
+	}
+	rc = ic_txlog_parse(payload, plen, what, out);
+	free(what);
 	return rc;
 }
 

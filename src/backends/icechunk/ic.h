@@ -338,6 +338,10 @@ struct ic_snapshot_file {
 };
 
 int ic_snapshot_read(struct tt_store *s, const struct ic_id *id, struct ic_snapshot_file *out);
+/* The same from a decompressed payload (owned by *out, also on failure);
+ * want, when given, is the id the file must hold. */
+int ic_snapshot_parse(uint8_t *payload, size_t len, const struct ic_id *want, const char *what,
+                      struct ic_snapshot_file *out);
 void ic_snapshot_free(struct ic_snapshot_file *f);
 
 /* A transaction log, decoded into what diff needs. */
@@ -374,6 +378,7 @@ enum {
 
 /* TETHER_ENOTFOUND when the log does not exist. */
 int ic_txlog_read(struct tt_store *s, const struct ic_id *id, struct ic_txlog *out);
+int ic_txlog_parse(uint8_t *payload, size_t len, const char *what, struct ic_txlog *out);
 void ic_txlog_free(struct ic_txlog *t);
 
 /* Write the initial snapshot and its transaction log (create_store). */

@@ -392,10 +392,10 @@ static void test_encode(void)
 	json_object_set_new(big, "many", many);
 	CHECK(round_trips(big));
 	/* The same value gives the same bytes every time. */
-	uint8_t *b1, *b2;
-	size_t n1, n2;
+	uint8_t *b1 = NULL, *b2 = NULL;
+	size_t n1 = 0, n2 = 1;
 	CHECK(flex_encode(big, &b1, &n1) == 0 && flex_encode(big, &b2, &n2) == 0);
-	CHECK(n1 == n2 && memcmp(b1, b2, n1) == 0);
+	CHECK(b1 && b2 && n1 == n2 && memcmp(b1, b2, n1) == 0);
 	free(b1);
 	free(b2);
 	json_decref(big);

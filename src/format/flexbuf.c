@@ -206,7 +206,10 @@ static int flex_vector(struct flex_reader *r, uint64_t pos, unsigned width, uint
 	json_t *arr = json_array();
 	if (!arr)
 		return tether_error_set(TETHER_ERROR, "flexbuffer: out of memory");
-	uint8_t elem_packed = (uint8_t)(elem_type << 2);
+	/* A typed vector's elements have its width: for the deprecated vector
+	 * of strings that is the width of each string's length too, as Rust
+	 * reads it. */
+	uint8_t elem_packed = (uint8_t)(elem_type << 2 | (width == 1 ? 0 : width == 2 ? 1 : width == 4 ? 2 : 3));
 	for (uint64_t i = 0; i < n; i++) {
 		uint8_t packed = untyped ? r->buf[pos + n * width + i] : elem_packed;
 		json_t *v;

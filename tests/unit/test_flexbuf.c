@@ -300,6 +300,10 @@ static void test_vectors(void)
 	/* Keys and (deprecated) strings in typed vectors. */
 	CHECK(decodes_to("61006200020504023801", "[\"a\", \"b\"]"));
 	CHECK(decodes_to("01610002626300020705023c01", "[\"a\", \"bc\"]"));
+	/* ... of width 2, where each string's length is 2 bytes wide too:
+	 * 0 "a" (length 0100) | 4 "bc" (0200, NUL, pad) | 10 length 0200,
+	 * offsets 0a00 0800 | 16 root slot 04, type 0x3d, width 1 */
+	CHECK(decodes_to("0100610002006263000002000a000800043d01", "[\"a\", \"bc\"]"));
 	/* Empty vectors, typed and untyped, and an empty map. */
 	CHECK(decodes_to("00002801", "[]"));
 	CHECK(decodes_to("00002c01", "[]"));

@@ -811,6 +811,12 @@ int flex_encode(const json_t *value, uint8_t **out, size_t *len)
 	*len = 0;
 	if (!value)
 		return tether_error_set(TETHER_EUSAGE, "flexbuffer: no value to encode");
+	/* The stack exists before the first container is stored, so
+	 * `stack + base` is never arithmetic on a null pointer. */
+	w.stack = malloc(32 * sizeof *w.stack);
+	if (!w.stack)
+		return tether_error_set(TETHER_ERROR, "flexbuffer: out of memory");
+	w.stack_cap = 32;
 	fw_value(&w, value, 0);
 	if (!w.failed) {
 		struct flex_val root = w.stack[0];

@@ -308,6 +308,10 @@ static void test_vectors(void)
 	CHECK(decodes_to("00002801", "[]"));
 	CHECK(decodes_to("00002c01", "[]"));
 	CHECK(encodes_to("[]", "00002801"));
+	/* An empty container stored before any value was pushed (found by
+	 * fuzz_flexbuf under clang's UBSan: arithmetic on the null stack). */
+	CHECK(encodes_to("{}", "00000100002401"));
+	CHECK(encodes_to("[[]]", "00010128022801"));
 }
 
 static void test_maps(void)

@@ -63,7 +63,7 @@ enum flex_type {
 #define FLEX_NODES_PER_BYTE 4
 #define FLEX_NODES_BASE (1u << 16)
 #define FLEX_TEXT_PER_BYTE 64
-#define FLEX_TEXT_BASE (1u << 24)
+#define FLEX_TEXT_BASE (1u << 20)
 
 struct flex_reader {
 	const uint8_t *buf;

@@ -30,7 +30,7 @@ $(CHECK_BUILD)/build.ninja:
 	CC=$${CC:-gcc} $(MESON) setup $(CHECK_BUILD) --buildtype=debug -Db_sanitize=address,undefined \
 		-Db_lundef=false -Dwerror=true
 
-# libFuzzer on each target for FUZZ_SECONDS, starting from the committed
+# libFuzzer (needs clang: Debian clang) on each target for FUZZ_SECONDS, from the committed
 # corpus (tests/fuzz/corpus/<target>/, read only) and keeping what it finds
 # in $(FUZZ_BUILD)/corpus/<target>/; crashes land in $(FUZZ_BUILD)/crashes/.
 # `make fuzz-merge` then folds the new inputs into a minimal committed corpus.

@@ -30,10 +30,11 @@ $(CHECK_BUILD)/build.ninja:
 	CC=$${CC:-gcc} $(MESON) setup $(CHECK_BUILD) --buildtype=debug -Db_sanitize=address,undefined \
 		-Db_lundef=false -Dwerror=true
 
-# libFuzzer on each target for FUZZ_SECONDS, starting from the committed
+# libFuzzer (needs clang: Debian clang) on each target for FUZZ_SECONDS, from the committed
 # corpus (tests/fuzz/corpus/<target>/, read only) and keeping what it finds
 # in $(FUZZ_BUILD)/corpus/<target>/; crashes land in $(FUZZ_BUILD)/crashes/.
-# `make fuzz-merge` then folds the new inputs into a minimal committed corpus.
+# `make fuzz-merge` then adds to the committed corpus only the new inputs that
+# reach new coverage (libFuzzer -merge=1), keeping the named seeds as they are.
 fuzz: $(FUZZ_BUILD)/build.ninja
 	$(MESON) compile -C $(FUZZ_BUILD) $(addprefix tests/fuzz/fuzz_,$(FUZZ_TARGETS))
 	mkdir -p $(FUZZ_BUILD)/crashes
@@ -47,10 +48,8 @@ fuzz: $(FUZZ_BUILD)/build.ninja
 fuzz-merge: $(FUZZ_BUILD)/build.ninja
 	$(MESON) compile -C $(FUZZ_BUILD) $(addprefix tests/fuzz/fuzz_,$(FUZZ_TARGETS))
 	set -e; for t in $(FUZZ_TARGETS); do \
-		rm -rf $(FUZZ_BUILD)/merged/$$t; mkdir -p $(FUZZ_BUILD)/merged/$$t $(FUZZ_BUILD)/corpus/$$t; \
-		$(FUZZ_BUILD)/tests/fuzz/fuzz_$$t -merge=1 $(FUZZ_BUILD)/merged/$$t $(FUZZ_CORPUS)/$$t $(FUZZ_BUILD)/corpus/$$t; \
-		find $(FUZZ_CORPUS)/$$t -type f ! -name '.*' -delete; \
-		cp $(FUZZ_BUILD)/merged/$$t/* $(FUZZ_CORPUS)/$$t/; \
+		mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
+		$(FUZZ_BUILD)/tests/fuzz/fuzz_$$t -merge=1 $(FUZZ_CORPUS)/$$t $(FUZZ_BUILD)/corpus/$$t; \
 	done
 
 $(FUZZ_BUILD)/build.ninja:

@@ -63,7 +63,7 @@ enum flex_type {
 #define FLEX_NODES_PER_BYTE 4
 #define FLEX_NODES_BASE (1u << 16)
 #define FLEX_TEXT_PER_BYTE 64
-#define FLEX_TEXT_BASE (1u << 24)
+#define FLEX_TEXT_BASE (1u << 20)
 
 struct flex_reader {
 	const uint8_t *buf;
@@ -206,7 +206,10 @@ static int flex_vector(struct flex_reader *r, uint64_t pos, unsigned width, uint
 	json_t *arr = json_array();
 	if (!arr)
 		return tether_error_set(TETHER_ERROR, "flexbuffer: out of memory");
-	uint8_t elem_packed = (uint8_t)(elem_type << 2);
+	/* A typed vector's elements have its width: for the deprecated vector
+	 * of strings that is the width of each string's length too, as Rust
+	 * reads it. */
+	uint8_t elem_packed = (uint8_t)(elem_type << 2 | (width == 1 ? 0 : width == 2 ? 1 : width == 4 ? 2 : 3));
 	for (uint64_t i = 0; i < n; i++) {
 		uint8_t packed = untyped ? r->buf[pos + n * width + i] : elem_packed;
 		json_t *v;
@@ -808,6 +811,12 @@ int flex_encode(const json_t *value, uint8_t **out, size_t *len)
 	*len = 0;
 	if (!value)
 		return tether_error_set(TETHER_EUSAGE, "flexbuffer: no value to encode");
+	/* The stack exists before the first container is stored, so
+	 * `stack + base` is never arithmetic on a null pointer. */
+	w.stack = malloc(32 * sizeof *w.stack);
+	if (!w.stack)
+		return tether_error_set(TETHER_ERROR, "flexbuffer: out of memory");
+	w.stack_cap = 32;
 	fw_value(&w, value, 0);
 	if (!w.failed) {
 		struct flex_val root = w.stack[0];

@@ -4,6 +4,8 @@
 
 #include "format/flexbuf.h"
 
+#include <tether.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +22,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t elen = 0, elen2 = 0;
 	FUZZ_ASSERT(flex_encode(v, &enc, &elen) == 0);
 	json_t *again = NULL;
-	FUZZ_ASSERT(flex_decode(enc, elen, &again) == 0);
+	if (flex_decode(enc, elen, &again) != 0) {
+		/* Only the size-bound allowance may refuse it, and only when the
+		 * re-encoding is smaller than the input (shared keys can make the
+		 * text grow faster than the buffer). */
+		FUZZ_ASSERT(strstr(tether_error_last(), "more data than the buffer") && elen < size);
+		free(enc);
+		json_decref(v);
+		return 0;
+	}
 	FUZZ_ASSERT(json_equal(v, again));
 	FUZZ_ASSERT(flex_encode(again, &enc2, &elen2) == 0);
 	FUZZ_ASSERT(elen == elen2 && memcmp(enc, enc2, elen) == 0);

@@ -300,10 +300,18 @@ static void test_vectors(void)
 	/* Keys and (deprecated) strings in typed vectors. */
 	CHECK(decodes_to("61006200020504023801", "[\"a\", \"b\"]"));
 	CHECK(decodes_to("01610002626300020705023c01", "[\"a\", \"bc\"]"));
+	/* ... of width 2, where each string's length is 2 bytes wide too:
+	 * 0 "a" (length 0100) | 4 "bc" (0200, NUL, pad) | 10 length 0200,
+	 * offsets 0a00 0800 | 16 root slot 04, type 0x3d, width 1 */
+	CHECK(decodes_to("0100610002006263000002000a000800043d01", "[\"a\", \"bc\"]"));
 	/* Empty vectors, typed and untyped, and an empty map. */
 	CHECK(decodes_to("00002801", "[]"));
 	CHECK(decodes_to("00002c01", "[]"));
 	CHECK(encodes_to("[]", "00002801"));
+	/* An empty container stored before any value was pushed (found by
+	 * fuzz_flexbuf under clang's UBSan: arithmetic on the null stack). */
+	CHECK(encodes_to("{}", "00000100002401"));
+	CHECK(encodes_to("[[]]", "00010128022801"));
 }
 
 static void test_maps(void)
@@ -392,10 +400,10 @@ static void test_encode(void)
 	json_object_set_new(big, "many", many);
 	CHECK(round_trips(big));
 	/* The same value gives the same bytes every time. */
-	uint8_t *b1, *b2;
-	size_t n1, n2;
+	uint8_t *b1 = NULL, *b2 = NULL;
+	size_t n1 = 0, n2 = 1;
 	CHECK(flex_encode(big, &b1, &n1) == 0 && flex_encode(big, &b2, &n2) == 0);
-	CHECK(n1 == n2 && memcmp(b1, b2, n1) == 0);
+	CHECK(b1 && b2 && n1 == n2 && memcmp(b1, b2, n1) == 0);
 	free(b1);
 	free(b2);
 	json_decref(big);

@@ -93,7 +93,7 @@ int fb_root(const void *data, size_t len, struct fb_table *root)
 {
 	if (len > UINT32_MAX)
 		return fb_fail("buffer over 4 GiB", 0);
-	uint64_t pos;
+	uint64_t pos = 0;
 	int rc = follow_uoffset(data, len, 0, &pos);
 	if (rc)
 		return rc;
@@ -155,7 +155,7 @@ static int field_pos(const struct fb_table *t, unsigned slot, unsigned size, uns
 #define FB_SCALAR_READER(name, type, size, load)                                          \
 	int name(const struct fb_table *t, unsigned slot, type dflt, type *out)                \
 	{                                                                                      \
-		uint64_t pos;                                                                      \
+		uint64_t pos = 0;                                                                      \
 		int rc = field_pos(t, slot, size, size, &pos);                                     \
 		if (rc)                                                                            \
 			return rc;                                                                     \
@@ -181,7 +181,7 @@ int fb_struct(const struct fb_table *t, unsigned slot, size_t size, size_t align
 	*out = NULL;
 	if (size == 0 || size > UINT16_MAX || bad_align(align))
 		return tether_error_set(TETHER_EUSAGE, "flatbuffer: struct of size %zu, alignment %zu", size, align);
-	uint64_t pos;
+	uint64_t pos = 0;
 	int rc = field_pos(t, slot, (unsigned)size, (unsigned)align, &pos);
 	if (rc)
 		return rc;
@@ -193,7 +193,7 @@ int fb_struct(const struct fb_table *t, unsigned slot, size_t size, size_t align
 /* The uoffset field at slot, followed. *target = 0 when absent. */
 static int offset_field(const struct fb_table *t, unsigned slot, uint64_t *target)
 {
-	uint64_t pos;
+	uint64_t pos = 0;
 	*target = 0;
 	int rc = field_pos(t, slot, 4, 4, &pos);
 	if (rc || !pos)
@@ -203,7 +203,7 @@ static int offset_field(const struct fb_table *t, unsigned slot, uint64_t *targe
 
 int fb_table(const struct fb_table *t, unsigned slot, struct fb_table *out, int *present)
 {
-	uint64_t target;
+	uint64_t target = 0;
 	*present = 0;
 	int rc = offset_field(t, slot, &target);
 	if (rc || !target)
@@ -283,7 +283,7 @@ static int open_vector(const uint8_t *buf, size_t len, uint64_t pos, size_t elem
  * A missing NUL after it is tolerated, as Icechunk's verifier options do. */
 static int open_string(const uint8_t *buf, size_t len, uint64_t pos, const char **s, uint32_t *n)
 {
-	struct fb_vec v;
+	struct fb_vec v = {0};
 	int rc = open_vector(buf, len, pos, 1, 1, &v);
 	if (rc)
 		return rc;
@@ -297,7 +297,7 @@ static int open_string(const uint8_t *buf, size_t len, uint64_t pos, const char 
 
 int fb_string(const struct fb_table *t, unsigned slot, const char **s, uint32_t *n)
 {
-	uint64_t target;
+	uint64_t target = 0;
 	*s = NULL;
 	*n = 0;
 	int rc = offset_field(t, slot, &target);
@@ -314,7 +314,7 @@ int fb_vector(const struct fb_table *t, unsigned slot, size_t elem_size, size_t 
 	if (elem_size == 0 || elem_size > UINT16_MAX || bad_align(elem_align))
 		return tether_error_set(TETHER_EUSAGE, "flatbuffer: vector of %zu-byte elements, alignment %zu",
 		                        elem_size, elem_align);
-	uint64_t target;
+	uint64_t target = 0;
 	int rc = offset_field(t, slot, &target);
 	if (rc || !target)
 		return rc;
@@ -347,7 +347,7 @@ static int vec_ref(const struct fb_vec *v, uint32_t i, uint64_t *target)
 
 int fb_vec_table(const struct fb_vec *v, uint32_t i, struct fb_table *out)
 {
-	uint64_t target;
+	uint64_t target = 0;
 	int rc = vec_ref(v, i, &target);
 	if (rc)
 		return rc;
@@ -356,7 +356,7 @@ int fb_vec_table(const struct fb_vec *v, uint32_t i, struct fb_table *out)
 
 int fb_vec_string(const struct fb_vec *v, uint32_t i, const char **s, uint32_t *n)
 {
-	uint64_t target;
+	uint64_t target = 0;
 	*s = NULL;
 	*n = 0;
 	int rc = vec_ref(v, i, &target);

@@ -103,7 +103,7 @@ static int flex_uint(const struct flex_reader *r, uint64_t pos, unsigned width, 
 
 static int flex_int(const struct flex_reader *r, uint64_t pos, unsigned width, int64_t *out)
 {
-	uint64_t u;
+	uint64_t u = 0;
 	int rc = flex_uint(r, pos, width, &u);
 	if (rc)
 		return rc;
@@ -115,7 +115,7 @@ static int flex_int(const struct flex_reader *r, uint64_t pos, unsigned width, i
 
 static int flex_float(const struct flex_reader *r, uint64_t pos, unsigned width, json_t **out)
 {
-	uint64_t u;
+	uint64_t u = 0;
 	double d;
 	if (width != 4 && width != 8)
 		return flex_fail("float narrower than 32 bits", pos);
@@ -147,7 +147,7 @@ static int flex_uint_json(uint64_t u, uint64_t at, json_t **out)
 /* The position an offset slot names: the slot minus the offset in it. */
 static int flex_deref(const struct flex_reader *r, uint64_t slot, unsigned width, uint64_t *target)
 {
-	uint64_t off;
+	uint64_t off = 0;
 	int rc = flex_uint(r, slot, width, &off);
 	if (rc)
 		return rc;
@@ -231,7 +231,7 @@ static int flex_map(struct flex_reader *r, uint64_t pos, unsigned width, int dep
 {
 	if (pos < 3 * (uint64_t)width)
 		return flex_fail("map prefix before the start of the buffer", pos);
-	uint64_t keys, key_width, n, nkeys;
+	uint64_t keys = 0, key_width = 0, n = 0, nkeys = 0;
 	int rc = flex_deref(r, pos - 3 * width, width, &keys);
 	if (!rc)
 		rc = flex_uint(r, pos - 2 * width, width, &key_width);
@@ -256,7 +256,7 @@ static int flex_map(struct flex_reader *r, uint64_t pos, unsigned width, int dep
 	if (!obj)
 		return tether_error_set(TETHER_ERROR, "flexbuffer: out of memory");
 	for (uint64_t i = 0; i < n; i++) {
-		uint64_t key_pos;
+		uint64_t key_pos = 0;
 		const char *k;
 		size_t klen;
 		json_t *v = NULL;
@@ -315,7 +315,7 @@ static int flex_value(struct flex_reader *r, uint64_t slot, unsigned parent_widt
 		*out = json_null();
 		return 0;
 	case FX_BOOL: {
-		uint64_t u;
+		uint64_t u = 0;
 		rc = flex_uint(r, slot, parent_width, &u);
 		if (!rc)
 			*out = json_boolean(u != 0);
@@ -329,7 +329,7 @@ static int flex_value(struct flex_reader *r, uint64_t slot, unsigned parent_widt
 		return rc;
 	}
 	case FX_UINT: {
-		uint64_t u;
+		uint64_t u = 0;
 		rc = flex_uint(r, slot, parent_width, &u);
 		return rc ? rc : flex_uint_json(u, slot, out);
 	}
@@ -339,7 +339,7 @@ static int flex_value(struct flex_reader *r, uint64_t slot, unsigned parent_widt
 		break;
 	}
 
-	uint64_t pos;
+	uint64_t pos = 0;
 	uint8_t elem;
 	unsigned fixed;
 	if (type > FX_BOOL && type != FX_VECTOR_BOOL)
@@ -356,7 +356,7 @@ static int flex_value(struct flex_reader *r, uint64_t slot, unsigned parent_widt
 		return rc;
 	}
 	case FX_INDIRECT_UINT: {
-		uint64_t u;
+		uint64_t u = 0;
 		rc = flex_uint(r, pos, width, &u);
 		return rc ? rc : flex_uint_json(u, pos, out);
 	}
@@ -364,12 +364,12 @@ static int flex_value(struct flex_reader *r, uint64_t slot, unsigned parent_widt
 		return flex_float(r, pos, width, out);
 	case FX_KEY: {
 		const char *k;
-		size_t n;
+		size_t n = 0;
 		rc = flex_key(r, pos, &k, &n);
 		return rc ? rc : flex_text_json(k, n, pos, out);
 	}
 	case FX_STRING: {
-		uint64_t n;
+		uint64_t n = 0;
 		rc = flex_length(r, pos, width, &n);
 		if (rc)
 			return rc;
@@ -389,7 +389,7 @@ static int flex_value(struct flex_reader *r, uint64_t slot, unsigned parent_widt
 		return flex_fail("nested deeper than 64 levels", pos);
 	if (type == FX_MAP)
 		return flex_map(r, pos, width, depth, out);
-	uint64_t n;
+	uint64_t n = 0;
 	if (type == FX_VECTOR) {
 		rc = flex_length(r, pos, width, &n);
 		return rc ? rc : flex_vector(r, pos, width, n, 1, 0, depth, out);
@@ -434,7 +434,7 @@ struct flex_val {
 	int is_ref;
 	union {
 		int64_t i;
-		uint64_t u;
+		uint64_t u = 0;
 		double d;
 		size_t addr;
 	} v;
@@ -571,7 +571,7 @@ static uint8_t packed_type(const struct flex_val *v, unsigned parent_width)
 
 static void fw_store(struct flex_writer *w, const struct flex_val *v, unsigned width)
 {
-	uint64_t u;
+	uint64_t u = 0;
 	if (v->is_ref) {
 		u = w->len - v->v.addr;
 	} else if (v->type == FX_FLOAT) {

@@ -434,7 +434,7 @@ struct flex_val {
 	int is_ref;
 	union {
 		int64_t i;
-		uint64_t u = 0;
+		uint64_t u;
 		double d;
 		size_t addr;
 	} v;

@@ -123,6 +123,9 @@ struct fbb {
 
 void fbb_init(struct fbb *b);
 void fbb_free(struct fbb *b);
+/* Make room for about n bytes up front (a hint: the buffer grows as
+ * needed anyway), sparing a large buffer its doublings. */
+void fbb_expect(struct fbb *b, size_t n);
 
 /* Strings (NUL-terminated in the buffer), byte vectors, vectors of
  * scalars or structs (elements already little-endian, elem_size bytes
@@ -145,8 +148,9 @@ void fbb_add_struct(struct fbb *b, unsigned slot, const void *p, size_t size, si
 fb_ref fbb_table_end(struct fbb *b);
 
 /* Finish with `root` as the root table and ident (4 chars, or NULL) as the
- * file identifier. On success *out is a malloc'd copy of the buffer. The
- * builder can be freed or reused (fbb_free, fbb_init) afterwards. */
+ * file identifier. On success *out is the malloc'd buffer (the builder
+ * hands over its memory and is left empty). The builder can be freed or
+ * reused (fbb_free, fbb_init) afterwards. */
 int fbb_finish(struct fbb *b, fb_ref root, const char *ident, uint8_t **out, size_t *len);
 
 #endif

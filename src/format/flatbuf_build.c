@@ -66,14 +66,28 @@ static int fbb_reserve(struct fbb *b, size_t n)
 	return 0;
 }
 
+void fbb_expect(struct fbb *b, size_t n)
+{
+	if (n > b->cap && n <= FBB_MAX_SIZE)
+		fbb_reserve(b, n - b->used);
+}
+
 /* Writes n bytes in front of the data. */
 static void fbb_push(struct fbb *b, const void *p, size_t n)
 {
-	if (fbb_reserve(b, n))
+	/* The common case inline: room already there. */
+	if ((b->cap - b->used < n || b->failed) && fbb_reserve(b, n))
 		return;
 	b->used += n;
-	if (n)
-		memcpy(b->buf + b->cap - b->used, p, n);
+	uint8_t *dst = b->buf + b->cap - b->used;
+	/* Most pushes are a scalar or an offset: no library call for those. */
+	if (n <= 8) {
+		const uint8_t *src = p;
+		for (size_t i = 0; i < n; i++)
+			dst[i] = src[i];
+	} else {
+		memcpy(dst, p, n);
+	}
 }
 
 static void fbb_pad(struct fbb *b, size_t n)
@@ -91,8 +105,10 @@ static void fbb_prep(struct fbb *b, size_t align, size_t additional)
 {
 	if (align > b->minalign)
 		b->minalign = align;
-	size_t pad = (align - (b->used + additional) % align) % align;
-	fbb_pad(b, pad);
+	/* align is a power of two (every caller checks): no division. */
+	size_t pad = ((size_t)0 - (b->used + additional)) & (align - 1);
+	if (pad)
+		fbb_pad(b, pad);
 }
 
 static void fbb_push_u32(struct fbb *b, uint32_t v)
@@ -188,7 +204,7 @@ void fbb_table_start(struct fbb *b)
 	}
 	b->in_table = 1;
 	b->table_end = b->used;
-	memset(b->slot_at, 0, sizeof b->slot_at);
+	/* slot_at is all zero here: fbb_init and every fbb_table_end clear it. */
 	b->nslots = 0;
 }
 
@@ -275,8 +291,10 @@ fb_ref fbb_table_end(struct fbb *b)
 		return 0;
 	}
 	b->in_table = 0;
-	if (b->failed)
+	if (b->failed) {
+		memset(b->slot_at, 0, sizeof b->slot_at);
 		return 0;
+	}
 	fbb_prep(b, 4, 4);
 	fbb_push_u32(b, 0); /* the soffset, patched below */
 	if (b->failed)
@@ -297,12 +315,18 @@ fb_ref fbb_table_end(struct fbb *b)
 		size_t off = b->slot_at[s] ? table - b->slot_at[s] : 0;
 		vt[4 + 2 * s] = (uint8_t)off;
 		vt[5 + 2 * s] = (uint8_t)(off >> 8);
+		b->slot_at[s] = 0; /* clean for the next table */
 	}
-	/* used is 4-aligned here and vt_len even: the vtable is 2-aligned. */
+	/* used is 4-aligned here and vt_len even: the vtable is 2-aligned.
+	 * Every table gets its own vtable: sharing one between tables of a
+	 * shape (as FlatBuffers' builders can) makes an Icechunk repo file 12 %
+	 * smaller before compression but 10 % larger after it, and slower to
+	 * compress. */
 	fbb_push(b, vt, vt_len);
 	if (b->failed)
 		return 0;
-	uint32_t soff = (uint32_t)(b->used - table);
+	size_t vtable = b->used;
+	uint32_t soff = (uint32_t)((int64_t)vtable - (int64_t)table);
 	uint8_t *at = b->buf + b->cap - table;
 	at[0] = (uint8_t)soff;
 	at[1] = (uint8_t)(soff >> 8);
@@ -326,11 +350,11 @@ int fbb_finish(struct fbb *b, fb_ref root, const char *ident, uint8_t **out, siz
 	fbb_push_uoffset(b, root);
 	if (b->failed)
 		return tether_error_set(b->failed, "flatbuffer builder: %s", fbb_why ? fbb_why : "failed");
-	uint8_t *copy = malloc(b->used);
-	if (!copy)
-		return tether_error_set(TETHER_ERROR, "flatbuffer builder: out of memory");
-	memcpy(copy, b->buf + b->cap - b->used, b->used);
-	*out = copy;
+	/* The data to the front of the builder's own memory, handed over. */
+	memmove(b->buf, b->buf + b->cap - b->used, b->used);
+	*out = b->buf;
 	*len = b->used;
+	b->buf = NULL;
+	fbb_init(b);
 	return 0;
 }

@@ -3,6 +3,7 @@
 
 #include <tether/backend.h>
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
@@ -23,6 +24,69 @@ static void icf_impl(const uint8_t *field, char out[ICF_IMPL_LEN + 1])
 		end--;
 	memcpy(out, field + start, end - start);
 	out[end - start] = '\0';
+}
+
+/* One compression and one decompression context per thread, kept for the
+ * thread's life: a context is megabytes of tables at level 3, and making
+ * one per file was most of what a small pin cost. */
+struct icf_contexts {
+	ZSTD_CCtx *c;
+	ZSTD_DCtx *d;
+};
+
+static pthread_key_t icf_key;
+static pthread_once_t icf_once = PTHREAD_ONCE_INIT;
+
+static void icf_contexts_free(void *p)
+{
+	struct icf_contexts *x = p;
+	if (!x)
+		return;
+	ZSTD_freeCCtx(x->c);
+	ZSTD_freeDCtx(x->d);
+	free(x);
+}
+
+static void icf_key_init(void)
+{
+	pthread_key_create(&icf_key, icf_contexts_free);
+}
+
+/* The main thread's contexts go when the code is unloaded (a module). */
+__attribute__((destructor)) static void icf_unload(void)
+{
+	pthread_once(&icf_once, icf_key_init);
+	icf_contexts_free(pthread_getspecific(icf_key));
+	pthread_setspecific(icf_key, NULL);
+}
+
+static struct icf_contexts *icf_contexts(void)
+{
+	pthread_once(&icf_once, icf_key_init);
+	struct icf_contexts *x = pthread_getspecific(icf_key);
+	if (!x && (x = calloc(1, sizeof *x)) && pthread_setspecific(icf_key, x) != 0) {
+		free(x);
+		x = NULL;
+	}
+	return x;
+}
+
+static ZSTD_DCtx *icf_dctx(void)
+{
+	struct icf_contexts *x = icf_contexts();
+	if (x && !x->d)
+		x->d = ZSTD_createDCtx();
+	if (x && x->d)
+		ZSTD_DCtx_reset(x->d, ZSTD_reset_session_and_parameters);
+	return x ? x->d : NULL;
+}
+
+static ZSTD_CCtx *icf_cctx(void)
+{
+	struct icf_contexts *x = icf_contexts();
+	if (x && !x->c)
+		x->c = ZSTD_createCCtx();
+	return x ? x->c : NULL;
 }
 
 /* The smallest window log covering n bytes, so a frame cannot make the
@@ -104,7 +168,7 @@ static int icf_decompress(const uint8_t *src, size_t srclen, size_t max, const c
 	if (size != ZSTD_CONTENTSIZE_UNKNOWN && size > max)
 		return tether_error_set(TETHER_EIO, "%s: payload of %llu bytes is over the limit of %zu", what, size, max);
 
-	ZSTD_DCtx *dctx = ZSTD_createDCtx();
+	ZSTD_DCtx *dctx = icf_dctx();
 	if (!dctx)
 		return tether_error_set(TETHER_ERROR, "%s: out of memory", what);
 	int rc = 0;
@@ -129,7 +193,6 @@ static int icf_decompress(const uint8_t *src, size_t srclen, size_t max, const c
 			}
 		}
 	}
-	ZSTD_freeDCtx(dctx);
 	return rc;
 }
 
@@ -184,7 +247,12 @@ int icf_write(uint8_t spec, uint8_t type, const char *impl, const void *payload,
 	buf[36] = spec;
 	buf[37] = type;
 	buf[38] = 1;
-	size_t z = ZSTD_compress(buf + ICF_HEADER_SIZE, bound, payload, plen, level);
+	ZSTD_CCtx *cctx = icf_cctx();
+	if (!cctx) {
+		free(buf);
+		return tether_error_set(TETHER_ERROR, "Icechunk file: out of memory");
+	}
+	size_t z = ZSTD_compressCCtx(cctx, buf + ICF_HEADER_SIZE, bound, payload, plen, level);
 	if (ZSTD_isError(z)) {
 		free(buf);
 		return tether_error_set(TETHER_ERROR, "Icechunk file: zstd: %s", ZSTD_getErrorName(z));

@@ -618,6 +618,8 @@ int ic_repo_serialize(const struct ic_repo *r, uint8_t **out, size_t *len)
 	}
 	struct fbb b;
 	fbb_init(&b);
+	/* About the size it was read at: no doublings of a large buffer. */
+	fbb_expect(&b, r->payload_len + 4096);
 	fb_ref tags = refs_vector(&b, r->tags, r->ntags, scratch);
 	fb_ref branches = refs_vector(&b, r->branches, r->nbranches, scratch);
 	for (uint32_t i = 0; i < r->ndeleted; i++)

@@ -532,3 +532,27 @@ def test_releasing_a_pin_respects_the_delete_tag_flag(ds, store):
     assert p.returncode != 0 and "delete_tag" in p.stdout + p.stderr
     assert (store / "repo").read_bytes() == before
     assert tag_b in tags(store)
+
+
+def test_prune_workspaces_deletes_a_dead_workspaces_pinned_branch(ds, store):
+    add(ds, "img", store)
+    ds.tether("commit", "-m", "one")
+    ds8 = ds.dataset_id()[:8]
+    ds.tether("new", "-b", "feature")
+    ds.tether("new", "-b", "other")
+    ds.git("branch", "-q", "-D", "feature")
+    feature, other = f"tether.ws.{ds8}.feature", f"tether.ws.{ds8}.other"
+    assert branches(store) == sorted(["main", feature, other])
+    dry = ds.tj("gc", "--prune-workspaces")
+    assert [(p["branch"], p["action"]) for p in dry["prune"]] == [(feature, "delete")]
+    assert feature in branches(store)
+    ds.tj("gc", "--prune-workspaces", "--no-dry-run")
+    assert branches(store) == sorted(["main", other])
+    # Unpinned work on a dead workspace's branch stays without --force-prune.
+    ds.tether("new", "-b", "spike")
+    oracle.commit(store, branch=f"tether.ws.{ds8}.spike")
+    ds.tether("new", "other")
+    ds.git("branch", "-q", "-D", "spike")
+    kept = ds.tj("gc", "--prune-workspaces", "--no-dry-run")
+    assert [(p["branch"], p["action"]) for p in kept["prune"]] == [(f"tether.ws.{ds8}.spike", "keep")]
+    assert f"tether.ws.{ds8}.spike" in branches(store)

@@ -421,6 +421,16 @@ static int local_list(struct tt_store *s, const char *prefix, size_t max_keys, j
 	return rc;
 }
 
+static int local_root_exists(struct tt_store *s, int *exists)
+{
+	struct stat st;
+	if (lstat(root_of(s), &st) == 0) {
+		*exists = 1;
+		return 0;
+	}
+	return errno == ENOENT || errno == ENOTDIR ? 0 : fail_errno("cannot stat", root_of(s), errno);
+}
+
 static int local_make_root(struct tt_store *s)
 {
 	return tt_mkdirs(root_of(s), 0777);
@@ -484,6 +494,7 @@ static const struct tt_store_ops local_ops = {
 	.copy = local_copy,
 	.del = local_del,
 	.list = local_list,
+	.root_exists = local_root_exists,
 	.make_root = local_make_root,
 	.remove_root = local_remove_root,
 	.close = local_close,

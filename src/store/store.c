@@ -160,6 +160,12 @@ int tt_store_list(struct tt_store *s, const char *prefix, size_t max_keys, json_
 	return 0;
 }
 
+int tt_store_root_exists(struct tt_store *s, int *exists)
+{
+	*exists = 0;
+	return s->ops->root_exists(s, exists);
+}
+
 int tt_store_make_root(struct tt_store *s)
 {
 	return s->ops->make_root(s);

@@ -71,6 +71,9 @@ int tt_store_delete(struct tt_store *s, const char *key);
  * of strings relative to the root; at most max_keys (0 = all). Staging
  * files of writes in progress are not listed. */
 int tt_store_list(struct tt_store *s, const char *prefix, size_t max_keys, json_t **keys);
+/* Is there anything at the root at all: locally the path itself (an
+ * empty directory counts), on an object store any key under the prefix. */
+int tt_store_root_exists(struct tt_store *s, int *exists);
 /* Make the root exist (mkdir -p locally; nothing on an object store). */
 int tt_store_make_root(struct tt_store *s);
 /* Remove the root once it holds no object: locally, the empty directories

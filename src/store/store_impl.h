@@ -17,6 +17,7 @@ struct tt_store_ops {
 	            const struct tt_version *if_match);
 	int (*del)(struct tt_store *, const char *key);
 	int (*list)(struct tt_store *, const char *prefix, size_t max_keys, json_t *keys);
+	int (*root_exists)(struct tt_store *, int *exists);
 	int (*make_root)(struct tt_store *);
 	int (*remove_root)(struct tt_store *);
 	void (*close)(struct tt_store *);

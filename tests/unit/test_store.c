@@ -165,7 +165,10 @@ static void test_remove_root(void)
 	snprintf(uri, sizeof uri, "%s/removable", root);
 	struct tt_store *s = NULL;
 	CHECK(tt_store_open(uri, NULL, &s) == 0);
+	int exists = 1;
+	CHECK(tt_store_root_exists(s, &exists) == 0 && !exists);
 	CHECK(tt_store_make_root(s) == 0);
+	CHECK(tt_store_root_exists(s, &exists) == 0 && exists); /* an empty directory is something */
 	CHECK(put(s, "d/e/f", "x", TT_PUT_OVERWRITE, NULL) == 0);
 	CHECK(tt_store_remove_root(s) == TETHER_EREFUSED);
 	CHECK(get_is(s, "d/e/f", "x"));

@@ -17,7 +17,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const char *const layout[] = {"repo", "overwritten", "snapshots", "transactions", "manifests", "chunks",
                                      "config.yaml", "refs", NULL};
@@ -107,7 +106,6 @@ int ic_create_store(const struct tether_bctx *ctx, const json_t *locator)
 {
 	struct ic_loc loc;
 	struct tt_store *s = NULL;
-	struct stat st;
 	int rc = ic_read_locator(locator, &loc);
 	if (rc)
 		return rc;
@@ -116,12 +114,17 @@ int ic_create_store(const struct tether_bctx *ctx, const json_t *locator)
 	if (strcmp(loc.branch, "main") != 0)
 		return tether_error_set(TETHER_EUSAGE, "a new Icechunk repository has only the branch main, not \"%s\"",
 		                        loc.branch);
-	/* Anything at the path is someone's: create never adopts it. */
-	if (lstat(loc.uri, &st) == 0)
-		return tether_error_set(TETHER_EREFUSED, "%s already exists; `add --create` makes a new repository and "
-		                                         "never adopts what is there", loc.uri);
 	if ((rc = tt_store_open(loc.uri, ctx->secrets, &s)))
 		return rc;
+	/* Anything at the path is someone's: create never adopts it. */
+	int exists = 0;
+	if ((rc = tt_store_root_exists(s, &exists)) == 0 && exists)
+		rc = tether_error_set(TETHER_EREFUSED, "%s already exists; `add --create` makes a new repository and "
+		                                       "never adopts what is there", loc.uri);
+	if (rc) {
+		tt_store_close(s);
+		return rc;
+	}
 	uint64_t now = ic_now_us();
 	struct ic_repo r;
 	if ((rc = tt_store_make_root(s)) == 0 && (rc = ic_write_initial_files(s, now)) == 0 &&

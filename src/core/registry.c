@@ -171,6 +171,11 @@ static void load_listed_module(void *ud, const char *name)
 	free(kind);
 }
 
+static int by_kind(const void *x, const void *y)
+{
+	return strcmp((*(const struct tether_backend *const *)x)->kind, (*(const struct tether_backend *const *)y)->kind);
+}
+
 json_t *tether_backends(void)
 {
 	tt_module_each("tether-backend-", load_listed_module, NULL);
@@ -178,8 +183,16 @@ json_t *tether_backends(void)
 	pthread_mutex_lock(&registry_lock);
 	for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
 		json_array_append_new(a, describe(builtins[i]));
-	for (size_t i = 0; i < n_registered; i++)
-		json_array_append_new(a, describe(registered[i]));
+	/* Modules in the order of their kinds, not of the directory listing
+	 * that found them: the same machine always prints the same list. */
+	const struct tether_backend **sorted = malloc((n_registered ? n_registered : 1) * sizeof *sorted);
+	if (sorted) {
+		memcpy(sorted, registered, n_registered * sizeof *sorted);
+		qsort(sorted, n_registered, sizeof *sorted, by_kind);
+		for (size_t i = 0; i < n_registered; i++)
+			json_array_append_new(a, describe(sorted[i]));
+		free(sorted);
+	}
 	pthread_mutex_unlock(&registry_lock);
 	return a;
 }

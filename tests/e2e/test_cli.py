@@ -21,8 +21,8 @@ def test_backends_text(run):
     lines = p.stdout.splitlines()
     assert lines[0].split() == ["KIND", "MATURITY", "TIER", "FLAGS", "SUMMARY"]
     rows = {l.split()[0]: l.split() for l in lines[1:]}
-    # git is a module: listed because it is on the module path
-    assert set(rows) == {"file", "memory", "git"}
+    # git and icechunk are modules: listed because they are on the module path
+    assert set(rows) == {"file", "memory", "git", "icechunk"}
     assert rows["file"][1:3] == ["stable", "observed"]
     assert rows["memory"][2] == "forkable"
     # the columns line up: every row's TIER starts where the header's does
@@ -30,12 +30,14 @@ def test_backends_text(run):
     for l in lines[1:]:
         assert l[col:].split()[0] in ("observed", "forkable")
     assert rows["git"][1:3] == ["stable", "forkable"]
+    assert rows["icechunk"][1:3] == ["stable", "forkable"]
 
 
 def test_backends_json(run):
     r = json.loads(run("backends", "--json").stdout)
     kinds = {b["kind"]: b for b in r}
-    assert [b["kind"] for b in r] == ["file", "memory", "git"]
+    # built-ins first, then the modules in the order of their kinds
+    assert [b["kind"] for b in r] == ["file", "memory", "git", "icechunk"]
     f = kinds["file"]
     assert f["maturity"] == "stable"
     assert f["tier"] == "observed"

@@ -522,6 +522,11 @@ void *tt_git_store_owner(const struct tether_vcs *v)
 	return v->owner;
 }
 
+git_repository *tt_git_store_repository(struct tether_vcs *v)
+{
+	return v->repo;
+}
+
 int tt_git_normalize_path(const char *in, char **out)
 {
 	return normalize_path(in, out);
@@ -1901,66 +1906,18 @@ static int git_switch_to(struct tether_vcs *v, const char *rev, const char *new_
 }
 
 /* ------------------------------------------------------------------ */
-/* history walks                                                       */
+/* history walks (git_history.c)                                       */
 /* ------------------------------------------------------------------ */
-
-static int push_all_refs(git_repository *repo, git_revwalk *walk)
-{
-	int rc = git_revwalk_push_glob(walk, "refs/*");
-	/* An unborn HEAD adds nothing (and libgit2 reports it as an error). */
-	if (rc == 0 && git_repository_head_unborn(repo) != 1)
-		rc = git_revwalk_push_head(walk);
-	return rc;
-}
-
-/* Hand every commit of a prepared walk to cb; frees the walk. */
-static int run_commit_walk(git_revwalk *walk, int (*cb)(void *ud, const char *id), void *ud)
-{
-	git_oid oid;
-	int rc = 0, stop = 0;
-	while (!stop && (rc = git_revwalk_next(&oid, walk)) == 0) {
-		char id[GIT_OID_HEXSZ + 1];
-		git_oid_tostr(id, sizeof id, &oid);
-		stop = cb(ud, id);
-	}
-	git_revwalk_free(walk);
-	if (stop)
-		return stop;
-	return rc == GIT_ITEROVER ? 0 : fail_git(rc, "cannot walk the history");
-}
 
 static int git_each_commit(struct tether_vcs *v, int (*cb)(void *ud, const char *id), void *ud)
 {
-	git_revwalk *walk;
-	int rc = git_revwalk_new(&walk, v->repo);
-	if (rc < 0)
-		return fail_git(rc, "cannot walk the history");
-	rc = push_all_refs(v->repo, walk);
-	if (rc < 0) {
-		git_revwalk_free(walk);
-		return fail_git(rc, "cannot walk the history from every ref");
-	}
-	return run_commit_walk(walk, cb, ud);
+	return tt_git_store_walk_from(v, NULL, 0, cb, ud);
 }
 
-int tt_git_store_walk_from(struct tether_vcs *v, const char *const *tips, size_t ntips,
-                           int (*cb)(void *ud, const char *id), void *ud)
+static int git_history_files(struct tether_vcs *v, const char *dir, tether_vcs_history_cb cb, void *ud,
+                             size_t *commits)
 {
-	git_revwalk *walk;
-	git_oid oid;
-	int rc = git_revwalk_new(&walk, v->repo);
-	if (rc < 0)
-		return fail_git(rc, "cannot walk the history");
-	for (size_t i = 0; i < ntips && rc == 0; i++) {
-		rc = git_oid_fromstr(&oid, tips[i]);
-		if (rc == 0)
-			rc = git_revwalk_push(walk, &oid);
-		if (rc < 0) {
-			git_revwalk_free(walk);
-			return fail_git(rc, "cannot walk the history from %s", tips[i]);
-		}
-	}
-	return run_commit_walk(walk, cb, ud);
+	return tt_git_store_history_files(v, NULL, 0, dir, cb, ud, commits);
 }
 
 int tt_git_store_has_path(struct tether_vcs *v, const char *id, const char *path, int *present)
@@ -2009,4 +1966,5 @@ const struct tether_vcs_ops tt_git_ops = {
 	.tree_id = vcs_tree_id,
 	.switch_to = git_switch_to,
 	.list_bookmarks = git_list_bookmarks,
+	.history_files = git_history_files,
 };

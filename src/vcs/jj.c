@@ -641,20 +641,52 @@ static int collect_tips(char *out, const char ***tips, size_t *n)
 	return 0;
 }
 
-static int jj_each_commit(struct tether_vcs *v, int (*cb)(void *ud, const char *id), void *ud)
+/* The visible tips, for a walk from them. */
+static int visible_tips(struct tether_vcs *v, struct tt_jj_result *res, const char ***tips, size_t *n)
 {
 	const char *args[] = { "log", "--ignore-working-copy", "--no-graph", VISIBLE_TIPS,
 		               "--template=commit_id ++ \"\\n\"", NULL };
+	int rc = jj_call(v, "cannot list the visible commits", args, res);
+
+	*tips = NULL;
+	*n = 0;
+	if (rc == 0 && (rc = collect_tips(res->out, tips, n)) != 0) {
+		free(*tips);
+		*tips = NULL;
+		tt_jj_result_free(res);
+	}
+	return rc;
+}
+
+static int jj_each_commit(struct tether_vcs *v, int (*cb)(void *ud, const char *id), void *ud)
+{
 	struct tt_jj_result res;
-	const char **tips = NULL;
-	size_t n = 0;
-	int rc = jj_call(v, "cannot list the visible commits", args, &res);
+	const char **tips;
+	size_t n;
+	int rc = visible_tips(v, &res, &tips, &n);
 
 	if (rc)
 		return rc;
-	rc = collect_tips(res.out, &tips, &n);
+	rc = tt_git_store_walk_from(v, tips, n, cb, ud);
+	free(tips);
+	tt_jj_result_free(&res);
+	return rc;
+}
+
+static int jj_history_files(struct tether_vcs *v, const char *dir, tether_vcs_history_cb cb, void *ud,
+                            size_t *commits)
+{
+	struct tt_jj_result res;
+	const char **tips;
+	size_t n;
+	int rc = refuse_dotjj(dir);
+
+	*commits = 0;
 	if (rc == 0)
-		rc = tt_git_store_walk_from(v, tips, n, cb, ud);
+		rc = visible_tips(v, &res, &tips, &n);
+	if (rc)
+		return rc;
+	rc = tt_git_store_history_files(v, tips, n, dir, cb, ud, commits);
 	free(tips);
 	tt_jj_result_free(&res);
 	return rc;
@@ -1145,6 +1177,7 @@ static const struct tether_vcs_ops jj_ops = {
 	.switch_to = jj_switch_to,
 	.is_tracked = jj_is_tracked,
 	.list_bookmarks = jj_list_bookmarks,
+	.history_files = jj_history_files,
 };
 
 TETHER_API tether_vcs_module_t tether_vcs_module = { &jj_ops, NULL };

@@ -35,6 +35,11 @@ struct tether_vcs; /* an open repository, owned by the implementation */
  * value is returned by read_tree). */
 typedef int (*tether_vcs_file_cb)(void *ud, const char *path, const char *data, size_t len);
 
+/* Called by history_files once per distinct file: `commit` is the first
+ * commit of the walk that holds it. Non-zero stops the walk, as above. */
+typedef int (*tether_vcs_history_cb)(void *ud, const char *commit, const char *path,
+                                     const char *data, size_t len);
+
 struct tether_vcs_ops {
 	int abi;          /* TETHER_VCS_ABI */
 	const char *name; /* "git" */
@@ -185,6 +190,18 @@ struct tether_vcs_ops {
 	 * until jj exports (and is not there at all for a bookmark jj has
 	 * never exported). */
 	int (*list_bookmarks)(struct tether_vcs *, json_t **names);
+
+	/* Every distinct file under directory `dir` (as read_tree) across the
+	 * commits each_commit visits, each (path, content) pair once, with the
+	 * first commit of the walk that holds it: the history walk behind gc
+	 * and verify --all-history. A commit whose tree at `dir` was already
+	 * read is skipped, and a subtree or file already met at the same path
+	 * is not read again, so the cost follows the number of distinct
+	 * files, not commits. *commits is the number of commits walked (also
+	 * when cb stops the walk).
+	 * jj: over the visible commits, as each_commit. */
+	int (*history_files)(struct tether_vcs *, const char *dir, tether_vcs_history_cb cb,
+	                     void *ud, size_t *commits);
 };
 
 /* A VCS module exports this. */

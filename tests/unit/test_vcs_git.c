@@ -318,6 +318,134 @@ static void test_read(void)
 }
 
 /* ---------------------------------------------------------------- */
+/* history_files                                                     */
+/* ---------------------------------------------------------------- */
+
+struct history_calls {
+	json_t *calls; /* [{"commit", "path", "data"}] */
+	int stop_after;
+};
+
+static int collect_history(void *ud, const char *commit, const char *path, const char *data, size_t len)
+{
+	struct history_calls *h = ud;
+
+	json_array_append_new(h->calls, json_pack("{s:s, s:s, s:s%}", "commit", commit, "path", path, "data",
+	                                          data, len));
+	return h->stop_after && (int)json_array_size(h->calls) >= h->stop_after ? 9 : 0;
+}
+
+/* The calls as sorted "path=data" pairs, each checked against git: the
+ * commit it came with holds exactly that content at that path. */
+static char *pairs(const char *repo, const char *dir, const json_t *calls)
+{
+	json_t *list = json_array();
+	size_t i;
+	json_t *c;
+
+	json_array_foreach(calls, i, c) {
+		const char *commit = json_string_value(json_object_get(c, "commit"));
+		const char *path = json_string_value(json_object_get(c, "path"));
+		const char *data = json_string_value(json_object_get(c, "data"));
+		char *there = out("git -C '%s' show '%s:%s/%s'", repo, commit, dir, path);
+		CHECK_STR(there, data);
+		free(there);
+		json_array_append_new(list, json_sprintf("%s=%s", path, data));
+	}
+	char *text = strdup("");
+	while (json_array_size(list)) {
+		size_t best = 0;
+		json_array_foreach(list, i, c)
+			if (strcmp(json_string_value(c), json_string_value(json_array_get(list, best))) < 0)
+				best = i;
+		char *longer = malloc(strlen(text) + strlen(json_string_value(json_array_get(list, best))) + 2);
+		sprintf(longer, "%s%s%s", text, *text ? "|" : "", json_string_value(json_array_get(list, best)));
+		free(text);
+		text = longer;
+		json_array_remove(list, best);
+	}
+	json_decref(list);
+	return text;
+}
+
+static int count_commit(void *ud, const char *id)
+{
+	(void)id;
+	++*(size_t *)ud;
+	return 0;
+}
+
+static void test_history(void)
+{
+	char *repo = mkrepo("history");
+	struct history_calls h = { .calls = json_array() };
+	struct tether_vcs *v = open_at(repo);
+	size_t walked = 99;
+
+	/* An unborn repository has no history. */
+	CHECK(ops->history_files(v, "ds", collect_history, &h, &walked) == 0);
+	CHECK(walked == 0 && json_array_size(h.calls) == 0);
+	ops->close(v);
+
+	put(repo, "ds/a.toml", "A");
+	put(repo, "ds/sub/b.toml", "B");
+	put(repo, "other", "1");
+	commit_all(repo, "one");
+	put(repo, "ds/a.toml", "A2");
+	commit_all(repo, "two");
+	put(repo, "other", "2");
+	commit_all(repo, "three: ds unchanged");
+	put(repo, "ds/a.toml", "A");
+	put(repo, "ds/b2.toml", "B");
+	commit_all(repo, "four: a.toml back to A, the content of b.toml at a second path");
+	/* A branch, and a commit only a tag reaches. */
+	sh("git -C '%s' switch -q -c side HEAD~3", repo);
+	put(repo, "ds/c.toml", "C");
+	commit_all(repo, "side");
+	sh("git -C '%s' switch -q --detach", repo);
+	put(repo, "ds/t.toml", "T");
+	commit_all(repo, "tagged");
+	sh("git -C '%s' tag only-tag && git -C '%s' switch -q main", repo, repo);
+
+	v = open_at(repo);
+	char *count = out("git -C '%s' rev-list --all --count", repo);
+	size_t all = (size_t)atoi(count);
+	free(count);
+
+	/* Each (path, content) once, however many commits hold it. */
+	CHECK(ops->history_files(v, "ds", collect_history, &h, &walked) == 0);
+	CHECK(walked == all && all == 6);
+	char *got = pairs(repo, "ds", h.calls);
+	CHECK_STR(got, "a.toml=A|a.toml=A2|b2.toml=B|c.toml=C|sub/b.toml=B|t.toml=T");
+	free(got);
+
+	/* A subdirectory; a normalised path; a directory no commit has. */
+	json_array_clear(h.calls);
+	CHECK(ops->history_files(v, "./ds//sub/", collect_history, &h, &walked) == 0);
+	got = pairs(repo, "ds/sub", h.calls);
+	CHECK_STR(got, "b.toml=B");
+	free(got);
+	json_array_clear(h.calls);
+	CHECK(ops->history_files(v, "nowhere", collect_history, &h, &walked) == 0);
+	CHECK(json_array_size(h.calls) == 0 && walked == all);
+
+	/* The callback stops the walk, and its value comes back. */
+	h.stop_after = 2;
+	CHECK(ops->history_files(v, "ds", collect_history, &h, &walked) == 9);
+	CHECK(json_array_size(h.calls) == 2);
+	CHECK(ops->history_files(v, "../outside", collect_history, &h, &walked) == TETHER_EUSAGE);
+	CHECK(ops->history_files(v, ".git", collect_history, &h, &walked) == TETHER_EUSAGE);
+
+	/* each_commit visits the same commits. */
+	size_t visited = 0;
+	CHECK(ops->each_commit(v, count_commit, &visited) == 0);
+	CHECK(visited == all);
+	json_decref(h.calls);
+	ops->close(v);
+	free(repo);
+}
+
+/* ---------------------------------------------------------------- */
 /* log                                                               */
 /* ---------------------------------------------------------------- */
 
@@ -883,6 +1011,7 @@ int main(void)
 	test_open_worktree();
 	test_resolve();
 	test_read();
+	test_history();
 	test_log();
 	test_commit_unborn();
 	test_commit_keeps_user_changes();

@@ -738,6 +738,41 @@ def test_verify_notices_a_deleted_or_moved_pin_tag(gds, code):
     assert gds.tj("verify", "--all-history")["ok"] is True
 
 
+def test_verify_all_history_answers_each_state_of_one_store(dsv, code, new_repo):
+    """verify --all-history checks the states of one store together (one
+    open, one pass over its tags); each state still gets its own answer: a
+    deleted tag, a moved one, an annotated tag at the right commit, a held
+    one, and a second store whose repository is gone."""
+    shas = [code.head()]
+    add_code(dsv, code)
+    other = new_repo("other")
+    code_commit(other, {"x": "1\n"}, "x1")
+    add_code(dsv, other, key="other")
+    dsv.tether("commit", "-m", "c0")
+    for i in range(1, 4):
+        shas.append(code_commit(code, {"main.py": f"{i}\n"}, f"c{i}"))
+        dsv.tether("commit", "-m", f"c{i}")
+    pins = [pin_of(dsv, code, s) for s in shas]
+    v = dsv.tj("verify", "--all-history")
+    assert v["ok"] is True and v["states"] == 5
+
+    code.git("tag", "-d", f"tether.{pins[0]}")
+    code.git("tag", "-f", f"tether.{pins[1]}", shas[0])
+    code.git("tag", "-f", "-a", "-m", "annotated now", f"tether.{pins[2]}", shas[2])
+    shutil.rmtree(other.root)
+    v = dsv.tj("verify", "--all-history", check_rc=3)
+    by_pin = {o["pin"]: o for o in v["objects"]}
+    assert by_pin[pins[0]]["ok"] is False
+    assert by_pin[pins[0]]["detail"] == f"tag tether.{pins[0]} is missing from git repository {code.root}"
+    assert by_pin[pins[1]]["ok"] is False
+    assert by_pin[pins[1]]["detail"] == (f"tag tether.{pins[1]} in git repository {code.root} moved: "
+                                          f"it names {shas[0]}, the recorded state is {shas[1]}")
+    assert by_pin[pins[2]]["ok"] is True  # verify peels an annotated tag
+    assert by_pin[pins[3]]["ok"] is True and by_pin[pins[3]]["detail"] is None
+    gone = [o for o in v["objects"] if o["key"] == "other"]
+    assert len(gone) == 1 and gone[0]["ok"] is False and str(other.root) in gone[0]["detail"]
+
+
 # ---------------------------------------------------------------------------
 # Bad input
 # ---------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 #include <tether.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 
 enum { OPT_JSON, OPT_BRANCH, OPT_DRY_RUN, OPT_PLAN, OPT_FROM_PLAN };
 
@@ -19,14 +20,24 @@ static const struct arg_option options[] = {
 
 static const char *const positionals[] = { "REV", NULL };
 
-/* "  fork      code -> tether.ws.ab12cd34.main" or "  skip      raw/x (not forkable)" */
+/* "  fork      code -> tether.ws.ab12cd34.main" or "  skip      raw/x (not forkable)"; a
+ * planned fork also says what it is conditional on. */
 static void print_object(const json_t *o)
 {
 	const char *action = out_str_or(o, "action", "?");
-	if (out_str(o, "branch"))
-		printf("  %-9s %s -> %s\n", action, out_str_or(o, "key", "?"), out_str(o, "branch"));
-	else
+	if (!out_str(o, "branch")) {
 		printf("  %-9s %s (%s)\n", action, out_str_or(o, "key", "?"), out_str_or(o, "detail", ""));
+		return;
+	}
+	printf("  %-9s %s -> %s", action, out_str_or(o, "key", "?"), out_str(o, "branch"));
+	const json_t *expect = json_object_get(o, "expect");
+	char *at = json_is_object(expect) ? json_dumps(expect, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	if (json_is_null(expect))
+		printf(" (if the branch does not exist)");
+	else if (at)
+		printf(" (if the branch is still at %s)", at);
+	free(at);
+	printf("\n");
 }
 
 static void print_plan(const json_t *report)

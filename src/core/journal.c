@@ -14,9 +14,14 @@ void tt_fault_point(const char *op, const char *step)
 	const char *want = getenv("TETHER_FAULT");
 	if (!want || !*want)
 		return;
-	size_t ol = strlen(op);
-	if (strncmp(want, op, ol) == 0 && want[ol] == ':' && strcmp(want + ol + 1, step) == 0)
+	size_t ol = strlen(op), sl = strlen(step);
+	if (strncmp(want, op, ol) != 0 || want[ol] != ':' || strncmp(want + ol + 1, step, sl) != 0)
+		return;
+	const char *rest = want + ol + 1 + sl;
+	if (!*rest)
 		kill(getpid(), SIGKILL);
+	else if (strcmp(rest, ":stop") == 0)
+		kill(getpid(), SIGSTOP); /* a test moves something meanwhile, then sends SIGCONT */
 }
 
 /* In the directory every checkout of the repository shares, per dataset:

@@ -38,7 +38,9 @@ int tt_journal_open_entries(struct tether_repo *repo, json_t **entries);
 int tt_journal_close_finished(struct tether_repo *repo, const char *commit);
 
 /* Test hook: with TETHER_FAULT=<op>:<step> in the environment, the process
- * kills itself with SIGKILL when it reaches that step, as a crash would. */
+ * kills itself with SIGKILL when it reaches that step, as a crash would;
+ * with <op>:<step>:stop it stops itself (SIGSTOP) there, so that a test can
+ * race it (move a branch, say) before it continues (SIGCONT). */
 void tt_fault_point(const char *op, const char *step);
 
 #endif

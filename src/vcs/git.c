@@ -1905,6 +1905,60 @@ static int git_switch_to(struct tether_vcs *v, const char *rev, const char *new_
 	return rc;
 }
 
+static int git_position(struct tether_vcs *v, json_t **pos)
+{
+	git_reference *head = NULL;
+	int rc = git_repository_head(&head, v->repo);
+
+	*pos = NULL;
+	if (rc == GIT_EUNBORNBRANCH || rc == GIT_ENOTFOUND)
+		return tether_error_set(TETHER_ENOTFOUND, "HEAD has no commit yet");
+	if (rc < 0)
+		return fail_git(rc, "cannot read HEAD");
+	if (git_repository_head_detached(v->repo) == 1) {
+		char id[GIT_OID_HEXSZ + 1];
+		git_oid_tostr(id, sizeof id, git_reference_target(head));
+		*pos = json_pack("{s:s}", "commit", id);
+	} else {
+		*pos = json_pack("{s:s}", "branch", git_reference_name(head));
+	}
+	git_reference_free(head);
+	return *pos ? 0 : fail_oom();
+}
+
+/* The branch switch_to just created: only the ref (git_branch_delete would
+ * also rewrite the config, where a new branch has no section). */
+static int delete_branch(struct tether_vcs *v, const char *name)
+{
+	git_reference *ref = NULL;
+	char full[512];
+	int rc;
+
+	snprintf(full, sizeof full, "refs/heads/%s", name);
+	rc = git_reference_lookup(&ref, v->repo, full);
+	if (rc == GIT_ENOTFOUND)
+		return 0;
+	if (rc == 0)
+		rc = git_reference_delete(ref);
+	git_reference_free(ref);
+	return rc < 0 ? fail_git(rc, "cannot delete branch '%s'", name) : 0;
+}
+
+static int git_return_to(struct tether_vcs *v, const json_t *pos, const char *created_branch)
+{
+	const char *branch = json_string_value(json_object_get(pos, "branch"));
+	const char *commit = json_string_value(json_object_get(pos, "commit"));
+	int rc;
+
+	if (!branch && !commit)
+		return tether_error_set(TETHER_ERROR, "no position to return to");
+	/* A branch by its full name is checked out; a commit id detaches. */
+	rc = git_switch_to(v, branch ? branch : commit, NULL);
+	if (rc == 0 && created_branch)
+		rc = delete_branch(v, created_branch);
+	return rc;
+}
+
 /* ------------------------------------------------------------------ */
 /* history walks (git_history.c)                                       */
 /* ------------------------------------------------------------------ */
@@ -1967,4 +2021,6 @@ const struct tether_vcs_ops tt_git_ops = {
 	.switch_to = git_switch_to,
 	.list_bookmarks = git_list_bookmarks,
 	.history_files = git_history_files,
+	.position = git_position,
+	.return_to = git_return_to,
 };

@@ -202,6 +202,21 @@ struct tether_vcs_ops {
 	 * jj: over the visible commits, as each_commit. */
 	int (*history_files)(struct tether_vcs *, const char *dir, tether_vcs_history_cb cb,
 	                     void *ud, size_t *commits);
+
+	/* Where the checkout stands now, as an opaque value for return_to
+	 * (*pos is the caller's): git's branch HEAD names, or the commit a
+	 * detached HEAD is at; TETHER_ENOTFOUND on an unborn HEAD.
+	 * jj: the operation the repository is at, after the working copy is
+	 * snapshotted (so what it held is in that operation). */
+	int (*position)(struct tether_vcs *, json_t **pos);
+
+	/* Undo a switch_to made since `position` gave `pos`: the checkout goes
+	 * back there as switch_to would move it (uncommitted changes carried
+	 * back; refused, TETHER_EREFUSED, when they conflict), and a branch
+	 * that switch_to created (created_branch, or NULL) is deleted again.
+	 * jj: `jj op restore` of that operation, which takes back the new
+	 * change and any bookmark made on it. */
+	int (*return_to)(struct tether_vcs *, const json_t *pos, const char *created_branch);
 };
 
 /* A VCS module exports this. */

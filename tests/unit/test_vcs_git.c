@@ -926,6 +926,52 @@ static void test_current_branch(void)
 	free(repo);
 }
 
+/* position / return_to: back to a branch (deleting the one switch_to
+ * made), back to a detached commit, with uncommitted changes carried. */
+static void test_return_to(void)
+{
+	char *repo = mkrepo("return");
+	struct tether_vcs *v;
+	json_t *pos = NULL;
+	char c1[41], c2[41];
+
+	sh("git init -q -b main '%s/return-unborn'", scratch);
+	v = open_at(path_in(scratch, "return-unborn"));
+	CHECK(ops->position(v, &pos) == TETHER_ENOTFOUND && pos == NULL);
+	ops->close(v);
+
+	put(repo, "f", "1\n");
+	commit_all(repo, "first");
+	put(repo, "f", "2\n");
+	commit_all(repo, "second");
+	v = open_at(repo);
+	CHECK(ops->resolve(v, "HEAD~1", c1) == 0 && ops->resolve(v, "HEAD", c2) == 0);
+	put(repo, "notes", "uncommitted\n");
+
+	CHECK(ops->position(v, &pos) == 0);
+	CHECK_STR(json_string_value(json_object_get(pos, "branch")), "refs/heads/main");
+	CHECK(ops->switch_to(v, c1, "feat") == 0);
+	CHECK_OUT(out("git -C '%s' symbolic-ref --short HEAD", repo), "feat");
+	CHECK(ops->return_to(v, pos, "feat") == 0);
+	CHECK_OUT(out("git -C '%s' symbolic-ref --short HEAD", repo), "main");
+	CHECK_OUT(out("git -C '%s' branch --format='%%(refname:short)'", repo), "main");
+	CHECK_OUT(out("cat '%s/f' '%s/notes'", repo, repo), "2\nuncommitted");
+	CHECK_OUT(out("git -C '%s' status --porcelain", repo), "?? notes");
+	json_decref(pos);
+
+	sh("git -C '%s' checkout -q --detach HEAD~1", repo);
+	CHECK(ops->position(v, &pos) == 0);
+	CHECK_STR(json_string_value(json_object_get(pos, "commit")), c1);
+	CHECK(ops->switch_to(v, "main", NULL) == 0);
+	CHECK(ops->return_to(v, pos, NULL) == 0);
+	CHECK_OUT(out("git -C '%s' rev-parse HEAD", repo), c1);
+	CHECK_OUT(out("git -C '%s' symbolic-ref -q HEAD || echo detached", repo), "detached");
+	json_decref(pos);
+	check_fsck(repo);
+	ops->close(v);
+	free(repo);
+}
+
 static int tracked(struct tether_vcs *v, const char *path)
 {
 	int t = -1;
@@ -1019,6 +1065,7 @@ int main(void)
 	test_commit_modes_filters_submodules();
 	test_commit_refusals();
 	test_current_branch();
+	test_return_to();
 	test_is_tracked();
 
 	git_libgit2_shutdown(); /* frees libgit2's globals for LeakSanitizer */

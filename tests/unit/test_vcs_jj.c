@@ -451,6 +451,30 @@ static void test_branches(const char *repo, struct tether_vcs *v, const char *fi
 	json_decref(names);
 }
 
+/* position / return_to: `jj op restore` takes back the new change and the
+ * bookmark made on it, and the working copy holds what it held. */
+static void test_return_to(const char *repo, struct tether_vcs *v, const char *first)
+{
+	json_t *pos = NULL;
+	put(repo, "wip.txt", "not committed\n");
+	CHECK(ops->position(v, &pos) == 0);
+	CHECK(json_is_string(json_object_get(pos, "operation")));
+	char *change = jj_log(repo, "@", "change_id"), *parent = commit_of(repo, "@-");
+	CHECK(ops->switch_to(v, first, "undone") == 0);
+	CHECK_OUT(branch(v), "undone");
+	CHECK(access(path_in(repo, "wip.txt"), F_OK) != 0);
+	CHECK(ops->return_to(v, pos, "undone") == 0);
+	CHECK_OUT(jj_log(repo, "@", "change_id"), change);
+	CHECK_OUT(commit_of(repo, "@-"), parent);
+	CHECK_OUT(out("cat '%s'", path_in(repo, "wip.txt")), "not committed");
+	CHECK_OUT(out("%s -R '%s' bookmark list --ignore-working-copy -T 'name ++ \"\\n\"' | grep -c '^undone$'",
+	              jj, repo),
+	          "0");
+	free(change);
+	free(parent);
+	json_decref(pos);
+}
+
 /* A second workspace commits on its own @-, and is named by its
  * workspace when no bookmark is near. */
 static void test_workspace(const char *repo)
@@ -500,6 +524,7 @@ static void run_all(const char *name, int colocate)
 	test_commit_edges(repo, v);
 	test_each_commit(repo, v);
 	test_branches(repo, v, first);
+	test_return_to(repo, v, first);
 	test_workspace(repo);
 	ops->close(v);
 	free(repo);

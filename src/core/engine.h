@@ -40,6 +40,8 @@ int tt_manifests_at(struct tether_repo *repo, const char *id, struct tt_manifest
  * working branch, "track" the upstream one, or "skip" it (*detail says
  * why). */
 const char *tt_fork_decision(const struct tt_obj *o, const char **detail);
+/* Does the object work on a working branch (forkable, write = fork)? */
+int tt_fork_wanted(const struct tt_obj *o);
 /* The condition a fork of `branch` is made on: the head tether last left
  * it at in this checkout (borrowed from ws), or NULL when tether never made
  * it here, so it must not exist. */

@@ -24,6 +24,11 @@ static const char *write_policy(const struct tt_obj *o)
 	return w ? w : "none";
 }
 
+int tt_fork_wanted(const struct tt_obj *o)
+{
+	return (o->caps & TETHER_CAP_FORK) && strcmp(write_policy(o), "fork") == 0;
+}
+
 const char *tt_fork_decision(const struct tt_obj *o, const char **detail)
 {
 	const char *policy = write_policy(o);

@@ -195,7 +195,7 @@ static void seen_free(struct seen_set *s)
 /* ------------------------------------------------------------------ */
 
 struct file_walk {
-	git_repository *repo;
+	git_odb *odb;
 	const char *dir; /* normalised; "" is the top */
 	tether_vcs_history_cb cb;
 	void *ud;
@@ -206,7 +206,65 @@ struct file_walk {
 	size_t commits;
 };
 
-/* Append "/name" (or "name" at the top) to the current path; returns the
+/* Objects are read raw through the object database and parsed here: a
+ * walk needs a commit's tree and a tree's entries, not libgit2's parsed
+ * objects (a parsed tree allocates every entry and goes through the
+ * repository's object cache; the raw one is one buffer). */
+static int read_raw(struct file_walk *w, const git_oid *id, git_object_t type, git_odb_object **out)
+{
+	char hex[GIT_OID_HEXSZ + 1];
+	int rc = git_odb_read(out, w->odb, id);
+
+	if (rc < 0)
+		return fail_git(rc, "cannot read object %s of %s at commit %.12s", git_oid_tostr(hex, sizeof hex, id),
+		                *w->dir ? w->dir : "the top", w->commit);
+	if (git_odb_object_type(*out) != type) {
+		git_odb_object_free(*out);
+		return tether_error_set(TETHER_ERROR, "object %s is a %s, not a %s", git_oid_tostr(hex, sizeof hex, id),
+		                        git_object_type2string(git_odb_object_type(*out)), git_object_type2string(type));
+	}
+	return 0;
+}
+
+/* One entry of a raw tree: "<octal mode> <name>\0<20-byte id>". */
+struct tree_entry {
+	unsigned mode;
+	const char *name;
+	const git_oid *id; /* points into the tree: git_oid is its 20 bytes */
+};
+
+/* The entry at *pos (advanced past it): 1 when there is one, 0 at the end,
+ * < 0 when the tree is malformed. */
+static int next_entry(const char *data, size_t size, size_t *pos, struct tree_entry *e)
+{
+	size_t i = *pos;
+
+	if (i >= size)
+		return 0;
+	e->mode = 0;
+	while (i < size && data[i] >= '0' && data[i] <= '7')
+		e->mode = e->mode * 8 + (unsigned)(data[i++] - '0');
+	if (i >= size || data[i] != ' ')
+		return -1;
+	e->name = data + ++i;
+	const char *nul = memchr(e->name, '\0', size - i);
+	if (!nul || (size_t)(nul - data) + 1 + GIT_OID_RAWSZ > size)
+		return -1;
+	e->id = (const git_oid *)(const void *)(nul + 1);
+	*pos = (size_t)(nul - data) + 1 + GIT_OID_RAWSZ;
+	return 1;
+}
+
+static int malformed_tree(const struct file_walk *w)
+{
+	return tether_error_set(TETHER_ERROR, "a malformed tree under %s at commit %.12s", *w->dir ? w->dir : "the top",
+	                        w->commit);
+}
+
+#define MODE_TREE 0040000u
+#define MODE_COMMIT 0160000u /* a submodule: no files of this repository */
+
+/* Append "/name" (or "name" at the top) to the current path; *mark is the
  * length to pop back to. */
 static int path_push(struct file_walk *w, const char *name, size_t *mark)
 {
@@ -240,31 +298,29 @@ static int walk_files(struct file_walk *w, const git_oid *tree_id);
 
 static int visit_blob(struct file_walk *w, const git_oid *id)
 {
-	git_blob *blob = NULL;
-	int rc = git_blob_lookup(&blob, w->repo, id);
+	git_odb_object *blob = NULL;
+	int rc = read_raw(w, id, GIT_OBJECT_BLOB, &blob);
 
 	if (rc < 0)
-		return fail_git(rc, "cannot read %s/%s at commit %.12s", w->dir, w->path, w->commit);
-	rc = w->cb(w->ud, w->commit, w->path, git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob));
-	git_blob_free(blob);
+		return rc;
+	rc = w->cb(w->ud, w->commit, w->path, git_odb_object_data(blob), git_odb_object_size(blob));
+	git_odb_object_free(blob);
 	return rc;
 }
 
-static int visit_entry(struct file_walk *w, const git_tree_entry *e)
+static int visit_entry(struct file_walk *w, const struct tree_entry *e)
 {
-	git_object_t type = git_tree_entry_type(e);
 	size_t mark;
 	int fresh = 0;
 	int rc;
 
-	if (type != GIT_OBJECT_TREE && type != GIT_OBJECT_BLOB)
-		return 0; /* a submodule holds no files of this repository */
-	if ((rc = path_push(w, git_tree_entry_name(e), &mark)) < 0)
+	if (e->mode == MODE_COMMIT)
+		return 0;
+	if ((rc = path_push(w, e->name, &mark)) < 0)
 		return rc;
-	rc = seen_add(&w->seen, git_tree_entry_id(e), w->path, &fresh);
+	rc = seen_add(&w->seen, e->id, w->path, &fresh);
 	if (rc == 0 && fresh)
-		rc = type == GIT_OBJECT_TREE ? walk_files(w, git_tree_entry_id(e))
-		                             : visit_blob(w, git_tree_entry_id(e));
+		rc = e->mode == MODE_TREE ? walk_files(w, e->id) : visit_blob(w, e->id);
 	path_pop(w, mark);
 	return rc;
 }
@@ -274,19 +330,33 @@ static int visit_entry(struct file_walk *w, const git_tree_entry *e)
  * read_tree does. */
 static int walk_files(struct file_walk *w, const git_oid *tree_id)
 {
-	git_tree *tree = NULL;
-	int rc = git_tree_lookup(&tree, w->repo, tree_id);
+	git_odb_object *tree = NULL;
+	int rc = read_raw(w, tree_id, GIT_OBJECT_TREE, &tree);
+	const char *data = rc == 0 ? git_odb_object_data(tree) : NULL;
+	size_t size = rc == 0 ? git_odb_object_size(tree) : 0, pos = 0;
+	struct tree_entry e;
+	int more;
 
-	if (rc < 0)
-		return fail_git(rc, "cannot read a tree of %s at commit %.12s", w->dir, w->commit);
-	for (size_t i = 0, n = git_tree_entrycount(tree); rc == 0 && i < n; i++)
-		rc = visit_entry(w, git_tree_entry_byindex(tree, i));
-	git_tree_free(tree);
+	while (rc == 0 && (more = next_entry(data, size, &pos, &e)) != 0)
+		rc = more < 0 ? malformed_tree(w) : visit_entry(w, &e);
+	git_odb_object_free(tree);
 	return rc;
 }
 
-/* The id of the tree at w->dir in `root`: 0 when found, 1 when the commit
- * has no such directory. */
+/* The entry `name` (len bytes) of a raw tree: 1 and *e when present. */
+static int find_entry(const char *data, size_t size, const char *name, size_t len, struct tree_entry *e)
+{
+	size_t pos = 0;
+	int more;
+
+	while ((more = next_entry(data, size, &pos, e)) > 0)
+		if (strncmp(e->name, name, len) == 0 && e->name[len] == '\0')
+			return 1;
+	return more;
+}
+
+/* The id of the tree at w->dir in tree `root`: 0 when found, 1 when the
+ * commit has no such directory. */
 static int find_dir(struct file_walk *w, const git_oid *root, git_oid *out)
 {
 	const char *name = w->dir;
@@ -295,42 +365,54 @@ static int find_dir(struct file_walk *w, const git_oid *root, git_oid *out)
 
 	git_oid_cpy(&at, root);
 	while (*name && rc == 0) {
-		const char *slash = strchr(name, '/');
-		size_t len = slash ? (size_t)(slash - name) : strlen(name);
-		char part[len + 1];
-		git_tree *tree = NULL;
-
-		memcpy(part, name, len);
-		part[len] = '\0';
-		if ((rc = git_tree_lookup(&tree, w->repo, &at)) < 0)
-			return fail_git(rc, "cannot read a tree of commit %.12s", w->commit);
-		const git_tree_entry *e = git_tree_entry_byname(tree, part);
-		if (!e || git_tree_entry_type(e) != GIT_OBJECT_TREE)
+		size_t len = strcspn(name, "/");
+		git_odb_object *tree = NULL;
+		struct tree_entry e;
+		if ((rc = read_raw(w, &at, GIT_OBJECT_TREE, &tree)) < 0)
+			return rc;
+		int found = find_entry(git_odb_object_data(tree), git_odb_object_size(tree), name, len, &e);
+		if (found < 0)
+			rc = malformed_tree(w);
+		else if (found == 0 || e.mode != MODE_TREE)
 			rc = 1;
 		else
-			git_oid_cpy(&at, git_tree_entry_id(e));
-		git_tree_free(tree);
-		name = slash ? slash + 1 : name + len;
+			git_oid_cpy(&at, e.id);
+		git_odb_object_free(tree);
+		name += len + (name[len] == '/');
 	}
 	if (rc == 0)
 		git_oid_cpy(out, &at);
 	return rc;
 }
 
+/* A raw commit starts "tree <40 hex>\n". */
+static int commit_tree(struct file_walk *w, const git_oid *id, git_oid *tree)
+{
+	git_odb_object *commit = NULL;
+	int rc = read_raw(w, id, GIT_OBJECT_COMMIT, &commit);
+	const char *data = rc == 0 ? git_odb_object_data(commit) : NULL;
+
+	if (rc < 0)
+		return rc;
+	if (git_odb_object_size(commit) < 5 + GIT_OID_HEXSZ || strncmp(data, "tree ", 5) != 0 ||
+	    git_oid_fromstrn(tree, data + 5, GIT_OID_HEXSZ) < 0)
+		rc = tether_error_set(TETHER_ERROR, "commit %s names no tree", w->commit);
+	git_odb_object_free(commit);
+	return rc;
+}
+
 static int visit_commit(void *ud, const git_oid *id)
 {
 	struct file_walk *w = ud;
-	git_commit *commit = NULL;
-	git_oid dir_id;
+	git_oid root, dir_id;
 	int fresh = 0;
 	int rc;
 
 	w->commits++;
 	git_oid_tostr(w->commit, sizeof w->commit, id);
-	if ((rc = git_commit_lookup(&commit, w->repo, id)) < 0)
-		return fail_git(rc, "cannot read commit %s", w->commit);
-	rc = find_dir(w, git_commit_tree_id(commit), &dir_id);
-	git_commit_free(commit);
+	if ((rc = commit_tree(w, id, &root)) < 0)
+		return rc;
+	rc = find_dir(w, &root, &dir_id);
 	if (rc != 0)
 		return rc < 0 ? rc : 0;
 	/* The directory's own tree, under the empty path: seen before, every
@@ -343,12 +425,14 @@ static int visit_commit(void *ud, const git_oid *id)
 int tt_git_store_history_files(struct tether_vcs *v, const char *const *tips, size_t ntips,
                                const char *dir, tether_vcs_history_cb cb, void *ud, size_t *commits)
 {
-	struct file_walk w = {.repo = tt_git_store_repository(v), .cb = cb, .ud = ud};
+	struct file_walk w = {.cb = cb, .ud = ud};
 	char *norm = NULL;
 	git_revwalk *walk = NULL;
 	int rc = tt_git_normalize_path(dir, &norm);
 
 	*commits = 0;
+	if (rc == 0 && (rc = git_repository_odb(&w.odb, tt_git_store_repository(v))) < 0)
+		rc = fail_git(rc, "cannot open the object database");
 	if (rc == 0)
 		rc = start_walk(v, tips, ntips, &walk);
 	if (rc == 0) {
@@ -356,6 +440,7 @@ int tt_git_store_history_files(struct tether_vcs *v, const char *const *tips, si
 		rc = run_walk(walk, visit_commit, &w);
 	}
 	*commits = w.commits;
+	git_odb_free(w.odb);
 	seen_free(&w.seen);
 	free(w.path);
 	free(norm);

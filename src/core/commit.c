@@ -357,10 +357,10 @@ static int auto_fork(struct commit_run *run)
 		struct tt_obj *o = obj_by_key(run, json_string_value(json_object_get(f, "key")));
 		int refork = strcmp(json_string_value(json_object_get(f, "action")), "refork") == 0;
 		json_t *r = NULL;
-		tether_error_clear();
-		if (!o || !bookmark) {
+		if (!o || !bookmark)
 			continue;
-		} else if (tt_fork_object(run->repo, o, run->ws, bookmark, NULL, &r) != 0) {
+		tether_error_clear();
+		if (tt_fork_object(run->repo, o, run->ws, bookmark, NULL, &r) != 0) {
 			json_array_append_new(run->warnings, fork_warning(o->m->key, refork));
 			continue;
 		}

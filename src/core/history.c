@@ -91,10 +91,15 @@ int tt_history_collect(struct tether_repo *repo, struct tt_history *h)
 		note_manifest(h, &work.v[i], "");
 	tt_manifest_set_free(&work);
 	char *dir = tt_repo_vcs_path(repo, ".tether/objects");
+	/* Beside the journal, in the directory only the VCS and tether write:
+	 * a clone cannot bring a cache along that would steer gc. */
+	char *cache = repo->common_dir ? tt_strdupf("%s/tether/cache/%s/history-walk", repo->common_dir, repo->id)
+	                               : NULL;
 	struct walk w = {.h = h, .dir = dir};
-	rc = repo->vcs->history_files(repo->vh, dir, on_manifest, &w, &h->commits);
+	rc = repo->vcs->history_files(repo->vh, dir, cache, on_manifest, &w, &h->commits);
 	if (w.rc)
 		rc = w.rc;
+	free(cache);
 	free(dir);
 	return rc;
 }

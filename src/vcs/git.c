@@ -1968,10 +1968,10 @@ static int git_each_commit(struct tether_vcs *v, int (*cb)(void *ud, const char 
 	return tt_git_store_walk_from(v, NULL, 0, cb, ud);
 }
 
-static int git_history_files(struct tether_vcs *v, const char *dir, tether_vcs_history_cb cb, void *ud,
-                             size_t *commits)
+static int git_history_files(struct tether_vcs *v, const char *dir, const char *cache_path,
+                             tether_vcs_history_cb cb, void *ud, size_t *commits)
 {
-	return tt_git_store_history_files(v, NULL, 0, dir, cb, ud, commits);
+	return tt_git_store_history_files(v, NULL, 0, dir, cache_path, cb, ud, commits);
 }
 
 int tt_git_store_has_path(struct tether_vcs *v, const char *id, const char *path, int *present)

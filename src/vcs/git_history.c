@@ -8,9 +8,12 @@
  * the same path (same object id, so the same content) is not read again. So
  * a walk over N commits of a dataset whose commits each change one manifest
  * reads each manifest blob once, not N times, and never hashes anything:
- * git's object ids already say what is the same. */
+ * git's object ids already say what is the same. With a cache file
+ * (git_walk_cache.h), what one walk read the next one finds there: a
+ * commit's tree at the directory, and the trees and blobs under it. */
 #include "util/git_error.h"
 #include "vcs/git_store.h"
+#include "vcs/git_walk_cache.h"
 
 #include <tether/backend.h>
 
@@ -196,6 +199,7 @@ static void seen_free(struct seen_set *s)
 
 struct file_walk {
 	git_odb *odb;
+	struct walk_cache *cache; /* or NULL */
 	const char *dir; /* normalised; "" is the top */
 	tether_vcs_history_cb cb;
 	void *ud;
@@ -219,9 +223,11 @@ static int read_raw(struct file_walk *w, const git_oid *id, git_object_t type, g
 		return fail_git(rc, "cannot read object %s of %s at commit %.12s", git_oid_tostr(hex, sizeof hex, id),
 		                *w->dir ? w->dir : "the top", w->commit);
 	if (git_odb_object_type(*out) != type) {
+		git_object_t got = git_odb_object_type(*out);
 		git_odb_object_free(*out);
+		*out = NULL;
 		return tether_error_set(TETHER_ERROR, "object %s is a %s, not a %s", git_oid_tostr(hex, sizeof hex, id),
-		                        git_object_type2string(git_odb_object_type(*out)), git_object_type2string(type));
+		                        git_object_type2string(got), git_object_type2string(type));
 	}
 	return 0;
 }
@@ -294,17 +300,46 @@ static void path_pop(struct file_walk *w, size_t mark)
 	w->path[mark] = '\0';
 }
 
+/* An object under the directory: from the cache when it has it, else
+ * from git (and then into the cache). */
+struct raw {
+	const char *data;
+	size_t size;
+	git_odb_object *obj; /* read from git: freed with raw_free */
+};
+
+static int read_under_dir(struct file_walk *w, const git_oid *id, git_object_t type, struct raw *r)
+{
+	git_object_t cached;
+	memset(r, 0, sizeof *r);
+	if (w->cache && (r->data = wc_object(w->cache, id, &cached, &r->size)) && cached == type)
+		return 0;
+	int rc = read_raw(w, id, type, &r->obj);
+	if (rc < 0)
+		return rc;
+	r->data = git_odb_object_data(r->obj);
+	r->size = git_odb_object_size(r->obj);
+	if (w->cache)
+		wc_put_object(w->cache, id, type, r->data, r->size);
+	return 0;
+}
+
+static void raw_free(struct raw *r)
+{
+	git_odb_object_free(r->obj);
+}
+
 static int walk_files(struct file_walk *w, const git_oid *tree_id);
 
 static int visit_blob(struct file_walk *w, const git_oid *id)
 {
-	git_odb_object *blob = NULL;
-	int rc = read_raw(w, id, GIT_OBJECT_BLOB, &blob);
+	struct raw blob;
+	int rc = read_under_dir(w, id, GIT_OBJECT_BLOB, &blob);
 
 	if (rc < 0)
 		return rc;
-	rc = w->cb(w->ud, w->commit, w->path, git_odb_object_data(blob), git_odb_object_size(blob));
-	git_odb_object_free(blob);
+	rc = w->cb(w->ud, w->commit, w->path, blob.data, blob.size);
+	raw_free(&blob);
 	return rc;
 }
 
@@ -330,16 +365,15 @@ static int visit_entry(struct file_walk *w, const struct tree_entry *e)
  * read_tree does. */
 static int walk_files(struct file_walk *w, const git_oid *tree_id)
 {
-	git_odb_object *tree = NULL;
-	int rc = read_raw(w, tree_id, GIT_OBJECT_TREE, &tree);
-	const char *data = rc == 0 ? git_odb_object_data(tree) : NULL;
-	size_t size = rc == 0 ? git_odb_object_size(tree) : 0, pos = 0;
+	struct raw tree;
+	int rc = read_under_dir(w, tree_id, GIT_OBJECT_TREE, &tree);
+	size_t pos = 0;
 	struct tree_entry e;
 	int more;
 
-	while (rc == 0 && (more = next_entry(data, size, &pos, &e)) != 0)
+	while (rc == 0 && (more = next_entry(tree.data, tree.size, &pos, &e)) != 0)
 		rc = more < 0 ? malformed_tree(w) : visit_entry(w, &e);
-	git_odb_object_free(tree);
+	raw_free(&tree);
 	return rc;
 }
 
@@ -410,11 +444,18 @@ static int visit_commit(void *ud, const git_oid *id)
 
 	w->commits++;
 	git_oid_tostr(w->commit, sizeof w->commit, id);
-	if ((rc = commit_tree(w, id, &root)) < 0)
-		return rc;
-	rc = find_dir(w, &root, &dir_id);
-	if (rc != 0)
-		return rc < 0 ? rc : 0;
+	if (!w->cache || !wc_commit_dir(w->cache, id, &dir_id)) {
+		if ((rc = commit_tree(w, id, &root)) < 0)
+			return rc;
+		if ((rc = find_dir(w, &root, &dir_id)) < 0)
+			return rc;
+		if (rc == 1)
+			memset(&dir_id, 0, sizeof dir_id); /* no directory: the zero id */
+		if (w->cache)
+			wc_put_commit_dir(w->cache, id, &dir_id);
+	}
+	if (git_oid_is_zero(&dir_id))
+		return 0;
 	/* The directory's own tree, under the empty path: seen before, every
 	 * file in it has been handed over. */
 	if ((rc = seen_add(&w->seen, &dir_id, "", &fresh)) < 0 || !fresh)
@@ -423,7 +464,8 @@ static int visit_commit(void *ud, const git_oid *id)
 }
 
 int tt_git_store_history_files(struct tether_vcs *v, const char *const *tips, size_t ntips,
-                               const char *dir, tether_vcs_history_cb cb, void *ud, size_t *commits)
+                               const char *dir, const char *cache_path, tether_vcs_history_cb cb, void *ud,
+                               size_t *commits)
 {
 	struct file_walk w = {.cb = cb, .ud = ud};
 	char *norm = NULL;
@@ -435,10 +477,20 @@ int tt_git_store_history_files(struct tether_vcs *v, const char *const *tips, si
 		rc = fail_git(rc, "cannot open the object database");
 	if (rc == 0)
 		rc = start_walk(v, tips, ntips, &walk);
+	if (rc == 0 && cache_path && !(w.cache = wc_load(cache_path, norm)))
+		rc = fail_oom();
 	if (rc == 0) {
 		w.dir = norm;
 		rc = run_walk(walk, visit_commit, &w);
+	} else {
+		git_revwalk_free(walk);
 	}
+	/* Only a walk that went to its end saves: one a callback stopped may
+	 * not have read everything it would have. (What it did read is as
+	 * true, but a complete file is simpler to trust.) */
+	if (rc == 0 && w.cache)
+		wc_save(w.cache);
+	wc_free(w.cache);
 	*commits = w.commits;
 	git_odb_free(w.odb);
 	seen_free(&w.seen);

@@ -43,7 +43,8 @@ int tt_git_store_walk_from(struct tether_vcs *v, const char *const *tips, size_t
 /* tether_vcs_ops.history_files over the commits tt_git_store_walk_from
  * visits from the same tips. */
 int tt_git_store_history_files(struct tether_vcs *v, const char *const *tips, size_t ntips,
-                               const char *dir, tether_vcs_history_cb cb, void *ud, size_t *commits);
+                               const char *dir, const char *cache_path, tether_vcs_history_cb cb, void *ud,
+                               size_t *commits);
 
 /* Is `path` (normalised) a file or a directory in commit `id` (a full id)? */
 int tt_git_store_has_path(struct tether_vcs *v, const char *id, const char *path, int *present);

@@ -673,8 +673,8 @@ static int jj_each_commit(struct tether_vcs *v, int (*cb)(void *ud, const char *
 	return rc;
 }
 
-static int jj_history_files(struct tether_vcs *v, const char *dir, tether_vcs_history_cb cb, void *ud,
-                            size_t *commits)
+static int jj_history_files(struct tether_vcs *v, const char *dir, const char *cache_path,
+                            tether_vcs_history_cb cb, void *ud, size_t *commits)
 {
 	struct tt_jj_result res;
 	const char **tips;
@@ -686,7 +686,7 @@ static int jj_history_files(struct tether_vcs *v, const char *dir, tether_vcs_hi
 		rc = visible_tips(v, &res, &tips, &n);
 	if (rc)
 		return rc;
-	rc = tt_git_store_history_files(v, tips, n, dir, cb, ud, commits);
+	rc = tt_git_store_history_files(v, tips, n, dir, cache_path, cb, ud, commits);
 	free(tips);
 	tt_jj_result_free(&res);
 	return rc;

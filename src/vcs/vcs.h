@@ -198,10 +198,15 @@ struct tether_vcs_ops {
 	 * read is skipped, and a subtree or file already met at the same path
 	 * is not read again, so the cost follows the number of distinct
 	 * files, not commits. *commits is the number of commits walked (also
-	 * when cb stops the walk).
+	 * when cb stops the walk). cache_path (or NULL) names a file where the
+	 * walk keeps what it read, keyed by object id, for the next walk of the
+	 * same directory: a commit's tree there and the objects under it. It
+	 * is only an accelerator (a missing or damaged file is read around and
+	 * replaced), and must live where nothing but tether writes: gc acts on
+	 * what the walk reads.
 	 * jj: over the visible commits, as each_commit. */
-	int (*history_files)(struct tether_vcs *, const char *dir, tether_vcs_history_cb cb,
-	                     void *ud, size_t *commits);
+	int (*history_files)(struct tether_vcs *, const char *dir, const char *cache_path,
+	                     tether_vcs_history_cb cb, void *ud, size_t *commits);
 
 	/* Where the checkout stands now, as an opaque value for return_to
 	 * (*pos is the caller's): git's branch HEAD names, or the commit a

@@ -695,6 +695,33 @@ def test_gc_releases_exactly_the_dropped_pin(gds, code):
     assert gds.tj("verify")["ok"] is True
 
 
+def test_history_walk_cache_changes_no_answer(gds, code):
+    """gc and verify --all-history keep what their walk read in a cache file
+    in the repository's own directory (a clone cannot bring one along),
+    keyed by object id: cold, warm, damaged or stale, the answers are the
+    same, and a dropped commit's pin is released as without it."""
+    (sha1, pin1), (sha2, pin2) = two_pins(gds, code)
+    cache = gds.p(f".git/tether/cache/{gds.dataset_id()}/history-walk")
+    assert not cache.exists()
+    cold_v, cold_gc = gds.tj("verify", "--all-history"), gds.tj("gc")
+    assert cache.exists() and cache.read_bytes().startswith(b"TTWALK1\n")
+    assert gds.git("status", "--porcelain") == ""
+    for _ in range(2):
+        assert gds.tj("verify", "--all-history") == cold_v
+        assert {k: v for k, v in gds.tj("gc").items() if k != "plan"} == \
+            {k: v for k, v in cold_gc.items() if k != "plan"}
+    cache.write_bytes(b"TTWALK1\n" + b"\0" * 200)  # damaged: not trusted, replaced
+    assert gds.tj("verify", "--all-history") == cold_v
+    assert cache.read_bytes() != b"TTWALK1\n" + b"\0" * 200
+    # The cache still knows the commit dropped here; the walk no longer
+    # reaches it, so its pin is unreferenced all the same.
+    drop_last_commit(gds)
+    r = gds.tj("gc", "--no-dry-run")
+    assert [(x["pin"], x["done"]) for x in r["release"]] == [(pin2, True)]
+    assert tags(code) == [f"tether.{pin1}"]
+    assert gds.tj("verify", "--all-history")["states"] == 1
+
+
 def test_gc_keeps_a_pin_another_branch_names(gds, code):
     (sha1, pin1), (sha2, pin2) = two_pins(gds, code)
     gds.git("branch", "keep")

@@ -7,6 +7,7 @@
 #include "check.h"
 #include "shell.h"
 
+#include "util/fsutil.h"
 #include "vcs/vcs.h"
 
 #include <tether/backend.h>
@@ -368,6 +369,100 @@ static char *pairs(const char *repo, const char *dir, const json_t *calls)
 	return text;
 }
 
+/* The calls of one walk, as text, in the order they came. */
+static char *walk_text(struct tether_vcs *v, const char *dir, const char *cache, size_t *walked, int *rc)
+{
+	struct history_calls h = { .calls = json_array() };
+	*rc = ops->history_files(v, dir, cache, collect_history, &h, walked);
+	char *text = json_dumps(h.calls, JSON_COMPACT);
+	json_decref(h.calls);
+	return text;
+}
+
+/* Replace the first `from` (n_from bytes) in the file by `to` (as long),
+ * and make the file's SHA-256 trailer match again. */
+static void rewrite_cache(const char *path, const char *from, const char *to, size_t n_from)
+{
+	FILE *f = fopen(path, "rb");
+	static char buf[1 << 20];
+	size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+	if (f)
+		fclose(f);
+	char *at = NULL;
+	for (size_t i = 0; !at && n > 64 && i + n_from <= n - 64; i++)
+		if (memcmp(buf + i, from, n_from) == 0)
+			at = buf + i;
+	CHECK(at != NULL);
+	if (!at)
+		return;
+	memcpy(at, to, n_from);
+	char hex[65];
+	tether_sha256_hex(buf, n - 64, hex);
+	memcpy(buf + n - 64, hex, 64);
+	f = fopen(path, "wb");
+	CHECK(f && fwrite(buf, 1, n, f) == n);
+	if (f)
+		fclose(f);
+}
+
+/* history_files with a cache file: the same calls, cold and warm; a warm
+ * walk takes the cached objects (a test that rewrites one sees its
+ * rewrite); a damaged file, or one made for another directory, is read
+ * around and replaced. */
+static void test_history_cache(const char *repo, struct tether_vcs *v, size_t all)
+{
+	char cache[PATH_MAX];
+	size_t walked = 0;
+	int rc;
+	snprintf(cache, sizeof cache, "%s/.git/tether/cache/test/history-walk", repo);
+	char *plain = walk_text(v, "ds", NULL, &walked, &rc);
+	CHECK(rc == 0 && !tt_exists(cache));
+	char *cold = walk_text(v, "ds", cache, &walked, &rc);
+	CHECK(rc == 0 && walked == all && tt_exists(cache));
+	char *warm = walk_text(v, "ds", cache, &walked, &rc);
+	CHECK(rc == 0 && walked == all);
+	CHECK_STR(cold, plain);
+	CHECK_STR(warm, plain);
+
+	/* Warm, the walk reads the cache, not git: t.toml's blob (type 3, one
+	 * byte long, "T") rewritten in the file is what it hands over. */
+	rewrite_cache(cache, "\x03\x01\x00\x00\x00T", "\x03\x01\x00\x00\x00X", 6);
+	char *rewritten = walk_text(v, "ds", cache, &walked, &rc);
+	CHECK(rc == 0 && strstr(rewritten, "\"path\":\"t.toml\",\"data\":\"X\"") != NULL);
+	free(rewritten);
+
+	/* A damaged file (its trailer no longer matches) is not trusted, and
+	 * the walk writes a good one in its place. */
+	sh("printf 'x' | dd of='%s' bs=1 seek=40 conv=notrunc status=none", cache);
+	char *damaged = walk_text(v, "ds", cache, &walked, &rc);
+	CHECK(rc == 0);
+	CHECK_STR(damaged, plain);
+	char *again = walk_text(v, "ds", cache, &walked, &rc);
+	CHECK_STR(again, plain);
+
+	/* Another directory's cache is not this one's. */
+	char *sub = walk_text(v, "ds/sub", NULL, &walked, &rc), *sub_cached = walk_text(v, "ds/sub", cache, &walked, &rc);
+	CHECK(rc == 0);
+	CHECK_STR(sub_cached, sub);
+	char *back = walk_text(v, "ds", cache, &walked, &rc);
+	CHECK_STR(back, plain);
+
+	/* A callback that stops the walk leaves the file as it was. */
+	sh("rm -f '%s'", cache);
+	struct history_calls h = { .calls = json_array(), .stop_after = 1 };
+	CHECK(ops->history_files(v, "ds", cache, collect_history, &h, &walked) == 9);
+	CHECK(!tt_exists(cache));
+	json_decref(h.calls);
+	free(plain);
+	free(cold);
+	free(warm);
+	free(damaged);
+	free(again);
+	free(sub);
+	free(sub_cached);
+	free(back);
+}
+
 static int count_commit(void *ud, const char *id)
 {
 	(void)id;
@@ -383,7 +478,7 @@ static void test_history(void)
 	size_t walked = 99;
 
 	/* An unborn repository has no history. */
-	CHECK(ops->history_files(v, "ds", collect_history, &h, &walked) == 0);
+	CHECK(ops->history_files(v, "ds", NULL, collect_history, &h, &walked) == 0);
 	CHECK(walked == 0 && json_array_size(h.calls) == 0);
 	ops->close(v);
 
@@ -413,7 +508,7 @@ static void test_history(void)
 	free(count);
 
 	/* Each (path, content) once, however many commits hold it. */
-	CHECK(ops->history_files(v, "ds", collect_history, &h, &walked) == 0);
+	CHECK(ops->history_files(v, "ds", NULL, collect_history, &h, &walked) == 0);
 	CHECK(walked == all && all == 6);
 	char *got = pairs(repo, "ds", h.calls);
 	CHECK_STR(got, "a.toml=A|a.toml=A2|b2.toml=B|c.toml=C|sub/b.toml=B|t.toml=T");
@@ -421,26 +516,27 @@ static void test_history(void)
 
 	/* A subdirectory; a normalised path; a directory no commit has. */
 	json_array_clear(h.calls);
-	CHECK(ops->history_files(v, "./ds//sub/", collect_history, &h, &walked) == 0);
+	CHECK(ops->history_files(v, "./ds//sub/", NULL, collect_history, &h, &walked) == 0);
 	got = pairs(repo, "ds/sub", h.calls);
 	CHECK_STR(got, "b.toml=B");
 	free(got);
 	json_array_clear(h.calls);
-	CHECK(ops->history_files(v, "nowhere", collect_history, &h, &walked) == 0);
+	CHECK(ops->history_files(v, "nowhere", NULL, collect_history, &h, &walked) == 0);
 	CHECK(json_array_size(h.calls) == 0 && walked == all);
 
 	/* The callback stops the walk, and its value comes back. */
 	h.stop_after = 2;
-	CHECK(ops->history_files(v, "ds", collect_history, &h, &walked) == 9);
+	CHECK(ops->history_files(v, "ds", NULL, collect_history, &h, &walked) == 9);
 	CHECK(json_array_size(h.calls) == 2);
-	CHECK(ops->history_files(v, "../outside", collect_history, &h, &walked) == TETHER_EUSAGE);
-	CHECK(ops->history_files(v, ".git", collect_history, &h, &walked) == TETHER_EUSAGE);
+	CHECK(ops->history_files(v, "../outside", NULL, collect_history, &h, &walked) == TETHER_EUSAGE);
+	CHECK(ops->history_files(v, ".git", NULL, collect_history, &h, &walked) == TETHER_EUSAGE);
 
 	/* each_commit visits the same commits. */
 	size_t visited = 0;
 	CHECK(ops->each_commit(v, count_commit, &visited) == 0);
 	CHECK(visited == all);
 	json_decref(h.calls);
+	test_history_cache(repo, v, all);
 	ops->close(v);
 	free(repo);
 }

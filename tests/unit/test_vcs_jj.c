@@ -349,7 +349,7 @@ static void test_each_commit(const char *repo, struct tether_vcs *v)
 	CHECK(ops->each_commit(v, collect_id, ids) == 0);
 	CHECK(contains(ids, abandoned));
 	json_array_clear(ids);
-	CHECK(ops->history_files(v, "ds/.tether/objects", collect_file, files, &walked) == 0);
+	CHECK(ops->history_files(v, "ds/.tether/objects", NULL, collect_file, files, &walked) == 0);
 	CHECK(names_path(files, "gone.toml"));
 	json_array_clear(files);
 
@@ -358,10 +358,10 @@ static void test_each_commit(const char *repo, struct tether_vcs *v)
 	CHECK(!contains(ids, abandoned));
 	/* The abandoned commit's files are gone from history_files too, and it
 	 * walks exactly the commits each_commit visits. */
-	CHECK(ops->history_files(v, "ds/.tether/objects", collect_file, files, &walked) == 0);
+	CHECK(ops->history_files(v, "ds/.tether/objects", NULL, collect_file, files, &walked) == 0);
 	CHECK(!names_path(files, "gone.toml"));
 	CHECK(walked == json_array_size(ids));
-	CHECK(ops->history_files(v, ".jj/repo", collect_file, files, &walked) == TETHER_EUSAGE);
+	CHECK(ops->history_files(v, ".jj/repo", NULL, collect_file, files, &walked) == TETHER_EUSAGE);
 	json_decref(files);
 	expected = out("%s -R '%s' log --ignore-working-copy --no-graph -r '::visible_heads() ~ root()' "
 	               "-T 'commit_id ++ \"\\n\"' | wc -l",

@@ -1,0 +1,436 @@
+/* The history walk's cache (git_walk_cache.h).
+ *
+ *   "TTWALK1\n"
+ *   u32 length, the directory (normalised, as history_files walks it)
+ *   u32 n, then n x (20-byte commit id, 20-byte tree id; zero: no directory)
+ *   u32 n, then n x (20-byte object id, u8 type, u32 size, size bytes)
+ *   64 hex digits: SHA-256 of everything above
+ *
+ * Integers are little-endian. Loaded objects point into the file's buffer;
+ * objects added later are copies. */
+#include "vcs/git_walk_cache.h"
+
+#include <tether/backend.h>
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char MAGIC[8] = {'T', 'T', 'W', 'A', 'L', 'K', '1', '\n'};
+
+/* Manifests are small; a big blob under the directory is data that would
+ * only bloat the file. */
+#define MAX_OBJECT ((size_t)1 << 20)
+#define MAX_TOTAL ((size_t)256 << 20)
+
+struct commit_dir {
+	git_oid commit, tree;
+};
+
+struct raw_object {
+	git_oid id;
+	git_object_t type;
+	size_t size;
+	const unsigned char *data;
+	unsigned char *owned; /* the copy of an object added this run */
+};
+
+/* Open addressing over oids: slot values are index + 1, 0 is empty. */
+struct oid_index {
+	size_t *slots;
+	size_t cap, count;
+};
+
+struct walk_cache {
+	char *path, *dir;
+	unsigned char *file; /* the loaded file, which loaded objects point into */
+	struct commit_dir *commits;
+	size_t ncommits, capcommits;
+	struct raw_object *objects;
+	size_t nobjects, capobjects;
+	struct oid_index commit_index, object_index;
+	size_t bytes;
+	int changed;
+};
+
+static size_t oid_hash(const git_oid *id)
+{
+	uint64_t h;
+	memcpy(&h, id->id, sizeof h); /* an object id is already a uniform digest */
+	return (size_t)h;
+}
+
+/* The slot for id: its entry, or the empty slot where it would go. */
+static size_t *index_slot(const struct oid_index *ix, const git_oid *id, const void *base, size_t stride)
+{
+	size_t mask = ix->cap - 1;
+	for (size_t i = oid_hash(id) & mask;; i = (i + 1) & mask) {
+		size_t v = ix->slots[i];
+		if (!v || git_oid_equal((const git_oid *)(const void *)((const char *)base + (v - 1) * stride), id))
+			return &ix->slots[i];
+	}
+}
+
+/* Index entry `n` (0-based) of `base`; 0, or -1 when out of memory. */
+static int index_add(struct oid_index *ix, const void *base, size_t stride, size_t n)
+{
+	if (2 * (ix->count + 1) > ix->cap) {
+		struct oid_index bigger = {calloc(ix->cap ? 2 * ix->cap : 256, sizeof *bigger.slots),
+		                           ix->cap ? 2 * ix->cap : 256, ix->count};
+		if (!bigger.slots)
+			return -1;
+		for (size_t i = 0; i < ix->cap; i++) {
+			size_t v = ix->slots[i];
+			if (v)
+				*index_slot(&bigger, (const git_oid *)(const void *)((const char *)base + (v - 1) * stride),
+				            base, stride) = v;
+		}
+		free(ix->slots);
+		*ix = bigger;
+	}
+	const git_oid *id = (const git_oid *)(const void *)((const char *)base + n * stride);
+	size_t *slot = index_slot(ix, id, base, stride);
+	if (!*slot) {
+		*slot = n + 1;
+		ix->count++;
+	}
+	return 0;
+}
+
+static size_t index_find(const struct oid_index *ix, const void *base, size_t stride, const git_oid *id)
+{
+	return ix->cap ? *index_slot(ix, id, base, stride) : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Adding                                                              */
+/* ------------------------------------------------------------------ */
+
+static int add_commit(struct walk_cache *c, const git_oid *commit, const git_oid *tree)
+{
+	if (c->ncommits == c->capcommits) {
+		size_t cap = c->capcommits ? 2 * c->capcommits : 256;
+		struct commit_dir *grown = realloc(c->commits, cap * sizeof *grown);
+		if (!grown)
+			return -1;
+		c->commits = grown;
+		c->capcommits = cap;
+		/* The index holds positions, not pointers: it survives the move. */
+	}
+	git_oid_cpy(&c->commits[c->ncommits].commit, commit);
+	git_oid_cpy(&c->commits[c->ncommits].tree, tree);
+	if (index_add(&c->commit_index, c->commits, sizeof *c->commits, c->ncommits) < 0)
+		return -1;
+	c->ncommits++;
+	return 0;
+}
+
+static int add_object(struct walk_cache *c, const git_oid *id, git_object_t type, const unsigned char *data,
+                      size_t size, unsigned char *owned)
+{
+	if (c->nobjects == c->capobjects) {
+		size_t cap = c->capobjects ? 2 * c->capobjects : 256;
+		struct raw_object *grown = realloc(c->objects, cap * sizeof *grown);
+		if (!grown)
+			return -1;
+		c->objects = grown;
+		c->capobjects = cap;
+	}
+	c->objects[c->nobjects] = (struct raw_object){.type = type, .size = size, .data = data, .owned = owned};
+	git_oid_cpy(&c->objects[c->nobjects].id, id);
+	if (index_add(&c->object_index, c->objects, sizeof *c->objects, c->nobjects) < 0)
+		return -1;
+	c->nobjects++;
+	c->bytes += size;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Loading                                                             */
+/* ------------------------------------------------------------------ */
+
+struct reader {
+	const unsigned char *p, *end;
+};
+
+static int take(struct reader *r, size_t n, const unsigned char **out)
+{
+	if ((size_t)(r->end - r->p) < n)
+		return -1;
+	*out = r->p;
+	r->p += n;
+	return 0;
+}
+
+static int take_u32(struct reader *r, uint32_t *v)
+{
+	const unsigned char *b;
+	if (take(r, 4, &b) < 0)
+		return -1;
+	*v = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+	return 0;
+}
+
+static int known_type(unsigned t)
+{
+	return t == GIT_OBJECT_TREE || t == GIT_OBJECT_BLOB;
+}
+
+/* Parse a whole, checksummed file into c; -1 on anything unexpected. */
+static int parse(struct walk_cache *c, const unsigned char *data, size_t len)
+{
+	char hex[65];
+	if (len < sizeof MAGIC + 64 || memcmp(data, MAGIC, sizeof MAGIC) != 0)
+		return -1;
+	tether_sha256_hex(data, len - 64, hex);
+	if (memcmp(hex, data + len - 64, 64) != 0)
+		return -1;
+	struct reader r = {data + sizeof MAGIC, data + len - 64};
+	const unsigned char *b;
+	uint32_t n;
+	if (take_u32(&r, &n) < 0 || take(&r, n, &b) < 0 || n != strlen(c->dir) || memcmp(b, c->dir, n) != 0)
+		return -1;
+	if (take_u32(&r, &n) < 0)
+		return -1;
+	for (uint32_t i = 0; i < n; i++) {
+		git_oid commit, tree;
+		if (take(&r, 2 * GIT_OID_RAWSZ, &b) < 0)
+			return -1;
+		git_oid_fromraw(&commit, b);
+		git_oid_fromraw(&tree, b + GIT_OID_RAWSZ);
+		if (add_commit(c, &commit, &tree) < 0)
+			return -1;
+	}
+	if (take_u32(&r, &n) < 0)
+		return -1;
+	for (uint32_t i = 0; i < n; i++) {
+		git_oid id;
+		uint32_t size;
+		const unsigned char *bytes;
+		if (take(&r, GIT_OID_RAWSZ + 1, &b) < 0 || !known_type(b[GIT_OID_RAWSZ]) || take_u32(&r, &size) < 0 ||
+		    take(&r, size, &bytes) < 0)
+			return -1;
+		git_oid_fromraw(&id, b);
+		if (add_object(c, &id, (git_object_t)b[GIT_OID_RAWSZ], bytes, size, NULL) < 0)
+			return -1;
+	}
+	return r.p == r.end ? 0 : -1;
+}
+
+static void forget_entries(struct walk_cache *c)
+{
+	for (size_t i = 0; i < c->nobjects; i++)
+		free(c->objects[i].owned);
+	free(c->commit_index.slots);
+	free(c->object_index.slots);
+	memset(&c->commit_index, 0, sizeof c->commit_index);
+	memset(&c->object_index, 0, sizeof c->object_index);
+	c->ncommits = c->nobjects = c->bytes = 0;
+}
+
+static unsigned char *read_whole(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char *buf = NULL;
+	long size;
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (buf = malloc((size_t)size)) && fread(buf, 1, (size_t)size, f) != (size_t)size) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	if (buf)
+		*len = (size_t)size;
+	return buf;
+}
+
+struct walk_cache *wc_load(const char *path, const char *dir)
+{
+	struct walk_cache *c = calloc(1, sizeof *c);
+	if (!c || !(c->path = strdup(path)) || !(c->dir = strdup(dir))) {
+		wc_free(c);
+		return NULL;
+	}
+	size_t len = 0;
+	c->file = read_whole(path, &len);
+	if (c->file && parse(c, c->file, len) < 0) {
+		/* Damaged, or another directory's: start afresh, and replace it. */
+		forget_entries(c);
+		c->changed = 1;
+	}
+	return c;
+}
+
+void wc_free(struct walk_cache *c)
+{
+	if (!c)
+		return;
+	forget_entries(c);
+	free(c->commits);
+	free(c->objects);
+	free(c->file);
+	free(c->path);
+	free(c->dir);
+	free(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Lookups                                                             */
+/* ------------------------------------------------------------------ */
+
+int wc_commit_dir(const struct walk_cache *c, const git_oid *commit, git_oid *tree)
+{
+	size_t v = index_find(&c->commit_index, c->commits, sizeof *c->commits, commit);
+	if (!v)
+		return 0;
+	git_oid_cpy(tree, &c->commits[v - 1].tree);
+	return 1;
+}
+
+void wc_put_commit_dir(struct walk_cache *c, const git_oid *commit, const git_oid *tree)
+{
+	if (add_commit(c, commit, tree) == 0)
+		c->changed = 1;
+}
+
+const void *wc_object(const struct walk_cache *c, const git_oid *id, git_object_t *type, size_t *size)
+{
+	size_t v = index_find(&c->object_index, c->objects, sizeof *c->objects, id);
+	if (!v)
+		return NULL;
+	*type = c->objects[v - 1].type;
+	*size = c->objects[v - 1].size;
+	return c->objects[v - 1].data;
+}
+
+void wc_put_object(struct walk_cache *c, const git_oid *id, git_object_t type, const void *data, size_t size)
+{
+	if (!known_type((unsigned)type) || size > MAX_OBJECT || c->bytes + size > MAX_TOTAL)
+		return;
+	unsigned char *copy = malloc(size ? size : 1);
+	if (!copy)
+		return;
+	memcpy(copy, data, size);
+	if (add_object(c, id, type, copy, size, copy) < 0) {
+		free(copy);
+		return;
+	}
+	c->changed = 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Saving                                                              */
+/* ------------------------------------------------------------------ */
+
+struct writer {
+	unsigned char *buf;
+	size_t len, cap;
+	int failed;
+};
+
+static void put(struct writer *w, const void *data, size_t n)
+{
+	if (w->failed)
+		return;
+	if (w->len + n > w->cap) {
+		size_t cap = w->cap ? w->cap : 1 << 16;
+		while (cap < w->len + n)
+			cap *= 2;
+		unsigned char *grown = realloc(w->buf, cap);
+		if (!grown) {
+			w->failed = 1;
+			return;
+		}
+		w->buf = grown;
+		w->cap = cap;
+	}
+	memcpy(w->buf + w->len, data, n);
+	w->len += n;
+}
+
+static void put_u32(struct writer *w, size_t v)
+{
+	unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+	                      (unsigned char)(v >> 24)};
+	put(w, b, 4);
+}
+
+/* mkdir -p of the directory holding `path`. */
+static int make_parent(const char *path)
+{
+	char *dir = strdup(path);
+	char *slash = dir ? strrchr(dir, '/') : NULL;
+	int rc = 0;
+	if (!slash) {
+		free(dir);
+		return dir ? 0 : -1;
+	}
+	*slash = '\0';
+	for (char *p = dir + 1; rc == 0; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char was = *p;
+		*p = '\0';
+		if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+			rc = -1;
+		*p = was;
+		if (!was)
+			break;
+	}
+	free(dir);
+	return rc;
+}
+
+void wc_save(struct walk_cache *c)
+{
+	if (!c->changed)
+		return;
+	struct writer w = {0};
+	char hex[65];
+	put(&w, MAGIC, sizeof MAGIC);
+	put_u32(&w, strlen(c->dir));
+	put(&w, c->dir, strlen(c->dir));
+	put_u32(&w, c->ncommits);
+	for (size_t i = 0; i < c->ncommits; i++) {
+		put(&w, c->commits[i].commit.id, GIT_OID_RAWSZ);
+		put(&w, c->commits[i].tree.id, GIT_OID_RAWSZ);
+	}
+	put_u32(&w, c->nobjects);
+	for (size_t i = 0; i < c->nobjects; i++) {
+		unsigned char type = (unsigned char)c->objects[i].type;
+		put(&w, c->objects[i].id.id, GIT_OID_RAWSZ);
+		put(&w, &type, 1);
+		put_u32(&w, c->objects[i].size);
+		put(&w, c->objects[i].data, c->objects[i].size);
+	}
+	if (!w.failed) {
+		tether_sha256_hex(w.buf, w.len, hex);
+		put(&w, hex, 64);
+	}
+	/* Written whole to a temporary file, then renamed over the old one:
+	 * a reader sees one complete file or the other. No fsync: a file lost
+	 * or torn in a crash fails its checksum and is only read again. */
+	size_t n = strlen(c->path) + 32;
+	char *tmp = malloc(n);
+	FILE *f = NULL;
+	if (!w.failed && tmp && make_parent(c->path) == 0) {
+		snprintf(tmp, n, "%s.tmp.%ld", c->path, (long)getpid());
+		f = fopen(tmp, "wb");
+	}
+	if (f) {
+		int ok = fwrite(w.buf, 1, w.len, f) == w.len;
+		ok = fclose(f) == 0 && ok;
+		if (!ok || rename(tmp, c->path) != 0)
+			unlink(tmp);
+		else
+			c->changed = 0;
+	}
+	free(tmp);
+	free(w.buf);
+}

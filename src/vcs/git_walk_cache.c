@@ -1,18 +1,27 @@
 /* The history walk's cache (git_walk_cache.h).
  *
- *   "TTWALK1\n"
- *   u32 length, the directory (normalised, as history_files walks it)
- *   u32 n, then n x (20-byte commit id, 20-byte tree id; zero: no directory)
- *   u32 n, then n x (20-byte object id, u8 type, u32 size, size bytes)
- *   64 hex digits: SHA-256 of everything above
+ *   header:  "TTWALK2\n", u32 length, the directory (normalised, as
+ *            history_files walks it), 64 hex digits: SHA-256 of the header
+ *   segment: u32 length, then that many bytes:
+ *              u32 n, n x (20-byte commit id, 20-byte tree id; zero: none)
+ *              u32 n, n x (20-byte object id, u8 type, u32 size, size bytes)
+ *            then 64 hex digits: SHA-256 of those bytes
+ *   ...more segments
  *
- * Integers are little-endian. Loaded objects point into the file's buffer;
- * objects added later are copies. */
+ * Integers are little-endian. A walk that read something new appends one
+ * segment with just that (a single write to a file opened O_APPEND, so two
+ * processes appending at once each add a whole segment), so keeping the
+ * cache current after a commit costs what the commit added, not the whole
+ * file. A segment that fails its checksum (a write cut short) ends the
+ * file for readers, and the next save rewrites the file whole: to a
+ * temporary file, renamed over the old one. Loaded objects point into the
+ * file's buffer; objects added later are copies. */
 #include "vcs/git_walk_cache.h"
 
 #include <tether/backend.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char MAGIC[8] = {'T', 'T', 'W', 'A', 'L', 'K', '1', '\n'};
+static const char MAGIC[8] = {'T', 'T', 'W', 'A', 'L', 'K', '2', '\n'};
 
 /* Manifests are small; a big blob under the directory is data that would
  * only bloat the file. */
@@ -54,7 +63,8 @@ struct walk_cache {
 	size_t nobjects, capobjects;
 	struct oid_index commit_index, object_index;
 	size_t bytes;
-	int changed;
+	size_t saved_commits, saved_objects; /* entries [0, saved) are in the file */
+	int rewrite;                          /* the file must be written whole */
 };
 
 static size_t oid_hash(const git_oid *id)
@@ -112,6 +122,8 @@ static size_t index_find(const struct oid_index *ix, const void *base, size_t st
 
 static int add_commit(struct walk_cache *c, const git_oid *commit, const git_oid *tree)
 {
+	if (index_find(&c->commit_index, c->commits, sizeof *c->commits, commit))
+		return 1; /* known (two writers appended it) */
 	if (c->ncommits == c->capcommits) {
 		size_t cap = c->capcommits ? 2 * c->capcommits : 256;
 		struct commit_dir *grown = realloc(c->commits, cap * sizeof *grown);
@@ -132,6 +144,8 @@ static int add_commit(struct walk_cache *c, const git_oid *commit, const git_oid
 static int add_object(struct walk_cache *c, const git_oid *id, git_object_t type, const unsigned char *data,
                       size_t size, unsigned char *owned)
 {
+	if (index_find(&c->object_index, c->objects, sizeof *c->objects, id))
+		return 1;
 	if (c->nobjects == c->capobjects) {
 		size_t cap = c->capobjects ? 2 * c->capobjects : 256;
 		struct raw_object *grown = realloc(c->objects, cap * sizeof *grown);
@@ -180,45 +194,79 @@ static int known_type(unsigned t)
 	return t == GIT_OBJECT_TREE || t == GIT_OBJECT_BLOB;
 }
 
-/* Parse a whole, checksummed file into c; -1 on anything unexpected. */
-static int parse(struct walk_cache *c, const unsigned char *data, size_t len)
+static int checked(const unsigned char *data, size_t len, const unsigned char *hex)
 {
-	char hex[65];
-	if (len < sizeof MAGIC + 64 || memcmp(data, MAGIC, sizeof MAGIC) != 0)
+	char want[65];
+	tether_sha256_hex(data, len, want);
+	return memcmp(want, hex, 64) == 0;
+}
+
+/* The header: 0 when it is this directory's. */
+static int parse_header(const struct walk_cache *c, struct reader *r)
+{
+	const unsigned char *start = r->p, *b, *dir, *hex;
+	uint32_t n;
+	if (take(r, sizeof MAGIC, &b) < 0 || memcmp(b, MAGIC, sizeof MAGIC) != 0 || take_u32(r, &n) < 0 ||
+	    take(r, n, &dir) < 0 || take(r, 64, &hex) < 0 || !checked(start, (size_t)(hex - start), hex))
 		return -1;
-	tether_sha256_hex(data, len - 64, hex);
-	if (memcmp(hex, data + len - 64, 64) != 0)
-		return -1;
-	struct reader r = {data + sizeof MAGIC, data + len - 64};
+	return n == strlen(c->dir) && memcmp(dir, c->dir, n) == 0 ? 0 : -1;
+}
+
+/* One segment's entries into c; -1 on anything unexpected. */
+static int parse_entries(struct walk_cache *c, struct reader *r)
+{
 	const unsigned char *b;
 	uint32_t n;
-	if (take_u32(&r, &n) < 0 || take(&r, n, &b) < 0 || n != strlen(c->dir) || memcmp(b, c->dir, n) != 0)
-		return -1;
-	if (take_u32(&r, &n) < 0)
+	if (take_u32(r, &n) < 0)
 		return -1;
 	for (uint32_t i = 0; i < n; i++) {
 		git_oid commit, tree;
-		if (take(&r, 2 * GIT_OID_RAWSZ, &b) < 0)
+		if (take(r, 2 * GIT_OID_RAWSZ, &b) < 0)
 			return -1;
 		git_oid_fromraw(&commit, b);
 		git_oid_fromraw(&tree, b + GIT_OID_RAWSZ);
 		if (add_commit(c, &commit, &tree) < 0)
 			return -1;
 	}
-	if (take_u32(&r, &n) < 0)
+	if (take_u32(r, &n) < 0)
 		return -1;
 	for (uint32_t i = 0; i < n; i++) {
 		git_oid id;
 		uint32_t size;
 		const unsigned char *bytes;
-		if (take(&r, GIT_OID_RAWSZ + 1, &b) < 0 || !known_type(b[GIT_OID_RAWSZ]) || take_u32(&r, &size) < 0 ||
-		    take(&r, size, &bytes) < 0)
+		if (take(r, GIT_OID_RAWSZ + 1, &b) < 0 || !known_type(b[GIT_OID_RAWSZ]) || take_u32(r, &size) < 0 ||
+		    take(r, size, &bytes) < 0)
 			return -1;
 		git_oid_fromraw(&id, b);
 		if (add_object(c, &id, (git_object_t)b[GIT_OID_RAWSZ], bytes, size, NULL) < 0)
 			return -1;
 	}
-	return r.p == r.end ? 0 : -1;
+	return r->p == r->end ? 0 : -1;
+}
+
+/* The file into c: the header, then every whole, checksummed segment. A
+ * bad header empties the cache; a bad segment ends it there. Either way
+ * the next save writes the file whole. */
+static void parse(struct walk_cache *c, const unsigned char *data, size_t len)
+{
+	struct reader r = {data, data + len};
+	if (parse_header(c, &r) < 0) {
+		c->rewrite = 1;
+		return;
+	}
+	while (r.p < r.end) {
+		uint32_t n;
+		const unsigned char *seg, *hex;
+		if (take_u32(&r, &n) < 0 || take(&r, n, &seg) < 0 || take(&r, 64, &hex) < 0 || !checked(seg, n, hex)) {
+			c->rewrite = 1;
+			return;
+		}
+		struct reader sr = {seg, seg + n};
+		if (parse_entries(c, &sr) < 0) {
+			c->rewrite = 1;
+			return;
+		}
+	}
 }
 
 static void forget_entries(struct walk_cache *c)
@@ -259,11 +307,12 @@ struct walk_cache *wc_load(const char *path, const char *dir)
 	}
 	size_t len = 0;
 	c->file = read_whole(path, &len);
-	if (c->file && parse(c, c->file, len) < 0) {
-		/* Damaged, or another directory's: start afresh, and replace it. */
-		forget_entries(c);
-		c->changed = 1;
-	}
+	if (c->file)
+		parse(c, c->file, len);
+	else
+		c->rewrite = 1;
+	c->saved_commits = c->ncommits;
+	c->saved_objects = c->nobjects;
 	return c;
 }
 
@@ -295,8 +344,7 @@ int wc_commit_dir(const struct walk_cache *c, const git_oid *commit, git_oid *tr
 
 void wc_put_commit_dir(struct walk_cache *c, const git_oid *commit, const git_oid *tree)
 {
-	if (add_commit(c, commit, tree) == 0)
-		c->changed = 1;
+	add_commit(c, commit, tree);
 }
 
 const void *wc_object(const struct walk_cache *c, const git_oid *id, git_object_t *type, size_t *size)
@@ -317,11 +365,8 @@ void wc_put_object(struct walk_cache *c, const git_oid *id, git_object_t type, c
 	if (!copy)
 		return;
 	memcpy(copy, data, size);
-	if (add_object(c, id, type, copy, size, copy) < 0) {
+	if (add_object(c, id, type, copy, size, copy) != 0)
 		free(copy);
-		return;
-	}
-	c->changed = 1;
 }
 
 /* ------------------------------------------------------------------ */
@@ -387,50 +432,106 @@ static int make_parent(const char *path)
 	return rc;
 }
 
-void wc_save(struct walk_cache *c)
+/* One segment holding entries [from_commit, n) and [from_object, n). */
+static void put_segment(struct writer *w, const struct walk_cache *c, size_t from_commit, size_t from_object)
 {
-	if (!c->changed)
-		return;
-	struct writer w = {0};
+	size_t at = w->len;
 	char hex[65];
-	put(&w, MAGIC, sizeof MAGIC);
-	put_u32(&w, strlen(c->dir));
-	put(&w, c->dir, strlen(c->dir));
-	put_u32(&w, c->ncommits);
-	for (size_t i = 0; i < c->ncommits; i++) {
-		put(&w, c->commits[i].commit.id, GIT_OID_RAWSZ);
-		put(&w, c->commits[i].tree.id, GIT_OID_RAWSZ);
+	put_u32(w, 0); /* its length, filled in below */
+	put_u32(w, c->ncommits - from_commit);
+	for (size_t i = from_commit; i < c->ncommits; i++) {
+		put(w, c->commits[i].commit.id, GIT_OID_RAWSZ);
+		put(w, c->commits[i].tree.id, GIT_OID_RAWSZ);
 	}
-	put_u32(&w, c->nobjects);
-	for (size_t i = 0; i < c->nobjects; i++) {
+	put_u32(w, c->nobjects - from_object);
+	for (size_t i = from_object; i < c->nobjects; i++) {
 		unsigned char type = (unsigned char)c->objects[i].type;
-		put(&w, c->objects[i].id.id, GIT_OID_RAWSZ);
-		put(&w, &type, 1);
-		put_u32(&w, c->objects[i].size);
-		put(&w, c->objects[i].data, c->objects[i].size);
+		put(w, c->objects[i].id.id, GIT_OID_RAWSZ);
+		put(w, &type, 1);
+		put_u32(w, c->objects[i].size);
+		put(w, c->objects[i].data, c->objects[i].size);
 	}
-	if (!w.failed) {
-		tether_sha256_hex(w.buf, w.len, hex);
-		put(&w, hex, 64);
+	if (w->failed)
+		return;
+	size_t n = w->len - at - 4;
+	for (int k = 0; k < 4; k++)
+		w->buf[at + (size_t)k] = (unsigned char)(n >> (8 * k));
+	tether_sha256_hex(w->buf + at + 4, n, hex);
+	put(w, hex, 64);
+}
+
+static void put_header(struct writer *w, const struct walk_cache *c)
+{
+	char hex[65];
+	put(w, MAGIC, sizeof MAGIC);
+	put_u32(w, strlen(c->dir));
+	put(w, c->dir, strlen(c->dir));
+	if (!w->failed) {
+		tether_sha256_hex(w->buf, w->len, hex);
+		put(w, hex, 64);
 	}
-	/* Written whole to a temporary file, then renamed over the old one:
-	 * a reader sees one complete file or the other. No fsync: a file lost
-	 * or torn in a crash fails its checksum and is only read again. */
+}
+
+static int write_all(int fd, const unsigned char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* The whole cache to a temporary file, renamed over the old one: a reader
+ * sees one complete file or the other. No fsync: a file lost or torn in a
+ * crash only fails its checksums. */
+static void rewrite_file(struct walk_cache *c, const struct writer *w)
+{
 	size_t n = strlen(c->path) + 32;
 	char *tmp = malloc(n);
-	FILE *f = NULL;
-	if (!w.failed && tmp && make_parent(c->path) == 0) {
-		snprintf(tmp, n, "%s.tmp.%ld", c->path, (long)getpid());
-		f = fopen(tmp, "wb");
+	if (!tmp || make_parent(c->path) != 0) {
+		free(tmp);
+		return;
 	}
-	if (f) {
-		int ok = fwrite(w.buf, 1, w.len, f) == w.len;
-		ok = fclose(f) == 0 && ok;
-		if (!ok || rename(tmp, c->path) != 0)
-			unlink(tmp);
-		else
-			c->changed = 0;
-	}
+	snprintf(tmp, n, "%s.tmp.%ld", c->path, (long)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	int ok = fd >= 0 && write_all(fd, w->buf, w->len) == 0;
+	if (fd >= 0)
+		ok = close(fd) == 0 && ok;
+	if (ok && rename(tmp, c->path) == 0)
+		c->rewrite = 0;
+	else if (fd >= 0)
+		unlink(tmp);
 	free(tmp);
+}
+
+void wc_save(struct walk_cache *c)
+{
+	int grew = c->ncommits > c->saved_commits || c->nobjects > c->saved_objects;
+	if (!grew && !c->rewrite)
+		return;
+	struct writer w = {0};
+	if (c->rewrite) {
+		put_header(&w, c);
+		put_segment(&w, c, 0, 0);
+		if (!w.failed)
+			rewrite_file(c, &w);
+	} else {
+		/* One write of one segment, appended: whatever else appends at the
+		 * same time appends a whole segment of its own. */
+		put_segment(&w, c, c->saved_commits, c->saved_objects);
+		int fd = w.failed ? -1 : open(c->path, O_WRONLY | O_APPEND | O_CLOEXEC);
+		if (fd >= 0) {
+			if (write_all(fd, w.buf, w.len) != 0)
+				c->rewrite = 1; /* a short write: the next save starts afresh */
+			close(fd);
+		}
+	}
+	c->saved_commits = c->ncommits;
+	c->saved_objects = c->nobjects;
 	free(w.buf);
 }

@@ -704,15 +704,15 @@ def test_history_walk_cache_changes_no_answer(gds, code):
     cache = gds.p(f".git/tether/cache/{gds.dataset_id()}/history-walk")
     assert not cache.exists()
     cold_v, cold_gc = gds.tj("verify", "--all-history"), gds.tj("gc")
-    assert cache.exists() and cache.read_bytes().startswith(b"TTWALK1\n")
+    assert cache.exists() and cache.read_bytes().startswith(b"TTWALK2\n")
     assert gds.git("status", "--porcelain") == ""
     for _ in range(2):
         assert gds.tj("verify", "--all-history") == cold_v
         assert {k: v for k, v in gds.tj("gc").items() if k != "plan"} == \
             {k: v for k, v in cold_gc.items() if k != "plan"}
-    cache.write_bytes(b"TTWALK1\n" + b"\0" * 200)  # damaged: not trusted, replaced
+    cache.write_bytes(b"TTWALK2\n" + b"\0" * 200)  # damaged: not trusted, replaced
     assert gds.tj("verify", "--all-history") == cold_v
-    assert cache.read_bytes() != b"TTWALK1\n" + b"\0" * 200
+    assert cache.read_bytes() != b"TTWALK2\n" + b"\0" * 200
     # The cache still knows the commit dropped here; the walk no longer
     # reaches it, so its pin is unreferenced all the same.
     drop_last_commit(gds)

@@ -379,30 +379,47 @@ static char *walk_text(struct tether_vcs *v, const char *dir, const char *cache,
 	return text;
 }
 
-/* Replace the first `from` (n_from bytes) in the file by `to` (as long),
- * and make the file's SHA-256 trailer match again. */
-static void rewrite_cache(const char *path, const char *from, const char *to, size_t n_from)
+static char cache_buf[1 << 20];
+
+static size_t read_cache(const char *path)
 {
 	FILE *f = fopen(path, "rb");
-	static char buf[1 << 20];
-	size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+	size_t n = f ? fread(cache_buf, 1, sizeof cache_buf, f) : 0;
 	if (f)
 		fclose(f);
+	return n;
+}
+
+static void write_cache(const char *path, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	CHECK(f && fwrite(cache_buf, 1, n, f) == n);
+	if (f)
+		fclose(f);
+}
+
+/* Replace the first `from` (n_from bytes) in the file's first segment by
+ * `to` (as long), and make that segment's SHA-256 match again. */
+static void rewrite_cache(const char *path, const char *from, const char *to, size_t n_from)
+{
+	size_t n = read_cache(path);
+	size_t dirlen = n > 12 ? (size_t)(unsigned char)cache_buf[8] : 0;
+	size_t seg = 8 + 4 + dirlen + 64; /* the first segment's length field */
+	size_t len = n > seg + 4 ? (size_t)(unsigned char)cache_buf[seg] | (size_t)(unsigned char)cache_buf[seg + 1] << 8 |
+	                                (size_t)(unsigned char)cache_buf[seg + 2] << 16
+	                         : 0;
 	char *at = NULL;
-	for (size_t i = 0; !at && n > 64 && i + n_from <= n - 64; i++)
-		if (memcmp(buf + i, from, n_from) == 0)
-			at = buf + i;
+	for (size_t i = seg + 4; !at && len && i + n_from <= seg + 4 + len; i++)
+		if (memcmp(cache_buf + i, from, n_from) == 0)
+			at = cache_buf + i;
 	CHECK(at != NULL);
 	if (!at)
 		return;
 	memcpy(at, to, n_from);
 	char hex[65];
-	tether_sha256_hex(buf, n - 64, hex);
-	memcpy(buf + n - 64, hex, 64);
-	f = fopen(path, "wb");
-	CHECK(f && fwrite(buf, 1, n, f) == n);
-	if (f)
-		fclose(f);
+	tether_sha256_hex(cache_buf + seg + 4, len, hex);
+	memcpy(cache_buf + seg + 4 + len, hex, 64);
+	write_cache(path, n);
 }
 
 /* history_files with a cache file: the same calls, cold and warm; a warm
@@ -431,14 +448,38 @@ static void test_history_cache(const char *repo, struct tether_vcs *v, size_t al
 	CHECK(rc == 0 && strstr(rewritten, "\"path\":\"t.toml\",\"data\":\"X\"") != NULL);
 	free(rewritten);
 
-	/* A damaged file (its trailer no longer matches) is not trusted, and
-	 * the walk writes a good one in its place. */
+	/* A damaged header is not trusted, and the walk writes a good file in
+	 * its place. */
 	sh("printf 'x' | dd of='%s' bs=1 seek=40 conv=notrunc status=none", cache);
 	char *damaged = walk_text(v, "ds", cache, &walked, &rc);
 	CHECK(rc == 0);
 	CHECK_STR(damaged, plain);
 	char *again = walk_text(v, "ds", cache, &walked, &rc);
 	CHECK_STR(again, plain);
+	size_t whole = read_cache(cache);
+
+	/* A new commit adds a segment at the end; what was there stays. */
+	static char before[1 << 20];
+	memcpy(before, cache_buf, whole);
+	put(repo, "ds/new.toml", "N");
+	commit_all(repo, "five");
+	char *more = walk_text(v, "ds", cache, &walked, &rc);
+	CHECK(rc == 0 && strstr(more, "\"path\":\"new.toml\"") != NULL);
+	size_t grown = read_cache(cache);
+	CHECK(grown > whole && memcmp(before, cache_buf, whole) == 0);
+	char *more_warm = walk_text(v, "ds", cache, &walked, &rc);
+	CHECK_STR(more_warm, more);
+
+	/* A segment cut short (a write that died) ends the file for readers,
+	 * and the next save writes it whole again. */
+	write_cache(cache, grown - 10);
+	char *torn = walk_text(v, "ds", cache, &walked, &rc);
+	CHECK_STR(torn, more);
+	size_t rewritten_len = read_cache(cache);
+	CHECK(rewritten_len > 0 && rewritten_len != grown - 10);
+	char *after_torn = walk_text(v, "ds", cache, &walked, &rc);
+	CHECK_STR(after_torn, more);
+	sh("git -C '%s' reset -q --hard HEAD~1", repo);
 
 	/* Another directory's cache is not this one's. */
 	char *sub = walk_text(v, "ds/sub", NULL, &walked, &rc), *sub_cached = walk_text(v, "ds/sub", cache, &walked, &rc);
@@ -458,6 +499,10 @@ static void test_history_cache(const char *repo, struct tether_vcs *v, size_t al
 	free(warm);
 	free(damaged);
 	free(again);
+	free(more);
+	free(more_warm);
+	free(torn);
+	free(after_torn);
 	free(sub);
 	free(sub_cached);
 	free(back);

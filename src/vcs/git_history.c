@@ -320,7 +320,7 @@ static int read_under_dir(struct file_walk *w, const git_oid *id, git_object_t t
 	r->data = git_odb_object_data(r->obj);
 	r->size = git_odb_object_size(r->obj);
 	if (w->cache)
-		wc_put_object(w->cache, id, type, r->data, r->size);
+		wc_put_object(w->cache, id, r->obj);
 	return 0;
 }
 

@@ -45,7 +45,7 @@ struct raw_object {
 	git_object_t type;
 	size_t size;
 	const unsigned char *data;
-	unsigned char *owned; /* the copy of an object added this run */
+	git_odb_object *owned; /* an object added this run: a reference of our own */
 };
 
 /* Open addressing over oids: slot values are index + 1, 0 is empty. */
@@ -142,7 +142,7 @@ static int add_commit(struct walk_cache *c, const git_oid *commit, const git_oid
 }
 
 static int add_object(struct walk_cache *c, const git_oid *id, git_object_t type, const unsigned char *data,
-                      size_t size, unsigned char *owned)
+                      size_t size, git_odb_object *owned)
 {
 	if (index_find(&c->object_index, c->objects, sizeof *c->objects, id))
 		return 1;
@@ -272,7 +272,7 @@ static void parse(struct walk_cache *c, const unsigned char *data, size_t len)
 static void forget_entries(struct walk_cache *c)
 {
 	for (size_t i = 0; i < c->nobjects; i++)
-		free(c->objects[i].owned);
+		git_odb_object_free(c->objects[i].owned);
 	free(c->commit_index.slots);
 	free(c->object_index.slots);
 	memset(&c->commit_index, 0, sizeof c->commit_index);
@@ -357,16 +357,16 @@ const void *wc_object(const struct walk_cache *c, const git_oid *id, git_object_
 	return c->objects[v - 1].data;
 }
 
-void wc_put_object(struct walk_cache *c, const git_oid *id, git_object_t type, const void *data, size_t size)
+void wc_put_object(struct walk_cache *c, const git_oid *id, git_odb_object *obj)
 {
-	if (!known_type((unsigned)type) || size > MAX_OBJECT || c->bytes + size > MAX_TOTAL)
+	git_object_t type = git_odb_object_type(obj);
+	size_t size = git_odb_object_size(obj);
+	git_odb_object *ref = NULL;
+	if (!known_type((unsigned)type) || size > MAX_OBJECT || c->bytes + size > MAX_TOTAL ||
+	    git_odb_object_dup(&ref, obj) < 0)
 		return;
-	unsigned char *copy = malloc(size ? size : 1);
-	if (!copy)
-		return;
-	memcpy(copy, data, size);
-	if (add_object(c, id, type, copy, size, copy) != 0)
-		free(copy);
+	if (add_object(c, id, type, git_odb_object_data(ref), size, ref) != 0)
+		git_odb_object_free(ref);
 }
 
 /* ------------------------------------------------------------------ */
@@ -384,7 +384,7 @@ static void put(struct writer *w, const void *data, size_t n)
 	if (w->failed)
 		return;
 	if (w->len + n > w->cap) {
-		size_t cap = w->cap ? w->cap : 1 << 16;
+		size_t cap = w->cap ? w->cap : 1 << 12;
 		while (cap < w->len + n)
 			cap *= 2;
 		unsigned char *grown = realloc(w->buf, cap);
@@ -411,12 +411,17 @@ static int make_parent(const char *path)
 {
 	char *dir = strdup(path);
 	char *slash = dir ? strrchr(dir, '/') : NULL;
+	struct stat st;
 	int rc = 0;
 	if (!slash) {
 		free(dir);
 		return dir ? 0 : -1;
 	}
 	*slash = '\0';
+	if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+		free(dir);
+		return 0;
+	}
 	for (char *p = dir + 1; rc == 0; p++) {
 		if (*p != '/' && *p != '\0')
 			continue;
@@ -509,12 +514,25 @@ static void rewrite_file(struct walk_cache *c, const struct writer *w)
 	free(tmp);
 }
 
+/* What put_segment will write, so that the buffer is allocated once. */
+static size_t segment_size(const struct walk_cache *c, size_t from_commit, size_t from_object)
+{
+	size_t n = 4 + 4 + (c->ncommits - from_commit) * 2 * GIT_OID_RAWSZ + 4 + 64;
+	for (size_t i = from_object; i < c->nobjects; i++)
+		n += GIT_OID_RAWSZ + 1 + 4 + c->objects[i].size;
+	return n;
+}
+
 void wc_save(struct walk_cache *c)
 {
 	int grew = c->ncommits > c->saved_commits || c->nobjects > c->saved_objects;
 	if (!grew && !c->rewrite)
 		return;
+	size_t from_commit = c->rewrite ? 0 : c->saved_commits, from_object = c->rewrite ? 0 : c->saved_objects;
 	struct writer w = {0};
+	w.cap = segment_size(c, from_commit, from_object) + 8 + 4 + strlen(c->dir) + 64;
+	if (!(w.buf = malloc(w.cap)))
+		return;
 	if (c->rewrite) {
 		put_header(&w, c);
 		put_segment(&w, c, 0, 0);
@@ -523,7 +541,7 @@ void wc_save(struct walk_cache *c)
 	} else {
 		/* One write of one segment, appended: whatever else appends at the
 		 * same time appends a whole segment of its own. */
-		put_segment(&w, c, c->saved_commits, c->saved_objects);
+		put_segment(&w, c, from_commit, from_object);
 		int fd = w.failed ? -1 : open(c->path, O_WRONLY | O_APPEND | O_CLOEXEC);
 		if (fd >= 0) {
 			if (write_all(fd, w.buf, w.len) != 0)

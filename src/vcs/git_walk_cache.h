@@ -36,8 +36,8 @@ void wc_put_commit_dir(struct walk_cache *c, const git_oid *commit, const git_oi
 /* A raw object (a tree or blob under the directory): its bytes and type
  * when known, else NULL. The bytes live as long as the cache. */
 const void *wc_object(const struct walk_cache *c, const git_oid *id, git_object_t *type, size_t *size);
-/* Keep a copy of a raw object (very large ones are not kept). */
-void wc_put_object(struct walk_cache *c, const git_oid *id, git_object_t type, const void *data, size_t size);
+/* Keep a raw object (a reference to it; very large ones are not kept). */
+void wc_put_object(struct walk_cache *c, const git_oid *id, git_odb_object *obj);
 
 /* Write the cache back, atomically, when anything was added since it was
  * loaded. A cache that cannot be written is not an error: the next walk

@@ -73,6 +73,15 @@ struct tether_fingerprint {
 	size_t listing_len;
 };
 
+/* One recorded state for verify_many: what verify takes, and its answer. */
+struct tether_verify_item {
+	const json_t *locator;
+	const json_t *state;
+	const json_t *pin_ref; /* may be NULL, as for verify */
+	int ok;                /* out: 1 or 0 */
+	char *detail;          /* out: malloc'd, or NULL; set when not ok */
+};
+
 struct tether_backend {
 	int abi;                     /* TETHER_BACKEND_ABI */
 	const char *kind;
@@ -170,6 +179,19 @@ struct tether_backend {
 	 * fingerprint would give it there>}]. Appended last so the offsets of
 	 * everything above stay as they were. */
 	int (*list_working_refs)(const struct tether_bctx *, const json_t *locator, json_t **refs);
+
+	/* Optional (NULL: the engine calls verify once per state). Verify the
+	 * n recorded states of one store at once, as a history walk finds them
+	 * (verify --all-history), so that the store is opened and its refs
+	 * listed once rather than once per state. Every item's locator has the
+	 * same identity, and ctx is the one verify would get for each. Each
+	 * answer is what verify would give for that item alone; where verify
+	 * would return an error, the item is not ok and its detail is the
+	 * error's message. A negative return means the batch could not be
+	 * checked as a whole (the store cannot be opened, say): the engine
+	 * then asks verify for each item, so a backend need not handle those
+	 * cases twice. Appended last, as above. */
+	int (*verify_many)(const struct tether_bctx *, struct tether_verify_item *items, size_t n);
 };
 
 /* Register a backend (a third party's, or one from a module). Refuses a

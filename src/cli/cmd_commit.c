@@ -6,6 +6,7 @@
 #include <tether.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { OPT_MESSAGE, OPT_STRICT, OPT_JSON, OPT_DRY_RUN, OPT_PLAN, OPT_FROM_PLAN };
@@ -61,6 +62,20 @@ static void print_action(const json_t *a)
 	printf("\n");
 }
 
+/* A fork new.auto_fork plans after the commit, with its condition. */
+static void print_planned_fork(const json_t *f)
+{
+	const json_t *expect = json_object_get(f, "expect");
+	char *at = json_is_object(expect) ? json_dumps(expect, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	printf("  %-9s %s -> %s", out_str_or(f, "action", "?"), out_str_or(f, "key", "?"), out_str_or(f, "branch", "?"));
+	if (json_is_null(expect))
+		printf(" (if the branch does not exist)");
+	else if (at)
+		printf(" (if the branch is still at %s)", at);
+	printf("\n");
+	free(at);
+}
+
 static void print_plan(const json_t *report)
 {
 	const json_t *plan = json_object_get(report, "plan");
@@ -72,6 +87,11 @@ static void print_plan(const json_t *report)
 	json_t *a;
 	json_array_foreach(json_object_get(plan, "actions"), i, a)
 		print_action(a);
+	const json_t *forks = json_object_get(plan, "forks");
+	if (json_array_size(forks))
+		printf("then, once the commit lands (new.auto_fork):\n");
+	json_array_foreach(forks, i, a)
+		print_planned_fork(a);
 	if (out_str(report, "plan_file"))
 		printf("plan saved to %s; apply it with `tether commit --from-plan %s`\n", out_str(report, "plan_file"),
 		       out_str(report, "plan_file"));
@@ -97,6 +117,10 @@ static void print_commit(const json_t *report, const char *message)
 	json_t *o;
 	json_array_foreach(json_object_get(report, "objects"), i, o)
 		print_object(o);
+	/* A re-fork that left a branch where the commit found it is not news. */
+	json_array_foreach(json_object_get(report, "forks"), i, o)
+		if (strcmp(out_str_or(o, "action", ""), "forked") == 0)
+			printf("  %-9s %s -> %s\n", "forked", out_str_or(o, "key", "?"), out_str_or(o, "branch", "?"));
 }
 
 static int run_commit(const struct args *a)
@@ -149,6 +173,12 @@ const struct cli_command cmd_commit = {
 		"Objects that can only be observed are recorded with a warning (their\n"
 		"state cannot be recovered later); --strict refuses them instead. When no\n"
 		"object changed, no commit is made.\n"
+		"\n"
+		"On a bookmark `tether new` put the checkout on, with [new] auto_fork =\n"
+		"true (the default), the commit then leaves every object with write = fork\n"
+		"on the bookmark's working branch at the state just recorded: it forks the\n"
+		"ones with no working ref yet (conditionally) and re-forks the others. A\n"
+		"fork that fails is a warning; the commit stands.\n"
 		"\n"
 		"--dry-run prints the plan (one line per object: pin, record or unchanged)\n"
 		"and writes nothing; --plan FILE also saves it. --from-plan FILE snapshots\n"

@@ -5,6 +5,7 @@
 #include <tether.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 
 enum { OPT_JSON, OPT_BRANCH, OPT_DRY_RUN, OPT_PLAN, OPT_FROM_PLAN };
 
@@ -19,14 +20,24 @@ static const struct arg_option options[] = {
 
 static const char *const positionals[] = { "REV", NULL };
 
-/* "  fork      code -> tether.ws.ab12cd34.main" or "  skip      raw/x (not forkable)" */
+/* "  fork      code -> tether.ws.ab12cd34.main" or "  skip      raw/x (not forkable)"; a
+ * planned fork also says what it is conditional on. */
 static void print_object(const json_t *o)
 {
 	const char *action = out_str_or(o, "action", "?");
-	if (out_str(o, "branch"))
-		printf("  %-9s %s -> %s\n", action, out_str_or(o, "key", "?"), out_str(o, "branch"));
-	else
+	if (!out_str(o, "branch")) {
 		printf("  %-9s %s (%s)\n", action, out_str_or(o, "key", "?"), out_str_or(o, "detail", ""));
+		return;
+	}
+	printf("  %-9s %s -> %s", action, out_str_or(o, "key", "?"), out_str(o, "branch"));
+	const json_t *expect = json_object_get(o, "expect");
+	char *at = json_is_object(expect) ? json_dumps(expect, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	if (json_is_null(expect))
+		printf(" (if the branch does not exist)");
+	else if (at)
+		printf(" (if the branch is still at %s)", at);
+	free(at);
+	printf("\n");
 }
 
 static void print_plan(const json_t *report)
@@ -98,7 +109,11 @@ const struct cli_command cmd_new = {
 		"object with write = fork a writable branch tether.ws.<dataset8>.<bookmark>\n"
 		"off the state REV records. Objects with write = track keep writing to their\n"
 		"upstream branch. A working branch that moved since tether last left it\n"
-		"(writes not yet committed) is not overwritten: the fork is refused.\n"
+		"(writes not yet committed), or that tether never made here but exists,\n"
+		"is not overwritten: the fork is refused (exit 3), checked against the\n"
+		"stores before the checkout moves, so nothing moves. A fork that still\n"
+		"fails after the move takes back the forks made and moves the checkout\n"
+		"back.\n"
 		"\n"
 		"--dry-run prints the plan (the commit, the bookmark, and per object: fork,\n"
 		"track or skip) and writes nothing; --plan FILE also saves it. --from-plan\n"

@@ -10,7 +10,12 @@
  * manifest and state, one action per object), then performs the plan's
  * actions (apply_plan). A dry run stops after the plan; --from-plan
  * compares the plan it builds now with the one it was given and refuses
- * when they differ, so what is applied is exactly what was reviewed. */
+ * when they differ, so what is applied is exactly what was reviewed.
+ *
+ * After a commit lands on a bookmark `tether new` put the checkout on,
+ * new.auto_fork leaves every object that works on a working branch with
+ * one at the state just recorded (auto_fork below). That step comes after
+ * the commit, so it never undoes it: what fails there is a warning. */
 #include "core/engine.h"
 
 #include "core/journal.h"
@@ -42,6 +47,8 @@ struct commit_run {
 	json_t *head_view;      /* HEAD's manifests: {key: {digest, ...}} */
 	json_t *actions;        /* per-object report */
 	json_t *warnings;
+	json_t *ws;             /* workspace.toml as read when planning */
+	json_t *forks;          /* the auto_fork report */
 	int changed;
 };
 
@@ -114,6 +121,41 @@ static int plan_object(struct commit_run *run, struct tt_obj *o)
 	return 0;
 }
 
+/* new.auto_fork, planned: once the commit lands, every object that works on
+ * a working branch (forkable, write = fork) and has a recorded state gets
+ * the bookmark's branch at that state. "fork" where this checkout has no
+ * working ref on that branch yet (added since `new`, or never forked):
+ * conditional on the branch being absent, or at the head tether last left
+ * it at; "refork" where it has: moved to the state just pinned unless it is
+ * there already, conditional on the head the commit read. Nothing at all
+ * on a checkout `tether new` never put on a bookmark (every object works on
+ * its own branch there), or with auto_fork = false. */
+static json_t *plan_forks(struct commit_run *run)
+{
+	json_t *forks = json_array();
+	const char *bookmark = json_string_value(json_object_get(run->ws, "bookmark"));
+	if (!bookmark || !tt_repo_config_bool(run->repo, "new", "auto_fork", 1))
+		return forks;
+	char *branch = tt_working_branch_name(run->repo, bookmark);
+	for (size_t i = 0; i < run->n; i++) {
+		struct tt_obj *o = &run->objs[i];
+		const char *action = json_string_value(json_object_get(json_array_get(tt_plan_actions(run->plan), i),
+		                                                       "action"));
+		if (!tt_fork_wanted(o) || (!tt_manifest_state(o->m) && strcmp(action, "unchanged") == 0))
+			continue;
+		const char *on = json_string_value(json_object_get(tt_workspace_entry(run->ws, o->m->key), "branch"));
+		int refork = on && strcmp(on, branch) == 0;
+		json_t *known = tt_fork_expect(run->ws, o->m->key, branch);
+		json_t *expect = refork ? tt_content_state(o->b, strcmp(action, "unchanged") == 0 ? tt_manifest_state(o->m)
+		                                                                                  : o->fp.state)
+		                        : known ? tt_content_state(o->b, known) : json_null();
+		json_array_append_new(forks, json_pack("{s:s, s:s, s:s, s:o}", "key", o->m->key, "action",
+		                                       refork ? "refork" : "fork", "branch", branch, "expect", expect));
+	}
+	free(branch);
+	return forks;
+}
+
 /* The plan, from the snapshot just taken: HEAD and every object's manifest
  * and state as preconditions, one action per object. */
 static int build_plan(struct commit_run *run, const char *message)
@@ -132,6 +174,10 @@ static int build_plan(struct commit_run *run, const char *message)
 	json_object_set_new(pre, "objects", json_array());
 	for (size_t i = 0; !rc && i < run->n; i++)
 		rc = plan_object(run, &run->objs[i]);
+	if (!rc)
+		rc = tt_workspace_load(run->repo, &run->ws);
+	if (!rc)
+		json_object_set_new(run->plan, "forks", plan_forks(run));
 	return rc;
 }
 
@@ -147,6 +193,10 @@ static int check_plan(struct commit_run *run, const json_t *planned)
 		rc = tt_plan_check_objects(json_object_get(was, "objects"), json_object_get(now, "objects"));
 	if (!rc)
 		rc = tt_plan_check_actions("commit", tt_plan_actions(planned), tt_plan_actions(run->plan));
+	const json_t *forks = json_object_get(planned, "forks");
+	if (!rc && forks && !json_equal(forks, json_object_get(run->plan, "forks")))
+		rc = tether_error_set(TETHER_EREFUSED, "stale plan: what new.auto_fork would fork after the commit "
+		                      "changed since the plan (the workspace or its bookmark moved)");
 	return rc;
 }
 
@@ -257,24 +307,79 @@ static int vcs_commit(struct commit_run *run, const char *message, char id[41])
 }
 
 /* A working branch now stands at the state just recorded: that is the head
- * the next `new` may move it from (new.auto_fork), and anything written
- * after it is work `new` must not overwrite. */
+ * the next fork may move it from, and anything written after it is work a
+ * fork must not overwrite. */
 static int advance_working_heads(struct commit_run *run)
 {
-	json_t *ws = NULL;
-	int rc = tt_workspace_load(run->repo, &ws), touched = 0;
-	for (size_t i = 0; !rc && i < run->n; i++) {
-		json_t *entry = tt_workspace_entry(ws, run->objs[i].m->key);
+	int touched = 0;
+	for (size_t i = 0; i < run->n; i++) {
+		json_t *entry = tt_workspace_entry(run->ws, run->objs[i].m->key);
 		json_t *heads = json_object_get(entry, "heads");
 		const char *branch = json_string_value(json_object_get(entry, "branch"));
-		if (!heads || !branch || !run->objs[i].fp.state)
-			continue;
-		json_object_set(heads, branch, run->objs[i].fp.state);
-		touched = 1;
+		if (heads && branch && run->objs[i].fp.state) {
+			json_object_set(heads, branch, run->objs[i].fp.state);
+			touched = 1;
+		}
 	}
-	if (!rc && touched)
-		rc = tt_workspace_save(run->repo, ws);
-	json_decref(ws);
+	return touched;
+}
+
+static struct tt_obj *obj_by_key(struct commit_run *run, const char *key)
+{
+	for (size_t i = 0; key && i < run->n; i++)
+		if (strcmp(run->objs[i].m->key, key) == 0)
+			return &run->objs[i];
+	return NULL;
+}
+
+/* What to tell the user when a planned fork failed: the commit stands, and
+ * what to run about it. */
+static json_t *fork_warning(const char *key, int refork)
+{
+	if (refork)
+		return json_sprintf("%s (re-forking after the commit, which stands); what was written on the branch "
+		                    "meanwhile is not in this commit: `tether status` shows it, `tether commit` records it",
+		                    tether_error_last());
+	return json_sprintf("%s (after the commit, which stands); %s works on its own branch until `tether open %s` "
+	                    "(or the next `tether new`) forks it",
+	                    tether_error_last(), key, key);
+}
+
+/* new.auto_fork, performed: each planned fork in turn, the workspace saved
+ * after each (as `new` does, so a run that dies part-way leaves every
+ * branch it made with its head recorded). */
+static int auto_fork(struct commit_run *run)
+{
+	const char *bookmark = json_string_value(json_object_get(run->ws, "bookmark"));
+	size_t i;
+	json_t *f;
+	json_array_foreach(json_object_get(run->plan, "forks"), i, f) {
+		struct tt_obj *o = obj_by_key(run, json_string_value(json_object_get(f, "key")));
+		int refork = strcmp(json_string_value(json_object_get(f, "action")), "refork") == 0;
+		json_t *r = NULL;
+		if (!o || !bookmark)
+			continue;
+		tether_error_clear();
+		if (tt_fork_object(run->repo, o, run->ws, bookmark, NULL, &r) != 0) {
+			json_array_append_new(run->warnings, fork_warning(o->m->key, refork));
+			continue;
+		}
+		json_object_set_new(r, "action", json_string(refork ? "reforked" : "forked"));
+		json_array_append_new(run->forks, r);
+		int rc = tt_workspace_save(run->repo, run->ws);
+		if (rc)
+			return rc;
+		tt_fault_point("commit", "forked");
+	}
+	return 0;
+}
+
+/* After the commit: the working heads advanced, then new.auto_fork. */
+static int after_commit(struct commit_run *run, const char *id)
+{
+	int rc = advance_working_heads(run) ? tt_workspace_save(run->repo, run->ws) : 0;
+	if (!rc && *id)
+		rc = auto_fork(run);
 	return rc;
 }
 
@@ -357,10 +462,10 @@ static int apply_plan(struct commit_run *run, const char *message, char id[41])
 		tether_error_clear();
 	if (!rc)
 		rc = tt_journal_close_finished(run->repo, *id ? id : head);
-	if (!rc)
-		rc = advance_working_heads(run);
 	if (!rc && *id)
 		save_head_view(run, id);
+	if (!rc)
+		rc = after_commit(run, id);
 	return rc;
 }
 
@@ -383,8 +488,10 @@ static int run_commit(struct commit_run *run, const struct tether_commit_opts *o
 		return rc;
 	*report = json_pack("{s:s?, s:s, s:O}", "commit", *id ? id : NULL, "message", message, "warnings",
 	                    run->warnings);
-	if (!dry_run)
+	if (!dry_run) {
 		json_object_set(*report, "objects", run->actions);
+		json_object_set(*report, "forks", run->forks);
+	}
 	tt_plan_report(*report, run->plan, dry_run, opts->plan_out);
 	return 0;
 }
@@ -416,6 +523,8 @@ static void commit_run_free(struct commit_run *run)
 	json_decref(run->head_view);
 	json_decref(run->actions);
 	json_decref(run->warnings);
+	json_decref(run->ws);
+	json_decref(run->forks);
 	tt_objs_free(run->objs, run->n);
 }
 
@@ -449,6 +558,7 @@ int tether_commit(tether_repo *repo, const struct tether_commit_opts *opts, json
 		run.new_listings = calloc(set.n + 1, sizeof *run.new_listings);
 		run.actions = json_array();
 		run.warnings = json_array();
+		run.forks = json_array();
 		rc = run_commit(&run, opts, message, report);
 	}
 	commit_run_free(&run);

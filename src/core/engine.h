@@ -35,10 +35,47 @@ int tt_obj_pin_id(const struct tether_repo *repo, const struct tt_obj *o, char *
 /* Manifests at a commit id, or the working copy when id is "". */
 int tt_manifests_at(struct tether_repo *repo, const char *id, struct tt_manifest_set *out);
 
+/* fork.c: working branches. */
+/* What `new` does to one object, decided without touching it: "fork" a
+ * working branch, "track" the upstream one, or "skip" it (*detail says
+ * why). */
+const char *tt_fork_decision(const struct tt_obj *o, const char **detail);
+/* Does the object work on a working branch (forkable, write = fork)? */
+int tt_fork_wanted(const struct tt_obj *o);
+/* The condition a fork of `branch` is made on: the head tether last left
+ * it at in this checkout (borrowed from ws), or NULL when tether never made
+ * it here, so it must not exist. */
+json_t *tt_fork_expect(const json_t *ws, const char *key, const char *branch);
+/* Check that condition against the store, read-only, through the backend's
+ * list_working_refs: TETHER_EREFUSED naming the object and the branch when
+ * it does not hold; 0 when it does, or when the backend cannot list its
+ * working branches (the fork's own condition then decides). */
+int tt_fork_precheck(struct tt_obj *o, const char *branch, const json_t *expect);
+/* A state in one short line, for messages (malloc'd). */
+char *tt_state_brief(const struct tether_backend *b, const json_t *state);
+
+/* The forks one run made, to take them back when a later step fails. */
+struct tt_fork_done {
+	struct tt_obj *obj;
+	char *branch;
+	json_t *before; /* the head it moved from, or NULL: this run made it */
+	json_t *after;  /* the state it put the branch at */
+	json_t *wref;
+};
+struct tt_fork_log {
+	struct tt_fork_done *v;
+	size_t n, cap;
+};
 /* Fork one object's working branch for `bookmark` into the workspace
  * document ws (or record that it tracks its upstream, or why it is
- * skipped). *result reports what happened. */
-int tt_fork_object(struct tether_repo *repo, struct tt_obj *o, json_t *ws, const char *bookmark, json_t **result);
+ * skipped). *result reports what happened. A fork made is noted in log
+ * (when not NULL). */
+int tt_fork_object(struct tether_repo *repo, struct tt_obj *o, json_t *ws, const char *bookmark,
+                   struct tt_fork_log *log, json_t **result);
+/* Take back every fork in the log, newest first; *failed (malloc'd, or
+ * NULL) names the first that could not be. */
+void tt_fork_log_undo(struct tt_fork_log *log, char **failed);
+void tt_fork_log_free(struct tt_fork_log *log);
 
 /* HEAD's manifests as status needs them: {key: {digest, kind, pin,
  * state}}, from a cache keyed by commit id when it is current. */

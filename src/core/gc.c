@@ -27,7 +27,7 @@
 static int keep_journal_pins(struct tether_repo *repo, struct tt_history *h)
 {
 	json_t *entries;
-	int rc = tt_journal_list(repo, &entries);
+	int rc = tt_journal_open_entries(repo, &entries);
 	size_t i, j;
 	json_t *e, *pin;
 	json_array_foreach(entries, i, e) {

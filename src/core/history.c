@@ -1,8 +1,8 @@
 /* The history walk behind gc and verify --all-history: every manifest in
  * every commit reachable from any ref, plus the working copy, each read
- * once. A commit whose .tether/objects tree was already seen is skipped
- * whole, and a manifest blob already parsed is skipped by its digest, so
- * the cost grows with the number of distinct manifests, not commits. */
+ * once. The VCS's history_files hands over each distinct (path, blob)
+ * once, skipping commits whose .tether/objects tree it has already read,
+ * so the cost grows with the number of distinct manifests, not commits. */
 #include "core/history.h"
 
 #include "core/registry.h"
@@ -46,28 +46,20 @@ static void note_manifest(struct tt_history *h, const struct tt_manifest *m, con
 }
 
 struct walk {
-	struct tether_repo *repo;
 	struct tt_history *h;
-	json_t *seen_trees;
-	json_t *seen_blobs;
-	const char *commit;
-	char *dir;
+	const char *dir;
 	int rc;
 };
 
-static int on_manifest(void *ud, const char *path, const char *data, size_t len)
+/* One manifest blob the walk has not met before at its path. */
+static int on_manifest(void *ud, const char *commit, const char *path, const char *data, size_t len)
 {
 	struct walk *w = ud;
-	char digest[65];
-	tether_sha256_hex(data, len, digest);
-	if (json_object_get(w->seen_blobs, digest))
-		return 0;
-	json_object_set_new(w->seen_blobs, digest, json_true());
 	size_t pl = strlen(path);
 	if (pl <= 5 || strcmp(path + pl - 5, ".toml") != 0)
 		return 0;
 	char *key = strndup(path, pl - 5);
-	char *name = tt_strdupf("%s/%s at %.12s", w->dir, path, w->commit);
+	char *name = tt_strdupf("%s/%s at %.12s", w->dir, path, commit);
 	struct tt_manifest m;
 	int rc = tt_manifest_parse(key, data, len, name, &m);
 	free(key);
@@ -76,30 +68,10 @@ static int on_manifest(void *ud, const char *path, const char *data, size_t len)
 		w->rc = rc;
 		return 1;
 	}
-	note_manifest(w->h, &m, w->commit);
+	note_manifest(w->h, &m, commit);
 	tt_manifest_free(&m);
 	w->h->manifests_read++;
 	return 0;
-}
-
-static int on_commit(void *ud, const char *id)
-{
-	struct walk *w = ud;
-	char tree[41];
-	w->h->commits++;
-	int rc = w->repo->vcs->tree_id(w->repo->vh, id, w->dir, tree);
-	if (rc) {
-		w->rc = rc;
-		return 1;
-	}
-	if (!*tree || json_object_get(w->seen_trees, tree))
-		return 0;
-	json_object_set_new(w->seen_trees, tree, json_true());
-	w->commit = id;
-	rc = w->repo->vcs->read_tree(w->repo->vh, id, w->dir, on_manifest, w);
-	if (rc && !w->rc)
-		w->rc = rc;
-	return w->rc ? 1 : 0;
 }
 
 int tt_history_collect(struct tether_repo *repo, struct tt_history *h)
@@ -118,14 +90,17 @@ int tt_history_collect(struct tether_repo *repo, struct tt_history *h)
 	for (size_t i = 0; i < work.n; i++)
 		note_manifest(h, &work.v[i], "");
 	tt_manifest_set_free(&work);
-	struct walk w = {.repo = repo, .h = h, .seen_trees = json_object(), .seen_blobs = json_object(),
-	                 .dir = tt_repo_vcs_path(repo, ".tether/objects")};
-	rc = repo->vcs->each_commit(repo->vh, on_commit, &w);
+	char *dir = tt_repo_vcs_path(repo, ".tether/objects");
+	/* Beside the journal, in the directory only the VCS and tether write:
+	 * a clone cannot bring a cache along that would steer gc. */
+	char *cache = repo->common_dir ? tt_strdupf("%s/tether/cache/%s/history-walk", repo->common_dir, repo->id)
+	                               : NULL;
+	struct walk w = {.h = h, .dir = dir};
+	rc = repo->vcs->history_files(repo->vh, dir, cache, on_manifest, &w, &h->commits);
 	if (w.rc)
 		rc = w.rc;
-	json_decref(w.seen_trees);
-	json_decref(w.seen_blobs);
-	free(w.dir);
+	free(cache);
+	free(dir);
 	return rc;
 }
 

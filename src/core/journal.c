@@ -14,15 +14,28 @@ void tt_fault_point(const char *op, const char *step)
 	const char *want = getenv("TETHER_FAULT");
 	if (!want || !*want)
 		return;
-	size_t ol = strlen(op);
-	if (strncmp(want, op, ol) == 0 && want[ol] == ':' && strcmp(want + ol + 1, step) == 0)
+	size_t ol = strlen(op), sl = strlen(step);
+	if (strncmp(want, op, ol) != 0 || want[ol] != ':' || strncmp(want + ol + 1, step, sl) != 0)
+		return;
+	const char *rest = want + ol + 1 + sl;
+	if (!*rest)
 		kill(getpid(), SIGKILL);
+	else if (strcmp(rest, ":stop") == 0)
+		kill(getpid(), SIGSTOP); /* a test moves something meanwhile, then sends SIGCONT */
 }
 
 /* In the directory every checkout of the repository shares, per dataset:
  * gc in any checkout must keep the pins a commit that died in another
  * one named. Falls back to the checkout's .tether/journal when there is
- * no VCS to share. */
+ * no VCS to share.
+ *
+ * Open entries (INCOMPLETE: running, or left by a process that died) sit
+ * in that directory; a closed one (COMPLETE, ABORTED) is written to its
+ * closed/ subdirectory and then removed from the top. So gc, which needs
+ * only the open ones, reads a handful of files however long the history,
+ * and an entry is never in closed/ before its closed text is there: a
+ * crash between the write and the removal leaves both copies, and the
+ * closed one wins. */
 static char *journal_dir(struct tether_repo *repo)
 {
 	if (tt_repo_vcs(repo) != 0 || !repo->common_dir) {
@@ -32,12 +45,14 @@ static char *journal_dir(struct tether_repo *repo)
 	return tt_strdupf("%s/tether/journal/%s", repo->common_dir, repo->id);
 }
 
-static int write_entry(struct tt_journal *j)
+#define CLOSED_DIR "closed"
+
+static int write_entry(const char *path, const json_t *entry)
 {
-	char *text = json_dumps(j->entry, JSON_INDENT(1) | JSON_SORT_KEYS);
+	char *text = json_dumps(entry, JSON_INDENT(1) | JSON_SORT_KEYS);
 	if (!text)
 		return tether_error_set(TETHER_ERROR, "cannot encode the journal entry");
-	int rc = tt_write_file_atomic(j->path, text, strlen(text));
+	int rc = tt_write_file_atomic(path, text, strlen(text));
 	free(text);
 	return rc;
 }
@@ -55,15 +70,29 @@ int tt_journal_begin(struct tether_repo *repo, const char *op, const char *messa
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	char *dir = journal_dir(repo);
-	j->path = tt_strdupf("%s/%019lld-%ld.json", dir, (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec,
-	                     (long)getpid());
-	free(dir);
+	j->dir = journal_dir(repo);
+	j->name = tt_strdupf("%019lld-%ld.json", (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, (long)getpid());
 	char started[32];
 	now_iso(started);
 	j->entry = json_pack("{s:s, s:s, s:s, s:s?, s:O, s:n}", "op", op, "status", "INCOMPLETE", "started", started,
 	                     "message", message, "pins", pins, "commit");
-	return write_entry(j);
+	char *path = tt_path_join(j->dir, j->name);
+	int rc = write_entry(path, j->entry);
+	free(path);
+	return rc;
+}
+
+/* Write the entry's closed text under closed/, then remove the open copy. */
+static int close_entry(const char *dir, const char *name, const json_t *entry)
+{
+	char *closed = tt_strdupf("%s/" CLOSED_DIR "/%s", dir, name);
+	char *open = tt_path_join(dir, name);
+	int rc = write_entry(closed, entry);
+	if (!rc)
+		rc = tt_remove_if_exists(open);
+	free(closed);
+	free(open);
+	return rc;
 }
 
 int tt_journal_end(struct tt_journal *j, const char *status, const char *commit)
@@ -72,14 +101,15 @@ int tt_journal_end(struct tt_journal *j, const char *status, const char *commit)
 		return 0;
 	json_object_set_new(j->entry, "status", json_string(status));
 	json_object_set_new(j->entry, "commit", commit && *commit ? json_string(commit) : json_null());
-	return write_entry(j);
+	return close_entry(j->dir, j->name, j->entry);
 }
 
 void tt_journal_free(struct tt_journal *j)
 {
-	free(j->path);
+	free(j->dir);
+	free(j->name);
 	json_decref(j->entry);
-	j->path = NULL;
+	j->dir = j->name = NULL;
 	j->entry = NULL;
 }
 
@@ -90,20 +120,31 @@ static int by_id(const void *a, const void *b)
 	return strcmp(x, y);
 }
 
-int tt_journal_list(struct tether_repo *repo, json_t **entries)
+static int is_entry_name(const char *name)
 {
-	*entries = json_array();
-	char *dir = journal_dir(repo);
+	size_t n = strlen(name);
+	return n >= 6 && strcmp(name + n - 5, ".json") == 0;
+}
+
+/* Append the entries of one directory to *entries, each with "id" (its file
+ * name). An open entry whose closed copy exists is a close that died
+ * before removing it: left out, the closed copy counts. */
+static void read_entries(const char *dir, int open, json_t *entries)
+{
 	DIR *d = opendir(dir);
-	if (!d) {
-		free(dir);
-		return 0;
-	}
+	if (!d)
+		return;
 	struct dirent *e;
 	while ((e = readdir(d))) {
-		size_t n = strlen(e->d_name);
-		if (n < 6 || strcmp(e->d_name + n - 5, ".json") != 0)
+		if (!is_entry_name(e->d_name))
 			continue;
+		if (open) {
+			char *closed = tt_strdupf("%s/" CLOSED_DIR "/%s", dir, e->d_name);
+			int twin = tt_exists(closed);
+			free(closed);
+			if (twin)
+				continue;
+		}
 		char *path = tt_path_join(dir, e->d_name);
 		json_t *entry = json_load_file(path, 0, NULL);
 		free(path);
@@ -111,49 +152,123 @@ int tt_journal_list(struct tether_repo *repo, json_t **entries)
 			json_decref(entry);
 			continue; /* a torn write of our own: the atomic rename never happened */
 		}
-		json_object_set_new(entry, "id", json_stringn(e->d_name, n - 5));
-		json_array_append_new(*entries, entry);
+		json_object_set_new(entry, "id", json_stringn(e->d_name, strlen(e->d_name) - 5));
+		json_array_append_new(entries, entry);
 	}
 	closedir(d);
-	free(dir);
-	size_t count = json_array_size(*entries);
+}
+
+static void sort_by_id(json_t *entries)
+{
+	size_t count = json_array_size(entries);
 	json_t **v = calloc(count + 1, sizeof *v);
 	for (size_t i = 0; i < count; i++)
-		v[i] = json_incref(json_array_get(*entries, i));
+		v[i] = json_incref(json_array_get(entries, i));
 	qsort(v, count, sizeof *v, by_id);
-	json_array_clear(*entries);
+	json_array_clear(entries);
 	for (size_t i = 0; i < count; i++)
-		json_array_append_new(*entries, v[i]);
+		json_array_append_new(entries, v[i]);
 	free(v);
+}
+
+static json_t *list(struct tether_repo *repo, int with_closed)
+{
+	json_t *entries = json_array();
+	char *dir = journal_dir(repo);
+	read_entries(dir, 1, entries);
+	if (with_closed) {
+		char *closed = tt_path_join(dir, CLOSED_DIR);
+		read_entries(closed, 0, entries);
+		free(closed);
+	}
+	free(dir);
+	sort_by_id(entries);
+	return entries;
+}
+
+int tt_journal_list(struct tether_repo *repo, json_t **entries)
+{
+	*entries = list(repo, 1);
 	return 0;
+}
+
+int tt_journal_open_entries(struct tether_repo *repo, json_t **entries)
+{
+	*entries = list(repo, 0);
+	return 0;
+}
+
+static int is_incomplete(const json_t *e)
+{
+	const char *status = json_string_value(json_object_get(e, "status"));
+	return status && strcmp(status, "INCOMPLETE") == 0;
+}
+
+/* Bring one open entry where it belongs: a closed one (written by an
+ * earlier tether, which closed entries in place) into closed/, and a dead
+ * process's INCOMPLETE one closed as finished by `commit`. */
+static int tidy_open_entry(const char *dir, json_t *e, const char *commit)
+{
+	const char *id = json_string_value(json_object_get(e, "id"));
+	char *name = tt_strdupf("%s.json", id);
+	int rc = 0;
+	json_t *entry = json_deep_copy(e);
+	json_object_del(entry, "id");
+	if (!is_incomplete(e)) {
+		rc = close_entry(dir, name, entry);
+	} else {
+		/* Only a dead process's entry: a live one may still be working. */
+		const char *dash = strrchr(id, '-');
+		long pid = dash ? atol(dash + 1) : 0;
+		if (!(pid > 0 && (pid == (long)getpid() || kill((pid_t)pid, 0) == 0))) {
+			json_object_set_new(entry, "finished_by", commit && *commit ? json_string(commit) : json_null());
+			json_object_set_new(entry, "status", json_string("COMPLETE"));
+			json_object_set_new(entry, "commit", commit && *commit ? json_string(commit) : json_null());
+			rc = close_entry(dir, name, entry);
+		}
+	}
+	json_decref(entry);
+	free(name);
+	return rc;
+}
+
+/* Open copies of entries that are closed already: a close that died before
+ * removing them. */
+static int remove_stale_open_copies(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	struct dirent *e;
+	int rc = 0;
+	while (!rc && (e = readdir(d))) {
+		if (!is_entry_name(e->d_name))
+			continue;
+		char *closed = tt_strdupf("%s/" CLOSED_DIR "/%s", dir, e->d_name);
+		if (tt_exists(closed)) {
+			char *open = tt_path_join(dir, e->d_name);
+			rc = tt_remove_if_exists(open);
+			free(open);
+		}
+		free(closed);
+	}
+	closedir(d);
+	return rc;
 }
 
 int tt_journal_close_finished(struct tether_repo *repo, const char *commit)
 {
-	json_t *entries;
-	int rc = tt_journal_list(repo, &entries);
+	char *dir = journal_dir(repo);
+	int rc = remove_stale_open_copies(dir);
+	json_t *entries = list(repo, 0);
 	size_t i;
 	json_t *e;
 	json_array_foreach(entries, i, e) {
 		if (rc)
 			break;
-		const char *status = json_string_value(json_object_get(e, "status"));
-		if (!status || strcmp(status, "INCOMPLETE") != 0)
-			continue;
-		/* Only a dead process's entry: a live one may still be working. */
-		const char *id = json_string_value(json_object_get(e, "id"));
-		const char *dash = strrchr(id, '-');
-		long pid = dash ? atol(dash + 1) : 0;
-		if (pid > 0 && (pid == (long)getpid() || kill((pid_t)pid, 0) == 0))
-			continue;
-		char *dir = journal_dir(repo);
-		struct tt_journal j = {tt_strdupf("%s/%s.json", dir, id), json_incref(e)};
-		free(dir);
-		json_object_del(j.entry, "id");
-		json_object_set_new(j.entry, "finished_by", commit && *commit ? json_string(commit) : json_null());
-		rc = tt_journal_end(&j, "COMPLETE", commit);
-		tt_journal_free(&j);
+		rc = tidy_open_entry(dir, e, commit);
 	}
+	free(dir);
 	json_decref(entries);
 	return rc;
 }

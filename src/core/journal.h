@@ -5,7 +5,10 @@
  * between: gc keeps the pins it names, and the next commit finishes the
  * work and closes it.
  *
- * .tether/journal/<unix-nanoseconds>-<pid>.json:
+ * <journal>/<unix-nanoseconds>-<pid>.json while open (INCOMPLETE), and
+ * <journal>/closed/<same name> once closed, where <journal> is
+ * tether/journal/<dataset id>/ in the directory every checkout of the
+ * repository shares (.tether/journal without a VCS):
  *   {"op": "commit", "status": "INCOMPLETE", "started": "...", "message": "...",
  *    "pins": [{"kind", "locator", "pin"}], "commit": null}
  */
@@ -15,7 +18,8 @@
 #include "core/repo.h"
 
 struct tt_journal {
-	char *path;
+	char *dir;  /* the journal directory */
+	char *name; /* the entry's file name */
 	json_t *entry;
 };
 
@@ -26,11 +30,17 @@ int tt_journal_end(struct tt_journal *j, const char *status, const char *commit)
 void tt_journal_free(struct tt_journal *j);
 /* Every entry, oldest first, each with "id" (its file name). */
 int tt_journal_list(struct tether_repo *repo, json_t **entries);
-/* Close INCOMPLETE entries whose work a later commit finished. */
+/* The entries not closed yet (the only ones that can be INCOMPLETE), oldest
+ * first: what gc reads. */
+int tt_journal_open_entries(struct tether_repo *repo, json_t **entries);
+/* Close INCOMPLETE entries whose work a later commit finished, and move
+ * entries an earlier tether closed in place into closed/. */
 int tt_journal_close_finished(struct tether_repo *repo, const char *commit);
 
 /* Test hook: with TETHER_FAULT=<op>:<step> in the environment, the process
- * kills itself with SIGKILL when it reaches that step, as a crash would. */
+ * kills itself with SIGKILL when it reaches that step, as a crash would;
+ * with <op>:<step>:stop it stops itself (SIGSTOP) there, so that a test can
+ * race it (move a branch, say) before it continues (SIGCONT). */
 void tt_fault_point(const char *op, const char *step);
 
 #endif

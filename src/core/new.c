@@ -3,9 +3,14 @@
  *
  * The target is settled first (the commit, and the ref that names it), the
  * objects are read from that commit's manifests, and the plan is built from
- * them; a run then performs the plan: switch, fork each object, save the
- * workspace. --from-plan takes the target from the plan and refuses when
- * the plan built now differs from it. */
+ * them, each fork with the condition it is made on. Every condition is
+ * checked against the stores (read-only) before anything moves, so a
+ * refused fork leaves the checkout where it was. A run then performs the
+ * plan: switch, fork each object, save the workspace; if a fork is still
+ * refused (something moved a branch in between) or fails, the forks made
+ * are taken back, the workspace file restored and the checkout moved back:
+ * nothing is left half-done. --from-plan takes the target from the plan and
+ * refuses when the plan built now differs from it. */
 #include "core/engine.h"
 
 #include "core/journal.h"
@@ -17,77 +22,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-static const char *write_policy(const struct tt_obj *o)
-{
-	const char *w = json_string_value(json_object_get(tt_manifest_policy(o->m), "write"));
-	return w ? w : "none";
-}
-
-/* What `new` does to one object, decided without touching it: "fork" a
- * working branch, "track" the upstream one, or "skip" it (*detail says
- * why). */
-static const char *fork_decision(const struct tt_obj *o, const char **detail)
-{
-	const char *policy = write_policy(o);
-	*detail = NULL;
-	if (!(o->caps & TETHER_CAP_FORK) || strcmp(policy, "none") == 0) {
-		*detail = !(o->caps & TETHER_CAP_FORK) ? "not forkable" : "write = none";
-		return "skip";
-	}
-	if (strcmp(policy, "track") == 0) {
-		*detail = "writes go to the upstream branch";
-		return "track";
-	}
-	if (!tt_manifest_state(o->m)) {
-		*detail = "never recorded: commit it first";
-		return "skip";
-	}
-	return "fork";
-}
-
-/* Fork one object; `expect` is the head tether last left its working
- * branch at, so a branch someone else moved is not overwritten. */
-int tt_fork_object(struct tether_repo *repo, struct tt_obj *o, json_t *ws, const char *bookmark, json_t **result)
-{
-	const json_t *state = tt_manifest_state(o->m);
-	const char *detail;
-	const char *action = fork_decision(o, &detail);
-	*result = NULL;
-	if (strcmp(action, "skip") == 0) {
-		*result = json_pack("{s:s, s:s, s:s}", "key", o->m->key, "action", "skipped", "detail", detail);
-		return 0;
-	}
-	if (strcmp(action, "track") == 0) {
-		json_object_del(json_object_get(ws, "working"), o->m->key);
-		*result = json_pack("{s:s, s:s, s:s}", "key", o->m->key, "action", "tracking", "detail", detail);
-		return 0;
-	}
-	char *branch = tt_working_branch_name(repo, bookmark);
-	json_t *prev = tt_workspace_entry(ws, o->m->key);
-	/* The head tether last left this branch at, or JSON null: a branch it
-	 * never made must not exist yet, so nobody's work is overwritten. */
-	json_t *heads = json_object_get(prev, "heads");
-	json_t *known = json_object_get(heads, branch);
-	json_t *absent = json_null();
-	json_t *expect = known ? known : absent;
-	json_t *wref = NULL;
-	int rc = o->b->fork(&o->ctx, tt_manifest_locator(o->m), state, json_object_get(o->m->doc, "pin_ref"), branch,
-	                    expect, &wref);
-	if (rc) {
-		rc = tether_error_set(rc, "%s: cannot fork %s: %s", o->m->key, branch, tether_error_last());
-		free(branch);
-		return rc;
-	}
-	json_t *new_heads = heads ? json_deep_copy(heads) : json_object();
-	json_object_set(new_heads, branch, (json_t *)state);
-	json_object_set_new(json_object_get(ws, "working"), o->m->key,
-	                    json_pack("{s:O, s:s?, s:O, s:s, s:o}", "ref", wref, "from_pin", tt_manifest_pin(o->m),
-	                              "state", state, "branch", branch, "heads", new_heads));
-	*result = json_pack("{s:s, s:s, s:s, s:o}", "key", o->m->key, "action", "forked", "branch", branch, "ref", wref);
-	free(branch);
-	return 0;
-}
 
 /* Where `new` moves the checkout. */
 struct new_target {
@@ -200,16 +134,21 @@ static char *target_bookmark(struct tether_repo *repo, const struct new_target *
 	return tt_strdupf("detached-%.12s", t->commit);
 }
 
-static json_t *plan_action(struct tether_repo *repo, const struct tt_obj *o, const char *bookmark)
+/* One object's planned action; a fork carries the condition it is made on:
+ * "expect" is null (the branch must not exist) or the head tether last left
+ * it at. */
+static json_t *plan_action(struct tether_repo *repo, const struct tt_obj *o, const char *bookmark, const json_t *ws)
 {
 	const char *detail;
-	const char *action = fork_decision(o, &detail);
+	const char *action = tt_fork_decision(o, &detail);
 	json_t *a = json_pack("{s:s, s:s}", "key", o->m->key, "action", action);
 	if (detail) {
 		json_object_set_new(a, "detail", json_string(detail));
 	} else {
 		char *branch = tt_working_branch_name(repo, bookmark);
+		json_t *known = tt_fork_expect(ws, o->m->key, branch);
 		json_object_set_new(a, "branch", json_string(branch));
+		json_object_set_new(a, "expect", known ? tt_content_state(o->b, known) : json_null());
 		free(branch);
 	}
 	return a;
@@ -227,7 +166,7 @@ static json_t *object_precondition(const struct tt_obj *o)
 }
 
 static json_t *build_plan(struct tether_repo *repo, const struct new_target *t, struct tt_obj *objs, size_t n,
-                          const char *bookmark)
+                          const char *bookmark, const json_t *ws)
 {
 	json_t *plan = tt_plan_new(repo, "new");
 	json_t *pre = tt_plan_preconditions(plan), *objects = json_array();
@@ -237,7 +176,7 @@ static json_t *build_plan(struct tether_repo *repo, const struct new_target *t, 
 	json_object_set_new(plan, "switch", json_pack("{s:s?, s:s?}", "to", t->to, "create", t->create));
 	json_object_set_new(plan, "bookmark", json_string(bookmark));
 	for (size_t i = 0; i < n; i++) {
-		json_array_append_new(tt_plan_actions(plan), plan_action(repo, &objs[i], bookmark));
+		json_array_append_new(tt_plan_actions(plan), plan_action(repo, &objs[i], bookmark, ws));
 		if (objs[i].caps & TETHER_CAP_FORK)
 			json_array_append_new(objects, object_precondition(&objs[i]));
 	}
@@ -257,26 +196,78 @@ static int check_plan(const json_t *planned, const json_t *fresh)
 	return rc ? rc : tt_plan_check_actions("new", tt_plan_actions(planned), tt_plan_actions(fresh));
 }
 
+/* Every fork's condition, against the stores, before anything moves. */
+static int check_forks(struct tether_repo *repo, struct tt_obj *objs, size_t n, const char *bookmark,
+                       const json_t *ws)
+{
+	char *branch = tt_working_branch_name(repo, bookmark);
+	int rc = 0;
+	for (size_t i = 0; !rc && i < n; i++) {
+		const char *detail;
+		if (strcmp(tt_fork_decision(&objs[i], &detail), "fork") == 0)
+			rc = tt_fork_precheck(&objs[i], branch, tt_fork_expect(ws, objs[i].m->key, branch));
+	}
+	free(branch);
+	return rc;
+}
+
+/* A failed run leaves nothing behind: its forks taken back, the workspace
+ * file as it was, the checkout where it was. The error says what failed
+ * first, then what was undone (or could not be), in one line. */
+static int roll_back(struct tether_repo *repo, const struct new_target *t, struct tt_fork_log *log,
+                     const char *ws_text, const json_t *pos, int code)
+{
+	char *why = strdup(tether_error_last()), *unforked = NULL;
+	tt_fork_log_undo(log, &unforked);
+	tether_error_clear();
+	char *ws_failed = tt_workspace_restore(repo, ws_text) == 0 ? NULL : strdup(tether_error_last());
+	char *moved_failed = NULL;
+	if (pos && repo->vcs->return_to(repo->vh, pos, t->create) != 0)
+		moved_failed = strdup(tether_error_last());
+	char *forks = !log->n ? strdup("")
+	              : unforked ? tt_strdupf("; a fork this run made could not be taken back: %s", unforked)
+	                         : tt_strdupf("; the %zu fork%s this run made %s taken back", log->n,
+	                                      log->n == 1 ? "" : "s", log->n == 1 ? "is" : "are");
+	char *moved = !pos ? strdup("") : moved_failed ? tt_strdupf("; moving the checkout back failed: %s", moved_failed)
+	                                               : strdup("; the checkout is back where it was");
+	tether_error_set(code, "%s%s%s%s%s", why, moved, forks, ws_failed ? "; restoring workspace.toml failed: " : "",
+	                 ws_failed ? ws_failed : "");
+	free(why);
+	free(unforked);
+	free(ws_failed);
+	free(moved_failed);
+	free(forks);
+	free(moved);
+	return code;
+}
+
 /* The plan's actions: move the checkout, then fork each object. */
 static int apply_plan(struct tether_repo *repo, const struct new_target *t, struct tt_obj *objs, size_t n,
-                      const char *bookmark, json_t *list)
+                      const char *bookmark, json_t *ws, json_t *list)
 {
-	json_t *ws = NULL;
-	int rc = repo->vcs->switch_to(repo->vh, t->to, t->create);
+	json_t *pos = NULL;
+	char *ws_text = NULL;
+	struct tt_fork_log log = {0};
+	int moves = t->to || t->create;
+	int rc = moves ? repo->vcs->position(repo->vh, &pos) : 0;
 	if (!rc)
-		tt_fault_point("new", "switched");
+		rc = tt_workspace_text(repo, &ws_text);
 	if (!rc)
-		rc = tt_workspace_load(repo, &ws);
-	if (!rc) {
-		json_object_set_new(ws, "bookmark", json_string(bookmark));
-		rc = tt_workspace_save(repo, ws);
+		rc = repo->vcs->switch_to(repo->vh, t->to, t->create);
+	if (rc) {
+		json_decref(pos);
+		free(ws_text);
+		return rc; /* switch_to moves nothing when it fails */
 	}
+	tt_fault_point("new", "switched");
+	json_object_set_new(ws, "bookmark", json_string(bookmark));
+	rc = tt_workspace_save(repo, ws);
 	/* The workspace is saved after every fork: a run that dies part-way
 	 * leaves each branch it made with its head recorded, so the re-run's
 	 * conditional fork finds it where it expects. */
 	for (size_t i = 0; !rc && i < n; i++) {
 		json_t *r;
-		rc = tt_fork_object(repo, &objs[i], ws, bookmark, &r);
+		rc = tt_fork_object(repo, &objs[i], ws, bookmark, &log, &r);
 		if (!rc)
 			json_array_append_new(list, r);
 		if (!rc)
@@ -284,7 +275,11 @@ static int apply_plan(struct tether_repo *repo, const struct new_target *t, stru
 		if (!rc)
 			tt_fault_point("new", "forked");
 	}
-	json_decref(ws);
+	if (rc)
+		rc = roll_back(repo, t, &log, ws_text, pos, rc);
+	tt_fork_log_free(&log);
+	json_decref(pos);
+	free(ws_text);
 	return rc;
 }
 
@@ -314,18 +309,25 @@ static int run_new(struct tether_repo *repo, const struct tether_new_opts *opts,
                    struct tt_manifest_set *set, json_t **report)
 {
 	struct tt_obj *objs = NULL;
+	json_t *ws = NULL;
 	int rc = tt_objs_prepare(repo, set, 0, &objs);
-	if (rc)
+	if (!rc)
+		rc = tt_workspace_load(repo, &ws);
+	if (rc) {
+		tt_objs_free(objs, set->n);
 		return rc;
+	}
 	char *bookmark = target_bookmark(repo, t);
-	json_t *plan = build_plan(repo, t, objs, set->n, bookmark), *list = json_array();
+	json_t *plan = build_plan(repo, t, objs, set->n, bookmark, ws), *list = json_array();
 	int dry_run = opts->dry_run || opts->plan_out;
 	if (opts->from_plan)
 		rc = check_plan(opts->from_plan, plan);
+	if (!rc)
+		rc = check_forks(repo, objs, set->n, bookmark, ws);
 	if (!rc && opts->plan_out)
 		rc = tt_plan_save(plan, opts->plan_out);
 	if (!rc && !dry_run)
-		rc = apply_plan(repo, t, objs, set->n, bookmark, list);
+		rc = apply_plan(repo, t, objs, set->n, bookmark, ws, list);
 	if (!rc) {
 		*report = json_pack("{s:s, s:s}", "commit", t->commit, "bookmark", bookmark);
 		if (!dry_run)
@@ -334,6 +336,7 @@ static int run_new(struct tether_repo *repo, const struct tether_new_opts *opts,
 	}
 	json_decref(plan);
 	json_decref(list);
+	json_decref(ws);
 	free(bookmark);
 	tt_objs_free(objs, set->n);
 	return rc;

@@ -68,7 +68,7 @@ static int open_working(struct tether_repo *repo, const char *key, json_t **hand
 			if (!b && repo->vcs->current_branch(repo->vh, &bookmark) == 0 && bookmark)
 				b = bookmark;
 			json_t *r = NULL;
-			rc = tt_fork_object(repo, objs, ws, b ? b : "main", &r);
+			rc = tt_fork_object(repo, objs, ws, b ? b : "main", NULL, &r);
 			json_decref(r);
 		}
 		if (!rc)

@@ -3,6 +3,7 @@
 #include "core/engine.h"
 #include "core/history.h"
 #include "core/registry.h"
+#include "format/cjson.h"
 
 #include "util/fsutil.h"
 #include "util/pool.h"
@@ -56,48 +57,143 @@ static void verify_one(void *ud, size_t i)
 	free(detail);
 }
 
-/* One distinct recorded state from history: verified once, however many
- * commits and keys name it. */
+/* History: each distinct recorded state is verified once, however many
+ * commits and keys name it. The states of one store (same kind, identity
+ * and key, so the same backend context) are handed to the backend
+ * together when it has verify_many, so a store is opened and its refs
+ * listed once rather than once per state; stores are fanned out over the
+ * pool, a store's states stay on one thread. */
+static json_t *record_result(const json_t *rec, int ok, const char *detail)
+{
+	json_t *keys = json_object_get(rec, "keys");
+	return json_pack("{s:s?, s:O, s:O, s:O?, s:b, s:s?}", "key", json_string_value(json_array_get(keys, 0)),
+	                 "keys", keys, "commit", json_object_get(rec, "commit"), "pin", json_object_get(rec, "pin"),
+	                 "ok", ok, "detail", detail);
+}
+
+static const char *record_kind(const json_t *rec)
+{
+	return json_string_value(json_object_get(rec, "kind"));
+}
+
+static const char *record_key(const json_t *rec)
+{
+	return json_string_value(json_array_get(json_object_get(rec, "keys"), 0));
+}
+
+/* A result that needs no backend call, or NULL when the backend must be
+ * asked. */
+static json_t *settled_result(const json_t *rec, const struct tether_backend *b)
+{
+	if (!b)
+		return record_result(rec, 0, tether_error_last());
+	/* An observed state from the past was never recoverable: there is
+	 * nothing to hold it, so nothing to check. */
+	if (!(b->caps & (TETHER_CAP_PIN | TETHER_CAP_ADDRESSABLE)))
+		return record_result(rec, 1, "observed only: past states are not recoverable");
+	if (!json_object_get(rec, "state") || !b->verify)
+		return record_result(rec, 1, NULL);
+	return NULL;
+}
+
+struct store_group {
+	const struct tether_backend *b;
+	size_t *members; /* record indices */
+	size_t n, cap;
+};
+
 struct history_job {
 	struct tether_repo *repo;
 	json_t **records;
 	json_t **results;
+	struct store_group *groups;
 };
 
-static void verify_record(void *ud, size_t i)
+static void verify_each(struct history_job *job, const struct store_group *g, const struct tether_bctx *ctx)
 {
-	struct history_job *job = ud;
-	json_t *rec = job->records[i];
-	const char *kind = json_string_value(json_object_get(rec, "kind"));
-	json_t *keys = json_object_get(rec, "keys");
-	const char *key = json_string_value(json_array_get(keys, 0));
-	const json_t *state = json_object_get(rec, "state");
-	int ok = 1;
-	char *detail = NULL;
-	tether_error_clear();
-	const struct tether_backend *b = tether_backend_find(kind);
-	if (!b) {
-		ok = 0;
-		detail = strdup(tether_error_last());
-	} else if (!(b->caps & (TETHER_CAP_PIN | TETHER_CAP_ADDRESSABLE))) {
-		/* An observed state from the past was never recoverable: there is
-		 * nothing to hold it, so nothing to check. */
-		detail = strdup("observed only: past states are not recoverable");
-	} else if (state && b->verify) {
-		struct tether_bctx ctx;
-		tt_repo_bctx(job->repo, kind, key, &ctx);
-		int rc = b->verify(&ctx, json_object_get(rec, "locator"), state, json_object_get(rec, "pin_ref"), &ok,
-		                   &detail);
+	for (size_t m = 0; m < g->n; m++) {
+		json_t *rec = job->records[g->members[m]];
+		int ok = 1;
+		char *detail = NULL;
+		tether_error_clear();
+		int rc = g->b->verify(ctx, json_object_get(rec, "locator"), json_object_get(rec, "state"),
+		                      json_object_get(rec, "pin_ref"), &ok, &detail);
 		if (rc) {
 			ok = 0;
 			free(detail);
 			detail = strdup(tether_error_last());
 		}
+		job->results[g->members[m]] = record_result(rec, ok, detail);
+		free(detail);
 	}
-	job->results[i] = json_pack("{s:s?, s:O, s:O, s:O?, s:b, s:s?}", "key", key, "keys", keys, "commit",
-	                            json_object_get(rec, "commit"), "pin", json_object_get(rec, "pin"), "ok", ok,
-	                            "detail", detail);
-	free(detail);
+}
+
+static void verify_group(void *ud, size_t i)
+{
+	struct history_job *job = ud;
+	struct store_group *g = &job->groups[i];
+	json_t *first = job->records[g->members[0]];
+	struct tether_bctx ctx;
+	tt_repo_bctx(job->repo, record_kind(first), record_key(first), &ctx);
+	struct tether_verify_item *items = g->b->verify_many && g->n > 1 ? calloc(g->n, sizeof *items) : NULL;
+	if (!items) {
+		verify_each(job, g, &ctx);
+		return;
+	}
+	for (size_t m = 0; m < g->n; m++) {
+		json_t *rec = job->records[g->members[m]];
+		items[m] = (struct tether_verify_item){json_object_get(rec, "locator"), json_object_get(rec, "state"),
+		                                       json_object_get(rec, "pin_ref"), 0, NULL};
+	}
+	tether_error_clear();
+	if (g->b->verify_many(&ctx, items, g->n) < 0) {
+		verify_each(job, g, &ctx); /* the store as a whole failed: each state says why */
+	} else {
+		for (size_t m = 0; m < g->n; m++)
+			job->results[g->members[m]] = record_result(job->records[g->members[m]], items[m].ok == 1,
+			                                            items[m].detail);
+	}
+	for (size_t m = 0; m < g->n; m++)
+		free(items[m].detail);
+	free(items);
+}
+
+/* The group of the store `rec` names: one per (kind, identity, key). */
+static size_t group_of(struct tether_repo *repo, const json_t *rec, const struct tether_backend *b,
+                       json_t *index, struct store_group **groups, size_t *ngroups)
+{
+	struct tether_bctx ctx;
+	tt_repo_bctx(repo, record_kind(rec), record_key(rec), &ctx);
+	json_t *identity = NULL;
+	char *id = b->identity(&ctx, json_object_get(rec, "locator"), &identity) == 0 ? tt_cjson(identity) : NULL;
+	json_decref(identity);
+	/* A locator with no identity is its own group: verify will say why. */
+	char *name = id ? tt_strdupf("%s\n%s\n%s", record_kind(rec), record_key(rec) ? record_key(rec) : "", id)
+	                : NULL;
+	free(id);
+	json_t *known = name ? json_object_get(index, name) : NULL;
+	size_t g = known ? (size_t)json_integer_value(known) : (*ngroups)++;
+	if (!known) {
+		*groups = realloc(*groups, *ngroups * sizeof **groups);
+		if (!*groups)
+			abort();
+		(*groups)[g] = (struct store_group){.b = b};
+		if (name)
+			json_object_set_new(index, name, json_integer((json_int_t)g));
+	}
+	free(name);
+	return g;
+}
+
+static void group_add(struct store_group *g, size_t record)
+{
+	if (g->n == g->cap) {
+		g->cap = g->cap ? 2 * g->cap : 8;
+		g->members = realloc(g->members, g->cap * sizeof *g->members);
+		if (!g->members)
+			abort();
+	}
+	g->members[g->n++] = record;
 }
 
 static int verify_history(struct tether_repo *repo, json_t **report)
@@ -108,13 +204,23 @@ static int verify_history(struct tether_repo *repo, json_t **report)
 		tt_history_free(&h);
 		return rc;
 	}
-	size_t n = json_object_size(h.records), i = 0;
+	size_t n = json_object_size(h.records), i = 0, ngroups = 0;
 	json_t **records = calloc(n + 1, sizeof *records), **results = calloc(n + 1, sizeof *results);
 	const char *k;
-	json_t *rec;
+	json_t *rec, *index = json_object();
+	struct store_group *groups = NULL;
 	json_object_foreach(h.records, k, rec) records[i++] = rec;
-	struct history_job job = {repo, records, results};
-	tt_pool_run(n, 0, verify_record, &job);
+	for (i = 0; i < n; i++) {
+		tether_error_clear();
+		const struct tether_backend *b = tether_backend_find(record_kind(records[i]));
+		if (!(results[i] = settled_result(records[i], b))) {
+			size_t g = group_of(repo, records[i], b, index, &groups, &ngroups);
+			group_add(&groups[g], i);
+		}
+	}
+	json_decref(index);
+	struct history_job job = {repo, records, results, groups};
+	tt_pool_run(ngroups, 0, verify_group, &job);
 	json_t *list = json_array();
 	int all_ok = 1;
 	for (i = 0; i < n; i++) {
@@ -123,6 +229,9 @@ static int verify_history(struct tether_repo *repo, json_t **report)
 	}
 	*report = json_pack("{s:b, s:b, s:I, s:I, s:o}", "ok", all_ok, "all_history", 1, "commits",
 	                    (json_int_t)h.commits, "states", (json_int_t)n, "objects", list);
+	for (i = 0; i < ngroups; i++)
+		free(groups[i].members);
+	free(groups);
 	free(records);
 	free(results);
 	tt_history_free(&h);

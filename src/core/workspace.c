@@ -79,6 +79,28 @@ int tt_workspace_save(struct tether_repo *repo, json_t *ws)
 	return rc;
 }
 
+int tt_workspace_text(struct tether_repo *repo, char **text)
+{
+	char *path = workspace_path(repo);
+	size_t len;
+	int rc = tt_read_file(path, text, &len);
+	free(path);
+	if (rc == TETHER_ENOTFOUND) {
+		tether_error_clear();
+		*text = NULL;
+		rc = 0;
+	}
+	return rc;
+}
+
+int tt_workspace_restore(struct tether_repo *repo, const char *text)
+{
+	char *path = workspace_path(repo);
+	int rc = text ? tt_write_file_atomic(path, text, strlen(text)) : tt_remove_if_exists(path);
+	free(path);
+	return rc;
+}
+
 json_t *tt_workspace_entry(const json_t *ws, const char *key)
 {
 	return json_object_get(json_object_get(ws, "working"), key);

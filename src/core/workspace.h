@@ -19,6 +19,11 @@
 /* Load (or start) the workspace document. */
 int tt_workspace_load(struct tether_repo *repo, json_t **ws);
 int tt_workspace_save(struct tether_repo *repo, json_t *ws);
+/* The workspace file's text as it is now (*text NULL when there is none),
+ * and putting exactly that back (NULL: removing the file): a command that
+ * fails part-way leaves the workspace as it found it. */
+int tt_workspace_text(struct tether_repo *repo, char **text);
+int tt_workspace_restore(struct tether_repo *repo, const char *text);
 /* The working entry of `key` ({ref, from_pin, state}), or NULL. */
 json_t *tt_workspace_entry(const json_t *ws, const char *key);
 /* The locator with the working ref merged in (new reference). */

@@ -220,6 +220,57 @@ static int check_two_pins(struct conf_run *r)
 	return ok0 ? conf_fail(r, "verify accepted the second state against the first state's pin") : 0;
 }
 
+/* Optional: verify_many gives, item by item, verify's answers: a held pin,
+ * a released one, a pin that vouches for another state, and states
+ * checked without a pin. */
+static int has_verify_many(const struct conf_suite *s)
+{
+	return s->b->verify_many != NULL;
+}
+
+static int check_verify_many(struct conf_run *r)
+{
+	json_t *s0, *s1, *ref0, *ref1;
+	int rc = conf_fingerprint(r, r->loc, &s0, NULL, NULL);
+	if (!rc)
+		rc = conf_pin(r, r->loc, s0, &ref0);
+	if (!rc)
+		rc = conf_mutate(r, r->loc, NULL);
+	if (!rc)
+		rc = conf_fingerprint(r, r->loc, &s1, NULL, NULL);
+	if (!rc)
+		rc = conf_pin(r, r->loc, s1, &ref1);
+	if (!rc)
+		rc = conf_unpin(r, r->loc, ref1);
+	if (rc)
+		return rc;
+	struct tether_verify_item items[] = {
+		{r->loc, s0, ref0, -1, NULL}, {r->loc, s1, ref1, -1, NULL}, {r->loc, s1, ref0, -1, NULL},
+		{r->loc, s0, NULL, -1, NULL}, {r->loc, s1, NULL, -1, NULL},
+	};
+	static const char *const what[] = {"a held pin", "a released pin", "a state against another state's pin",
+	                                   "the first state without its pin", "the second state without a pin"};
+	size_t n = sizeof items / sizeof *items;
+	tether_error_clear();
+	rc = r->b->verify_many(&r->s->ctx, items, n);
+	for (size_t i = 0; i < n; i++)
+		conf_keep_str(r, items[i].detail);
+	if (rc)
+		return conf_call_failed(r, "verify_many", rc);
+	for (size_t i = 0; i < n; i++) {
+		int ok;
+		const char *detail;
+		if ((rc = conf_verify(r, items[i].locator, items[i].state, items[i].pin_ref, &ok, &detail)))
+			return rc;
+		if (items[i].ok != ok)
+			return conf_fail(r, "for %s, verify says %s but verify_many says %s", what[i], ok ? "ok" : "not ok",
+			                 items[i].ok == 1 ? "ok" : items[i].ok == 0 ? "not ok" : "nothing");
+		if (!ok && !items[i].detail)
+			return conf_fail(r, "verify_many said %s is not ok without a detail saying why", what[i]);
+	}
+	return 0;
+}
+
 const struct conf_check conf_checks_pin[] = {
 	{"pin: pin creates a ref that verify accepts", TETHER_CAP_PIN, NULL, 0, check_pin_verifies},
 	{"pin: list_pins lists it (names start with \"tether.\")", TETHER_CAP_PIN, NULL, 0, check_list_pins},
@@ -228,5 +279,7 @@ const struct conf_check conf_checks_pin[] = {
 	{"pin: unpin removes it and verify then fails", TETHER_CAP_PIN, NULL, 0, check_unpin},
 	{"pin: pins survive mutate", TETHER_CAP_PIN, NULL, 0, check_survives},
 	{"pin: two states get two pins, each vouching only for its own", TETHER_CAP_PIN, NULL, 0, check_two_pins},
+	{"pin: verify_many answers as verify does, state by state", TETHER_CAP_PIN, has_verify_many, 0,
+	 check_verify_many},
 	{NULL, 0, NULL, 0, NULL},
 };

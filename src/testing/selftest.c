@@ -118,6 +118,17 @@ static int delete_store_always(const struct tether_bctx *ctx, const json_t *loc)
 	return 0;
 }
 
+/* A batch that vouches for everything. */
+static int verify_many_trusting(const struct tether_bctx *ctx, struct tether_verify_item *items, size_t n)
+{
+	(void)ctx;
+	for (size_t i = 0; i < n; i++) {
+		items[i].ok = 1;
+		items[i].detail = NULL;
+	}
+	return 0;
+}
+
 struct lie {
 	const char *what;
 	const char *caught_by; /* the check that must fail */
@@ -139,6 +150,7 @@ static void lie_delete_store(struct tether_backend *b) { b->delete_store = delet
 static void lie_maturity(struct tether_backend *b) { b->maturity = "beta"; }
 static void lie_caps(struct tether_backend *b) { b->caps |= TETHER_CAP_MERGE; } /* without merge */
 static void lie_no_verify(struct tether_backend *b) { b->verify = NULL; }          /* PIN without it */
+static void lie_verify_many(struct tether_backend *b) { b->verify_many = verify_many_trusting; }
 
 static const struct lie lies[] = {
 	{"a fingerprint with an undeclared counter", "fingerprint: deterministic", lie_fingerprint},
@@ -156,6 +168,7 @@ static const struct lie lies[] = {
 	{"maturity \"beta\"", "backend: the struct is well formed", lie_maturity},
 	{"MERGE declared without merge", "backend: the struct is well formed", lie_caps},
 	{"PIN declared without verify (and no check may crash on it)", "pin: pin creates a ref", lie_no_verify},
+	{"verify_many vouching for every state", "pin: verify_many answers as verify does", lie_verify_many},
 };
 
 /* Run the suite on `b`; the report goes into *text (malloc'd). */

@@ -522,6 +522,11 @@ void *tt_git_store_owner(const struct tether_vcs *v)
 	return v->owner;
 }
 
+git_repository *tt_git_store_repository(struct tether_vcs *v)
+{
+	return v->repo;
+}
+
 int tt_git_normalize_path(const char *in, char **out)
 {
 	return normalize_path(in, out);
@@ -1900,67 +1905,73 @@ static int git_switch_to(struct tether_vcs *v, const char *rev, const char *new_
 	return rc;
 }
 
-/* ------------------------------------------------------------------ */
-/* history walks                                                       */
-/* ------------------------------------------------------------------ */
-
-static int push_all_refs(git_repository *repo, git_revwalk *walk)
+static int git_position(struct tether_vcs *v, json_t **pos)
 {
-	int rc = git_revwalk_push_glob(walk, "refs/*");
-	/* An unborn HEAD adds nothing (and libgit2 reports it as an error). */
-	if (rc == 0 && git_repository_head_unborn(repo) != 1)
-		rc = git_revwalk_push_head(walk);
+	git_reference *head = NULL;
+	int rc = git_repository_head(&head, v->repo);
+
+	*pos = NULL;
+	if (rc == GIT_EUNBORNBRANCH || rc == GIT_ENOTFOUND)
+		return tether_error_set(TETHER_ENOTFOUND, "HEAD has no commit yet");
+	if (rc < 0)
+		return fail_git(rc, "cannot read HEAD");
+	if (git_repository_head_detached(v->repo) == 1) {
+		char id[GIT_OID_HEXSZ + 1];
+		git_oid_tostr(id, sizeof id, git_reference_target(head));
+		*pos = json_pack("{s:s}", "commit", id);
+	} else {
+		*pos = json_pack("{s:s}", "branch", git_reference_name(head));
+	}
+	git_reference_free(head);
+	return *pos ? 0 : fail_oom();
+}
+
+/* The branch switch_to just created: only the ref (git_branch_delete would
+ * also rewrite the config, where a new branch has no section). */
+static int delete_branch(struct tether_vcs *v, const char *name)
+{
+	git_reference *ref = NULL;
+	char full[512];
+	int rc;
+
+	snprintf(full, sizeof full, "refs/heads/%s", name);
+	rc = git_reference_lookup(&ref, v->repo, full);
+	if (rc == GIT_ENOTFOUND)
+		return 0;
+	if (rc == 0)
+		rc = git_reference_delete(ref);
+	git_reference_free(ref);
+	return rc < 0 ? fail_git(rc, "cannot delete branch '%s'", name) : 0;
+}
+
+static int git_return_to(struct tether_vcs *v, const json_t *pos, const char *created_branch)
+{
+	const char *branch = json_string_value(json_object_get(pos, "branch"));
+	const char *commit = json_string_value(json_object_get(pos, "commit"));
+	int rc;
+
+	if (!branch && !commit)
+		return tether_error_set(TETHER_ERROR, "no position to return to");
+	/* A branch by its full name is checked out; a commit id detaches. */
+	rc = git_switch_to(v, branch ? branch : commit, NULL);
+	if (rc == 0 && created_branch)
+		rc = delete_branch(v, created_branch);
 	return rc;
 }
 
-/* Hand every commit of a prepared walk to cb; frees the walk. */
-static int run_commit_walk(git_revwalk *walk, int (*cb)(void *ud, const char *id), void *ud)
-{
-	git_oid oid;
-	int rc = 0, stop = 0;
-	while (!stop && (rc = git_revwalk_next(&oid, walk)) == 0) {
-		char id[GIT_OID_HEXSZ + 1];
-		git_oid_tostr(id, sizeof id, &oid);
-		stop = cb(ud, id);
-	}
-	git_revwalk_free(walk);
-	if (stop)
-		return stop;
-	return rc == GIT_ITEROVER ? 0 : fail_git(rc, "cannot walk the history");
-}
+/* ------------------------------------------------------------------ */
+/* history walks (git_history.c)                                       */
+/* ------------------------------------------------------------------ */
 
 static int git_each_commit(struct tether_vcs *v, int (*cb)(void *ud, const char *id), void *ud)
 {
-	git_revwalk *walk;
-	int rc = git_revwalk_new(&walk, v->repo);
-	if (rc < 0)
-		return fail_git(rc, "cannot walk the history");
-	rc = push_all_refs(v->repo, walk);
-	if (rc < 0) {
-		git_revwalk_free(walk);
-		return fail_git(rc, "cannot walk the history from every ref");
-	}
-	return run_commit_walk(walk, cb, ud);
+	return tt_git_store_walk_from(v, NULL, 0, cb, ud);
 }
 
-int tt_git_store_walk_from(struct tether_vcs *v, const char *const *tips, size_t ntips,
-                           int (*cb)(void *ud, const char *id), void *ud)
+static int git_history_files(struct tether_vcs *v, const char *dir, const char *cache_path,
+                             tether_vcs_history_cb cb, void *ud, size_t *commits)
 {
-	git_revwalk *walk;
-	git_oid oid;
-	int rc = git_revwalk_new(&walk, v->repo);
-	if (rc < 0)
-		return fail_git(rc, "cannot walk the history");
-	for (size_t i = 0; i < ntips && rc == 0; i++) {
-		rc = git_oid_fromstr(&oid, tips[i]);
-		if (rc == 0)
-			rc = git_revwalk_push(walk, &oid);
-		if (rc < 0) {
-			git_revwalk_free(walk);
-			return fail_git(rc, "cannot walk the history from %s", tips[i]);
-		}
-	}
-	return run_commit_walk(walk, cb, ud);
+	return tt_git_store_history_files(v, NULL, 0, dir, cache_path, cb, ud, commits);
 }
 
 int tt_git_store_has_path(struct tether_vcs *v, const char *id, const char *path, int *present)
@@ -2009,4 +2020,7 @@ const struct tether_vcs_ops tt_git_ops = {
 	.tree_id = vcs_tree_id,
 	.switch_to = git_switch_to,
 	.list_bookmarks = git_list_bookmarks,
+	.history_files = git_history_files,
+	.position = git_position,
+	.return_to = git_return_to,
 };

@@ -13,6 +13,8 @@
 
 #include "vcs/vcs.h"
 
+#include <git2.h>
+
 #include <stddef.h>
 
 /* The git implementation; tether-vcs-git.so exports it as its module. */
@@ -29,10 +31,20 @@ int tt_git_store_open(const char *gitdir, const char *workdir, struct tether_vcs
 void tt_git_store_set_owner(struct tether_vcs *v, void *owner, void (*free_owner)(void *));
 void *tt_git_store_owner(const struct tether_vcs *v);
 
-/* Every commit reachable from the given tips (full ids), each once, in the
- * order of a history walk: cb(ud, id), as tether_vcs_ops.each_commit. */
+/* The repository a handle reads. */
+git_repository *tt_git_store_repository(struct tether_vcs *v);
+
+/* git_history.c. Every commit reachable from the given tips (full ids),
+ * each once, in the order of a history walk: cb(ud, id), as
+ * tether_vcs_ops.each_commit. tips NULL: from every ref and HEAD. */
 int tt_git_store_walk_from(struct tether_vcs *v, const char *const *tips, size_t ntips,
                            int (*cb)(void *ud, const char *id), void *ud);
+
+/* tether_vcs_ops.history_files over the commits tt_git_store_walk_from
+ * visits from the same tips. */
+int tt_git_store_history_files(struct tether_vcs *v, const char *const *tips, size_t ntips,
+                               const char *dir, const char *cache_path, tether_vcs_history_cb cb, void *ud,
+                               size_t *commits);
 
 /* Is `path` (normalised) a file or a directory in commit `id` (a full id)? */
 int tt_git_store_has_path(struct tether_vcs *v, const char *id, const char *path, int *present);

@@ -641,20 +641,52 @@ static int collect_tips(char *out, const char ***tips, size_t *n)
 	return 0;
 }
 
-static int jj_each_commit(struct tether_vcs *v, int (*cb)(void *ud, const char *id), void *ud)
+/* The visible tips, for a walk from them. */
+static int visible_tips(struct tether_vcs *v, struct tt_jj_result *res, const char ***tips, size_t *n)
 {
 	const char *args[] = { "log", "--ignore-working-copy", "--no-graph", VISIBLE_TIPS,
 		               "--template=commit_id ++ \"\\n\"", NULL };
+	int rc = jj_call(v, "cannot list the visible commits", args, res);
+
+	*tips = NULL;
+	*n = 0;
+	if (rc == 0 && (rc = collect_tips(res->out, tips, n)) != 0) {
+		free(*tips);
+		*tips = NULL;
+		tt_jj_result_free(res);
+	}
+	return rc;
+}
+
+static int jj_each_commit(struct tether_vcs *v, int (*cb)(void *ud, const char *id), void *ud)
+{
 	struct tt_jj_result res;
-	const char **tips = NULL;
-	size_t n = 0;
-	int rc = jj_call(v, "cannot list the visible commits", args, &res);
+	const char **tips;
+	size_t n;
+	int rc = visible_tips(v, &res, &tips, &n);
 
 	if (rc)
 		return rc;
-	rc = collect_tips(res.out, &tips, &n);
+	rc = tt_git_store_walk_from(v, tips, n, cb, ud);
+	free(tips);
+	tt_jj_result_free(&res);
+	return rc;
+}
+
+static int jj_history_files(struct tether_vcs *v, const char *dir, const char *cache_path,
+                            tether_vcs_history_cb cb, void *ud, size_t *commits)
+{
+	struct tt_jj_result res;
+	const char **tips;
+	size_t n;
+	int rc = refuse_dotjj(dir);
+
+	*commits = 0;
 	if (rc == 0)
-		rc = tt_git_store_walk_from(v, tips, n, cb, ud);
+		rc = visible_tips(v, &res, &tips, &n);
+	if (rc)
+		return rc;
+	rc = tt_git_store_history_files(v, tips, n, dir, cache_path, cb, ud, commits);
 	free(tips);
 	tt_jj_result_free(&res);
 	return rc;
@@ -1125,6 +1157,42 @@ static int jj_switch_to(struct tether_vcs *v, const char *rev, const char *new_b
 	return rc;
 }
 
+/* The operation the repository is at, once the working copy is
+ * snapshotted into @: restoring it brings back exactly this checkout. */
+static int jj_position(struct tether_vcs *v, json_t **pos)
+{
+	const char *snapshot[] = { "log", "--no-graph", "--revisions=@", "--template=commit_id", NULL };
+	const char *op[] = { "operation", "log", "--ignore-working-copy", "--no-graph", "--limit=1",
+		             "--template=id", NULL };
+	struct tt_jj_result res;
+	int rc = simple_call(v, "cannot snapshot the working copy", snapshot);
+
+	*pos = NULL;
+	if (rc == 0)
+		rc = jj_call(v, "cannot read the operation log", op, &res);
+	if (rc)
+		return rc;
+	char *id = res.out, *end = id + strcspn(id, " \n");
+	*end = '\0';
+	*pos = *id ? json_pack("{s:s}", "operation", id) : NULL;
+	tt_jj_result_free(&res);
+	return *pos ? 0 : tether_error_set(TETHER_ERROR, "jj gave no current operation");
+}
+
+/* `jj op restore`: @, the bookmarks and the working copy as they were at
+ * that operation, so the new change and a bookmark made on it go too. (A jj
+ * command run meanwhile by hand, outside tether's lock, is undone as well;
+ * the window is the few milliseconds of one `new`.) */
+static int jj_return_to(struct tether_vcs *v, const json_t *pos, const char *created_branch)
+{
+	const char *op = json_string_value(json_object_get(pos, "operation"));
+	(void)created_branch; /* restored away with everything after the operation */
+	if (!op)
+		return tether_error_set(TETHER_ERROR, "no position to return to");
+	const char *args[] = { "operation", "restore", "--", op, NULL };
+	return simple_call(v, "cannot move the working copy back", args);
+}
+
 /* ------------------------------------------------------------------ */
 /* The module                                                          */
 /* ------------------------------------------------------------------ */
@@ -1145,6 +1213,9 @@ static const struct tether_vcs_ops jj_ops = {
 	.switch_to = jj_switch_to,
 	.is_tracked = jj_is_tracked,
 	.list_bookmarks = jj_list_bookmarks,
+	.history_files = jj_history_files,
+	.position = jj_position,
+	.return_to = jj_return_to,
 };
 
 TETHER_API tether_vcs_module_t tether_vcs_module = { &jj_ops, NULL };

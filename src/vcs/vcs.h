@@ -35,6 +35,11 @@ struct tether_vcs; /* an open repository, owned by the implementation */
  * value is returned by read_tree). */
 typedef int (*tether_vcs_file_cb)(void *ud, const char *path, const char *data, size_t len);
 
+/* Called by history_files once per distinct file: `commit` is the first
+ * commit of the walk that holds it. Non-zero stops the walk, as above. */
+typedef int (*tether_vcs_history_cb)(void *ud, const char *commit, const char *path,
+                                     const char *data, size_t len);
+
 struct tether_vcs_ops {
 	int abi;          /* TETHER_VCS_ABI */
 	const char *name; /* "git" */
@@ -185,6 +190,38 @@ struct tether_vcs_ops {
 	 * until jj exports (and is not there at all for a bookmark jj has
 	 * never exported). */
 	int (*list_bookmarks)(struct tether_vcs *, json_t **names);
+
+	/* Every distinct file under directory `dir` (as read_tree) across the
+	 * commits each_commit visits, each (path, content) pair once, with the
+	 * first commit of the walk that holds it: the history walk behind gc
+	 * and verify --all-history. A commit whose tree at `dir` was already
+	 * read is skipped, and a subtree or file already met at the same path
+	 * is not read again, so the cost follows the number of distinct
+	 * files, not commits. *commits is the number of commits walked (also
+	 * when cb stops the walk). cache_path (or NULL) names a file where the
+	 * walk keeps what it read, keyed by object id, for the next walk of the
+	 * same directory: a commit's tree there and the objects under it. It
+	 * is only an accelerator (a missing or damaged file is read around and
+	 * replaced), and must live where nothing but tether writes: gc acts on
+	 * what the walk reads.
+	 * jj: over the visible commits, as each_commit. */
+	int (*history_files)(struct tether_vcs *, const char *dir, const char *cache_path,
+	                     tether_vcs_history_cb cb, void *ud, size_t *commits);
+
+	/* Where the checkout stands now, as an opaque value for return_to
+	 * (*pos is the caller's): git's branch HEAD names, or the commit a
+	 * detached HEAD is at; TETHER_ENOTFOUND on an unborn HEAD.
+	 * jj: the operation the repository is at, after the working copy is
+	 * snapshotted (so what it held is in that operation). */
+	int (*position)(struct tether_vcs *, json_t **pos);
+
+	/* Undo a switch_to made since `position` gave `pos`: the checkout goes
+	 * back there as switch_to would move it (uncommitted changes carried
+	 * back; refused, TETHER_EREFUSED, when they conflict), and a branch
+	 * that switch_to created (created_branch, or NULL) is deleted again.
+	 * jj: `jj op restore` of that operation, which takes back the new
+	 * change and any bookmark made on it. */
+	int (*return_to)(struct tether_vcs *, const json_t *pos, const char *created_branch);
 };
 
 /* A VCS module exports this. */

@@ -470,6 +470,52 @@ def test_gc_in_another_checkout_keeps_pins_of_a_killed_commit(scene):
 
 
 # ---------------------------------------------------------------------------
+# The journal's layout: open entries on top, closed ones under closed/
+# ---------------------------------------------------------------------------
+
+def journal_dir(ds):
+    return ds.p(f".git/tether/journal/{ds.dataset_id()}")
+
+
+def entry_files(d):
+    return sorted(p.name for p in d.glob("*.json"))
+
+
+def test_closed_entries_leave_the_top_of_the_journal(scene):
+    """gc reads only the entries at the top of the journal, so closed ones
+    live under closed/; `ops` lists both, and a commit tidies what an
+    earlier tether (which closed entries in place) or a close that died
+    half-way left at the top."""
+    ds, codes = scene.ds, scene.codes
+    top = journal_dir(ds)
+    scene.change_everything(1)
+    ds.tether("commit", "-m", "second")
+    assert entry_files(top) == []
+    names = entry_files(top / "closed")
+    assert len(names) == 2
+    listed = ops(ds)
+    assert [e["id"] + ".json" for e in listed] == names and {e["status"] for e in listed} == {"COMPLETE"}
+
+    # An entry an earlier tether closed in place: listed once, moved by the
+    # next commit, even one that commits nothing.
+    (top / "closed" / names[0]).rename(top / names[0])
+    assert ops(ds) == listed
+    assert ds.tj("gc")["errors"] == []
+    ds.tether("commit", "-m", "nothing")
+    assert entry_files(top) == [] and entry_files(top / "closed") == names
+    assert ops(ds) == listed
+
+    # A close that died between writing closed/ and removing the open copy:
+    # the closed copy counts, and the stale open one goes at the next commit.
+    stale = (top / "closed" / names[1]).read_text().replace('"COMPLETE"', '"INCOMPLETE"')
+    (top / names[1]).write_text(stale)
+    assert ops(ds) == listed
+    ds.tether("commit", "-m", "nothing")
+    assert entry_files(top) == [] and ops(ds) == listed
+    assert_clean_and_exact(ds, codes)
+
+
+# ---------------------------------------------------------------------------
 # Kills inside `new` and `gc`
 # ---------------------------------------------------------------------------
 

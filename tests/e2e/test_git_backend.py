@@ -695,6 +695,33 @@ def test_gc_releases_exactly_the_dropped_pin(gds, code):
     assert gds.tj("verify")["ok"] is True
 
 
+def test_history_walk_cache_changes_no_answer(gds, code):
+    """gc and verify --all-history keep what their walk read in a cache file
+    in the repository's own directory (a clone cannot bring one along),
+    keyed by object id: cold, warm, damaged or stale, the answers are the
+    same, and a dropped commit's pin is released as without it."""
+    (sha1, pin1), (sha2, pin2) = two_pins(gds, code)
+    cache = gds.p(f".git/tether/cache/{gds.dataset_id()}/history-walk")
+    assert not cache.exists()
+    cold_v, cold_gc = gds.tj("verify", "--all-history"), gds.tj("gc")
+    assert cache.exists() and cache.read_bytes().startswith(b"TTWALK2\n")
+    assert gds.git("status", "--porcelain") == ""
+    for _ in range(2):
+        assert gds.tj("verify", "--all-history") == cold_v
+        assert {k: v for k, v in gds.tj("gc").items() if k != "plan"} == \
+            {k: v for k, v in cold_gc.items() if k != "plan"}
+    cache.write_bytes(b"TTWALK2\n" + b"\0" * 200)  # damaged: not trusted, replaced
+    assert gds.tj("verify", "--all-history") == cold_v
+    assert cache.read_bytes() != b"TTWALK2\n" + b"\0" * 200
+    # The cache still knows the commit dropped here; the walk no longer
+    # reaches it, so its pin is unreferenced all the same.
+    drop_last_commit(gds)
+    r = gds.tj("gc", "--no-dry-run")
+    assert [(x["pin"], x["done"]) for x in r["release"]] == [(pin2, True)]
+    assert tags(code) == [f"tether.{pin1}"]
+    assert gds.tj("verify", "--all-history")["states"] == 1
+
+
 def test_gc_keeps_a_pin_another_branch_names(gds, code):
     (sha1, pin1), (sha2, pin2) = two_pins(gds, code)
     gds.git("branch", "keep")
@@ -736,6 +763,41 @@ def test_verify_notices_a_deleted_or_moved_pin_tag(gds, code):
     code.git("tag", "-f", f"tether.{pin2}", sha2)
     assert gds.tj("verify")["ok"] is True
     assert gds.tj("verify", "--all-history")["ok"] is True
+
+
+def test_verify_all_history_answers_each_state_of_one_store(dsv, code, new_repo):
+    """verify --all-history checks the states of one store together (one
+    open, one pass over its tags); each state still gets its own answer: a
+    deleted tag, a moved one, an annotated tag at the right commit, a held
+    one, and a second store whose repository is gone."""
+    shas = [code.head()]
+    add_code(dsv, code)
+    other = new_repo("other")
+    code_commit(other, {"x": "1\n"}, "x1")
+    add_code(dsv, other, key="other")
+    dsv.tether("commit", "-m", "c0")
+    for i in range(1, 4):
+        shas.append(code_commit(code, {"main.py": f"{i}\n"}, f"c{i}"))
+        dsv.tether("commit", "-m", f"c{i}")
+    pins = [pin_of(dsv, code, s) for s in shas]
+    v = dsv.tj("verify", "--all-history")
+    assert v["ok"] is True and v["states"] == 5
+
+    code.git("tag", "-d", f"tether.{pins[0]}")
+    code.git("tag", "-f", f"tether.{pins[1]}", shas[0])
+    code.git("tag", "-f", "-a", "-m", "annotated now", f"tether.{pins[2]}", shas[2])
+    shutil.rmtree(other.root)
+    v = dsv.tj("verify", "--all-history", check_rc=3)
+    by_pin = {o["pin"]: o for o in v["objects"]}
+    assert by_pin[pins[0]]["ok"] is False
+    assert by_pin[pins[0]]["detail"] == f"tag tether.{pins[0]} is missing from git repository {code.root}"
+    assert by_pin[pins[1]]["ok"] is False
+    assert by_pin[pins[1]]["detail"] == (f"tag tether.{pins[1]} in git repository {code.root} moved: "
+                                          f"it names {shas[0]}, the recorded state is {shas[1]}")
+    assert by_pin[pins[2]]["ok"] is True  # verify peels an annotated tag
+    assert by_pin[pins[3]]["ok"] is True and by_pin[pins[3]]["detail"] is None
+    gone = [o for o in v["objects"] if o["key"] == "other"]
+    assert len(gone) == 1 and gone[0]["ok"] is False and str(other.root) in gone[0]["detail"]
 
 
 # ---------------------------------------------------------------------------

@@ -335,15 +335,17 @@ def test_new_dry_run_reports_the_plan_and_writes_nothing(mixed, code):
     assert [o["key"] for o in pre["objects"]] == ["code"]
     assert pre["objects"][0]["state"] == {"sha": code.head()}
     assert pre["objects"][0]["pin"] == mixed.manifest("code")["pin"]
+    # A fork is conditional: tether never made this branch here, so it must
+    # not exist ("expect": null).
     assert plan["actions"] == [
-        {"key": "code", "action": "fork", "branch": f"tether.ws.{did[:8]}.feat"},
+        {"key": "code", "action": "fork", "branch": f"tether.ws.{did[:8]}.feat", "expect": None},
         {"key": "raw/plates", "action": "skip", "detail": "not forkable"},
         {"key": "raw/samples", "action": "skip", "detail": "not forkable"},
     ]
     p = mixed.tether("new", "-b", "feat", "--dry-run")
     assert p.stdout.splitlines() == [
         f"plan: new on feat at {mixed.head()[:12]} (creating branch feat)",
-        f"  fork      code -> tether.ws.{did[:8]}.feat",
+        f"  fork      code -> tether.ws.{did[:8]}.feat (if the branch does not exist)",
         "  skip      raw/plates (not forkable)",
         "  skip      raw/samples (not forkable)",
         "dry run: nothing written",

@@ -816,6 +816,11 @@ static void test_fork(void)
 	CHECK(be->fork(&ctx, loc, ahead_state, NULL, "linked", expect, &wref) == TETHER_EREFUSED);
 	CHECK(has(tether_error_last(), wt));
 	CHECK_STR(rev(repo, "linked"), base);
+	/* A fork that leaves a checked-out branch where it is moves nothing,
+	 * so the checkout does not refuse it (commit's re-fork does this). */
+	CHECK(be->fork(&ctx, loc, st, NULL, "linked", expect, &wref) == 0);
+	CHECK_STR(rev(repo, "linked"), base);
+	json_decref(wref);
 	json_decref(expect);
 	CHECK(be->fork(&ctx, loc, st, NULL, "bad..name", NULL, &wref) == TETHER_EUSAGE);
 

@@ -7,6 +7,7 @@
 #include "check.h"
 #include "shell.h"
 
+#include "util/fsutil.h"
 #include "vcs/vcs.h"
 
 #include <tether/backend.h>
@@ -313,6 +314,274 @@ static void test_read(void)
 
 	CHECK(ops->read_tree(v, "0123456789012345678901234567890123456789", "ds", collect, &none) ==
 	      TETHER_ENOTFOUND);
+	ops->close(v);
+	free(repo);
+}
+
+/* ---------------------------------------------------------------- */
+/* history_files                                                     */
+/* ---------------------------------------------------------------- */
+
+struct history_calls {
+	json_t *calls; /* [{"commit", "path", "data"}] */
+	int stop_after;
+};
+
+static int collect_history(void *ud, const char *commit, const char *path, const char *data, size_t len)
+{
+	struct history_calls *h = ud;
+
+	json_array_append_new(h->calls, json_pack("{s:s, s:s, s:s%}", "commit", commit, "path", path, "data",
+	                                          data, len));
+	return h->stop_after && (int)json_array_size(h->calls) >= h->stop_after ? 9 : 0;
+}
+
+/* The calls as sorted "path=data" pairs, each checked against git: the
+ * commit it came with holds exactly that content at that path. */
+static char *pairs(const char *repo, const char *dir, const json_t *calls)
+{
+	json_t *list = json_array();
+	size_t i;
+	json_t *c;
+
+	json_array_foreach(calls, i, c) {
+		const char *commit = json_string_value(json_object_get(c, "commit"));
+		const char *path = json_string_value(json_object_get(c, "path"));
+		const char *data = json_string_value(json_object_get(c, "data"));
+		char *there = out("git -C '%s' show '%s:%s/%s'", repo, commit, dir, path);
+		CHECK_STR(there, data);
+		free(there);
+		json_array_append_new(list, json_sprintf("%s=%s", path, data));
+	}
+	char *text = strdup("");
+	while (json_array_size(list)) {
+		size_t best = 0;
+		json_array_foreach(list, i, c)
+			if (strcmp(json_string_value(c), json_string_value(json_array_get(list, best))) < 0)
+				best = i;
+		char *longer = malloc(strlen(text) + strlen(json_string_value(json_array_get(list, best))) + 2);
+		sprintf(longer, "%s%s%s", text, *text ? "|" : "", json_string_value(json_array_get(list, best)));
+		free(text);
+		text = longer;
+		json_array_remove(list, best);
+	}
+	json_decref(list);
+	return text;
+}
+
+/* The calls of one walk, as text, in the order they came. */
+static char *walk_text(struct tether_vcs *v, const char *dir, const char *cache, size_t *walked, int *rc)
+{
+	struct history_calls h = { .calls = json_array() };
+	*rc = ops->history_files(v, dir, cache, collect_history, &h, walked);
+	char *text = json_dumps(h.calls, JSON_COMPACT);
+	json_decref(h.calls);
+	return text;
+}
+
+static char cache_buf[1 << 20];
+
+static size_t read_cache(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	size_t n = f ? fread(cache_buf, 1, sizeof cache_buf, f) : 0;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static void write_cache(const char *path, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	CHECK(f && fwrite(cache_buf, 1, n, f) == n);
+	if (f)
+		fclose(f);
+}
+
+/* Replace the first `from` (n_from bytes) in the file's first segment by
+ * `to` (as long), and make that segment's SHA-256 match again. */
+static void rewrite_cache(const char *path, const char *from, const char *to, size_t n_from)
+{
+	size_t n = read_cache(path);
+	size_t dirlen = n > 12 ? (size_t)(unsigned char)cache_buf[8] : 0;
+	size_t seg = 8 + 4 + dirlen + 64; /* the first segment's length field */
+	size_t len = n > seg + 4 ? (size_t)(unsigned char)cache_buf[seg] | (size_t)(unsigned char)cache_buf[seg + 1] << 8 |
+	                                (size_t)(unsigned char)cache_buf[seg + 2] << 16
+	                         : 0;
+	char *at = NULL;
+	for (size_t i = seg + 4; !at && len && i + n_from <= seg + 4 + len; i++)
+		if (memcmp(cache_buf + i, from, n_from) == 0)
+			at = cache_buf + i;
+	CHECK(at != NULL);
+	if (!at)
+		return;
+	memcpy(at, to, n_from);
+	char hex[65];
+	tether_sha256_hex(cache_buf + seg + 4, len, hex);
+	memcpy(cache_buf + seg + 4 + len, hex, 64);
+	write_cache(path, n);
+}
+
+/* history_files with a cache file: the same calls, cold and warm; a warm
+ * walk takes the cached objects (a test that rewrites one sees its
+ * rewrite); a damaged file, or one made for another directory, is read
+ * around and replaced. */
+static void test_history_cache(const char *repo, struct tether_vcs *v, size_t all)
+{
+	char cache[PATH_MAX];
+	size_t walked = 0;
+	int rc;
+	snprintf(cache, sizeof cache, "%s/.git/tether/cache/test/history-walk", repo);
+	char *plain = walk_text(v, "ds", NULL, &walked, &rc);
+	CHECK(rc == 0 && !tt_exists(cache));
+	char *cold = walk_text(v, "ds", cache, &walked, &rc);
+	CHECK(rc == 0 && walked == all && tt_exists(cache));
+	char *warm = walk_text(v, "ds", cache, &walked, &rc);
+	CHECK(rc == 0 && walked == all);
+	CHECK_STR(cold, plain);
+	CHECK_STR(warm, plain);
+
+	/* Warm, the walk reads the cache, not git: t.toml's blob (type 3, one
+	 * byte long, "T") rewritten in the file is what it hands over. */
+	rewrite_cache(cache, "\x03\x01\x00\x00\x00T", "\x03\x01\x00\x00\x00X", 6);
+	char *rewritten = walk_text(v, "ds", cache, &walked, &rc);
+	CHECK(rc == 0 && strstr(rewritten, "\"path\":\"t.toml\",\"data\":\"X\"") != NULL);
+	free(rewritten);
+
+	/* A damaged header is not trusted, and the walk writes a good file in
+	 * its place. */
+	sh("printf 'x' | dd of='%s' bs=1 seek=40 conv=notrunc status=none", cache);
+	char *damaged = walk_text(v, "ds", cache, &walked, &rc);
+	CHECK(rc == 0);
+	CHECK_STR(damaged, plain);
+	char *again = walk_text(v, "ds", cache, &walked, &rc);
+	CHECK_STR(again, plain);
+	size_t whole = read_cache(cache);
+
+	/* A new commit adds a segment at the end; what was there stays. */
+	static char before[1 << 20];
+	memcpy(before, cache_buf, whole);
+	put(repo, "ds/new.toml", "N");
+	commit_all(repo, "five");
+	char *more = walk_text(v, "ds", cache, &walked, &rc);
+	CHECK(rc == 0 && strstr(more, "\"path\":\"new.toml\"") != NULL);
+	size_t grown = read_cache(cache);
+	CHECK(grown > whole && memcmp(before, cache_buf, whole) == 0);
+	char *more_warm = walk_text(v, "ds", cache, &walked, &rc);
+	CHECK_STR(more_warm, more);
+
+	/* A segment cut short (a write that died) ends the file for readers,
+	 * and the next save writes it whole again. */
+	write_cache(cache, grown - 10);
+	char *torn = walk_text(v, "ds", cache, &walked, &rc);
+	CHECK_STR(torn, more);
+	size_t rewritten_len = read_cache(cache);
+	CHECK(rewritten_len > 0 && rewritten_len != grown - 10);
+	char *after_torn = walk_text(v, "ds", cache, &walked, &rc);
+	CHECK_STR(after_torn, more);
+	sh("git -C '%s' reset -q --hard HEAD~1", repo);
+
+	/* Another directory's cache is not this one's. */
+	char *sub = walk_text(v, "ds/sub", NULL, &walked, &rc), *sub_cached = walk_text(v, "ds/sub", cache, &walked, &rc);
+	CHECK(rc == 0);
+	CHECK_STR(sub_cached, sub);
+	char *back = walk_text(v, "ds", cache, &walked, &rc);
+	CHECK_STR(back, plain);
+
+	/* A callback that stops the walk leaves the file as it was. */
+	sh("rm -f '%s'", cache);
+	struct history_calls h = { .calls = json_array(), .stop_after = 1 };
+	CHECK(ops->history_files(v, "ds", cache, collect_history, &h, &walked) == 9);
+	CHECK(!tt_exists(cache));
+	json_decref(h.calls);
+	free(plain);
+	free(cold);
+	free(warm);
+	free(damaged);
+	free(again);
+	free(more);
+	free(more_warm);
+	free(torn);
+	free(after_torn);
+	free(sub);
+	free(sub_cached);
+	free(back);
+}
+
+static int count_commit(void *ud, const char *id)
+{
+	(void)id;
+	++*(size_t *)ud;
+	return 0;
+}
+
+static void test_history(void)
+{
+	char *repo = mkrepo("history");
+	struct history_calls h = { .calls = json_array() };
+	struct tether_vcs *v = open_at(repo);
+	size_t walked = 99;
+
+	/* An unborn repository has no history. */
+	CHECK(ops->history_files(v, "ds", NULL, collect_history, &h, &walked) == 0);
+	CHECK(walked == 0 && json_array_size(h.calls) == 0);
+	ops->close(v);
+
+	put(repo, "ds/a.toml", "A");
+	put(repo, "ds/sub/b.toml", "B");
+	put(repo, "other", "1");
+	commit_all(repo, "one");
+	put(repo, "ds/a.toml", "A2");
+	commit_all(repo, "two");
+	put(repo, "other", "2");
+	commit_all(repo, "three: ds unchanged");
+	put(repo, "ds/a.toml", "A");
+	put(repo, "ds/b2.toml", "B");
+	commit_all(repo, "four: a.toml back to A, the content of b.toml at a second path");
+	/* A branch, and a commit only a tag reaches. */
+	sh("git -C '%s' switch -q -c side HEAD~3", repo);
+	put(repo, "ds/c.toml", "C");
+	commit_all(repo, "side");
+	sh("git -C '%s' switch -q --detach", repo);
+	put(repo, "ds/t.toml", "T");
+	commit_all(repo, "tagged");
+	sh("git -C '%s' tag only-tag && git -C '%s' switch -q main", repo, repo);
+
+	v = open_at(repo);
+	char *count = out("git -C '%s' rev-list --all --count", repo);
+	size_t all = (size_t)atoi(count);
+	free(count);
+
+	/* Each (path, content) once, however many commits hold it. */
+	CHECK(ops->history_files(v, "ds", NULL, collect_history, &h, &walked) == 0);
+	CHECK(walked == all && all == 6);
+	char *got = pairs(repo, "ds", h.calls);
+	CHECK_STR(got, "a.toml=A|a.toml=A2|b2.toml=B|c.toml=C|sub/b.toml=B|t.toml=T");
+	free(got);
+
+	/* A subdirectory; a normalised path; a directory no commit has. */
+	json_array_clear(h.calls);
+	CHECK(ops->history_files(v, "./ds//sub/", NULL, collect_history, &h, &walked) == 0);
+	got = pairs(repo, "ds/sub", h.calls);
+	CHECK_STR(got, "b.toml=B");
+	free(got);
+	json_array_clear(h.calls);
+	CHECK(ops->history_files(v, "nowhere", NULL, collect_history, &h, &walked) == 0);
+	CHECK(json_array_size(h.calls) == 0 && walked == all);
+
+	/* The callback stops the walk, and its value comes back. */
+	h.stop_after = 2;
+	CHECK(ops->history_files(v, "ds", NULL, collect_history, &h, &walked) == 9);
+	CHECK(json_array_size(h.calls) == 2);
+	CHECK(ops->history_files(v, "../outside", NULL, collect_history, &h, &walked) == TETHER_EUSAGE);
+	CHECK(ops->history_files(v, ".git", NULL, collect_history, &h, &walked) == TETHER_EUSAGE);
+
+	/* each_commit visits the same commits. */
+	size_t visited = 0;
+	CHECK(ops->each_commit(v, count_commit, &visited) == 0);
+	CHECK(visited == all);
+	json_decref(h.calls);
+	test_history_cache(repo, v, all);
 	ops->close(v);
 	free(repo);
 }
@@ -798,6 +1067,52 @@ static void test_current_branch(void)
 	free(repo);
 }
 
+/* position / return_to: back to a branch (deleting the one switch_to
+ * made), back to a detached commit, with uncommitted changes carried. */
+static void test_return_to(void)
+{
+	char *repo = mkrepo("return");
+	struct tether_vcs *v;
+	json_t *pos = NULL;
+	char c1[41], c2[41];
+
+	sh("git init -q -b main '%s/return-unborn'", scratch);
+	v = open_at(path_in(scratch, "return-unborn"));
+	CHECK(ops->position(v, &pos) == TETHER_ENOTFOUND && pos == NULL);
+	ops->close(v);
+
+	put(repo, "f", "1\n");
+	commit_all(repo, "first");
+	put(repo, "f", "2\n");
+	commit_all(repo, "second");
+	v = open_at(repo);
+	CHECK(ops->resolve(v, "HEAD~1", c1) == 0 && ops->resolve(v, "HEAD", c2) == 0);
+	put(repo, "notes", "uncommitted\n");
+
+	CHECK(ops->position(v, &pos) == 0);
+	CHECK_STR(json_string_value(json_object_get(pos, "branch")), "refs/heads/main");
+	CHECK(ops->switch_to(v, c1, "feat") == 0);
+	CHECK_OUT(out("git -C '%s' symbolic-ref --short HEAD", repo), "feat");
+	CHECK(ops->return_to(v, pos, "feat") == 0);
+	CHECK_OUT(out("git -C '%s' symbolic-ref --short HEAD", repo), "main");
+	CHECK_OUT(out("git -C '%s' branch --format='%%(refname:short)'", repo), "main");
+	CHECK_OUT(out("cat '%s/f' '%s/notes'", repo, repo), "2\nuncommitted");
+	CHECK_OUT(out("git -C '%s' status --porcelain", repo), "?? notes");
+	json_decref(pos);
+
+	sh("git -C '%s' checkout -q --detach HEAD~1", repo);
+	CHECK(ops->position(v, &pos) == 0);
+	CHECK_STR(json_string_value(json_object_get(pos, "commit")), c1);
+	CHECK(ops->switch_to(v, "main", NULL) == 0);
+	CHECK(ops->return_to(v, pos, NULL) == 0);
+	CHECK_OUT(out("git -C '%s' rev-parse HEAD", repo), c1);
+	CHECK_OUT(out("git -C '%s' symbolic-ref -q HEAD || echo detached", repo), "detached");
+	json_decref(pos);
+	check_fsck(repo);
+	ops->close(v);
+	free(repo);
+}
+
 static int tracked(struct tether_vcs *v, const char *path)
 {
 	int t = -1;
@@ -883,6 +1198,7 @@ int main(void)
 	test_open_worktree();
 	test_resolve();
 	test_read();
+	test_history();
 	test_log();
 	test_commit_unborn();
 	test_commit_keeps_user_changes();
@@ -890,6 +1206,7 @@ int main(void)
 	test_commit_modes_filters_submodules();
 	test_commit_refusals();
 	test_current_branch();
+	test_return_to();
 	test_is_tracked();
 
 	git_libgit2_shutdown(); /* frees libgit2's globals for LeakSanitizer */

@@ -317,11 +317,31 @@ static int contains(const json_t *ids, const char *id)
 	return 0;
 }
 
+/* history_files: each file as "path@commit" in an array. */
+static int collect_file(void *ud, const char *commit, const char *path, const char *data, size_t len)
+{
+	(void)data;
+	(void)len;
+	json_array_append_new(ud, json_sprintf("%s@%s", path, commit));
+	return 0;
+}
+
+static int names_path(const json_t *files, const char *path)
+{
+	size_t i, n = strlen(path);
+	json_t *e;
+
+	json_array_foreach(files, i, e)
+		if (strncmp(json_string_value(e), path, n) == 0 && json_string_value(e)[n] == '@')
+			return 1;
+	return 0;
+}
+
 static void test_each_commit(const char *repo, struct tether_vcs *v)
 {
-	json_t *ids = json_array();
+	json_t *ids = json_array(), *files = json_array();
 	char id[41], *expected, *abandoned;
-	size_t want;
+	size_t want, walked = 0;
 
 	put(repo, "ds/.tether/objects/gone.toml", "to be abandoned\n");
 	CHECK(commit_one(v, "ds", "abandon me", id) == 0);
@@ -329,10 +349,20 @@ static void test_each_commit(const char *repo, struct tether_vcs *v)
 	CHECK(ops->each_commit(v, collect_id, ids) == 0);
 	CHECK(contains(ids, abandoned));
 	json_array_clear(ids);
+	CHECK(ops->history_files(v, "ds/.tether/objects", NULL, collect_file, files, &walked) == 0);
+	CHECK(names_path(files, "gone.toml"));
+	json_array_clear(files);
 
 	sh("%s -R '%s' --quiet abandon '%s'", jj, repo, abandoned);
 	CHECK(ops->each_commit(v, collect_id, ids) == 0);
 	CHECK(!contains(ids, abandoned));
+	/* The abandoned commit's files are gone from history_files too, and it
+	 * walks exactly the commits each_commit visits. */
+	CHECK(ops->history_files(v, "ds/.tether/objects", NULL, collect_file, files, &walked) == 0);
+	CHECK(!names_path(files, "gone.toml"));
+	CHECK(walked == json_array_size(ids));
+	CHECK(ops->history_files(v, ".jj/repo", NULL, collect_file, files, &walked) == TETHER_EUSAGE);
+	json_decref(files);
 	expected = out("%s -R '%s' log --ignore-working-copy --no-graph -r '::visible_heads() ~ root()' "
 	               "-T 'commit_id ++ \"\\n\"' | wc -l",
 	               jj, repo);
@@ -421,6 +451,30 @@ static void test_branches(const char *repo, struct tether_vcs *v, const char *fi
 	json_decref(names);
 }
 
+/* position / return_to: `jj op restore` takes back the new change and the
+ * bookmark made on it, and the working copy holds what it held. */
+static void test_return_to(const char *repo, struct tether_vcs *v, const char *first)
+{
+	json_t *pos = NULL;
+	put(repo, "wip.txt", "not committed\n");
+	CHECK(ops->position(v, &pos) == 0);
+	CHECK(json_is_string(json_object_get(pos, "operation")));
+	char *change = jj_log(repo, "@", "change_id"), *parent = commit_of(repo, "@-");
+	CHECK(ops->switch_to(v, first, "undone") == 0);
+	CHECK_OUT(branch(v), "undone");
+	CHECK(access(path_in(repo, "wip.txt"), F_OK) != 0);
+	CHECK(ops->return_to(v, pos, "undone") == 0);
+	CHECK_OUT(jj_log(repo, "@", "change_id"), change);
+	CHECK_OUT(commit_of(repo, "@-"), parent);
+	CHECK_OUT(out("cat '%s'", path_in(repo, "wip.txt")), "not committed");
+	CHECK_OUT(out("%s -R '%s' bookmark list --ignore-working-copy -T 'name ++ \"\\n\"' | grep -c '^undone$'",
+	              jj, repo),
+	          "0");
+	free(change);
+	free(parent);
+	json_decref(pos);
+}
+
 /* A second workspace commits on its own @-, and is named by its
  * workspace when no bookmark is near. */
 static void test_workspace(const char *repo)
@@ -470,6 +524,7 @@ static void run_all(const char *name, int colocate)
 	test_commit_edges(repo, v);
 	test_each_commit(repo, v);
 	test_branches(repo, v, first);
+	test_return_to(repo, v, first);
 	test_workspace(repo);
 	ops->close(v);
 	free(repo);

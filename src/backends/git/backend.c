@@ -9,7 +9,8 @@
  *
  * This file holds the backend's description, locators and identity. The
  * other files hold one job each: state.c (fingerprint), pin.c (pins and
- * their pushes), fork.c (working branches and handles), merge.c (promote and
+ * their pushes), verify.c (whether recorded states are still held),
+ * fork.c (working branches and handles), merge.c (promote and
  * merge), worktree.c (checkouts), diff.c (diff and history), create.c
  * (stores tether creates). */
 #include "backends/git/gitbe.h"
@@ -177,6 +178,13 @@ int gb_open(const struct tether_bctx *ctx, const json_t *locator, struct gb_obj 
 	int rc = read_locator(locator, o);
 
 	return rc < 0 ? rc : open_checked(ctx, o, TETHER_EREFUSED);
+}
+
+int gb_check_locator(const json_t *locator, struct gb_obj *o)
+{
+	int rc = read_locator(locator, o);
+
+	return rc < 0 ? rc : refuse_url_remote(o, TETHER_EREFUSED);
 }
 
 /* A locator for a repository that need not exist yet (create_store): the
@@ -498,6 +506,7 @@ const struct tether_backend tt_backend_git = {
 	.create_store = gb_create_store,
 	.delete_store = gb_delete_store,
 	.list_working_refs = gb_list_working_refs,
+	.verify_many = gb_verify_many,
 };
 
 TETHER_API tether_backend_module_t tether_backend_module = {&tt_backend_git, NULL};

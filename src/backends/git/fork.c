@@ -7,7 +7,9 @@
  * (state.c), so the engine never needs to know what git calls a branch.
  *
  * A branch checked out in any worktree is never created over, moved or
- * deleted here: that checkout's files would then describe another commit. */
+ * deleted here: that checkout's files would then describe another commit.
+ * (A fork that leaves a branch where it is, as commit's re-fork of a
+ * working branch it has just pinned does, moves nothing and is allowed.) */
 #include "backends/git/gitbe.h"
 
 #include <stdlib.h>
@@ -90,6 +92,25 @@ static int place_branch(const struct gb_obj *o, const char *refname, const git_o
 	return rc;
 }
 
+/* The branch is at `id` already and the caller expects it there (or sets
+ * no condition): a fork that moves nothing, which a checkout of the branch
+ * does not mind. */
+static int already_there(const struct gb_obj *o, const char *refname, const git_oid *id, const json_t *expect)
+{
+	git_oid current, expected;
+
+	if (expect && (json_is_null(expect) || gb_parse_sha(expect, "expected head", &expected) < 0 ||
+	               !git_oid_equal(&expected, id))) {
+		tether_error_clear();
+		return 0;
+	}
+	if (gb_branch_head(o, refname, &current) != 0) {
+		tether_error_clear();
+		return 0;
+	}
+	return git_oid_equal(&current, id);
+}
+
 int gb_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
             const char *branch, const json_t *expect, json_t **working_ref)
 {
@@ -103,10 +124,11 @@ int gb_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t *
 	rc = gb_branch_refname(&o, branch, &refname);
 	if (rc == 0)
 		rc = fork_point(&o, state, pin_ref, &id);
-	if (rc == 0)
+	if (rc == 0 && !already_there(&o, refname, &id, expect)) {
 		rc = refuse_checked_out(&o, refname);
-	if (rc == 0)
-		rc = place_branch(&o, refname, &id, expect);
+		if (rc == 0)
+			rc = place_branch(&o, refname, &id, expect);
+	}
 	if (rc == 0 && !(*working_ref = json_pack("{s:s}", "branch", branch)))
 		rc = gb_fail_oom();
 	free(refname);

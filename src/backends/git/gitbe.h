@@ -50,10 +50,18 @@ const char *gb_hex(const git_oid *id, char buf[GB_HEX_SIZE]);
 int gb_parse_sha(const json_t *holder, const char *what, git_oid *out);
 const char *gb_secret_remote(const struct tether_bctx *ctx);
 
-/* backend.c: locators. */
+/* backend.c: locators. gb_check_locator reads a locator and makes the
+ * checks that need no repository (verify_many: the repository is open). */
 int gb_open(const struct tether_bctx *ctx, const json_t *locator, struct gb_obj *o);
+int gb_check_locator(const json_t *locator, struct gb_obj *o);
 int gb_read_locator(const struct tether_bctx *ctx, const json_t *locator, struct gb_obj *o);
 void gb_close(struct gb_obj *o);
+
+/* pin.c: pin tags. gb_tag_refname refuses a name that is no tether pin
+ * tag; gb_tag_target gives the commit a tag names (peeled), or
+ * GIT_ENOTFOUND with no error set when it is absent. */
+int gb_tag_refname(const struct gb_obj *o, const char *tag, char **refname);
+int gb_tag_target(git_repository *repo, const char *refname, git_oid *out);
 
 /* state.c: revisions and cleanliness. */
 int gb_resolve_commit(const struct gb_obj *o, const char *rev, git_commit **out);
@@ -88,6 +96,7 @@ int gb_unpin(const struct tether_bctx *, const json_t *locator, const json_t *pi
 int gb_list_pins(const struct tether_bctx *, const json_t *locator, json_t **pin_refs);
 int gb_verify(const struct tether_bctx *, const json_t *locator, const json_t *state,
               const json_t *pin_ref, int *ok, char **detail);
+int gb_verify_many(const struct tether_bctx *, struct tether_verify_item *items, size_t n);
 int gb_fork(const struct tether_bctx *, const json_t *locator, const json_t *state,
             const json_t *pin_ref, const char *branch, const json_t *expect,
             json_t **working_ref);

@@ -113,7 +113,7 @@ static int push_refspec(const struct gb_obj *o, const struct push_target *t, con
 /* The local tag                                                       */
 /* ------------------------------------------------------------------ */
 
-static int tag_refname(const struct gb_obj *o, const char *tag, char **refname)
+int gb_tag_refname(const struct gb_obj *o, const char *tag, char **refname)
 {
 	int valid = 0;
 
@@ -130,8 +130,7 @@ static int tag_refname(const struct gb_obj *o, const char *tag, char **refname)
 	return 0;
 }
 
-/* The commit a tag names. GIT_ENOTFOUND (no error set) when it is absent. */
-static int tag_target(git_repository *repo, const char *refname, git_oid *out)
+int gb_tag_target(git_repository *repo, const char *refname, git_oid *out)
 {
 	git_reference *ref = NULL;
 	git_object *peeled = NULL;
@@ -163,7 +162,7 @@ static int create_tag(const struct gb_obj *o, const char *refname, const git_oid
 	*created = rc == 0;
 	if (rc != GIT_EEXISTS)
 		return rc < 0 ? gb_fail_git(rc, "git repository %s: cannot create %s", o->path, refname) : 0;
-	if ((rc = tag_target(o->repo, refname, &existing)) < 0)
+	if ((rc = gb_tag_target(o->repo, refname, &existing)) < 0)
 		return rc == GIT_ENOTFOUND ? tether_error_set(TETHER_EREFUSED, "git repository %s: %s changed "
 		                                              "while it was being created", o->path, refname)
 		                           : rc;
@@ -240,7 +239,7 @@ static int pin_open(const struct tether_bctx *ctx, const struct gb_obj *o, const
 	if (rc == 0 && !(tag = gb_strdupf(GB_TAG_PREFIX "%s", pin_id ? pin_id : "")))
 		rc = gb_fail_oom();
 	if (rc == 0)
-		rc = tag_refname(o, tag, &refname);
+		rc = gb_tag_refname(o, tag, &refname);
 	if (rc == 0)
 		rc = create_tag(o, refname, &id, &created);
 	if (rc == 0)
@@ -293,7 +292,7 @@ int gb_unpin(const struct tether_bctx *ctx, const json_t *locator, const json_t 
 
 	if (rc < 0)
 		return rc;
-	rc = tag_refname(&o, json_string_value(json_object_get(pin_ref, "tag")), &refname);
+	rc = gb_tag_refname(&o, json_string_value(json_object_get(pin_ref, "tag")), &refname);
 	if (rc == 0)
 		rc = unpin_remote(ctx, &o, pin_ref, refname);
 	if (rc == 0)
@@ -304,7 +303,7 @@ int gb_unpin(const struct tether_bctx *ctx, const json_t *locator, const json_t 
 }
 
 /* ------------------------------------------------------------------ */
-/* list_pins / verify                                                  */
+/* list_pins                                                           */
 /* ------------------------------------------------------------------ */
 
 /* One pass over the tags: the iterator hands each reference with its
@@ -343,61 +342,4 @@ int gb_list_pins(const struct tether_bctx *ctx, const json_t *locator, json_t **
 	}
 	*pin_refs = refs;
 	return 0;
-}
-
-static int verify_tag(const struct gb_obj *o, const char *tag, const git_oid *id, char **detail)
-{
-	char *refname = NULL;
-	char want[GB_HEX_SIZE], have[GB_HEX_SIZE];
-	git_oid at;
-	int rc = tag_refname(o, tag, &refname);
-
-	if (rc == 0 && (rc = tag_target(o->repo, refname, &at)) == GIT_ENOTFOUND) {
-		*detail = gb_strdupf("tag %s is missing from git repository %s", tag, o->path);
-		rc = 0;
-	} else if (rc == 0 && !git_oid_equal(&at, id)) {
-		*detail = gb_strdupf("tag %s in git repository %s moved: it names %s, the recorded state is %s",
-		                     tag, o->path, gb_hex(&at, have), gb_hex(id, want));
-	}
-	free(refname);
-	return rc;
-}
-
-static int verify_commit(const struct gb_obj *o, const git_oid *id, char **detail)
-{
-	git_odb *odb = NULL;
-	char hex[GB_HEX_SIZE];
-	int rc = git_repository_odb(&odb, o->repo);
-
-	if (rc < 0)
-		return gb_fail_git(rc, "git repository %s: cannot open its object database", o->path);
-	if (!git_odb_exists(odb, id))
-		*detail = gb_strdupf("commit %s is gone from git repository %s", gb_hex(id, hex), o->path);
-	git_odb_free(odb);
-	return 0;
-}
-
-int gb_verify(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
-              int *ok, char **detail)
-{
-	const char *tag = json_string_value(json_object_get(pin_ref, "tag"));
-	struct gb_obj o;
-	git_oid id;
-	int rc = gb_parse_sha(state, "state", &id);
-
-	*ok = 0;
-	*detail = NULL;
-	if (rc < 0)
-		return rc;
-	rc = gb_open_cached(ctx, locator, &o);
-	if (rc == TETHER_ENOTFOUND) {
-		*detail = gb_strdupf("%s", tether_error_last());
-		return 0;
-	}
-	if (rc < 0)
-		return rc;
-	rc = tag ? verify_tag(&o, tag, &id, detail) : verify_commit(&o, &id, detail);
-	*ok = rc == 0 && !*detail;
-	gb_close(&o);
-	return rc;
 }

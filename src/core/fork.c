@@ -1,0 +1,198 @@
+/* Working branches: what `new`, a writable `open` and `commit`'s
+ * new.auto_fork do to one object, the condition every fork is made on, and
+ * taking a run's forks back.
+ *
+ * A fork of tether.ws.<dataset8>.<bookmark> is conditional on the head
+ * tether last left that branch at in this checkout (workspace.toml's
+ * heads), or on the branch being absent when tether never made it here:
+ * writes nobody has committed are never overwritten. The condition can be
+ * checked against the store beforehand, read-only (tt_fork_precheck), so a
+ * command refuses before it has moved anything. */
+#include "core/engine.h"
+
+#include "core/pinid.h"
+#include "core/workspace.h"
+#include "format/cjson.h"
+#include "util/fsutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *write_policy(const struct tt_obj *o)
+{
+	const char *w = json_string_value(json_object_get(tt_manifest_policy(o->m), "write"));
+	return w ? w : "none";
+}
+
+int tt_fork_wanted(const struct tt_obj *o)
+{
+	return (o->caps & TETHER_CAP_FORK) && strcmp(write_policy(o), "fork") == 0;
+}
+
+const char *tt_fork_decision(const struct tt_obj *o, const char **detail)
+{
+	const char *policy = write_policy(o);
+	*detail = NULL;
+	if (!(o->caps & TETHER_CAP_FORK) || strcmp(policy, "none") == 0) {
+		*detail = !(o->caps & TETHER_CAP_FORK) ? "not forkable" : "write = none";
+		return "skip";
+	}
+	if (strcmp(policy, "track") == 0) {
+		*detail = "writes go to the upstream branch";
+		return "track";
+	}
+	if (!tt_manifest_state(o->m)) {
+		*detail = "never recorded: commit it first";
+		return "skip";
+	}
+	return "fork";
+}
+
+json_t *tt_fork_expect(const json_t *ws, const char *key, const char *branch)
+{
+	return json_object_get(json_object_get(tt_workspace_entry(ws, key), "heads"), branch);
+}
+
+char *tt_state_brief(const struct tether_backend *b, const json_t *state)
+{
+	json_t *content = tt_content_state(b, state);
+	char *text = tt_cjson(content);
+	json_decref(content);
+	if (text && strlen(text) > 72)
+		strcpy(text + 69, "...");
+	return text ? text : strdup("?");
+}
+
+/* The row list_working_refs gives for `branch`, or NULL. */
+static json_t *find_row(const json_t *rows, const char *branch)
+{
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row) {
+		const char *name = json_string_value(json_object_get(row, "branch"));
+		if (name && strcmp(name, branch) == 0)
+			return row;
+	}
+	return NULL;
+}
+
+static int refuse(const struct tt_obj *o, const char *branch, const char *why)
+{
+	tether_error_set(TETHER_EREFUSED, "%s: cannot fork %s: %s", o->m->key, branch, why);
+	tether_error_set_hint("nothing was moved; look at what is on that branch (commit it, or delete the branch if "
+	                      "it holds nothing you need), then run the command again");
+	return TETHER_EREFUSED;
+}
+
+int tt_fork_precheck(struct tt_obj *o, const char *branch, const json_t *expect)
+{
+	if (!o->b->list_working_refs)
+		return 0; /* nothing to ask: the fork's own condition decides */
+	json_t *rows = NULL;
+	int rc = o->b->list_working_refs(&o->ctx, tt_manifest_locator(o->m), &rows);
+	if (rc) {
+		rc = tether_error_set(rc, "%s: cannot check %s before forking it: %s", o->m->key, branch,
+		                      tether_error_last());
+		json_decref(rows);
+		return rc;
+	}
+	const json_t *head = json_object_get(find_row(rows, branch), "head");
+	char *now = head ? tt_state_brief(o->b, head) : NULL, *was = expect ? tt_state_brief(o->b, expect) : NULL;
+	char *why = NULL;
+	if (!expect && find_row(rows, branch))
+		why = tt_strdupf("it exists already (at %s) and tether did not make it in this checkout",
+		                 now ? now : "an unknown head");
+	else if (expect && !find_row(rows, branch))
+		why = tt_strdupf("it was deleted since tether last left it at %s", was);
+	else if (expect && (!head || !tt_same_content(o->b, expect, head)))
+		why = tt_strdupf("it moved since tether last left it (at %s, now at %s)", was, now ? now : "an unknown head");
+	rc = why ? refuse(o, branch, why) : 0;
+	free(why);
+	free(now);
+	free(was);
+	json_decref(rows);
+	return rc;
+}
+
+int tt_fork_object(struct tether_repo *repo, struct tt_obj *o, json_t *ws, const char *bookmark,
+                   struct tt_fork_log *log, json_t **result)
+{
+	const json_t *state = tt_manifest_state(o->m);
+	const char *detail;
+	const char *action = tt_fork_decision(o, &detail);
+	*result = NULL;
+	if (strcmp(action, "skip") == 0) {
+		*result = json_pack("{s:s, s:s, s:s}", "key", o->m->key, "action", "skipped", "detail", detail);
+		return 0;
+	}
+	if (strcmp(action, "track") == 0) {
+		json_object_del(json_object_get(ws, "working"), o->m->key);
+		*result = json_pack("{s:s, s:s, s:s}", "key", o->m->key, "action", "tracking", "detail", detail);
+		return 0;
+	}
+	char *branch = tt_working_branch_name(repo, bookmark);
+	json_t *prev = tt_workspace_entry(ws, o->m->key);
+	json_t *heads = json_object_get(prev, "heads");
+	/* The head tether last left this branch at, or JSON null: a branch it
+	 * never made must not exist yet, so nobody's work is overwritten. */
+	json_t *known = tt_fork_expect(ws, o->m->key, branch);
+	json_t *absent = json_null();
+	json_t *wref = NULL;
+	int rc = o->b->fork(&o->ctx, tt_manifest_locator(o->m), state, json_object_get(o->m->doc, "pin_ref"), branch,
+	                    known ? known : absent, &wref);
+	if (rc) {
+		rc = tether_error_set(rc, "%s: cannot fork %s: %s", o->m->key, branch, tether_error_last());
+		free(branch);
+		return rc;
+	}
+	if (log) {
+		if (log->n == log->cap) {
+			log->cap = log->cap ? 2 * log->cap : 8;
+			log->v = realloc(log->v, log->cap * sizeof *log->v);
+			if (!log->v)
+				abort();
+		}
+		log->v[log->n++] = (struct tt_fork_done){o, strdup(branch), known ? json_deep_copy(known) : NULL,
+		                                         json_deep_copy(state), json_incref(wref)};
+	}
+	json_t *new_heads = heads ? json_deep_copy(heads) : json_object();
+	json_object_set(new_heads, branch, (json_t *)state);
+	json_object_set_new(json_object_get(ws, "working"), o->m->key,
+	                    json_pack("{s:O, s:s?, s:O, s:s, s:o}", "ref", wref, "from_pin", tt_manifest_pin(o->m),
+	                              "state", state, "branch", branch, "heads", new_heads));
+	*result = json_pack("{s:s, s:s, s:s, s:o}", "key", o->m->key, "action", "forked", "branch", branch, "ref", wref);
+	free(branch);
+	return 0;
+}
+
+/* Newest first: a branch this run made is deleted again, one it moved goes
+ * back to where it was, on the condition that it is still where this run
+ * put it. What cannot be taken back is said in *failed. */
+void tt_fork_log_undo(struct tt_fork_log *log, char **failed)
+{
+	*failed = NULL;
+	for (size_t i = log->n; i-- > 0;) {
+		struct tt_fork_done *d = &log->v[i];
+		struct tt_obj *o = d->obj;
+		json_t *wref = NULL;
+		tether_error_clear();
+		int rc = d->before ? o->b->fork(&o->ctx, tt_manifest_locator(o->m), d->before, NULL, d->branch, d->after,
+		                                &wref)
+		                   : o->b->delete_working_ref(&o->ctx, tt_manifest_locator(o->m), d->wref);
+		json_decref(wref);
+		if (rc && !*failed)
+			*failed = tt_strdupf("%s: %s", o->m->key, tether_error_last());
+	}
+}
+
+void tt_fork_log_free(struct tt_fork_log *log)
+{
+	for (size_t i = 0; i < log->n; i++) {
+		free(log->v[i].branch);
+		json_decref(log->v[i].before);
+		json_decref(log->v[i].after);
+		json_decref(log->v[i].wref);
+	}
+	free(log->v);
+	memset(log, 0, sizeof *log);
+}

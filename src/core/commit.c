@@ -145,7 +145,7 @@ static json_t *plan_forks(struct commit_run *run)
 			continue;
 		const char *on = json_string_value(json_object_get(tt_workspace_entry(run->ws, o->m->key), "branch"));
 		int refork = on && strcmp(on, branch) == 0;
-		json_t *known = tt_fork_expect(run->ws, o->m->key, branch);
+		json_t *known = tt_fork_expect(run->ws, o, branch);
 		json_t *expect = refork ? tt_content_state(o->b, strcmp(action, "unchanged") == 0 ? tt_manifest_state(o->m)
 		                                                                                  : o->fp.state)
 		                        : known ? tt_content_state(o->b, known) : json_null();

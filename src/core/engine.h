@@ -44,13 +44,20 @@ const char *tt_fork_decision(const struct tt_obj *o, const char **detail);
 int tt_fork_wanted(const struct tt_obj *o);
 /* The condition a fork of `branch` is made on: the head tether last left
  * it at in this checkout (borrowed from ws), or NULL when tether never made
- * it here, so it must not exist. */
-json_t *tt_fork_expect(const json_t *ws, const char *key, const char *branch);
+ * it here, so it must not exist. Objects in one branch scope (one store)
+ * share the branch: a head another of them recorded counts. */
+json_t *tt_fork_expect(const json_t *ws, struct tt_obj *o, const char *branch);
+/* The object's branch scope: its kind and identity, as one string
+ * (malloc'd), or NULL when the backend gives no identity. */
+char *tt_fork_scope(struct tt_obj *o);
 /* Check that condition against the store, read-only, through the backend's
  * list_working_refs: TETHER_EREFUSED naming the object and the branch when
  * it does not hold; 0 when it does, or when the backend cannot list its
  * working branches (the fork's own condition then decides). */
 int tt_fork_precheck(struct tt_obj *o, const char *branch, const json_t *expect);
+/* Objects of one branch scope fork one branch, so they must be recorded
+ * at one state: TETHER_EREFUSED naming two that are not. */
+int tt_fork_scopes_agree(struct tt_obj *objs, size_t n, const char *branch);
 /* A state in one short line, for messages (malloc'd). */
 char *tt_state_brief(const struct tether_backend *b, const json_t *state);
 

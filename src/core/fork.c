@@ -48,9 +48,49 @@ const char *tt_fork_decision(const struct tt_obj *o, const char **detail)
 	return "fork";
 }
 
-json_t *tt_fork_expect(const json_t *ws, const char *key, const char *branch)
+char *tt_fork_scope(struct tt_obj *o)
 {
-	return json_object_get(json_object_get(tt_workspace_entry(ws, key), "heads"), branch);
+	json_t *identity = NULL;
+	if (!o->b->identity || o->b->identity(&o->ctx, tt_manifest_locator(o->m), &identity) != 0) {
+		tether_error_clear(); /* no scope: the object forks on its own */
+		return NULL;
+	}
+	char *text = tt_cjson(identity);
+	char *scope = text ? tt_strdupf("%s %s", o->b->kind, text) : NULL;
+	free(text);
+	json_decref(identity);
+	return scope;
+}
+
+/* Another object of the workspace in the same branch scope (one store: two
+ * keys on one Icechunk repository, two databases of one Neon project) that
+ * has a head recorded on `branch`: its workspace entry, or NULL. */
+static json_t *scope_mate(const json_t *ws, const char *key, const char *scope, const char *branch)
+{
+	const char *k;
+	json_t *entry;
+	if (!scope)
+		return NULL;
+	json_object_foreach(json_object_get(ws, "working"), k, entry) {
+		const char *s = json_string_value(json_object_get(entry, "scope"));
+		if (strcmp(k, key) != 0 && s && strcmp(s, scope) == 0 &&
+		    json_object_get(json_object_get(entry, "heads"), branch))
+			return entry;
+	}
+	return NULL;
+}
+
+json_t *tt_fork_expect(const json_t *ws, struct tt_obj *o, const char *branch)
+{
+	json_t *own = json_object_get(json_object_get(tt_workspace_entry(ws, o->m->key), "heads"), branch);
+	if (own)
+		return own;
+	/* One store has one working branch per bookmark, whichever of its
+	 * objects forked it first: where that one left it is the condition. */
+	char *scope = tt_fork_scope(o);
+	json_t *mate = scope_mate(ws, o->m->key, scope, branch);
+	free(scope);
+	return mate ? json_object_get(json_object_get(mate, "heads"), branch) : NULL;
 }
 
 char *tt_state_brief(const struct tether_backend *b, const json_t *state)
@@ -114,6 +154,36 @@ int tt_fork_precheck(struct tt_obj *o, const char *branch, const json_t *expect)
 	return rc;
 }
 
+int tt_fork_scopes_agree(struct tt_obj *objs, size_t n, const char *branch)
+{
+	json_t *first = json_object(); /* scope -> index of its first forked object */
+	int rc = 0;
+	for (size_t i = 0; !rc && i < n; i++) {
+		const char *detail;
+		if (strcmp(tt_fork_decision(&objs[i], &detail), "fork") != 0)
+			continue;
+		char *scope = tt_fork_scope(&objs[i]);
+		json_t *seen = scope ? json_object_get(first, scope) : NULL;
+		if (scope && !seen) {
+			json_object_set_new(first, scope, json_integer((json_int_t)i));
+		} else if (seen) {
+			struct tt_obj *a = &objs[json_integer_value(seen)], *b = &objs[i];
+			if (!tt_same_content(b->b, tt_manifest_state(a->m), tt_manifest_state(b->m))) {
+				char *sa = tt_state_brief(a->b, tt_manifest_state(a->m)), *sb = tt_state_brief(b->b, tt_manifest_state(b->m));
+				char *why = tt_strdupf("%s and %s are objects of one store, which share its working branch, but are "
+				                       "recorded at different states (%s, %s)", a->m->key, b->m->key, sa, sb);
+				rc = refuse(b, branch, why);
+				free(why);
+				free(sa);
+				free(sb);
+			}
+		}
+		free(scope);
+	}
+	json_decref(first);
+	return rc;
+}
+
 int tt_fork_object(struct tether_repo *repo, struct tt_obj *o, json_t *ws, const char *bookmark,
                    struct tt_fork_log *log, json_t **result)
 {
@@ -131,18 +201,35 @@ int tt_fork_object(struct tether_repo *repo, struct tt_obj *o, json_t *ws, const
 		return 0;
 	}
 	char *branch = tt_working_branch_name(repo, bookmark);
+	char *scope = tt_fork_scope(o);
 	json_t *prev = tt_workspace_entry(ws, o->m->key);
 	json_t *heads = json_object_get(prev, "heads");
 	/* The head tether last left this branch at, or JSON null: a branch it
 	 * never made must not exist yet, so nobody's work is overwritten. */
-	json_t *known = tt_fork_expect(ws, o->m->key, branch);
+	json_t *known = tt_fork_expect(ws, o, branch);
+	json_t *mate = json_object_get(heads, branch) ? NULL : scope_mate(ws, o->m->key, scope, branch);
+	int rc = 0;
+	if (mate && !tt_same_content(o->b, json_object_get(mate, "state"), state)) {
+		/* Moving the shared branch to this object's state would change what
+		 * the other object reads. */
+		char *here = tt_state_brief(o->b, state), *there = tt_state_brief(o->b, json_object_get(mate, "state"));
+		char *why = tt_strdupf("objects of one store share its working branch, and another object of this store "
+		                       "works there at %s, not at %s", there, here);
+		rc = refuse(o, branch, why);
+		free(why);
+		free(here);
+		free(there);
+	}
 	json_t *absent = json_null();
 	json_t *wref = NULL;
-	int rc = o->b->fork(&o->ctx, tt_manifest_locator(o->m), state, json_object_get(o->m->doc, "pin_ref"), branch,
-	                    known ? known : absent, &wref);
+	if (!rc)
+		rc = o->b->fork(&o->ctx, tt_manifest_locator(o->m), state, json_object_get(o->m->doc, "pin_ref"), branch,
+		                known ? known : absent, &wref);
 	if (rc) {
-		rc = tether_error_set(rc, "%s: cannot fork %s: %s", o->m->key, branch, tether_error_last());
+		if (!mate || rc != TETHER_EREFUSED)
+			rc = tether_error_set(rc, "%s: cannot fork %s: %s", o->m->key, branch, tether_error_last());
 		free(branch);
+		free(scope);
 		return rc;
 	}
 	if (log) {
@@ -158,10 +245,11 @@ int tt_fork_object(struct tether_repo *repo, struct tt_obj *o, json_t *ws, const
 	json_t *new_heads = heads ? json_deep_copy(heads) : json_object();
 	json_object_set(new_heads, branch, (json_t *)state);
 	json_object_set_new(json_object_get(ws, "working"), o->m->key,
-	                    json_pack("{s:O, s:s?, s:O, s:s, s:o}", "ref", wref, "from_pin", tt_manifest_pin(o->m),
-	                              "state", state, "branch", branch, "heads", new_heads));
+	                    json_pack("{s:O, s:s?, s:O, s:s, s:o, s:s?}", "ref", wref, "from_pin", tt_manifest_pin(o->m),
+	                              "state", state, "branch", branch, "heads", new_heads, "scope", scope));
 	*result = json_pack("{s:s, s:s, s:s, s:o}", "key", o->m->key, "action", "forked", "branch", branch, "ref", wref);
 	free(branch);
+	free(scope);
 	return 0;
 }
 

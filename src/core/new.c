@@ -137,7 +137,7 @@ static char *target_bookmark(struct tether_repo *repo, const struct new_target *
 /* One object's planned action; a fork carries the condition it is made on:
  * "expect" is null (the branch must not exist) or the head tether last left
  * it at. */
-static json_t *plan_action(struct tether_repo *repo, const struct tt_obj *o, const char *bookmark, const json_t *ws)
+static json_t *plan_action(struct tether_repo *repo, struct tt_obj *o, const char *bookmark, const json_t *ws)
 {
 	const char *detail;
 	const char *action = tt_fork_decision(o, &detail);
@@ -146,7 +146,7 @@ static json_t *plan_action(struct tether_repo *repo, const struct tt_obj *o, con
 		json_object_set_new(a, "detail", json_string(detail));
 	} else {
 		char *branch = tt_working_branch_name(repo, bookmark);
-		json_t *known = tt_fork_expect(ws, o->m->key, branch);
+		json_t *known = tt_fork_expect(ws, o, branch);
 		json_object_set_new(a, "branch", json_string(branch));
 		json_object_set_new(a, "expect", known ? tt_content_state(o->b, known) : json_null());
 		free(branch);
@@ -201,11 +201,11 @@ static int check_forks(struct tether_repo *repo, struct tt_obj *objs, size_t n, 
                        const json_t *ws)
 {
 	char *branch = tt_working_branch_name(repo, bookmark);
-	int rc = 0;
+	int rc = tt_fork_scopes_agree(objs, n, branch);
 	for (size_t i = 0; !rc && i < n; i++) {
 		const char *detail;
 		if (strcmp(tt_fork_decision(&objs[i], &detail), "fork") == 0)
-			rc = tt_fork_precheck(&objs[i], branch, tt_fork_expect(ws, objs[i].m->key, branch));
+			rc = tt_fork_precheck(&objs[i], branch, tt_fork_expect(ws, &objs[i], branch));
 	}
 	free(branch);
 	return rc;

@@ -556,3 +556,41 @@ def test_prune_workspaces_deletes_a_dead_workspaces_pinned_branch(ds, store):
     kept = ds.tj("gc", "--prune-workspaces", "--no-dry-run")
     assert [(p["branch"], p["action"]) for p in kept["prune"]] == [(f"tether.ws.{ds8}.spike", "keep")]
     assert f"tether.ws.{ds8}.spike" in branches(store)
+
+
+# ---------------------------------------------------------------------------
+# Two keys on one repository: one branch scope
+# ---------------------------------------------------------------------------
+
+def test_two_keys_on_one_repository_share_one_working_branch(dsv, store):
+    add(dsv, "a", store)
+    add(dsv, "b", store)
+    dsv.tether("commit", "-m", "base")
+    dsv.tether("new", "-b", "x")
+    branch = f"tether.ws.{dsv.dataset_id()[:8]}.x"
+    assert branches(store) == sorted(["main", branch])
+    assert dsv.tj("open", "a")["branch"] == dsv.tj("open", "b")["branch"] == branch
+    sid = oracle.commit(store, branch=branch)
+    dsv.tether("commit", "-m", "both")
+    assert dsv.manifest("a")["state"] == dsv.manifest("b")["state"] == {"snapshot_id": sid}
+    assert dsv.manifest("a")["pin"] == dsv.manifest("b")["pin"]
+    assert len([t for t in tags(store) if t.startswith("tether.")]) == 2
+    # Another bookmark, and back: each object re-forks where the other left it.
+    dsv.tether("new", "-b", "y")
+    dsv.tether("new", "x")
+    assert head(store, branch) == sid
+
+
+def test_keys_of_one_repository_at_different_states_cannot_share_a_branch(ds, store):
+    first = head(store)
+    oracle.commit(store)
+    add(ds, "now", store)
+    add(ds, "then", store, "--at", first)
+    ds.tether("commit", "-m", "both")
+    before = ds.head()
+    p = ds.tether("new", "-b", "x", check_rc=3)
+    assert "now and then are objects of one store" in p.stderr and "different states" in p.stderr
+    # Refused before anything moved: the checkout, the branches.
+    assert ds.head() == before and ds.git("branch", "--show-current").strip() == "main"
+    assert "x" not in ds.git("branch", "--format=%(refname:short)").split()
+    assert branches(store) == ["main"]

@@ -24,8 +24,8 @@ static int read_file(struct tt_store *s, const char *dir, const struct ic_id *id
 {
 	char text[IC_ID_CHARS + 1];
 	ic_id_text(id, text);
-	char *key = ic_strdupf("%s/%s", dir, text);
-	char *what = ic_strdupf("%s/%s/%s", tt_store_uri(s), dir, text);
+	char *key = tt_strdupf("%s/%s", dir, text);
+	char *what = tt_strdupf("%s/%s/%s", tt_store_uri(s), dir, text);
 	uint8_t *data = NULL;
 	size_t len = 0;
 	struct icf_header h;
@@ -108,22 +108,33 @@ int ic_snapshot_parse(uint8_t *payload, size_t plen, const struct ic_id *want, c
 	return rc;
 }
 
+/* <dir>/<id> read and unwrapped, and the name messages call it by, "<label>
+ * <id>" (malloc'd). */
+static int load(struct tt_store *s, const char *dir, const char *label, const struct ic_id *id, uint8_t type,
+                uint8_t **payload, size_t *plen, char **what)
+{
+	int rc = read_file(s, dir, id, type, payload, plen);
+	if (rc)
+		return rc;
+	char text[IC_ID_CHARS + 1];
+	ic_id_text(id, text);
+	if (!(*what = tt_strdupf("%s %s", label, text))) {
+		free(*payload);
+		*payload = NULL;
+		return ic_fail_oom();
+	}
+	return 0;
+}
+
 int ic_snapshot_read(struct tt_store *s, const struct ic_id *id, struct ic_snapshot_file *out)
 {
 	memset(out, 0, sizeof *out);
 	uint8_t *payload = NULL;
 	size_t plen = 0;
-	int rc = read_file(s, "snapshots", id, ICF_SNAPSHOT, &payload, &plen);
-	if (rc)
-		return rc;
-	char text[IC_ID_CHARS + 1];
-	ic_id_text(id, text);
-	char *what = ic_strdupf("snapshot %s", text);
-	if (!what) {
-		free(payload);
-		return ic_fail_oom();
-	}
-	rc = ic_snapshot_parse(payload, plen, id, what, out);
+	char *what = NULL;
+	int rc = load(s, "snapshots", "snapshot", id, ICF_SNAPSHOT, &payload, &plen, &what);
+	if (rc == 0)
+		rc = ic_snapshot_parse(payload, plen, id, what, out);
 	free(what);
 	return rc;
 }
@@ -236,17 +247,10 @@ int ic_txlog_read(struct tt_store *s, const struct ic_id *id, struct ic_txlog *o
 	memset(out, 0, sizeof *out);
 	uint8_t *payload = NULL;
 	size_t plen = 0;
-	int rc = read_file(s, "transactions", id, ICF_TXLOG, &payload, &plen);
-	if (rc)
-		return rc;
-	char text[IC_ID_CHARS + 1];
-	ic_id_text(id, text);
-	char *what = ic_strdupf("transaction log %s", text);
-	if (!what) {
-		free(payload);
-		return ic_fail_oom();
-	}
-	rc = ic_txlog_parse(payload, plen, what, out);
+	char *what = NULL;
+	int rc = load(s, "transactions", "transaction log", id, ICF_TXLOG, &payload, &plen, &what);
+	if (rc == 0)
+		rc = ic_txlog_parse(payload, plen, what, out);
 	free(what);
 	return rc;
 }
@@ -267,7 +271,7 @@ static int put_file(struct tt_store *s, const char *dir, uint8_t type, const uin
 {
 	uint8_t *file = NULL;
 	size_t len = 0;
-	char *key = ic_strdupf("%s/%s", dir, IC_INITIAL_SNAPSHOT);
+	char *key = tt_strdupf("%s/%s", dir, IC_INITIAL_SNAPSHOT);
 	int rc = key ? icf_write(2, type, IC_IMPL_NAME, fb, fblen, IC_ZSTD_LEVEL, &file, &len) : ic_fail_oom();
 	if (rc == 0)
 		rc = tt_store_put(s, key, file, len, TT_PUT_IF_ABSENT, NULL, NULL);

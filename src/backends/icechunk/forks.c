@@ -58,14 +58,22 @@ int ic_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t *
 	return rc;
 }
 
+/* The working ref's branch, and the repository opened. */
+static int open_working(const struct tether_bctx *ctx, const json_t *locator, const json_t *working_ref,
+                        struct ic_loc *loc, struct ic_repository *repo, const char **branch)
+{
+	*branch = json_string_value(json_object_get(working_ref, "working_branch"));
+	if (!*branch)
+		return tether_error_set(TETHER_ECONFIG, "icechunk working ref names no working_branch");
+	return ic_open_locator(ctx, locator, loc, repo);
+}
+
 int ic_delete_working_ref(const struct tether_bctx *ctx, const json_t *locator, const json_t *working_ref)
 {
 	struct ic_loc loc;
 	struct ic_repository repo;
-	const char *branch = json_string_value(json_object_get(working_ref, "working_branch"));
-	if (!branch)
-		return tether_error_set(TETHER_ECONFIG, "icechunk working ref names no working_branch");
-	int rc = ic_open_locator(ctx, locator, &loc, &repo);
+	const char *branch = NULL;
+	int rc = open_working(ctx, locator, working_ref, &loc, &repo, &branch);
 	if (rc)
 		return rc;
 	if ((rc = refuse_base(&loc, branch, "delete")) == 0)
@@ -87,7 +95,7 @@ int ic_list_working_refs(const struct tether_bctx *ctx, const json_t *locator, j
 	ic_repository_close(&repo);
 	if (rc)
 		return rc;
-	char *prefix = ic_strdupf("tether.ws.%.8s.", ctx && ctx->dataset_id ? ctx->dataset_id : "");
+	char *prefix = tt_strdupf("tether.ws.%.8s.", ctx && ctx->dataset_id ? ctx->dataset_id : "");
 	json_t *out = json_array();
 	const char *name;
 	json_t *sid;
@@ -133,10 +141,8 @@ int ic_promote(const struct tether_bctx *ctx, const json_t *locator, const json_
 	char head_text[IC_ID_CHARS + 1], target_text[IC_ID_CHARS + 1];
 	int found = 0, ff = 0;
 	*result = NULL;
-	const char *branch = json_string_value(json_object_get(working_ref, "working_branch"));
-	if (!branch)
-		return tether_error_set(TETHER_ECONFIG, "icechunk working ref names no working_branch");
-	int rc = ic_open_locator(ctx, locator, &loc, &repo);
+	const char *branch = NULL;
+	int rc = open_working(ctx, locator, working_ref, &loc, &repo, &branch);
 	if (rc)
 		return rc;
 	if ((rc = ic_branch_head(&repo, loc.branch, &head, &found)) == 0 && !found)

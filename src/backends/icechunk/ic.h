@@ -19,6 +19,7 @@
 #include <tether/backend.h>
 
 #include "store/store.h"
+#include "util/fsutil.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -417,7 +418,6 @@ const char *ic_position(const struct ic_loc *loc, int *is_branch);
 
 /* Shared helpers. */
 int ic_fail_oom(void);
-char *ic_strdupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int ic_state_snapshot(const json_t *state, const char *what, struct ic_id *out);
 json_t *ic_state_of(const struct ic_id *id);
 

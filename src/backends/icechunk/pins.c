@@ -109,22 +109,22 @@ int ic_verify(const struct tether_bctx *ctx, const json_t *locator, const json_t
 	} else if (pin_ref) {
 		rc = ic_live_tag(&repo, tag, pin, &live, &at);
 		if (rc == 0 && !live)
-			*detail = ic_strdupf("tag %s is missing", tag);
+			*detail = tt_strdupf("tag %s is missing", tag);
 		else if (rc == 0 && memcmp(at.b, want.b, IC_ID_BYTES) != 0) {
 			char have[IC_ID_CHARS + 1];
 			ic_id_text(&at, have);
-			*detail = ic_strdupf("tag %s points at %s, not %s", live, have, sid);
+			*detail = tt_strdupf("tag %s points at %s, not %s", live, have, sid);
 		} else if (rc == 0) {
 			*ok = 1;
 			if (strcmp(live, tag) != 0)
-				*detail = ic_strdupf("pinned as %s", live);
+				*detail = tt_strdupf("pinned as %s", live);
 		}
 	} else {
 		int exists = 0;
 		rc = ic_snapshot_exists(&repo, &want, &exists);
 		*ok = rc == 0 && exists;
 		if (rc == 0 && !exists)
-			*detail = ic_strdupf("snapshot %s is no longer in the repository", sid);
+			*detail = tt_strdupf("snapshot %s is no longer in the repository", sid);
 	}
 	ic_repository_close(&repo);
 	free(live);

@@ -31,14 +31,16 @@ static struct ic_str as_str(const char *s)
 	return (struct ic_str){s, (uint32_t)strlen(s)};
 }
 
-/* Binary search over refs sorted by name: the index, or -(insertion
- * point) - 1. */
-static long search_refs(const struct ic_ref *refs, uint32_t n, struct ic_str name)
+/* Binary search over elements `stride` bytes apart whose first member is
+ * their name (struct ic_ref, or struct ic_str itself), sorted by it: the
+ * index, or -(insertion point) - 1. */
+static long search_names(const void *base, uint32_t n, size_t stride, struct ic_str name)
 {
 	long lo = 0, hi = (long)n - 1;
 	while (lo <= hi) {
 		long mid = lo + (hi - lo) / 2;
-		int c = ic_str_cmp(refs[mid].name, name);
+		const struct ic_str *at = (const struct ic_str *)((const char *)base + (size_t)mid * stride);
+		int c = ic_str_cmp(*at, name);
 		if (c == 0)
 			return mid;
 		if (c < 0)
@@ -49,20 +51,14 @@ static long search_refs(const struct ic_ref *refs, uint32_t n, struct ic_str nam
 	return -lo - 1;
 }
 
+static long search_refs(const struct ic_ref *refs, uint32_t n, struct ic_str name)
+{
+	return search_names(refs, n, sizeof *refs, name);
+}
+
 static long search_strs(const struct ic_str *v, uint32_t n, struct ic_str s)
 {
-	long lo = 0, hi = (long)n - 1;
-	while (lo <= hi) {
-		long mid = lo + (hi - lo) / 2;
-		int c = ic_str_cmp(v[mid], s);
-		if (c == 0)
-			return mid;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid - 1;
-	}
-	return -lo - 1;
+	return search_names(v, n, sizeof *v, s);
 }
 
 long ic_repo_branch(const struct ic_repo *r, const char *name)

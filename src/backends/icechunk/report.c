@@ -76,7 +76,7 @@ static int entries_of(const json_t *native, json_t **out)
 	}
 	json_decref(touched);
 	json_array_foreach(json_object_get(native, "moved_nodes"), i, p) {
-		char *key = ic_strdupf("%s -> %s", json_string_value(json_array_get(p, 0)),
+		char *key = tt_strdupf("%s -> %s", json_string_value(json_array_get(p, 0)),
 		                       json_string_value(json_array_get(p, 1)));
 		rc = rc ? rc : key ? put(by, key, RENAMED, "") : ic_fail_oom();
 		free(key);

@@ -101,7 +101,7 @@ int ic_snapshot_exists(struct ic_repository *repo, const struct ic_id *id, int *
 	 * files; spec 1 has nothing but the file). */
 	char text[IC_ID_CHARS + 1];
 	ic_id_text(id, text);
-	char *key = ic_strdupf("snapshots/%s", text);
+	char *key = tt_strdupf("snapshots/%s", text);
 	int rc = key ? tt_store_head(repo->store, key, exists, NULL, NULL) : ic_fail_oom();
 	free(key);
 	return rc;
@@ -159,7 +159,7 @@ static unsigned generation_of(const char *tag)
 
 static char *generation_name(const char *pin_id, unsigned gen)
 {
-	return gen == 1 ? ic_strdupf("tether.%s", pin_id) : ic_strdupf("tether.%s.%u", pin_id, gen);
+	return gen == 1 ? tt_strdupf("tether.%s", pin_id) : tt_strdupf("tether.%s.%u", pin_id, gen);
 }
 
 struct pin_job {

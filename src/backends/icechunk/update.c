@@ -55,7 +55,7 @@ int ic_backup_name(char out[64])
 
 static char *repo_path(struct tt_store *s)
 {
-	return ic_strdupf("%s/repo", tt_store_uri(s));
+	return tt_strdupf("%s/repo", tt_store_uri(s));
 }
 
 int ic_repo_read(struct tt_store *s, struct ic_repo *out, struct tt_version *version)

@@ -3,7 +3,6 @@
 
 #include "format/base32.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,21 +10,6 @@
 int ic_fail_oom(void)
 {
 	return tether_error_set(TETHER_EIO, "out of memory");
-}
-
-char *ic_strdupf(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-	if (!s)
-		return NULL;
-	va_start(ap, fmt);
-	vsnprintf(s, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	return s;
 }
 
 void ic_id_text(const struct ic_id *id, char out[IC_ID_CHARS + 1])

@@ -11,7 +11,7 @@
 
 static char *ref_key(int tag, const char *name, const char *file)
 {
-	return ic_strdupf("refs/%s.%s/%s", tag ? "tag" : "branch", name, file);
+	return tt_strdupf("refs/%s.%s/%s", tag ? "tag" : "branch", name, file);
 }
 
 static int valid_name(const char *name, int tag)
@@ -55,7 +55,7 @@ int ic_v1_ref(struct ic_repository *repo, int tag, const char *name, struct ic_i
 		tether_error_clear();
 		rc = 0;
 	} else if (rc == 0) {
-		char *what = ic_strdupf("%s/%s", repo->uri, key);
+		char *what = tt_strdupf("%s/%s", repo->uri, key);
 		rc = what ? parse_ref(data, len, what, out) : ic_fail_oom();
 		*found = rc == 0;
 		free(what);
@@ -127,7 +127,7 @@ int ic_v1_list_refs(struct ic_repository *repo, int tags, json_t **out)
 		if (tags && !marker)
 			rc = ic_fail_oom();
 		else if (!marker || !listed(keys, marker)) {
-			char *key = ref_key(tags, name, "ref.json"), *what = ic_strdupf("%s/%s", repo->uri, key ? key : "");
+			char *key = ref_key(tags, name, "ref.json"), *what = tt_strdupf("%s/%s", repo->uri, key ? key : "");
 			uint8_t *data = NULL;
 			size_t len = 0;
 			struct ic_id id;
@@ -161,7 +161,7 @@ static int put_ref(struct ic_repository *repo, int tag, const char *name, const 
 	char text[IC_ID_CHARS + 1];
 	ic_id_text(snap, text);
 	char *key = ref_key(tag, name, "ref.json");
-	char *body = ic_strdupf("{\"snapshot\":\"%s\"}", text);
+	char *body = tt_strdupf("{\"snapshot\":\"%s\"}", text);
 	int rc = key && body ? tt_store_put(repo->store, key, body, strlen(body), mode, expect, NULL) : ic_fail_oom();
 	free(key);
 	free(body);

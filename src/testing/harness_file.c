@@ -29,6 +29,21 @@ char *tt_harness_mkdtemp(const char *prefix)
 	return dir;
 }
 
+int tt_harness_scratch_child(const char *prefix, const char *name, char *out, size_t len)
+{
+	char *dir = tt_harness_mkdtemp(prefix);
+	char real[PATH_MAX];
+	if (!dir)
+		return tether_error_set(TETHER_EIO, "cannot make a scratch directory");
+	int ok = realpath(dir, real) != NULL;
+	free(dir);
+	if (!ok)
+		return tether_error_set(TETHER_EIO, "cannot resolve a scratch directory");
+	if ((size_t)snprintf(out, len, "%s/%s", real, name) >= len)
+		return tether_error_set(TETHER_EIO, "scratch path too long");
+	return 0;
+}
+
 static int write_text(const char *dir, const char *name, const char *text)
 {
 	char path[PATH_MAX];

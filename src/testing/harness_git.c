@@ -43,17 +43,11 @@ static const char *string_of(const json_t *o, const char *key)
 static int new_locator(void *ud, json_t **locator)
 {
 	(void)ud;
-	char *dir = tt_harness_mkdtemp("tether-conformance-git");
-	char real[PATH_MAX], path[PATH_MAX + 8];
-	if (!dir)
-		return tether_error_set(TETHER_EIO, "cannot make a scratch directory");
-	int ok = realpath(dir, real) != NULL;
-	free(dir);
-	if (!ok)
-		return tether_error_set(TETHER_EIO, "cannot resolve a scratch directory");
-	snprintf(path, sizeof path, "%s/repo", real);
-	*locator = json_pack("{s:s, s:s}", "path", path, "ref", "main");
-	return 0;
+	char path[PATH_MAX + 8];
+	int rc = tt_harness_scratch_child("tether-conformance-git", "repo", path, sizeof path);
+	if (rc == 0)
+		*locator = json_pack("{s:s, s:s}", "path", path, "ref", "main");
+	return rc;
 }
 
 /* Commit file <name> holding <text> through the checkout, onto HEAD. */

@@ -12,5 +12,8 @@ const struct tether_harness *tt_harness_icechunk(void);
 
 /* A scratch directory under $TMPDIR (or /tmp): malloc'd path, or NULL. */
 char *tt_harness_mkdtemp(const char *prefix);
+/* "<a fresh scratch directory, resolved>/<name>" into out, for a store
+ * that create_store may then make there; the child itself is not made. */
+int tt_harness_scratch_child(const char *prefix, const char *name, char *out, size_t len);
 
 #endif

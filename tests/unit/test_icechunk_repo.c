@@ -389,6 +389,66 @@ static void test_refusals(void)
 	CHECK(ic_repo_parse(copy, sizeof junk, "junk", &r) == TETHER_EIO);
 }
 
+/* A spec-1 snapshot file naming `parent`, written under snapshots/. */
+static int put_v1_snapshot(struct tt_store *s, const struct ic_id *id, const struct ic_id *parent)
+{
+	struct fbb b;
+	fbb_init(&b);
+	fb_ref nodes = fbb_vector_refs(&b, NULL, 0);
+	fb_ref msg = fbb_string(&b, "loop", 4);
+	fb_ref meta = fbb_vector_refs(&b, NULL, 0);
+	fb_ref files = fbb_vector(&b, NULL, 0, 32, 8);
+	fbb_table_start(&b);
+	fbb_add_struct(&b, 0, id->b, IC_ID_BYTES, 1);
+	fbb_add_struct(&b, 1, parent->b, IC_ID_BYTES, 1);
+	fbb_add_ref(&b, 2, nodes);
+	fbb_add_u64(&b, 3, 1);
+	fbb_add_ref(&b, 4, msg);
+	fbb_add_ref(&b, 5, meta);
+	fbb_add_ref(&b, 6, files);
+	uint8_t *fb = NULL, *file = NULL;
+	size_t fblen = 0, len = 0;
+	int rc = fbb_finish(&b, fbb_table_end(&b), "Ichk", &fb, &fblen);
+	fbb_free(&b);
+	if (rc == 0)
+		rc = icf_write(1, ICF_SNAPSHOT, "test", fb, fblen, 1, &file, &len);
+	char text[IC_ID_CHARS + 1], key[64];
+	ic_id_text(id, text);
+	snprintf(key, sizeof key, "snapshots/%s", text);
+	if (rc == 0)
+		rc = tt_store_put(s, key, file, len, TT_PUT_OVERWRITE, NULL, NULL);
+	free(fb);
+	free(file);
+	return rc;
+}
+
+/* A spec-1 history whose parents loop (A -> B -> A): ancestry stops with
+ * an error instead of reading the loop forever. */
+static void test_v1_parent_loop(void)
+{
+	char path[300], ref[128];
+	snprintf(path, sizeof path, "%s/v1loop", scratch);
+	struct tt_store *s = NULL;
+	struct ic_id a, b;
+	memset(a.b, 1, sizeof a.b);
+	memset(b.b, 2, sizeof b.b);
+	char ta[IC_ID_CHARS + 1];
+	ic_id_text(&a, ta);
+	snprintf(ref, sizeof ref, "{\"snapshot\":\"%s\"}", ta);
+	CHECK(tt_store_open(path, NULL, &s) == 0);
+	CHECK(tt_store_put(s, "refs/branch.main/ref.json", ref, strlen(ref), TT_PUT_OVERWRITE, NULL, NULL) == 0);
+	CHECK(put_v1_snapshot(s, &a, &b) == 0 && put_v1_snapshot(s, &b, &a) == 0);
+	tt_store_close(s);
+	struct ic_repository repo;
+	CHECK(ic_repository_open(path, NULL, &repo) == 0 && repo.spec == 1);
+	json_t *chain = NULL;
+	CHECK(ic_ancestry(&repo, &a, 0, &chain) == TETHER_EIO && !chain);
+	CHECK(strstr(tether_error_last(), "loops back") != NULL);
+	CHECK(ic_ancestry(&repo, &a, 2, &chain) == 0 && json_array_size(chain) == 2);
+	json_decref(chain);
+	ic_repository_close(&repo);
+}
+
 int main(void)
 {
 	snprintf(scratch, sizeof scratch, "%s/tether-test-icechunk-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -400,6 +460,7 @@ int main(void)
 	test_mutations();
 	test_pins();
 	test_refusals();
+	test_v1_parent_loop();
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);
 	if (system(cmd) != 0)

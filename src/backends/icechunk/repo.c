@@ -99,6 +99,7 @@ void ic_repo_free(struct ic_repo *r)
 struct parse {
 	struct ic_repo *r;
 	const char *what;
+	uint32_t tables; /* counted so far */
 };
 
 static int corrupt(const struct parse *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -132,9 +133,22 @@ static void check_slots(struct parse *p, const struct fb_table *t, unsigned know
 		           "it was written by a newer Icechunk", table, used - 1, known);
 }
 
+/* Icechunk's own reader verifies a repo file with at most five million
+ * tables; more is a file no Icechunk reads, and the model's arrays stay
+ * bounded by it whatever the lengths in the file say. */
+#define MAX_TABLES 5000000u
+
 static void *alloc_n(struct parse *p, size_t n, size_t size)
 {
 	return ic_repo_alloc(p->r, n * size);
+}
+
+static int count_tables(struct parse *p, uint32_t n, const char *what)
+{
+	if (n > MAX_TABLES - p->tables)
+		return corrupt(p, "more than %u tables (at %s): more than Icechunk reads", MAX_TABLES, what);
+	p->tables += n;
+	return 0;
 }
 
 static int need(struct parse *p, int present, const char *field)
@@ -190,7 +204,7 @@ static int read_metas(struct parse *p, const struct fb_table *t, unsigned slot, 
 {
 	struct fb_vec v;
 	int rc = fb_vector(t, slot, 4, 4, &v, &out->present);
-	if (rc || !v.n)
+	if (rc || !v.n || (rc = count_tables(p, v.n, "metadata")))
 		return rc;
 	if (!(out->v = alloc_n(p, v.n, sizeof *out->v)))
 		return ic_fail_oom();
@@ -215,7 +229,7 @@ static int read_refs(struct parse *p, const struct fb_table *root, unsigned slot
 	struct fb_vec v;
 	int present = 0;
 	int rc = fb_vector(root, slot, 4, 4, &v, &present);
-	if (rc || (rc = need(p, present, field)))
+	if (rc || (rc = need(p, present, field)) || (rc = count_tables(p, v.n, field)))
 		return rc;
 	*n = v.n;
 	if (!v.n)
@@ -252,7 +266,7 @@ static int read_snapshots(struct parse *p, const struct fb_table *root)
 	struct fb_vec v;
 	int present = 0;
 	int rc = fb_vector(root, R_SNAPSHOTS, 4, 4, &v, &present);
-	if (rc || (rc = need(p, present, "Repo.snapshots")))
+	if (rc || (rc = need(p, present, "Repo.snapshots")) || (rc = count_tables(p, v.n, "Repo.snapshots")))
 		return rc;
 	r->nsnaps = v.n;
 	if (!v.n)
@@ -334,7 +348,8 @@ static int read_updates(struct parse *p, const struct fb_table *root)
 	struct fb_vec v;
 	int present = 0;
 	int rc = fb_vector(root, R_UPDATES, 4, 4, &v, &present);
-	if (rc || (rc = need(p, present, "Repo.latest_updates")))
+	if (rc || (rc = need(p, present, "Repo.latest_updates")) ||
+	    (rc = count_tables(p, v.n, "Repo.latest_updates")))
 		return rc;
 	if (!v.n)
 		return corrupt(p, "its ops log is empty");
@@ -455,7 +470,7 @@ int ic_repo_parse(uint8_t *payload, size_t len, const char *what, struct ic_repo
 	memset(out, 0, sizeof *out);
 	out->payload = payload;
 	out->payload_len = len;
-	struct parse p = {out, what};
+	struct parse p = {out, what, 0};
 	int rc = parse_root(&p);
 	if (rc) {
 		if (rc == TETHER_EIO && !strstr(tether_error_last(), what))

@@ -467,12 +467,20 @@ static int v2_ancestry(struct ic_repository *repo, const struct ic_id *start, si
 static int v1_ancestry(struct ic_repository *repo, const struct ic_id *start, size_t max, json_t *out)
 {
 	struct ic_id at = *start;
-	int rc = 0;
-	/* One snapshot file per step; a loop would repeat an id. */
-	for (size_t steps = 0; rc == 0 && (!max || json_array_size(out) < max); steps++) {
+	json_t *seen = json_object();
+	int rc = seen ? 0 : ic_fail_oom();
+	/* One snapshot file per step. A hostile chain that loops back repeats
+	 * an id: that ends the walk with an error, not after reading the loop
+	 * forever. */
+	while (rc == 0 && (!max || json_array_size(out) < max)) {
 		struct ic_snapshot_file f;
-		if (steps > 10000000)
-			return tether_error_set(TETHER_EIO, "%s: the snapshot ancestry does not end", repo->uri);
+		char text[IC_ID_CHARS + 1];
+		ic_id_text(&at, text);
+		if (json_object_get(seen, text)) {
+			rc = tether_error_set(TETHER_EIO, "%s: the snapshot ancestry loops back to %s", repo->uri, text);
+			break;
+		}
+		json_object_set_new(seen, text, json_true());
 		if ((rc = ic_snapshot_read(repo->store, &at, &f)))
 			break;
 		if (json_array_append_new(out, ancestry_entry(&f.id, f.has_parent ? &f.parent : NULL, f.flushed_at,
@@ -484,6 +492,7 @@ static int v1_ancestry(struct ic_repository *repo, const struct ic_id *start, si
 		if (!more)
 			break;
 	}
+	json_decref(seen);
 	return rc;
 }
 

@@ -594,3 +594,25 @@ def test_keys_of_one_repository_at_different_states_cannot_share_a_branch(ds, st
     assert ds.head() == before and ds.git("branch", "--show-current").strip() == "main"
     assert "x" not in ds.git("branch", "--format=%(refname:short)").split()
     assert branches(store) == ["main"]
+
+
+# ---------------------------------------------------------------------------
+# A commit killed part-way
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("step", ["object-recorded", "vcs-committed"])
+def test_a_commit_killed_after_pinning_is_finished_by_the_rerun(ds, store, step):
+    add(ds, "img", store)
+    ds.tether("commit", "-m", "base")
+    oracle.commit(store)
+    p = ds.tether("commit", "-m", "killed", check_rc=None, env={"TETHER_FAULT": f"commit:{step}"})
+    assert p.returncode == -9, p.stderr
+    # The repository is whole: the library opens it, and the pin is there.
+    repo = oracle.open_repo(store)
+    assert len([t for t in repo.list_tags() if t.startswith("tether.")]) == 2
+    ds.tether("commit", "-m", "again")
+    ds.tether("verify", "--all-history")
+    ds.tether("gc", "--no-dry-run")
+    named = {ds.manifest_at(rev, "img")["pin_ref"]["tag"] for rev in ("HEAD", "HEAD~1")}
+    assert set(tags(store)) == named
+    assert oracle.read_data(store, tag=pin_tag(ds, "img")) == oracle.read_data(store, branch="main")

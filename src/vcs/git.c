@@ -354,13 +354,7 @@ static char *realpath_dup(const char *path)
 	return r;
 }
 
-/* A growable path for recursive walks: push a component, pop back to a mark. */
-struct path_buf {
-	char *s;
-	size_t len, cap;
-};
-
-static int path_buf_push(struct path_buf *pb, const char *name)
+int path_buf_push(struct path_buf *pb, const char *name)
 {
 	size_t n = strlen(name);
 	size_t need = pb->len + (pb->len ? 1 : 0) + n + 1;
@@ -384,7 +378,7 @@ static int path_buf_push(struct path_buf *pb, const char *name)
 	return 0;
 }
 
-static void path_buf_pop_to(struct path_buf *pb, size_t mark)
+void path_buf_pop_to(struct path_buf *pb, size_t mark)
 {
 	pb->len = mark;
 	if (pb->s)

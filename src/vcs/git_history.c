@@ -204,8 +204,7 @@ struct file_walk {
 	tether_vcs_history_cb cb;
 	void *ud;
 	struct seen_set seen;
-	char *path; /* the current path relative to dir */
-	size_t path_len, path_cap;
+	struct path_buf path; /* the current path relative to dir */
 	char commit[GIT_OID_HEXSZ + 1];
 	size_t commits;
 };
@@ -272,33 +271,6 @@ static int malformed_tree(const struct file_walk *w)
 
 /* Append "/name" (or "name" at the top) to the current path; *mark is the
  * length to pop back to. */
-static int path_push(struct file_walk *w, const char *name, size_t *mark)
-{
-	size_t n = strlen(name), need = w->path_len + 1 + n + 1;
-
-	*mark = w->path_len;
-	if (need > w->path_cap) {
-		size_t cap = w->path_cap ? w->path_cap : 256;
-		while (cap < need)
-			cap *= 2;
-		char *grown = realloc(w->path, cap);
-		if (!grown)
-			return fail_oom();
-		w->path = grown;
-		w->path_cap = cap;
-	}
-	if (w->path_len)
-		w->path[w->path_len++] = '/';
-	memcpy(w->path + w->path_len, name, n + 1);
-	w->path_len += n;
-	return 0;
-}
-
-static void path_pop(struct file_walk *w, size_t mark)
-{
-	w->path_len = mark;
-	w->path[mark] = '\0';
-}
 
 /* An object under the directory: from the cache when it has it, else
  * from git (and then into the cache). */
@@ -338,7 +310,7 @@ static int visit_blob(struct file_walk *w, const git_oid *id)
 
 	if (rc < 0)
 		return rc;
-	rc = w->cb(w->ud, w->commit, w->path, blob.data, blob.size);
+	rc = w->cb(w->ud, w->commit, w->path.s, blob.data, blob.size);
 	raw_free(&blob);
 	return rc;
 }
@@ -351,12 +323,13 @@ static int visit_entry(struct file_walk *w, const struct tree_entry *e)
 
 	if (e->mode == MODE_COMMIT)
 		return 0;
-	if ((rc = path_push(w, e->name, &mark)) < 0)
+	mark = w->path.len;
+	if ((rc = path_buf_push(&w->path, e->name)) < 0)
 		return rc;
-	rc = seen_add(&w->seen, e->id, w->path, &fresh);
+	rc = seen_add(&w->seen, e->id, w->path.s, &fresh);
 	if (rc == 0 && fresh)
 		rc = e->mode == MODE_TREE ? walk_files(w, e->id) : visit_blob(w, e->id);
-	path_pop(w, mark);
+	path_buf_pop_to(&w->path, mark);
 	return rc;
 }
 
@@ -494,7 +467,7 @@ int tt_git_store_history_files(struct tether_vcs *v, const char *const *tips, si
 	*commits = w.commits;
 	git_odb_free(w.odb);
 	seen_free(&w.seen);
-	free(w.path);
+	free(w.path.s);
 	free(norm);
 	return rc;
 }

@@ -37,3 +37,12 @@ int tt_git_failv(int git_rc, const char *fmt, va_list ap)
 	vsnprintf(what, sizeof what, fmt, ap);
 	return tether_error_set(tt_git_code(git_rc), "%s: %s", what, e && e->message ? e->message : "libgit2 error");
 }
+
+int tt_git_fail(int git_rc, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = tt_git_failv(git_rc, fmt, ap);
+	va_end(ap);
+	return rc;
+}

@@ -9,5 +9,6 @@
 int tt_git_code(int git_rc);
 /* Set "<context>: <libgit2's message>" and return the mapped code. */
 int tt_git_failv(int git_rc, const char *fmt, va_list ap);
+int tt_git_fail(int git_rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

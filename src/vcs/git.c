@@ -44,17 +44,6 @@
 /* Errors                                                              */
 /* ------------------------------------------------------------------ */
 
-/* Report a libgit2 failure: our context, then libgit2's own explanation. */
-static int fail_git(int git_rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail_git(int git_rc, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int rc = tt_git_failv(git_rc, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
 static int fail_oom(void)
 {
 	return tether_error_set(TETHER_ERROR, "out of memory");
@@ -84,7 +73,7 @@ static int ensure_libgit2(void)
 {
 	pthread_once(&libgit2_once, libgit2_init_once);
 	if (libgit2_init_rc < 0)
-		return fail_git(libgit2_init_rc, "cannot initialise libgit2");
+		return tt_git_fail(libgit2_init_rc, "cannot initialise libgit2");
 	return 0;
 }
 
@@ -250,7 +239,7 @@ static int lookup_object(struct tether_vcs *v, const git_oid *id, git_object_t t
 	}
 	rc = git_object_lookup(out, v->repo, id, type);
 	if (rc < 0)
-		return fail_git(rc, "cannot read object %s", git_oid_tostr(hex, sizeof hex, id));
+		return tt_git_fail(rc, "cannot read object %s", git_oid_tostr(hex, sizeof hex, id));
 	cache_insert(&v->cache, *out);
 	return 0;
 }
@@ -429,7 +418,7 @@ static int open_repository(const char *start_dir, git_repository **repo)
 	if (rc == GIT_ENOTFOUND)
 		return tether_error_set(TETHER_ENOREPO, "not inside a git repository: %s", start_dir);
 	if (rc < 0)
-		return fail_git(rc, "cannot open the git repository enclosing %s", start_dir);
+		return tt_git_fail(rc, "cannot open the git repository enclosing %s", start_dir);
 	if (git_repository_is_bare(*repo)) {
 		const char *where = git_repository_path(*repo);
 		int err = tether_error_set(TETHER_ENOREPO,
@@ -492,7 +481,7 @@ int tt_git_store_open(const char *gitdir, const char *workdir, struct tether_vcs
 		return fail_oom();
 	rc = git_repository_open_ext(&v->repo, gitdir, flags, NULL);
 	if (rc < 0) {
-		rc = fail_git(rc, "cannot open the git store %s", gitdir);
+		rc = tt_git_fail(rc, "cannot open the git store %s", gitdir);
 		free(v);
 		return rc;
 	}
@@ -546,7 +535,7 @@ static int explain_unresolved(struct tether_vcs *v, const char *rev, int git_rc)
 	case GIT_EINVALIDSPEC:
 		return tether_error_set(TETHER_ENOTFOUND, "unknown revision '%s'", rev);
 	default:
-		return fail_git(git_rc, "cannot resolve revision '%s'", rev);
+		return tt_git_fail(git_rc, "cannot resolve revision '%s'", rev);
 	}
 }
 
@@ -593,7 +582,7 @@ static int commit_tree(struct tether_vcs *v, const char *id, git_tree **out)
 		if (rc == GIT_ENOTFOUND)
 			return tether_error_set(TETHER_ENOTFOUND, "unknown commit '%s'", id);
 		if (rc < 0)
-			return fail_git(rc, "cannot read commit %s", id);
+			return tt_git_fail(rc, "cannot read commit %s", id);
 	} else if ((rc = lookup_commit_rev(v, id, &commit)) < 0) {
 		return rc;
 	}
@@ -863,7 +852,7 @@ static int commit_changes_path(struct tether_vcs *v, git_commit *commit, const c
 
 		rc = git_commit_parent(&parent, commit, i);
 		if (rc < 0)
-			return fail_git(rc, "cannot read a parent of a commit");
+			return tt_git_fail(rc, "cannot read a parent of a commit");
 		rc = entry_in_commit(v, parent, path, &theirs, &parent_present);
 		git_commit_free(parent);
 		if (rc < 0)
@@ -931,7 +920,7 @@ static int log_one(struct tether_vcs *v, const git_oid *id, const char *path, js
 	int rc = git_commit_lookup(&commit, v->repo, id);
 
 	if (rc < 0)
-		return fail_git(rc, "cannot read a commit");
+		return tt_git_fail(rc, "cannot read a commit");
 	if (path)
 		rc = commit_changes_path(v, commit, path, &changed);
 	if (rc == 0 && changed && json_array_append_new(out, commit_to_json(commit)) < 0)
@@ -951,7 +940,7 @@ static int walk_log(struct tether_vcs *v, git_revwalk *walk, const char *path, i
 		if (rc == GIT_ITEROVER)
 			return 0;
 		if (rc < 0)
-			return fail_git(rc, "cannot walk the history");
+			return tt_git_fail(rc, "cannot walk the history");
 		if ((rc = log_one(v, &id, path, out)) < 0)
 			return rc;
 	}
@@ -973,7 +962,7 @@ static int start_revwalk(struct tether_vcs *v, const char *rev, git_revwalk **ou
 	git_commit_free(tip);
 	if (rc < 0) {
 		git_revwalk_free(*out);
-		return fail_git(rc, "cannot walk the history of '%s'", rev);
+		return tt_git_fail(rc, "cannot walk the history of '%s'", rev);
 	}
 	return 0;
 }
@@ -1074,7 +1063,7 @@ static int config_flag(git_repository *repo, const char *name, int fallback, int
 	int rc = git_repository_config_snapshot(&cfg, repo);
 
 	if (rc < 0)
-		return fail_git(rc, "cannot read the repository's configuration");
+		return tt_git_fail(rc, "cannot read the repository's configuration");
 	rc = git_config_get_bool(value, cfg, name);
 	git_config_free(cfg);
 	if (rc == GIT_ENOTFOUND) {
@@ -1082,7 +1071,7 @@ static int config_flag(git_repository *repo, const char *name, int fallback, int
 		return 0;
 	}
 	if (rc < 0)
-		return fail_git(rc, "cannot read %s", name);
+		return tt_git_fail(rc, "cannot read %s", name);
 	return 0;
 }
 
@@ -1094,11 +1083,11 @@ static int load_head(struct commit_job *j)
 	if (rc == GIT_EUNBORNBRANCH || rc == GIT_ENOTFOUND)
 		return 0; /* the first commit on this branch */
 	if (rc < 0)
-		return fail_git(rc, "cannot read HEAD");
+		return tt_git_fail(rc, "cannot read HEAD");
 	rc = git_reference_peel((git_object **)&j->head, head, GIT_OBJECT_COMMIT);
 	git_reference_free(head);
 	if (rc < 0)
-		return fail_git(rc, "HEAD does not point at a commit");
+		return tt_git_fail(rc, "HEAD does not point at a commit");
 	return lookup_tree(j->v, git_commit_tree_id(j->head), &j->base);
 }
 
@@ -1109,10 +1098,10 @@ static int load_real_index(git_repository *repo, git_index **out)
 	int rc = git_repository_index(out, repo);
 
 	if (rc < 0)
-		return fail_git(rc, "cannot open the repository's index");
+		return tt_git_fail(rc, "cannot open the repository's index");
 	rc = git_index_read(*out, 1);
 	if (rc < 0)
-		return fail_git(rc, "cannot read the repository's index");
+		return tt_git_fail(rc, "cannot read the repository's index");
 	return 0;
 }
 
@@ -1121,9 +1110,9 @@ static int prepare_indexes(struct commit_job *j)
 	int rc = git_index_new(&j->staged);
 
 	if (rc < 0)
-		return fail_git(rc, "cannot create an index");
+		return tt_git_fail(rc, "cannot create an index");
 	if (j->base && (rc = git_index_read_tree(j->staged, j->base)) < 0)
-		return fail_git(rc, "cannot read HEAD's tree");
+		return tt_git_fail(rc, "cannot read HEAD's tree");
 	return load_real_index(j->repo, &j->real);
 }
 
@@ -1229,7 +1218,7 @@ static int index_remove_under(const struct commit_job *j, git_index *index, cons
 		rc = git_index_remove(index, victim, git_index_entry_stage(e));
 		free(victim);
 		if (rc < 0)
-			return fail_git(rc, "cannot update the index");
+			return tt_git_fail(rc, "cannot update the index");
 	}
 	return 0;
 }
@@ -1278,13 +1267,13 @@ static int stage_file(struct commit_job *j, const char *path, const struct stat 
 	 * .gitattributes), as `git add` would; a symlink becomes its target. */
 	rc = git_blob_create_from_workdir(&e.id, j->repo, path);
 	if (rc < 0)
-		return fail_git(rc, "cannot store '%s'", path);
+		return tt_git_fail(rc, "cannot store '%s'", path);
 	fill_stat(&e, st);
 	e.mode = worktree_mode(j, path, st);
 	e.path = path;
 	rc = git_index_add(j->staged, &e);
 	if (rc < 0)
-		return fail_git(rc, "cannot stage '%s'", path);
+		return tt_git_fail(rc, "cannot stage '%s'", path);
 	return 0;
 }
 
@@ -1412,7 +1401,7 @@ static int build_tree(struct commit_job *j, git_oid *tree_id)
 			return rc;
 	rc = git_index_write_tree_to(tree_id, j->staged, j->repo);
 	if (rc < 0)
-		return fail_git(rc, "cannot write the new tree");
+		return tt_git_fail(rc, "cannot write the new tree");
 	return 0;
 }
 
@@ -1506,7 +1495,7 @@ static int make_signature_at(const char *who, const char *name, const char *emai
 		                        "ISO 8601)",
 		                        var, date);
 	if (rc < 0)
-		return fail_git(rc, "invalid identity '%s <%s>'", name, email);
+		return tt_git_fail(rc, "invalid identity '%s <%s>'", name, email);
 	return 0;
 }
 
@@ -1552,7 +1541,7 @@ static int make_signature(git_repository *repo, const char *who, const char *rol
 	int rc = git_repository_config_snapshot(&cfg, repo);
 
 	if (rc < 0)
-		return fail_git(rc, "cannot read the repository's configuration");
+		return tt_git_fail(rc, "cannot read the repository's configuration");
 	name = identity_part(cfg, who, role, "name");
 	email = identity_part(cfg, who, role, "email");
 	if (!name || !*name || !email)
@@ -1575,7 +1564,7 @@ static int clean_message(const char *message, git_buf *out)
 	 * go, the message ends with a newline. */
 	rc = git_message_prettify(out, message, 0, '#');
 	if (rc < 0)
-		return fail_git(rc, "cannot prepare the commit message");
+		return tt_git_fail(rc, "cannot prepare the commit message");
 	if (out->size == 0)
 		return tether_error_set(TETHER_EUSAGE, "the commit message is empty");
 	return 0;
@@ -1601,7 +1590,7 @@ static int create_commit(struct commit_job *j, const git_oid *tree_id, git_oid *
 	rc = git_commit_create(commit_id, j->repo, "HEAD", author, committer, NULL, msg.ptr, tree,
 	                       j->head ? 1 : 0, parents);
 	if (rc < 0)
-		rc = fail_git(rc, "cannot commit");
+		rc = tt_git_fail(rc, "cannot commit");
 done:
 	git_tree_free(tree);
 	git_signature_free(author);
@@ -1647,7 +1636,7 @@ static int copy_committed_entries(struct commit_job *j, const char *path)
 		if (leave_alone(j, e))
 			continue;
 		if ((rc = git_index_add(j->real, e)) < 0)
-			return fail_git(rc, "cannot update the index for '%s'", e->path);
+			return tt_git_fail(rc, "cannot update the index for '%s'", e->path);
 	}
 	return 0;
 }
@@ -1662,7 +1651,7 @@ static int sync_real_index(struct commit_job *j)
 
 	/* Re-read: narrow the window for a concurrent `git add` to be lost. */
 	if ((rc = git_index_read(j->real, 1)) < 0)
-		return fail_git(rc, "cannot read the repository's index");
+		return tt_git_fail(rc, "cannot read the repository's index");
 	for (i = 0; i < j->npaths && !differs; i++)
 		differs = !index_matches_commit(j, j->paths[i]);
 	if (!differs)
@@ -1673,7 +1662,7 @@ static int sync_real_index(struct commit_job *j)
 			return rc;
 	}
 	if ((rc = git_index_write(j->real)) < 0)
-		return fail_git(rc, "cannot write the repository's index");
+		return tt_git_fail(rc, "cannot write the repository's index");
 	return 0;
 }
 
@@ -1726,7 +1715,7 @@ static int git_current_branch(struct tether_vcs *v, char **name)
 	int rc = git_reference_lookup(&head, v->repo, "HEAD");
 
 	if (rc < 0)
-		return fail_git(rc, "cannot read HEAD");
+		return tt_git_fail(rc, "cannot read HEAD");
 	/* A symbolic HEAD names the branch even before its first commit. */
 	if (git_reference_type(head) != GIT_REFERENCE_SYMBOLIC) {
 		git_reference_free(head);
@@ -1763,7 +1752,7 @@ static int git_list_bookmarks(struct tether_vcs *v, json_t **names)
 		return 0;
 	}
 	json_decref(out);
-	return rc == -1 && !out ? fail_oom() : fail_git(rc, "cannot list the local branches");
+	return rc == -1 && !out ? fail_oom() : tt_git_fail(rc, "cannot list the local branches");
 }
 
 static int tracked_in_index(git_repository *repo, const char *path, int *tracked)
@@ -1773,11 +1762,11 @@ static int tracked_in_index(git_repository *repo, const char *path, int *tracked
 	int rc = git_repository_index(&index, repo);
 
 	if (rc < 0)
-		return fail_git(rc, "cannot open the repository's index");
+		return tt_git_fail(rc, "cannot open the repository's index");
 	rc = git_index_read(index, 0);
 	if (rc < 0) {
 		git_index_free(index);
-		return fail_git(rc, "cannot read the repository's index");
+		return tt_git_fail(rc, "cannot read the repository's index");
 	}
 	pos = index_range_start(index, path);
 	*tracked = next_under(index, &pos, path) != NULL;
@@ -1796,7 +1785,7 @@ static int tracked_in_head(struct tether_vcs *v, const char *path, int *tracked)
 	if (rc == GIT_ENOTFOUND || rc == GIT_EUNBORNBRANCH)
 		return 0;
 	if (rc < 0)
-		return fail_git(rc, "cannot read HEAD");
+		return tt_git_fail(rc, "cannot read HEAD");
 	rc = lookup_tree(v, git_commit_tree_id(head), &root);
 	git_commit_free(head);
 	if (rc < 0)
@@ -1854,7 +1843,7 @@ static int checkout_commit(struct tether_vcs *v, git_commit *target)
 	if (rc == GIT_ECONFLICT)
 		return tether_error_set(TETHER_EREFUSED, "cannot move the checkout: %s",
 		                        git_error_last() ? git_error_last()->message : "local changes conflict");
-	return rc < 0 ? fail_git(rc, "cannot check out %s", git_oid_tostr_s(git_commit_id(target))) : 0;
+	return rc < 0 ? tt_git_fail(rc, "cannot check out %s", git_oid_tostr_s(git_commit_id(target))) : 0;
 }
 
 static int git_switch_to(struct tether_vcs *v, const char *rev, const char *new_branch)
@@ -1886,13 +1875,13 @@ static int git_switch_to(struct tether_vcs *v, const char *rev, const char *new_
 	if (rc == 0 && new_branch) {
 		rc = git_branch_create(&branch, v->repo, new_branch, target, 0);
 		if (rc < 0)
-			rc = fail_git(rc, "cannot create branch '%s'", new_branch);
+			rc = tt_git_fail(rc, "cannot create branch '%s'", new_branch);
 	}
 	if (rc == 0) {
 		rc = branch ? git_repository_set_head(v->repo, git_reference_name(branch))
 		            : rev ? git_repository_set_head_detached(v->repo, git_commit_id(target)) : 0;
 		if (rc < 0)
-			rc = fail_git(rc, "cannot move HEAD");
+			rc = tt_git_fail(rc, "cannot move HEAD");
 	}
 	git_reference_free(branch);
 	git_commit_free(target);
@@ -1908,7 +1897,7 @@ static int git_position(struct tether_vcs *v, json_t **pos)
 	if (rc == GIT_EUNBORNBRANCH || rc == GIT_ENOTFOUND)
 		return tether_error_set(TETHER_ENOTFOUND, "HEAD has no commit yet");
 	if (rc < 0)
-		return fail_git(rc, "cannot read HEAD");
+		return tt_git_fail(rc, "cannot read HEAD");
 	if (git_repository_head_detached(v->repo) == 1) {
 		char id[GIT_OID_HEXSZ + 1];
 		git_oid_tostr(id, sizeof id, git_reference_target(head));
@@ -1935,7 +1924,7 @@ static int delete_branch(struct tether_vcs *v, const char *name)
 	if (rc == 0)
 		rc = git_reference_delete(ref);
 	git_reference_free(ref);
-	return rc < 0 ? fail_git(rc, "cannot delete branch '%s'", name) : 0;
+	return rc < 0 ? tt_git_fail(rc, "cannot delete branch '%s'", name) : 0;
 }
 
 static int git_return_to(struct tether_vcs *v, const json_t *pos, const char *created_branch)

@@ -24,16 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fail_git(int git_rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail_git(int git_rc, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int rc = tt_git_failv(git_rc, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
 static int fail_oom(void)
 {
 	return tether_error_set(TETHER_ERROR, "out of memory");
@@ -52,7 +42,7 @@ static int start_walk(struct tether_vcs *v, const char *const *tips, size_t ntip
 	int rc = git_revwalk_new(&walk, repo);
 
 	if (rc < 0)
-		return fail_git(rc, "cannot walk the history");
+		return tt_git_fail(rc, "cannot walk the history");
 	if (!tips) {
 		rc = git_revwalk_push_glob(walk, "refs/*");
 		/* An unborn HEAD adds nothing (and libgit2 reports it as an error). */
@@ -60,7 +50,7 @@ static int start_walk(struct tether_vcs *v, const char *const *tips, size_t ntip
 			rc = git_revwalk_push_head(walk);
 		if (rc < 0) {
 			git_revwalk_free(walk);
-			return fail_git(rc, "cannot walk the history from every ref");
+			return tt_git_fail(rc, "cannot walk the history from every ref");
 		}
 	}
 	for (size_t i = 0; tips && i < ntips; i++) {
@@ -70,7 +60,7 @@ static int start_walk(struct tether_vcs *v, const char *const *tips, size_t ntip
 			rc = git_revwalk_push(walk, &oid);
 		if (rc < 0) {
 			git_revwalk_free(walk);
-			return fail_git(rc, "cannot walk the history from %s", tips[i]);
+			return tt_git_fail(rc, "cannot walk the history from %s", tips[i]);
 		}
 	}
 	*out = walk;
@@ -89,7 +79,7 @@ static int run_walk(git_revwalk *walk, int (*cb)(void *ud, const git_oid *id), v
 	git_revwalk_free(walk);
 	if (stop)
 		return stop;
-	return rc == GIT_ITEROVER ? 0 : fail_git(rc, "cannot walk the history");
+	return rc == GIT_ITEROVER ? 0 : tt_git_fail(rc, "cannot walk the history");
 }
 
 struct id_walk {
@@ -219,7 +209,7 @@ static int read_raw(struct file_walk *w, const git_oid *id, git_object_t type, g
 	int rc = git_odb_read(out, w->odb, id);
 
 	if (rc < 0)
-		return fail_git(rc, "cannot read object %s of %s at commit %.12s", git_oid_tostr(hex, sizeof hex, id),
+		return tt_git_fail(rc, "cannot read object %s of %s at commit %.12s", git_oid_tostr(hex, sizeof hex, id),
 		                *w->dir ? w->dir : "the top", w->commit);
 	if (git_odb_object_type(*out) != type) {
 		git_object_t got = git_odb_object_type(*out);
@@ -447,7 +437,7 @@ int tt_git_store_history_files(struct tether_vcs *v, const char *const *tips, si
 
 	*commits = 0;
 	if (rc == 0 && (rc = git_repository_odb(&w.odb, tt_git_store_repository(v))) < 0)
-		rc = fail_git(rc, "cannot open the object database");
+		rc = tt_git_fail(rc, "cannot open the object database");
 	if (rc == 0)
 		rc = start_walk(v, tips, ntips, &walk);
 	if (rc == 0 && cache_path && !(w.cache = wc_load(cache_path, norm)))

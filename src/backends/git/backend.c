@@ -148,7 +148,7 @@ static int open_repository(struct gb_obj *o, int code)
 		return rc;
 	}
 	if (rc < 0)
-		return gb_fail_git(rc, "cannot open git repository %s", o->path);
+		return tt_git_fail(rc, "cannot open git repository %s", o->path);
 	if (git_repository_is_bare(o->repo)) {
 		git_repository_free(o->repo);
 		o->repo = NULL;

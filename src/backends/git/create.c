@@ -55,7 +55,7 @@ static int root_parts(git_repository *repo, struct root_commit *r)
 	if (rc == 0)
 		rc = git_tree_lookup(&r->tree, repo, &tree_id);
 	git_treebuilder_free(tb);
-	return rc < 0 ? gb_fail_git(rc, "cannot write the empty tree") : 0;
+	return rc < 0 ? tt_git_fail(rc, "cannot write the empty tree") : 0;
 }
 
 /* The root commit's id, computed without writing it. */
@@ -68,7 +68,7 @@ static int root_id(git_repository *repo, git_oid *id)
 	if (rc == 0 && ((rc = git_commit_create_buffer(&buf, repo, r.sig, r.sig, NULL, ROOT_MESSAGE, r.tree, 0,
 	                                               NULL)) < 0 ||
 	                (rc = git_odb_hash(id, buf.ptr, buf.size, GIT_OBJECT_COMMIT)) < 0))
-		rc = gb_fail_git(rc, "cannot compute the empty root commit");
+		rc = tt_git_fail(rc, "cannot compute the empty root commit");
 	git_buf_dispose(&buf);
 	root_free(&r);
 	return rc;
@@ -82,7 +82,7 @@ static int write_root(git_repository *repo, const char *path)
 
 	if (rc == 0 && (rc = git_commit_create(&id, repo, "HEAD", r.sig, r.sig, NULL, ROOT_MESSAGE, r.tree, 0,
 	                                       NULL)) < 0)
-		rc = gb_fail_git(rc, "git repository %s: cannot write the empty root commit", path);
+		rc = tt_git_fail(rc, "git repository %s: cannot write the empty root commit", path);
 	root_free(&r);
 	return rc;
 }
@@ -101,7 +101,7 @@ static int local_config(git_repository *repo, git_config **local)
 	if (rc == 0)
 		rc = git_config_open_level(local, all, GIT_CONFIG_LEVEL_LOCAL);
 	git_config_free(all);
-	return rc < 0 ? gb_fail_git(rc, "cannot open the configuration of %s", git_repository_path(repo)) : 0;
+	return rc < 0 ? tt_git_fail(rc, "cannot open the configuration of %s", git_repository_path(repo)) : 0;
 }
 
 static int set_owner(git_repository *repo, const char *dataset_id)
@@ -110,7 +110,7 @@ static int set_owner(git_repository *repo, const char *dataset_id)
 	int rc = local_config(repo, &local);
 
 	if (rc == 0 && (rc = git_config_set_string(local, "tether.owner", dataset_id)) < 0)
-		rc = gb_fail_git(rc, "cannot set tether.owner in %s", git_repository_path(repo));
+		rc = tt_git_fail(rc, "cannot set tether.owner in %s", git_repository_path(repo));
 	git_config_free(local);
 	return rc;
 }
@@ -121,7 +121,7 @@ static int read_owner(git_repository *repo, git_buf *owner)
 	int rc = local_config(repo, &local);
 
 	if (rc == 0 && (rc = git_config_get_string_buf(owner, local, "tether.owner")) < 0 && rc != GIT_ENOTFOUND)
-		rc = gb_fail_git(rc, "cannot read tether.owner in %s", git_repository_path(repo));
+		rc = tt_git_fail(rc, "cannot read tether.owner in %s", git_repository_path(repo));
 	git_config_free(local);
 	return rc == GIT_ENOTFOUND ? 0 : rc;
 }
@@ -209,7 +209,7 @@ static int init_repository(const char *path, const char *branch, git_repository 
 	opts.flags = GIT_REPOSITORY_INIT_MKPATH | GIT_REPOSITORY_INIT_NO_REINIT;
 	opts.initial_head = branch;
 	rc = git_repository_init_ext(repo, path, &opts);
-	return rc < 0 ? gb_fail_git(rc, "cannot create git repository %s", path) : 0;
+	return rc < 0 ? tt_git_fail(rc, "cannot create git repository %s", path) : 0;
 }
 
 /* Undo a half-made store: only what this call made. */
@@ -283,7 +283,7 @@ static int refuse_unusual_layout(git_repository *repo, const char *path)
 		rc = tether_error_set(TETHER_EREFUSED, "git repository %s is not a plain checkout with its .git "
 		                      "inside it; not deleted", path);
 	else if (rc < 0)
-		rc = gb_fail_git(rc, "git repository %s: cannot list its worktrees", path);
+		rc = tt_git_fail(rc, "git repository %s: cannot list its worktrees", path);
 	else if (names.count > 0)
 		rc = tether_error_set(TETHER_EREFUSED, "git repository %s has linked worktrees (%s); not deleted",
 		                      path, names.strings[0]);
@@ -301,7 +301,7 @@ static int check_base_at_root(git_repository *repo, const char *path, const char
 	int rc = root_id(repo, &root);
 
 	if (rc == 0 && (rc = git_reference_lookup(&ref, repo, base)) < 0)
-		rc = gb_fail_git(rc, "git repository %s: cannot read %s", path, base);
+		rc = tt_git_fail(rc, "git repository %s: cannot read %s", path, base);
 	if (rc == 0 && (git_reference_type(ref) != GIT_REFERENCE_DIRECT || !git_oid_equal(git_reference_target(ref), &root)))
 		rc = tether_error_set(TETHER_EREFUSED, "git repository %s: %s holds commits beyond the empty root; "
 		                      "not deleted", path, base);
@@ -320,7 +320,7 @@ static int refuse_refs(git_repository *repo, const char *path)
 	if (rc == 0 && !base)
 		rc = tether_error_set(TETHER_EREFUSED, "git repository %s: HEAD is detached; not deleted", path);
 	if (rc == 0 && (rc = git_reference_iterator_new(&it, repo)) < 0)
-		rc = gb_fail_git(rc, "git repository %s: cannot list its refs", path);
+		rc = tt_git_fail(rc, "git repository %s: cannot list its refs", path);
 	while (rc == 0 && git_reference_next(&ref, it) == 0) {
 		if (strcmp(git_reference_name(ref), base) != 0)
 			rc = tether_error_set(TETHER_EREFUSED, "git repository %s holds %s besides its base branch; "
@@ -346,7 +346,7 @@ static int refuse_files(git_repository *repo, const char *path)
 	opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
 	opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_INCLUDE_IGNORED;
 	if ((rc = git_status_list_new(&list, repo, &opts)) < 0)
-		return gb_fail_git(rc, "git repository %s: cannot read the status of the checkout", path);
+		return tt_git_fail(rc, "git repository %s: cannot read the status of the checkout", path);
 	if (git_status_list_entrycount(list) > 0) {
 		const git_status_entry *e = git_status_byindex(list, 0);
 		const git_diff_delta *d = e->index_to_workdir ? e->index_to_workdir : e->head_to_index;
@@ -366,7 +366,7 @@ static int check_deletable(const char *path, const char *dataset_id)
 	int rc = git_repository_open_ext(&repo, path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
 
 	if (rc < 0)
-		return gb_fail_git(rc, "cannot open git repository %s", path);
+		return tt_git_fail(rc, "cannot open git repository %s", path);
 	if (git_repository_is_bare(repo))
 		rc = tether_error_set(TETHER_EREFUSED, "%s is a bare git repository; not deleted", path);
 	if (rc == 0)

@@ -52,7 +52,7 @@ static int line_stats(git_diff *diff, size_t i, size_t *adds, size_t *dels)
 	if (rc == 0 && patch)
 		rc = git_patch_line_stats(NULL, adds, dels, patch);
 	git_patch_free(patch);
-	return rc < 0 ? gb_fail_git(rc, "cannot count the changed lines") : 0;
+	return rc < 0 ? tt_git_fail(rc, "cannot count the changed lines") : 0;
 }
 
 static json_t *diff_entry(const git_diff_delta *d, const char *change, size_t adds, size_t dels)
@@ -104,7 +104,7 @@ static int tree_diff(const struct gb_obj *o, git_tree *a, git_tree *b, git_diff 
 			*out = NULL;
 		}
 	}
-	return rc < 0 ? gb_fail_git(rc, "git repository %s: cannot diff two commits", o->path) : 0;
+	return rc < 0 ? tt_git_fail(rc, "git repository %s: cannot diff two commits", o->path) : 0;
 }
 
 static json_t *diff_result(struct diff_acc *acc)
@@ -131,7 +131,7 @@ static int commit_tree(const struct gb_obj *o, const json_t *state, const char *
 	if (rc == 0)
 		rc = gb_lookup_commit(o, &id, &commit);
 	if (rc == 0 && (rc = git_commit_tree(tree, commit)) < 0)
-		rc = gb_fail_git(rc, "git repository %s: cannot read a commit's tree", o->path);
+		rc = tt_git_fail(rc, "git repository %s: cannot read a commit's tree", o->path);
 	git_commit_free(commit);
 	return rc;
 }
@@ -230,7 +230,7 @@ static int decorations(const struct gb_obj *o, json_t **out)
 	int rc = git_reference_iterator_new(&it, o->repo);
 
 	if (rc < 0)
-		return gb_fail_git(rc, "git repository %s: cannot list its refs", o->path);
+		return tt_git_fail(rc, "git repository %s: cannot list its refs", o->path);
 	*out = json_object();
 	rc = *out ? 0 : gb_fail_oom();
 	while (rc == 0 && git_reference_next(&ref, it) == 0) {
@@ -275,7 +275,7 @@ static int start_walk(const struct gb_obj *o, git_revwalk **walk)
 	if (rc < 0) {
 		git_revwalk_free(*walk);
 		*walk = NULL;
-		return gb_fail_git(rc, "git repository %s: cannot walk the history of '%s'", o->path, gb_position(o));
+		return tt_git_fail(rc, "git repository %s: cannot walk the history of '%s'", o->path, gb_position(o));
 	}
 	return 0;
 }
@@ -292,7 +292,7 @@ static int walk_history(const struct gb_obj *o, git_revwalk *walk, const json_t 
 		if (rc == GIT_ITEROVER)
 			return 0;
 		if (rc < 0)
-			return gb_fail_git(rc, "git repository %s: cannot walk the history", o->path);
+			return tt_git_fail(rc, "git repository %s: cannot walk the history", o->path);
 		if ((rc = gb_lookup_commit(o, &id, &commit)) < 0)
 			return rc;
 		rc = json_array_append_new(out, history_entry(commit, by_commit));

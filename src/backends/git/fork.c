@@ -53,7 +53,7 @@ int gb_branch_head(const struct gb_obj *o, const char *refname, git_oid *out)
 		git_oid_cpy(out, git_object_id(peeled));
 	git_object_free(peeled);
 	git_reference_free(ref);
-	return rc < 0 ? gb_fail_git(rc, "git repository %s: cannot read %s", o->path, refname) : 0;
+	return rc < 0 ? tt_git_fail(rc, "git repository %s: cannot read %s", o->path, refname) : 0;
 }
 
 /* The sha a fork starts from: the state's, else the pin's. */
@@ -221,7 +221,7 @@ int gb_list_working_refs(const struct tether_bctx *ctx, const json_t *locator, j
 	else if (rc == GIT_ITEROVER)
 		rc = 0;
 	else if (rc < 0)
-		rc = gb_fail_git(rc, "git repository %s: cannot list its working branches", o.path);
+		rc = tt_git_fail(rc, "git repository %s: cannot list its working branches", o.path);
 	gb_close(&o);
 	free(glob);
 	if (rc < 0)

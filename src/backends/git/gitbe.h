@@ -12,6 +12,8 @@
 
 #include <tether/backend.h>
 
+#include "util/git_error.h"
+
 #include <git2.h>
 
 #define GB_TAG_PREFIX "tether."
@@ -40,7 +42,6 @@ int gb_open_cached(const struct tether_bctx *ctx, const json_t *locator, struct 
 /* util.c: libgit2, errors, strings, paths, references. */
 int gb_delete_ref(const struct gb_obj *o, const char *refname);
 int gb_libgit2_ready(void);
-int gb_fail_git(int git_rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int gb_fail_oom(void);
 char *gb_strdupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *gb_path_resolve(const char *path, const char *cwd);

@@ -60,7 +60,7 @@ static int contains(const struct gb_obj *o, const git_oid *a, const git_oid *b, 
 	}
 	rc = git_graph_descendant_of(o->repo, a, b);
 	if (rc < 0)
-		return gb_fail_git(rc, "git repository %s: cannot compare histories", o->path);
+		return tt_git_fail(rc, "git repository %s: cannot compare histories", o->path);
 	*yes = rc;
 	return 0;
 }
@@ -186,13 +186,13 @@ static int merged_tree(const struct gb_obj *o, const struct heads *h, git_commit
 	rc = git_merge_commits(&index, o->repo, base, work, &opts);
 
 	if (rc < 0)
-		return gb_fail_git(rc, "git repository %s: cannot merge %s into %s", o->path, h->work_ref,
+		return tt_git_fail(rc, "git repository %s: cannot merge %s into %s", o->path, h->work_ref,
 		                   h->base_ref);
 	if (git_index_has_conflicts(index))
 		rc = refuse_conflicts(o, h, index);
 	else if ((rc = git_index_write_tree_to(&tree_id, index, o->repo)) < 0 ||
 	         (rc = git_tree_lookup(tree, o->repo, &tree_id)) < 0)
-		rc = gb_fail_git(rc, "git repository %s: cannot write the merged tree", o->path);
+		rc = tt_git_fail(rc, "git repository %s: cannot write the merged tree", o->path);
 	git_index_free(index);
 	return rc;
 }
@@ -205,7 +205,7 @@ static int merge_signature(git_repository *repo, git_signature **sig)
 		return 0;
 	if (git_signature_now(sig, "tether", "tether@localhost") == 0)
 		return 0;
-	return gb_fail_git(-1, "cannot make a commit signature");
+	return tt_git_fail(-1, "cannot make a commit signature");
 }
 
 static int write_merge_commit(const struct gb_obj *o, const struct heads *h, const char *message, git_oid *out)
@@ -230,7 +230,7 @@ static int write_merge_commit(const struct gb_obj *o, const struct heads *h, con
 	}
 	if (rc == 0 && (rc = git_commit_create(out, o->repo, NULL, sig, sig, NULL, message, tree, 2,
 	                                       (const git_commit **)parents)) < 0)
-		rc = gb_fail_git(rc, "git repository %s: cannot write the merge commit", o->path);
+		rc = tt_git_fail(rc, "git repository %s: cannot write the merge commit", o->path);
 	free(default_message);
 	git_signature_free(sig);
 	git_tree_free(tree);

@@ -104,7 +104,7 @@ static int push_refspec(const struct gb_obj *o, const struct push_target *t, con
 		rc = tether_error_set(TETHER_EREFUSED, "git repository %s: %s refused %s", o->path, t->label,
 		                      outcome.refused);
 	else if (rc < 0)
-		rc = gb_fail_git(rc, "git repository %s: pushing '%s' to %s failed", o->path, refspec, t->label);
+		rc = tt_git_fail(rc, "git repository %s: pushing '%s' to %s failed", o->path, refspec, t->label);
 	free(outcome.refused);
 	return rc;
 }
@@ -145,7 +145,7 @@ int gb_tag_target(git_repository *repo, const char *refname, git_oid *out)
 	git_object_free(peeled);
 	git_reference_free(ref);
 	if (rc < 0)
-		return gb_fail_git(rc, "git repository %s: cannot read %s", git_repository_path(repo), refname);
+		return tt_git_fail(rc, "git repository %s: cannot read %s", git_repository_path(repo), refname);
 	return 0;
 }
 
@@ -161,7 +161,7 @@ static int create_tag(const struct gb_obj *o, const char *refname, const git_oid
 	git_reference_free(ref);
 	*created = rc == 0;
 	if (rc != GIT_EEXISTS)
-		return rc < 0 ? gb_fail_git(rc, "git repository %s: cannot create %s", o->path, refname) : 0;
+		return rc < 0 ? tt_git_fail(rc, "git repository %s: cannot create %s", o->path, refname) : 0;
 	if ((rc = gb_tag_target(o->repo, refname, &existing)) < 0)
 		return rc == GIT_ENOTFOUND ? tether_error_set(TETHER_EREFUSED, "git repository %s: %s changed "
 		                                              "while it was being created", o->path, refname)
@@ -332,7 +332,7 @@ int gb_list_pins(const struct tether_bctx *ctx, const json_t *locator, json_t **
 	if (rc == GIT_ITEROVER)
 		rc = 0;
 	else if (rc < 0 && refs)
-		rc = gb_fail_git(rc, "git repository %s: cannot list its tags", o.path);
+		rc = tt_git_fail(rc, "git repository %s: cannot list its tags", o.path);
 	else if (rc < 0)
 		rc = gb_fail_oom();
 	gb_close(&o);

@@ -39,7 +39,7 @@ static int rewrite_url(git_config *cfg, const char *url, const char *suffix, cha
 
 	*out = NULL;
 	if (rc < 0)
-		return gb_fail_git(rc, "cannot read the git configuration");
+		return tt_git_fail(rc, "cannot read the git configuration");
 	while (rc == 0 && git_config_next(&entry, it) == 0) {
 		const char *base;
 		size_t base_len, n = strlen(entry->value ? entry->value : "");
@@ -78,7 +78,7 @@ static int config_string(git_config *cfg, const char *key, char **out)
 	if (rc == GIT_ENOTFOUND)
 		return 0;
 	if (rc < 0)
-		return gb_fail_git(rc, "cannot read %s from the git configuration", key);
+		return tt_git_fail(rc, "cannot read %s from the git configuration", key);
 	*out = strdup(buf.ptr);
 	git_buf_dispose(&buf);
 	return *out ? 0 : gb_fail_oom();
@@ -123,7 +123,7 @@ static int config_snapshot(git_repository *repo, git_config **cfg)
 {
 	int rc = git_repository_config_snapshot(cfg, repo);
 
-	return rc < 0 ? gb_fail_git(rc, "cannot read the configuration of %s", git_repository_path(repo)) : 0;
+	return rc < 0 ? tt_git_fail(rc, "cannot read the configuration of %s", git_repository_path(repo)) : 0;
 }
 
 /* Does the repository configure a remote called `name`? */
@@ -166,7 +166,7 @@ int gb_push_remote(git_repository *repo, const char *name, const char *url, git_
 		opts.repository = repo;
 		opts.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
 		if ((rc = git_remote_create_with_opts(out, push_url, &opts)) < 0)
-			rc = gb_fail_git(rc, "git repository %s: the remote %s is not usable", git_repository_workdir(repo),
+			rc = tt_git_fail(rc, "git repository %s: the remote %s is not usable", git_repository_workdir(repo),
 			                 url ? "in .tether/secrets.toml" : name);
 	}
 	free(push_url);

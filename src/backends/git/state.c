@@ -24,7 +24,7 @@ int gb_resolve_commit(const struct gb_obj *o, const char *rev, git_commit **out)
 		return tether_error_set(TETHER_ENOTFOUND, "git repository %s has no ref or commit '%s'%s", o->path,
 		                        rev, rc == GIT_EAMBIGUOUS ? " (ambiguous)" : "");
 	if (rc < 0)
-		return gb_fail_git(rc, "git repository %s: cannot resolve '%s'", o->path, rev);
+		return tt_git_fail(rc, "git repository %s: cannot resolve '%s'", o->path, rev);
 	rc = git_object_peel(&peeled, obj, GIT_OBJECT_COMMIT);
 	git_object_free(obj);
 	if (rc < 0)
@@ -42,7 +42,7 @@ int gb_lookup_commit(const struct gb_obj *o, const git_oid *id, git_commit **out
 		return tether_error_set(TETHER_ENOTFOUND, "git repository %s does not hold commit %s", o->path,
 		                        gb_hex(id, hex));
 	if (rc < 0)
-		return gb_fail_git(rc, "git repository %s: cannot read commit %s", o->path, gb_hex(id, hex));
+		return tt_git_fail(rc, "git repository %s: cannot read commit %s", o->path, gb_hex(id, hex));
 	return 0;
 }
 
@@ -73,7 +73,7 @@ int gb_resolve_position(const struct gb_obj *o, git_commit **out)
 	if (rc == GIT_ENOTFOUND || rc == GIT_EINVALIDSPEC)
 		rc = tether_error_set(TETHER_ENOTFOUND, "git repository %s has no branch %s", o->path, o->branch);
 	else if (rc < 0)
-		rc = gb_fail_git(rc, "git repository %s: cannot read %s", o->path, refname);
+		rc = tt_git_fail(rc, "git repository %s: cannot read %s", o->path, refname);
 	else
 		*out = (git_commit *)peeled;
 	git_reference_free(ref);
@@ -90,7 +90,7 @@ int gb_head_branch(git_repository *repo, char **refname)
 
 	*refname = NULL;
 	if (rc < 0)
-		return gb_fail_git(rc, "git repository %s: cannot read HEAD", git_repository_path(repo));
+		return tt_git_fail(rc, "git repository %s: cannot read HEAD", git_repository_path(repo));
 	if (git_reference_type(head) == GIT_REFERENCE_SYMBOLIC &&
 	    !(*refname = strdup(git_reference_symbolic_target(head))))
 		rc = gb_fail_oom();
@@ -165,7 +165,7 @@ int gb_is_dirty(git_repository *repo, int *dirty)
 	opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED;
 	rc = git_status_list_new(&list, repo, &opts);
 	if (rc < 0)
-		return gb_fail_git(rc, "git repository %s: cannot read the status of the checkout",
+		return tt_git_fail(rc, "git repository %s: cannot read the status of the checkout",
 		                   git_repository_workdir(repo));
 	*dirty = git_status_list_entrycount(list) > 0;
 	git_status_list_free(list);

@@ -25,18 +25,8 @@ int gb_libgit2_ready(void)
 {
 	pthread_once(&libgit2_once, libgit2_init_once);
 	if (libgit2_init_rc < 0)
-		return gb_fail_git(libgit2_init_rc, "cannot initialise libgit2");
+		return tt_git_fail(libgit2_init_rc, "cannot initialise libgit2");
 	return 0;
-}
-
-/* Report a libgit2 failure: our context, then libgit2's own explanation. */
-int gb_fail_git(int git_rc, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int rc = tt_git_failv(git_rc, fmt, ap);
-	va_end(ap);
-	return rc;
 }
 
 int gb_fail_oom(void)
@@ -119,7 +109,7 @@ int gb_parse_sha(const json_t *holder, const char *what, git_oid *out)
 	if (!sha || !is_full_hex(sha))
 		return tether_error_set(TETHER_ECONFIG, "the %s has no valid \"sha\" (40 hex digits)", what);
 	if (git_oid_fromstr(out, sha) < 0)
-		return gb_fail_git(-1, "cannot parse sha %s", sha);
+		return tt_git_fail(-1, "cannot parse sha %s", sha);
 	return 0;
 }
 
@@ -142,5 +132,5 @@ int gb_delete_ref(const struct gb_obj *o, const char *refname)
 	if (rc == 0)
 		rc = git_reference_delete(ref);
 	git_reference_free(ref);
-	return rc < 0 ? gb_fail_git(rc, "git repository %s: cannot delete %s", o->path, refname) : 0;
+	return rc < 0 ? tt_git_fail(rc, "git repository %s: cannot delete %s", o->path, refname) : 0;
 }

@@ -48,7 +48,7 @@ static int open_odb(const struct gb_obj *o, git_odb **odb)
 {
 	int rc = git_repository_odb(odb, o->repo);
 
-	return rc < 0 ? gb_fail_git(rc, "git repository %s: cannot open its object database", o->path) : 0;
+	return rc < 0 ? tt_git_fail(rc, "git repository %s: cannot open its object database", o->path) : 0;
 }
 
 int gb_verify(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
@@ -140,7 +140,7 @@ static int list_tags(const struct gb_obj *o, struct tag_list *l)
 	if (added < 0)
 		return added;
 	if (rc != GIT_ITEROVER)
-		return gb_fail_git(rc, "git repository %s: cannot list its tags", o->path);
+		return tt_git_fail(rc, "git repository %s: cannot list its tags", o->path);
 	qsort(l->v, l->n, sizeof *l->v, by_name);
 	return 0;
 }

@@ -51,7 +51,7 @@ static int main_workdir(const struct gb_obj *o, char **workdir)
 	rc = git_repository_open_ext(&main_repo, git_repository_commondir(o->repo),
 	                             GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
 	if (rc < 0)
-		return gb_fail_git(rc, "git repository %s: cannot open its main repository", o->path);
+		return tt_git_fail(rc, "git repository %s: cannot open its main repository", o->path);
 	if (!git_repository_is_bare(main_repo) && !(*workdir = strip_slash_dup(git_repository_workdir(main_repo))))
 		rc = gb_fail_oom();
 	git_repository_free(main_repo);
@@ -78,7 +78,7 @@ static int check_linked(const struct gb_obj *o, const char *name, const char *re
 	if (rc == 0 && head_file_points_at(head, refname)) {
 		rc = git_worktree_lookup(&wt, o->repo, name);
 		if (rc < 0)
-			rc = gb_fail_git(rc, "git repository %s: cannot read worktree %s", o->path, name);
+			rc = tt_git_fail(rc, "git repository %s: cannot read worktree %s", o->path, name);
 		else if (!(*workdir = strip_slash_dup(git_worktree_path(wt))))
 			rc = gb_fail_oom();
 	}
@@ -100,7 +100,7 @@ int gb_find_checkout(const struct gb_obj *o, const char *refname, char **workdir
 		return rc;
 	rc = git_worktree_list(&names, o->repo);
 	if (rc < 0)
-		return gb_fail_git(rc, "git repository %s: cannot list its worktrees", o->path);
+		return tt_git_fail(rc, "git repository %s: cannot list its worktrees", o->path);
 	for (size_t i = 0; rc == 0 && !*workdir && i < names.count; i++)
 		rc = check_linked(o, names.strings[i], refname, workdir);
 	git_strarray_dispose(&names);
@@ -126,7 +126,7 @@ int gb_move_ref(git_repository *repo, const char *refname, const git_oid *to, co
 		return tether_error_set(TETHER_EREFUSED, "git repository %s: %s already exists (expected it "
 		                        "absent); nothing was changed", where, refname);
 	if (rc < 0)
-		return gb_fail_git(rc, "git repository %s: cannot move %s", where, refname);
+		return tt_git_fail(rc, "git repository %s: cannot move %s", where, refname);
 	return 0;
 }
 
@@ -135,7 +135,7 @@ static int open_checkout(const char *workdir, git_repository **repo)
 	int rc = git_repository_open_ext(repo, workdir, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
 
 	if (rc < 0)
-		return gb_fail_git(rc, "cannot open the checkout at %s", workdir);
+		return tt_git_fail(rc, "cannot open the checkout at %s", workdir);
 	return 0;
 }
 
@@ -160,7 +160,7 @@ static int commit_tree_of(git_repository *repo, const git_oid *id, git_tree **tr
 		rc = git_commit_tree(tree, commit);
 	git_commit_free(commit);
 	if (rc < 0)
-		return gb_fail_git(rc, "cannot read the tree of commit %s", gb_hex(id, hex));
+		return tt_git_fail(rc, "cannot read the tree of commit %s", gb_hex(id, hex));
 	return 0;
 }
 
@@ -180,7 +180,7 @@ static int update_checkout(git_repository *repo, const char *workdir, const git_
 		opts.baseline = baseline; /* HEAD already names `to`: say what the files hold */
 		rc = git_checkout_tree(repo, (const git_object *)target, &opts);
 		if (rc < 0)
-			rc = gb_fail_git(rc, "cannot update the checkout at %s", workdir);
+			rc = tt_git_fail(rc, "cannot update the checkout at %s", workdir);
 	}
 	git_tree_free(baseline);
 	git_tree_free(target);

@@ -600,6 +600,17 @@ static fb_ref update_table(struct fbb *b, const struct ic_update *u)
 	return fbb_table_end(b);
 }
 
+/* The model holds flags in host order; the file, little-endian. A
+ * writable model's flags are sorted and distinct u16s: 65,536 at most. */
+static fb_ref u16_vector(struct fbb *b, const struct ic_u16s *v, uint8_t *le)
+{
+	for (uint32_t i = 0; i < v->n; i++) {
+		le[2 * i] = (uint8_t)v->v[i];
+		le[2 * i + 1] = (uint8_t)(v->v[i] >> 8);
+	}
+	return fbb_vector(b, le, v->n, 2, 2);
+}
+
 static uint32_t max_count(const struct ic_repo *r)
 {
 	uint32_t m = r->ntags > r->nbranches ? r->ntags : r->nbranches;
@@ -611,6 +622,11 @@ static uint32_t max_count(const struct ic_repo *r)
 		m = r->nupdates;
 	if (r->meta.n > m)
 		m = r->meta.n;
+	/* The feature flags' little-endian bytes borrow the inner scratch. */
+	if (r->enabled_flags.n > m)
+		m = r->enabled_flags.n;
+	if (r->disabled_flags.n > m)
+		m = r->disabled_flags.n;
 	for (uint32_t i = 0; i < r->nsnaps; i++)
 		if (r->snaps[i].meta.n > m)
 			m = r->snaps[i].meta.n;
@@ -650,12 +666,8 @@ int ic_repo_serialize(const struct ic_repo *r, uint8_t **out, size_t *len)
 	fb_ref updates = fbb_vector_refs(&b, scratch, r->nupdates);
 	fb_ref before = r->has_before ? str_ref(&b, r->before) : 0;
 	fb_ref config = r->has_config ? fbb_bytes(&b, r->config.p, r->config.n) : 0;
-	fb_ref enabled = r->enabled_flags.present
-	                         ? fbb_vector(&b, r->enabled_flags.v, r->enabled_flags.n, 2, 2)
-	                         : 0;
-	fb_ref disabled = r->disabled_flags.present
-	                          ? fbb_vector(&b, r->disabled_flags.v, r->disabled_flags.n, 2, 2)
-	                          : 0;
+	fb_ref enabled = r->enabled_flags.present ? u16_vector(&b, &r->enabled_flags, (uint8_t *)inner) : 0;
+	fb_ref disabled = r->disabled_flags.present ? u16_vector(&b, &r->disabled_flags, (uint8_t *)inner) : 0;
 	fb_ref extra = r->has_extra ? fbb_bytes(&b, r->extra.p, r->extra.n) : 0;
 	fbb_table_start(&b);
 	fbb_add_u8(&b, R_SPEC, r->spec_version);

@@ -140,17 +140,27 @@ static int require_flag(const struct ic_repo *r, uint16_t id, const char *doing)
 	                        doing, flag_name(id), flag_name(id));
 }
 
-/* A copy of refs with one inserted at `at` (room comes from the model). */
+/* A copy of an array of n elements of `size` bytes with `elem` inserted at
+ * `at`, in memory the model owns (the old array may be the payload's), or
+ * NULL when out of memory. */
+static void *insert_at(struct ic_repo *r, const void *base, uint32_t n, size_t size, uint32_t at, const void *elem)
+{
+	uint8_t *v = ic_repo_alloc(r, ((size_t)n + 1) * size);
+	if (!v)
+		return NULL;
+	if (at)
+		memcpy(v, base, at * size);
+	memcpy(v + at * size, elem, size);
+	if (n > at)
+		memcpy(v + (at + 1) * size, (const uint8_t *)base + at * size, (n - at) * size);
+	return v;
+}
+
 static int insert_ref(struct ic_repo *r, struct ic_ref **refs, uint32_t *n, uint32_t at, struct ic_ref ref)
 {
-	struct ic_ref *v = ic_repo_alloc(r, ((size_t)*n + 1) * sizeof *v);
+	struct ic_ref *v = insert_at(r, *refs, *n, sizeof ref, at, &ref);
 	if (!v)
 		return ic_fail_oom();
-	if (at)
-		memcpy(v, *refs, at * sizeof *v);
-	v[at] = ref;
-	if (*n > at)
-		memcpy(v + at + 1, *refs + at, (*n - at) * sizeof *v);
 	*refs = v;
 	(*n)++;
 	return 0;
@@ -204,15 +214,9 @@ int ic_repo_delete_tag(struct ic_repo *r, const char *name, struct ic_id *previo
 	long pos = search_strs(r->deleted_tags, r->ndeleted, s);
 	if (pos >= 0)
 		return 0;
-	uint32_t ins = (uint32_t)(-pos - 1);
-	struct ic_str *v = ic_repo_alloc(r, ((size_t)r->ndeleted + 1) * sizeof *v);
+	struct ic_str *v = insert_at(r, r->deleted_tags, r->ndeleted, sizeof s, (uint32_t)(-pos - 1), &s);
 	if (!v)
 		return ic_fail_oom();
-	if (ins)
-		memcpy(v, r->deleted_tags, ins * sizeof *v);
-	v[ins] = s;
-	if (r->ndeleted > ins)
-		memcpy(v + ins + 1, r->deleted_tags + ins, (r->ndeleted - ins) * sizeof *v);
 	r->deleted_tags = v;
 	r->ndeleted++;
 	return 0;

@@ -54,7 +54,7 @@ def traced(repo, *args, cwd=None, tmp):
 def assert_quiet(p, lines):
     """Nothing but tether was executed and nothing connected to the network."""
     execs = [l for l in lines if re.search(r"\bexecve\(", l)]
-    assert len(execs) == 1 and TETHER_BIN in execs[0], f"programs started: {execs}{describe(p)}"
+    assert len(execs) == 1 and TETHER_BIN in execs[0], f"programs started: {execs[1:4]}{describe(p)}"
     inet = [l for l in lines if "connect(" in l and ("AF_INET" in l or "AF_INET6" in l)]
     assert inet == [], f"connections attempted: {inet}{describe(p)}"
 
@@ -189,3 +189,89 @@ def test_a_symlinked_locator_is_resolved_before_the_checks(new_repo, tmp_path):
     (tmp_path / "link").symlink_to(inner)
     p = ds.tether("add", "code", tmp_path / "link", "--kind", "git", check_rc=2)
     assert "inside one another" in p.stderr, describe(p)
+
+
+# ---------------------------------------------------------------------------
+# 12. A committed .jj must not switch a git clone to jj
+# ---------------------------------------------------------------------------
+
+def fake_jj_dir(where, git_target):
+    """The files jj reads to find its repository: a .jj whose store is a
+    git directory of its author's choice."""
+    store = Path(where) / ".jj" / "repo" / "store"
+    store.mkdir(parents=True)
+    (store / "type").write_text("git")
+    (store / "git_target").write_text(str(git_target))
+    (Path(where) / ".jj" / "working_copy").mkdir()
+    (Path(where) / ".jj" / "working_copy" / "type").write_text("local")
+
+
+@pytest.mark.parametrize("level", ["colocated", "in-dataset"])
+def test_a_committed_dotjj_does_not_make_a_git_clone_jj(new_repo, tmp_path, level):
+    trap = tmp_path / "trap.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(trap)], check=True)
+    author = new_repo("author")
+    ds_rel = "." if level == "colocated" else "data"
+    (author.root / ds_rel).mkdir(exist_ok=True)
+    author.tether("init", cwd=author.root / ds_rel)
+    author.write(f"{ds_rel}/f.txt", "one\n")
+    author.tether("add", "f", "f.txt", "--kind", "file", "--file", "mutable", cwd=author.root / ds_rel)
+    author.tether("commit", "-m", "one", cwd=author.root / ds_rel)
+    fake_jj_dir(author.root / ds_rel, trap)
+    author.git("add", "-f", "--", f"{ds_rel}/.jj")
+    author.git("commit", "-q", "-m", "a present")
+
+    victim = clone_of(author, tmp_path)
+    vds = victim.root / ds_rel
+    (author.root / ds_rel / "f.txt").write_text("two\n")  # the file the manifest names
+    jj_before = sorted(str(p.relative_to(vds)) for p in (vds / ".jj").rglob("*"))
+    for args in (("status",), ("status", "--json"), ("log",), ("diff", "HEAD"), ("commit", "-m", "two"),
+                 ("verify", "--all-history"), ("gc",), ("new", "-b", "feat")):
+        p, lines = traced(victim, *args, cwd=vds, tmp=tmp_path)
+        assert_quiet(p, lines)
+        assert p.returncode == 0, describe(p)
+    # git committed it, and tether's shared state is in .git, not in .jj.
+    assert victim.commit_files("main") == [str(Path(ds_rel) / ".tether/objects/f.toml")]
+    assert (victim.root / ".git" / "tether.lock").exists()
+    assert sorted(str(p.relative_to(vds)) for p in (vds / ".jj").rglob("*")) == jj_before
+    assert os.listdir(trap / "refs" / "heads") == []
+
+
+def test_a_dotjj_that_disagrees_with_dotgit_is_refused(new_repo, tmp_path):
+    """Untracked, beside .git, but naming another git directory as its
+    store: not the repository this checkout is."""
+    other = tmp_path / "other.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(other)], check=True)
+    ds = new_repo("ds")
+    ds.tether("init")
+    fake_jj_dir(ds.root, other)
+    with open(ds.root / ".git" / "info" / "exclude", "a") as f:
+        f.write("/.jj/\n")
+    p, lines = traced(ds, "log", tmp=tmp_path)
+    assert_quiet(p, lines)
+    assert p.returncode == 3 and "disagrees with .git" in p.stderr, describe(p)
+
+
+def test_a_committed_git_dir_is_not_the_datasets_repository(new_repo, tmp_path):
+    """A committed directory that is a git directory (HEAD, objects, refs,
+    config with a work tree) holding a dataset: git's discovery would open
+    it, and tether.lock and the journal would go inside committed content."""
+    author = new_repo("author")
+    author.write("README", "x\n")
+    author.git_commit_all("c1", "README")
+    sub = author.root / "sub"
+    shutil.copytree(author.root / ".git", sub)
+    subprocess.run(["git", "config", "--file", str(sub / "config"), "core.worktree", ".."], check=True)
+    (sub / "refs" / "tags" / ".keep").write_text("")
+    author.tether("init", cwd=author.root)  # a tether.toml to copy
+    shutil.copy(author.root / "tether.toml", sub / "tether.toml")
+    author.git("add", "-f", "--", "sub")
+    author.git("commit", "-q", "-m", "a present")
+
+    victim = clone_of(author, tmp_path)
+    for args in (("log",), ("commit", "-m", "x"), ("gc",)):
+        p, lines = traced(victim, *args, cwd=victim.root / "sub", tmp=tmp_path)
+        assert_quiet(p, lines)
+        assert p.returncode == 3 and "shared directory" in p.stderr, describe(p)
+    assert not (victim.root / "sub" / "tether.lock").exists()
+    assert not (victim.root / "sub" / "tether").exists()

@@ -2,6 +2,7 @@
 
 #include "core/lock.h"
 #include "core/module.h"
+#include "core/validate.h"
 #include "core/vcs_detect.h"
 #include "format/toml.h"
 #include "util/fsutil.h"
@@ -96,6 +97,9 @@ static int validate_config(const char *path, json_t *cfg, char id[33])
 	static const char *const tables[] = {"dataset", "snapshot", "verify", "new", "defaults", "backends", NULL};
 	const char *k;
 	json_t *v;
+	int bad = tt_strings_check(cfg, path);
+	if (bad)
+		return bad;
 	json_object_foreach(cfg, k, v) {
 		size_t i = 0;
 		while (tables[i] && strcmp(tables[i], k) != 0)

@@ -275,3 +275,85 @@ def test_a_committed_git_dir_is_not_the_datasets_repository(new_repo, tmp_path):
         assert p.returncode == 3 and "shared directory" in p.stderr, describe(p)
     assert not (victim.root / "sub" / "tether.lock").exists()
     assert not (victim.root / "sub" / "tether").exists()
+
+
+# ---------------------------------------------------------------------------
+# 13. Keys, refs and strings from history are validated by every reader
+# ---------------------------------------------------------------------------
+
+def git_bytes(repo, *args, data=None):
+    p = subprocess.run(["git", *args], cwd=repo.root, env=repo.env, input=data, capture_output=True, check=True)
+    return p.stdout.decode().strip()
+
+
+def literal_tree(repo, entries):
+    """A tree object written as given, as only a crafted one can be
+    (git mktree refuses a name with '/')."""
+    raw = b"".join(mode + b" " + name + b"\0" + bytes.fromhex(sha) for mode, name, sha in entries)
+    return git_bytes(repo, "hash-object", "-t", "tree", "--literally", "-w", "--stdin", data=raw)
+
+
+def test_a_tree_entry_climbing_out_of_the_dataset_is_refused_by_every_reader(new_repo, tmp_path):
+    ds = new_repo("ds")
+    ds.tether("init")
+    ds.write("f.txt", "one\n")
+    ds.tether("add", "f", "f.txt", "--kind", "file", "--file", "mutable")
+    ds.tether("commit", "-m", "one")
+    trap = tmp_path / "trap"
+    trap.mkdir()
+    (trap / "sentinel").write_text("untouched\n")
+
+    # Branch `evil`: a commit whose .tether/objects holds the entry
+    # "../../../trap/EVIL.toml", i.e. tmp_path/trap/EVIL.toml seen from the
+    # dataset's objects directory.
+    blob = git_bytes(ds, "hash-object", "-w", "--stdin", data=ds.manifest_path("f").read_bytes())
+    objects = literal_tree(ds, [(b"100644", b"../../../trap/EVIL.toml", blob)])
+    dot_tether = literal_tree(ds, [(b"40000", b"objects", objects)])
+    config = git_bytes(ds, "rev-parse", "HEAD:tether.toml")
+    root = literal_tree(ds, [(b"40000", b".tether", dot_tether), (b"100644", b"tether.toml", config)])
+    commit = git_bytes(ds, "commit-tree", root, "-p", "HEAD", "-m", "evil")
+    ds.git("branch", "evil", commit)
+
+    for args in (("verify", "--all-history"), ("gc",), ("gc", "--no-dry-run"), ("diff", "HEAD", "evil")):
+        p = ds.tether(*args, check_rc=None)
+        assert p.returncode == 1, describe(p)
+        assert "malformed tree" in p.stderr or "not a valid object key" in p.stderr, describe(p)
+    assert sorted(os.listdir(trap)) == ["sentinel"]
+
+
+def test_a_string_with_a_nul_byte_is_refused(new_repo, tmp_path):
+    code = new_repo("code")
+    code.write("main.py", "x\n")
+    code.git_commit_all("c1", "main.py")
+    ds = new_repo("ds")
+    ds.tether("init")
+    ds.write(".tether/objects/code.toml",
+             f'kind = "git"\n\n[locator]\npath = "{code.root}"\nref = "HEAD\\u0000x"\n\n'
+             '[policy]\npin = "native"\nwrite = "fork"\n')
+    for args in (("status",), ("commit", "-m", "x"), ("verify",)):
+        p = ds.tether(*args, check_rc=1)
+        assert "NUL" in p.stderr and "locator.ref" in p.stderr and "code.toml" in p.stderr, describe(p)
+    assert ds.head() is None
+
+    # The same in a committed manifest met only by the history walk.
+    ds.manifest_path("code").unlink()
+    ds.write("f.txt", "one\n")
+    ds.tether("add", "f", "f.txt", "--kind", "file", "--file", "mutable")
+    ds.tether("commit", "-m", "one")
+    ds.git("checkout", "-q", "-b", "side")
+    ds.write(".tether/objects/g.toml", 'kind = "file"\n\n[locator]\nuri = "/tmp/x\\u0000y"\n')
+    ds.git_commit_all("nul", ".tether/objects/g.toml")
+    ds.git("checkout", "-q", "main")
+    for args in (("verify", "--all-history"), ("gc",)):
+        p = ds.tether(*args, check_rc=1)
+        assert "NUL" in p.stderr and "locator.uri" in p.stderr, describe(p)
+
+    # workspace.toml and tether.toml are read the same way.
+    ds.write(".tether/workspace.toml", 'workspace_id = "abcd1234"\n\n[working."../x"]\nbranch = "b"\n')
+    p = ds.tether("new", "-b", "feat", check_rc=1)
+    assert "not named by a valid object key" in p.stderr, describe(p)
+    ds.p(".tether/workspace.toml").unlink()
+    cfg = ds.p("tether.toml").read_text()
+    ds.write("tether.toml", cfg.replace('write = "fork"', 'write = "fork\\u0000x"'))
+    q = ds.tether("status", check_rc=1)
+    assert "NUL" in q.stderr and "defaults.write" in q.stderr, describe(q)

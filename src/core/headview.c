@@ -5,6 +5,7 @@
  * local objects then never loads the VCS module. */
 #include "core/engine.h"
 
+#include "core/validate.h"
 #include "util/fsutil.h"
 #include "vcs/probe.h"
 
@@ -50,6 +51,17 @@ static json_t *cached_view(const struct tether_repo *repo, const char *id)
 	const char *commit = json_string_value(json_object_get(doc, "commit"));
 	json_t *view = commit && strcmp(commit, id) == 0 && json_is_object(objects) ? json_incref(objects) : NULL;
 	json_decref(doc);
+	/* Only a cache, but a file on disk: keys that are no object keys (or
+	 * strings that are no C strings) make it a miss, never a path. */
+	const char *key;
+	json_t *entry;
+	json_object_foreach(view, key, entry) {
+		if (tt_key_check(key) != 0 || !json_is_object(entry) || tt_strings_check(entry, "headview") != 0) {
+			tether_error_clear();
+			json_decref(view);
+			return NULL;
+		}
+	}
 	return view;
 }
 

@@ -1,4 +1,5 @@
 #include "core/manifest.h"
+#include "core/validate.h"
 
 #include <tether/backend.h>
 
@@ -10,32 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-#define KEY_MAX 200
-
-int tt_key_check(const char *key)
-{
-	size_t n = strlen(key);
-	const char *why = NULL;
-	if (n == 0)
-		why = "it is empty";
-	else if (n > KEY_MAX)
-		why = "it is longer than 200 bytes";
-	for (size_t i = 0; !why && i < n; i++) {
-		char c = key[i];
-		int seg_start = i == 0 || key[i - 1] == '/';
-		if (c == '/' && (seg_start || i + 1 == n))
-			why = "it has an empty path segment";
-		else if (seg_start && c == '.')
-			why = "a segment starts with '.'";
-		else if (!(c == '/' || c == '.' || c == '_' || c == '-' || (c >= 'a' && c <= 'z') ||
-		           (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
-			why = "keys use only letters, digits, '.', '_', '-' and '/'";
-	}
-	if (why)
-		return tether_error_set(TETHER_EUSAGE, "invalid object key '%s': %s", key, why);
-	return 0;
-}
 
 char *tt_manifest_relpath(const char *key)
 {
@@ -106,11 +81,20 @@ static int validate(const json_t *doc, const char *name)
 int tt_manifest_parse(const char *key, const char *text, size_t len, const char *name,
                       struct tt_manifest *out)
 {
+	/* Every reader comes here (the working copy, a revision, the history
+	 * walks): the key, a path from a tree, is checked here once for all. */
+	if (tt_key_check(key) != 0)
+		return tether_error_set(TETHER_ECONFIG, "%s: not a valid object key ('%s')", name, key);
 	char err[512];
 	json_t *doc = tt_toml_parse(text, len, name, err, sizeof err);
 	if (!doc)
 		return tether_error_set(TETHER_ECONFIG, "%s", err);
-	int rc = validate(doc, name);
+	int rc = tt_strings_check(doc, name);
+	if (!rc)
+		rc = validate(doc, name);
+	const char *pin = json_string_value(json_object_get(doc, "pin"));
+	if (!rc && pin)
+		rc = tt_pin_id_check(pin, name);
 	if (rc) {
 		json_decref(doc);
 		return rc;

@@ -12,6 +12,8 @@
 #ifndef TETHER_CORE_MANIFEST_H
 #define TETHER_CORE_MANIFEST_H
 
+#include "core/validate.h"
+
 #include <jansson.h>
 #include <stddef.h>
 
@@ -25,11 +27,6 @@ struct tt_manifest_set {
 	struct tt_manifest *v; /* sorted by key */
 	size_t n;
 };
-
-/* Is `key` a valid object key? Path-like segments of [A-Za-z0-9._-],
- * separated by single '/', none empty, none starting with '.', at most 200
- * bytes. Sets a TETHER_EUSAGE error naming the key when not. */
-int tt_key_check(const char *key);
 
 /* Parse and validate a manifest's text; `name` is used in messages. */
 int tt_manifest_parse(const char *key, const char *text, size_t len, const char *name,

@@ -3,6 +3,7 @@
  * holds what they share: the header, the staleness checks and their
  * one-line messages, and the file. */
 #include "core/plan.h"
+#include "core/validate.h"
 
 #include "format/cjson.h"
 #include "util/fsutil.h"
@@ -156,6 +157,8 @@ int tt_plan_check_objects(const json_t *planned, const json_t *fresh)
 		const char *key = json_string_value(json_object_get(e, "key"));
 		if (!key)
 			return malformed("an object precondition has no \"key\"");
+		if (tt_key_check(key) != 0)
+			return malformed("an object precondition names an invalid object key");
 		if (!find_keyed(fresh, key))
 			return tether_error_set(TETHER_EREFUSED, "stale plan: %s was removed since the plan", key);
 	}

@@ -2,6 +2,8 @@
 
 #include "core/lock.h"
 #include "core/module.h"
+#include "core/validate.h"
+#include "core/vcs_detect.h"
 #include "format/toml.h"
 #include "util/fsutil.h"
 #include "util/hash.h"
@@ -95,6 +97,9 @@ static int validate_config(const char *path, json_t *cfg, char id[33])
 	static const char *const tables[] = {"dataset", "snapshot", "verify", "new", "defaults", "backends", NULL};
 	const char *k;
 	json_t *v;
+	int bad = tt_strings_check(cfg, path);
+	if (bad)
+		return bad;
 	json_object_foreach(cfg, k, v) {
 		size_t i = 0;
 		while (tables[i] && strcmp(tables[i], k) != 0)
@@ -217,51 +222,27 @@ int tether_repo_find(const char *start_dir, tether_repo **out)
 	return 0;
 }
 
-/* Which VCS holds `dir`: the nearest .jj or .git walking up wins, and a
- * colocated jj repository (both at one level) is jj's: jj is what keeps
- * its working-copy commit and operation log right. Nothing found: git,
- * whose open explains that there is no repository. */
-static const char *vcs_module_for(const char *dir)
-{
-	char *cur = strdup(dir);
-	const char *module = "tether-vcs-git.so";
-	for (;;) {
-		if (has_entry(cur, ".jj")) {
-			module = "tether-vcs-jj.so";
-			break;
-		}
-		char *slash = strrchr(cur, '/');
-		if (has_entry(cur, ".git") || !slash || slash == cur)
-			break;
-		*slash = '\0';
-	}
-	free(cur);
-	return module;
-}
-
-static const struct tether_vcs_ops *load_vcs_ops(const char *root)
-{
-	const char *module = vcs_module_for(root);
-	const struct tether_vcs_ops *const *list = tt_module_symbol(module, "tether_vcs_module");
-	if (!list)
-		return NULL;
-	if (!list[0] || list[0]->abi != TETHER_VCS_ABI) {
-		tether_error_set(TETHER_ERROR, "%s was built for another tether", module);
-		return NULL;
-	}
-	return list[0];
-}
-
 int tt_repo_vcs(struct tether_repo *repo)
 {
 	if (repo->vh)
 		return 0;
-	const struct tether_vcs_ops *ops = load_vcs_ops(repo->root);
-	if (!ops)
-		return TETHER_ERROR;
-	int rc = ops->open(repo->root, &repo->vh, &repo->workdir, &repo->common_dir);
+	const struct tether_vcs_ops *ops;
+	char *start;
+	int rc = tt_vcs_detect(repo->root, &ops, &start);
 	if (rc)
 		return rc;
+	rc = ops->open(start, &repo->vh, &repo->workdir, &repo->common_dir);
+	free(start);
+	if (rc)
+		return rc;
+	if ((rc = tt_vcs_check_shared_dir(repo->workdir, repo->common_dir)) != 0) {
+		ops->close(repo->vh);
+		repo->vh = NULL;
+		free(repo->workdir);
+		free(repo->common_dir);
+		repo->workdir = repo->common_dir = NULL;
+		return rc;
+	}
 	repo->vcs = ops;
 	size_t wl = strlen(repo->workdir);
 	if (strncmp(repo->root, repo->workdir, wl) != 0 || (repo->root[wl] && repo->root[wl] != '/'))

@@ -1,5 +1,6 @@
 #include "core/workspace.h"
 
+#include "core/validate.h"
 #include "format/toml.h"
 #include "util/fsutil.h"
 #include "util/hash.h"
@@ -27,6 +28,21 @@ static int new_workspace_id(char out[9])
 	return 0;
 }
 
+/* Each entry of [working] is named by an object key. */
+static int check_working_keys(const char *path, const json_t *working)
+{
+	const char *key;
+	json_t *entry;
+	json_object_foreach((json_t *)working, key, entry) {
+		if (tt_key_check(key) != 0)
+			return tether_error_set(TETHER_ECONFIG, "%s: [working.\"%s\"] is not named by a valid object key",
+			                        path, key);
+		if (!json_is_object(entry))
+			return tether_error_set(TETHER_ECONFIG, "%s: [working.\"%s\"] must be a table", path, key);
+	}
+	return 0;
+}
+
 int tt_workspace_load(struct tether_repo *repo, json_t **ws)
 {
 	*ws = NULL;
@@ -50,6 +66,10 @@ int tt_workspace_load(struct tether_repo *repo, json_t **ws)
 			rc = tether_error_set(TETHER_ECONFIG, "%s: needs workspace_id and a [working] table", path);
 		else if (!json_object_get(*ws, "working"))
 			json_object_set_new(*ws, "working", json_object());
+		else
+			rc = check_working_keys(path, json_object_get(*ws, "working"));
+		if (!rc)
+			rc = tt_strings_check(*ws, path);
 		if (rc) {
 			json_decref(*ws);
 			*ws = NULL;

@@ -245,6 +245,10 @@ static int next_entry(const char *data, size_t size, size_t *pos, struct tree_en
 	const char *nul = memchr(e->name, '\0', size - i);
 	if (!nul || (size_t)(nul - data) + 1 + GIT_OID_RAWSZ > size)
 		return -1;
+	/* A name is one path component: a crafted tree could hold "", ".",
+	 * "..", or "a/../../x", which would make a path outside the dataset. */
+	if (nul == e->name || strchr(e->name, '/') || strcmp(e->name, ".") == 0 || strcmp(e->name, "..") == 0)
+		return -1;
 	e->id = (const git_oid *)(const void *)(nul + 1);
 	*pos = (size_t)(nul - data) + 1 + GIT_OID_RAWSZ;
 	return 1;

@@ -302,6 +302,52 @@ static int find_git_store(const char *repo_dir, char **gitdir)
 	return rc;
 }
 
+/* The common git directory a checkout's .git names (a directory, or the
+ * file of a worktree), realpath'd; NULL when there is no .git. */
+static char *dotgit_common(const char *root)
+{
+	char *dotgit = path_join(root, ".git");
+	char *gitdir = NULL, *link, *commondir, *rel, *common;
+
+	if (dotgit && is_dir(dotgit)) {
+		gitdir = realpath(dotgit, NULL);
+	} else if (dotgit && (link = read_small(dotgit))) {
+		if (strncmp(link, "gitdir: ", 8) == 0)
+			gitdir = resolve_target(root, link + 8);
+		free(link);
+	}
+	free(dotgit);
+	if (!gitdir)
+		return NULL;
+	commondir = path_join(gitdir, "commondir");
+	rel = commondir ? read_small(commondir) : NULL;
+	common = rel && *rel ? resolve_target(gitdir, rel) : NULL;
+	free(commondir);
+	free(rel);
+	if (common) {
+		free(gitdir);
+		return common;
+	}
+	return gitdir;
+}
+
+/* A colocated workspace (.git beside .jj) must keep its commits in that
+ * .git: a .jj whose store names another git directory is not the
+ * repository this checkout is. */
+static int check_colocated(const struct jj *j, const char *store_gitdir)
+{
+	char *common = dotgit_common(j->root);
+	int rc = 0;
+
+	if (common && strcmp(common, store_gitdir) != 0)
+		rc = tether_error_set(TETHER_EREFUSED,
+		                      "the jj repository at %s keeps its commits in %s, but the checkout's "
+		                      ".git is %s: a .jj that disagrees with .git is refused",
+		                      j->root, store_gitdir, common);
+	free(common);
+	return rc;
+}
+
 /* The workspace enclosing start_dir and its repository directory. */
 static int locate(const char *start_dir, struct jj *j)
 {
@@ -353,6 +399,8 @@ static int jj_open(const char *start_dir, struct tether_vcs **out, char **workdi
 	rc = locate(start_dir ? start_dir : ".", j);
 	if (rc == 0)
 		rc = find_git_store(j->repo_dir, &gitdir);
+	if (rc == 0)
+		rc = check_colocated(j, gitdir);
 	if (rc == 0)
 		rc = tt_git_store_open(gitdir, j->root, out);
 	free(gitdir);

@@ -110,32 +110,15 @@ static char *workdir_of(git_repository *repo)
 	return r;
 }
 
-/* The dataset's own checkout records this object: pinning or forking it
- * would change the dataset under its own feet. */
-static int refuse_dataset_overlap(const struct tether_bctx *ctx, const struct gb_obj *o, int code)
-{
-	const char *root = ctx ? ctx->dataset_root : NULL;
-	char *workdir;
-	int overlap;
-
-	if (!root)
-		return 0;
-	workdir = workdir_of(o->repo);
-	overlap = gb_paths_overlap(o->path, root) || (workdir && gb_paths_overlap(workdir, root));
-	free(workdir);
-	if (overlap)
-		return tether_error_set(code,
-		                        "git repository %s and the dataset at %s are inside one another: "
-		                        "a git object must live outside the dataset's own checkout",
-		                        o->path, root);
-	return 0;
-}
-
 static int open_repository(struct gb_obj *o, int code)
 {
 	git_repository *enclosing = NULL;
-	int rc = git_repository_open_ext(&o->repo, o->path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
+	/* The resolved path: what the checks see is what is opened. */
+	int rc = gb_resolve_path(o, code);
 
+	if (rc < 0)
+		return rc;
+	rc = git_repository_open_ext(&o->repo, o->real, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
 	if (rc == GIT_ENOTFOUND) {
 		rc = tether_error_set(code == TETHER_EREFUSED ? TETHER_ENOTFOUND : code,
 		                      "%s is not a git repository (the top of a checkout)", o->path);
@@ -166,7 +149,9 @@ static int open_checked(const struct tether_bctx *ctx, struct gb_obj *o, int cod
 		rc = refuse_url_remote(o, code);
 	if (rc == 0)
 		rc = open_repository(o, code);
-	if (rc == 0 && (rc = refuse_dataset_overlap(ctx, o, code)) < 0)
+	if (rc == 0)
+		rc = gb_refuse_untrusted_place(ctx, o, code);
+	if (rc < 0)
 		gb_close(o);
 	return rc;
 }
@@ -197,11 +182,8 @@ int gb_read_locator(const struct tether_bctx *ctx, const json_t *locator, struct
 		rc = read_locator(locator, o);
 	if (rc == 0)
 		rc = refuse_url_remote(o, TETHER_EREFUSED);
-	if (rc == 0 && ctx && ctx->dataset_root && gb_paths_overlap(o->path, ctx->dataset_root))
-		rc = tether_error_set(TETHER_EREFUSED,
-		                      "git repository %s and the dataset at %s are inside one another: "
-		                      "a git object must live outside the dataset's own checkout",
-		                      o->path, ctx->dataset_root);
+	if (rc == 0)
+		rc = gb_refuse_create_place(ctx, o);
 	return rc;
 }
 
@@ -210,6 +192,8 @@ void gb_close(struct gb_obj *o)
 	if (!o->cached)
 		git_repository_free(o->repo);
 	o->repo = NULL;
+	free(o->real);
+	o->real = NULL;
 }
 
 /* The per-thread cache of open repositories, freed when the thread ends
@@ -266,13 +250,11 @@ int gb_open_cached(const struct tether_bctx *ctx, const json_t *locator, struct 
 	struct repo_cache *c = thread_repo_cache();
 	for (unsigned i = 0; c && i < REPO_CACHE_SIZE; i++) {
 		if (c->path[i] && strcmp(c->path[i], o->path) == 0) {
-			/* The same checks as a fresh open, on the repository we hold. */
+			/* The repository we hold passed every check of a fresh
+			 * open in this process; the locator's own is made again. */
 			o->repo = c->repo[i];
 			o->cached = 1;
-			rc = refuse_url_remote(o, TETHER_EREFUSED);
-			if (rc == 0)
-				rc = refuse_dataset_overlap(ctx, o, TETHER_EREFUSED);
-			return rc;
+			return refuse_url_remote(o, TETHER_EREFUSED);
 		}
 	}
 	rc = open_checked(ctx, o, TETHER_EREFUSED);

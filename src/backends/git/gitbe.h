@@ -30,6 +30,7 @@ struct gb_obj {
 	const char *at;     /* initial position, or NULL */
 	const char *branch; /* a working branch a working ref overlays, or NULL */
 	const char *remote; /* a configured remote's name, or NULL */
+	char *real;         /* path with every link resolved (owned), once opened */
 	int allow_dirty;
 	int cached;         /* repo belongs to the thread's cache: gb_close keeps it */
 };
@@ -45,7 +46,6 @@ int gb_libgit2_ready(void);
 int gb_fail_oom(void);
 char *gb_strdupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *gb_path_resolve(const char *path, const char *cwd);
-int gb_paths_overlap(const char *a, const char *b);
 int gb_looks_like_url(const char *remote);
 const char *gb_hex(const git_oid *id, char buf[GB_HEX_SIZE]);
 int gb_parse_sha(const json_t *holder, const char *what, git_oid *out);
@@ -57,6 +57,15 @@ int gb_open(const struct tether_bctx *ctx, const json_t *locator, struct gb_obj 
 int gb_check_locator(const json_t *locator, struct gb_obj *o);
 int gb_read_locator(const struct tether_bctx *ctx, const json_t *locator, struct gb_obj *o);
 void gb_close(struct gb_obj *o);
+
+/* place.c: where the repository really is. gb_resolve_path sets o->real
+ * (every link resolved); gb_refuse_untrusted_place refuses an open
+ * repository whose path, git directory or work tree is in the dataset's
+ * checkout, or whose git directory is committed content of an enclosing
+ * repository; gb_refuse_create_place checks a path create_store will use. */
+int gb_resolve_path(struct gb_obj *o, int code);
+int gb_refuse_untrusted_place(const struct tether_bctx *ctx, const struct gb_obj *o, int code);
+int gb_refuse_create_place(const struct tether_bctx *ctx, const struct gb_obj *o);
 
 /* pin.c: pin tags. gb_tag_refname refuses a name that is no tether pin
  * tag; gb_tag_target gives the commit a tag names (peeled), or

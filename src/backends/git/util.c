@@ -60,23 +60,6 @@ char *gb_path_resolve(const char *path, const char *cwd)
 	return tether_path_resolve(path, cwd);
 }
 
-static int is_at_or_under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	while (n > 1 && dir[n - 1] == '/')
-		n--;
-	if (n == 1 && dir[0] == '/')
-		return 1;
-	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
-/* Is one of two absolute paths the other, or inside it? */
-int gb_paths_overlap(const char *a, const char *b)
-{
-	return is_at_or_under(a, b) || is_at_or_under(b, a);
-}
-
 /* A committed `remote` must be the name of a configured remote. Anything
  * that reads as a URL, an scp-style address or a path is not one: those
  * go in .tether/secrets.toml, which is never committed. */

@@ -1686,20 +1686,18 @@ static int git_commit_paths(struct tether_vcs *v, const char *const *paths, size
 	int committed = 0;
 	int rc = start_commit_job(&j, v, paths, npaths);
 
+	id[0] = '\0';
 	if (rc == 0)
 		rc = build_tree(&j, &tree_id);
 	if (rc == 0 && !tree_is_unchanged(&j, &tree_id)) {
 		rc = create_commit(&j, &tree_id, &commit_id, message);
 		committed = rc == 0;
 	}
+	/* From here the commit stands: its id goes back with any error. */
+	if (committed)
+		git_oid_tostr(id, 41, &commit_id);
 	if (rc == 0 && (rc = sync_real_index(&j)) < 0 && committed)
 		rc = explain_unsynced_index(rc, &commit_id);
-	if (rc == 0) {
-		if (committed)
-			git_oid_tostr(id, 41, &commit_id);
-		else
-			id[0] = '\0';
-	}
 	commit_job_free(&j);
 	return rc;
 }

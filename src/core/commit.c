@@ -25,6 +25,7 @@
 #include "core/lock.h"
 #include "core/pinid.h"
 #include "core/plan.h"
+#include "core/tempfiles.h"
 #include "core/workspace.h"
 #include "util/fsutil.h"
 
@@ -472,10 +473,23 @@ static void save_head_view(struct commit_run *run, const char *id)
 
 static void finish_landed(struct commit_run *run, const char *id, int journal_rc);
 
+/* Temporaries a killed tether left in the committed directories: the VCS
+ * leaves them out of the commit, and this removes them. */
+static void sweep_temporaries(struct commit_run *run)
+{
+	static const char *const dirs[] = {".tether/objects", ".tether/listings"};
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		char *path = tt_path_join(run->repo->root, dirs[i]);
+		tt_sweep_stale_temps(path);
+		free(path);
+	}
+}
+
 /* Every planned action, then the VCS commit; all undone when the VCS
  * commit was not made. */
 static int apply_plan(struct commit_run *run, const char *message, char id[41])
 {
+	sweep_temporaries(run);
 	json_t *pins = journal_pins(run);
 	struct tt_journal journal = {0};
 	int rc = json_array_size(pins) ? tt_journal_begin(run->repo, "commit", message, pins, &journal) : 0;

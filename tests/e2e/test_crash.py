@@ -562,3 +562,89 @@ def test_kill_inside_gc_then_rerun(scene):
     assert ds.tj("verify", "--all-history")["ok"] is True
     for key, code in codes.items():
         assert tags(code) == {f"tether.{p}" for p in history_pins(ds, key)}
+
+
+# ---------------------------------------------------------------------------
+# A rollback takes back only what its run made; a commit that landed stands
+# ---------------------------------------------------------------------------
+
+def back_to_a_pin_of_history(scene):
+    """code-a moves on and is committed (B), then goes back to the state
+    the base commit pinned: the next commit re-uses that existing pin.
+    Returns that pin."""
+    ds, codes = scene.ds, scene.codes
+    base_pin = ds.manifest("code-a")["pin"]
+    code_advance(codes["code-a"], "code-a v1\n")
+    ds.tether("commit", "-m", "B")
+    codes["code-a"].git("reset", "-q", "--hard", "HEAD~1")
+    assert git_pin(ds, codes["code-a"], codes["code-a"].head()) == base_pin
+    return base_pin
+
+
+@pytest.mark.parametrize("failure", ["dirty-object", "branch-lock"])
+def test_failed_commit_keeps_a_pin_an_earlier_commit_made(scene, failure):
+    """Issue 9, item 1: the rollback released every pin its run asked for,
+    the re-used one of commit A included, and verify --all-history failed."""
+    ds, codes = scene.ds, scene.codes
+    base_pin = back_to_a_pin_of_history(scene)
+    new_b = git_pin(ds, codes["code-b"], code_advance(codes["code-b"], "code-b v1\n"))
+    head0, tags0 = ds.head(), {k: tags(c) for k, c in codes.items()}
+    if failure == "dirty-object":
+        codes["code-b"].write("main.py", "uncommitted\n")
+        p = ds.tether("commit", "-m", "C", check_rc=3)
+        assert "uncommitted changes" in p.stderr
+    else:
+        lock = ds.p(".git/refs/heads/main.lock")
+        lock.write_text("")
+        # git's own lock file held: a failed VCS operation (exit 1), not a
+        # lock timeout (exit 4, tether's locks only).
+        p = ds.tether("commit", "-m", "C", check_rc=1)
+        assert "main.lock" in p.stderr
+    assert ds.head() == head0
+    assert f"tether.{base_pin}" in tags(codes["code-a"])
+    assert f"tether.{new_b}" not in tags(codes["code-b"])  # what this run made is gone
+    assert {k: tags(c) for k, c in codes.items()} == tags0
+    assert incomplete(ds) == []
+    assert ds.tj("verify", "--all-history")["ok"] is True
+    # Cleared up, the same commit goes through and nothing is lost or leaked.
+    if failure == "dirty-object":
+        codes["code-b"].git("checkout", "-q", "--", "main.py")
+    else:
+        lock.unlink()
+    r = ds.tj("commit", "-m", "C")
+    assert r["commit"] == ds.head()
+    assert ds.manifest_at("HEAD", "code-a")["pin"] == base_pin
+    assert_clean_and_exact(ds, codes)
+
+
+def test_commit_that_landed_stands_when_the_index_is_locked(scene):
+    """Issue 9, item 2: the VCS commit was made, then the index could not be
+    updated; the commit's pins were deleted, its manifests put back and the
+    journal marked ABORTED (exit 4). Now the commit stands, exit 1."""
+    ds, codes = scene.ds, scene.codes
+    base_pin = back_to_a_pin_of_history(scene)
+    new_b = git_pin(ds, codes["code-b"], code_advance(codes["code-b"], "code-b v1\n"))
+    head0 = ds.head()
+    ds.p(".git/index.lock").write_text("")
+    p = ds.tether("commit", "-m", "C", check_rc=1)
+    m = re.search(r"committed ([0-9a-f]{40}), but the index could not be updated", p.stderr)
+    assert m, p.stderr
+    sha = m.group(1)
+    assert ds.head() == sha and ds.git("rev-parse", "HEAD~1").strip() == head0
+    # Nothing the commit names was released or put back.
+    assert ds.manifest_at("HEAD", "code-a")["pin"] == base_pin
+    assert ds.manifest_at("HEAD", "code-b")["pin"] == new_b
+    assert f"tether.{base_pin}" in tags(codes["code-a"])
+    assert f"tether.{new_b}" in tags(codes["code-b"])
+    assert manifest_bytes(ds) == {
+        f"{k}.toml": ds.git("show", f"HEAD:.tether/objects/{k}.toml").encode() for k in KEYS
+    }
+    entry = ops(ds)[-1]
+    assert (entry["status"], entry["commit"]) == ("COMPLETE", sha)
+    assert ds.tj("verify", "--all-history")["ok"] is True
+    # With the lock gone, a re-run makes no commit and brings the index up.
+    ds.p(".git/index.lock").unlink()
+    r = ds.tj("commit", "-m", "again")
+    assert r["commit"] is None and ds.head() == sha
+    assert ds.git("status", "--porcelain", "--", ".tether") == ""
+    assert_clean_and_exact(ds, codes)

@@ -257,9 +257,8 @@ static int save_manifest(struct commit_run *run, size_t i, const json_t *before)
 	int rc = tt_read_file(path, &run->old_text[i], &len);
 	free(rel);
 	free(path);
-	if (rc == TETHER_ENOTFOUND) {
+	if (rc == TETHER_ENOTFOUND)
 		return tether_error_set(TETHER_ERROR, "%s: its manifest disappeared during the commit", m->key);
-	}
 	if (rc)
 		return rc;
 	return tt_manifest_save(run->repo->root, m);

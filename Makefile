@@ -9,7 +9,10 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= flatbuf icfile flexbuf icrepo
 FUZZ_CORPUS = tests/fuzz/corpus
 
-.PHONY: all demo check unit e2e install bench clean fuzz fuzz-merge
+STRESS_KILLS ?= 300
+STRESS_SEED ?=
+
+.PHONY: all demo check stress unit e2e install bench clean fuzz fuzz-merge
 
 all: $(BUILD)/build.ninja
 	$(MESON) compile -C $(BUILD)
@@ -25,6 +28,14 @@ check: $(CHECK_BUILD)/build.ninja
 	$(MESON) compile -C $(CHECK_BUILD)
 	$(MESON) test -C $(CHECK_BUILD) --print-errorlogs
 	PATH="$$HOME/.cargo/bin:$$PATH" TETHER_BIN=$(CURDIR)/$(CHECK_BUILD)/tether $(VENV)/bin/python -m pytest -q tests/e2e
+
+# The random-kill test of test_crash.py, with many more kills than `make check` runs:
+# each SIGKILLs `tether commit` at a random instant, re-runs it, and checks that
+# nothing temporary is committed and that verify and gc agree.
+stress: $(CHECK_BUILD)/build.ninja
+	$(MESON) compile -C $(CHECK_BUILD)
+	TETHER_STRESS_KILLS=$(STRESS_KILLS) TETHER_STRESS_SEED=$(STRESS_SEED) TETHER_BIN=$(CURDIR)/$(CHECK_BUILD)/tether \
+		$(VENV)/bin/python -m pytest -q tests/e2e/test_crash.py -k test_random_kills_during_commit
 
 $(CHECK_BUILD)/build.ninja:
 	CC=$${CC:-gcc} $(MESON) setup $(CHECK_BUILD) --buildtype=debug -Db_sanitize=address,undefined \

@@ -23,7 +23,8 @@
 extern "C" {
 #endif
 
-#define TETHER_BACKEND_ABI 1
+/* 2: pin reports whether it created the reference (int *created). */
+#define TETHER_BACKEND_ABI 2
 
 /* Tiers: each includes the ones above it. */
 #define TETHER_CAP_FINGERPRINT (1u << 0)
@@ -113,8 +114,14 @@ struct tether_backend {
 	/* PIN tier. A pin_ref (from pin and list_pins) is the backend's own
 	 * description of the native reference, and always carries "pin": the
 	 * pin id it holds, which is how gc tells whose pin it is. */
+	/* *created = 1 when this call made the native reference, 0 when it
+	 * was there already (pinning is idempotent): a command that fails
+	 * later releases only the pins it created, never one an earlier
+	 * commit made and history names. A backend that cannot tell says 0
+	 * (a pin left behind is an orphan gc releases; one deleted is a
+	 * recorded state lost). */
 	int (*pin)(const struct tether_bctx *, const json_t *locator, const json_t *state,
-	           const char *pin_id, json_t **pin_ref);
+	           const char *pin_id, json_t **pin_ref, int *created);
 	int (*unpin)(const struct tether_bctx *, const json_t *locator, const json_t *pin_ref);
 	int (*list_pins)(const struct tether_bctx *, const json_t *locator, json_t **pin_refs);
 	/* Is the recorded state still held (by its pin when there is one)?

@@ -168,9 +168,10 @@ static int mem_fingerprint(const struct tether_bctx *ctx, const json_t *locator,
 }
 
 static int mem_pin(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const char *pin_id,
-                   json_t **pin_ref)
+                   json_t **pin_ref, int *created)
 {
 	(void)ctx;
+	*created = 0;
 	const char *snap = json_string_value(json_object_get(state, "snapshot_id"));
 	char *tag = tt_strdupf("tether.%s", pin_id);
 	pthread_mutex_lock(&mem_lock);
@@ -182,8 +183,10 @@ static int mem_pin(const struct tether_bctx *ctx, const json_t *locator, const j
 		rc = tether_error_set(TETHER_ENOTFOUND, "memory://%s does not hold snapshot %s", loc_system(locator), snap ? snap : "?");
 	else if (existing && strcmp(existing, snap) != 0)
 		rc = tether_error_set(TETHER_EREFUSED, "tag %s already names another snapshot", tag);
-	else
+	else if (!existing) {
 		json_object_set_new(tags, tag, json_string(snap));
+		*created = 1;
+	}
 	pthread_mutex_unlock(&mem_lock);
 	if (!rc)
 		*pin_ref = json_pack("{s:s, s:s}", "tag", tag, "pin", pin_id);

@@ -3,8 +3,11 @@
  *
  * Order matters for crash safety: pins first, then listings and manifests,
  * then the VCS commit. Any failure before the VCS commit releases the pins
- * this run created (never one an earlier commit made) and puts the
- * manifests back, so nothing is left half-written.
+ * this run created (the backend's pin says whether a call created its
+ * reference: one that existed is an earlier commit's, which history names)
+ * and puts back the bytes of the manifests it rewrote, so nothing is left
+ * half-written. Once the VCS commit is made, nothing is undone: a later
+ * step that fails (the index, say) is reported with the commit standing.
  *
  * Every run plans first, from its snapshot (build_plan: HEAD, each object's
  * manifest and state, one action per object), then performs the plan's
@@ -22,23 +25,26 @@
 #include "core/lock.h"
 #include "core/pinid.h"
 #include "core/plan.h"
+#include "core/tempfiles.h"
 #include "core/workspace.h"
 #include "util/fsutil.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+/* A pin call this run made (each (pin id, locator) once). */
 struct created_pin {
 	struct tt_obj *obj;
 	char pin[TT_PIN_ID_LEN + 1];
 	json_t *pin_ref;
+	int created; /* the call made the reference: undo() releases it */
 };
 
 struct commit_run {
 	struct tether_repo *repo;
 	struct tt_obj *objs;
 	size_t n;
-	char **old_text;        /* each manifest's text before this commit */
+	char **old_text;        /* the bytes of each manifest this run rewrote, as they were */
 	struct created_pin *pins;
 	size_t npins;
 	char **new_listings;    /* listing files this commit wrote, removed by undo() */
@@ -104,11 +110,16 @@ static int plan_object(struct commit_run *run, struct tt_obj *o)
 		return rc;
 	const char *old_pin = tt_manifest_pin(o->m);
 	/* Unchanged means HEAD already records it: a manifest a dead commit
-	 * rewrote holds the new pin but is not committed yet. */
+	 * rewrote holds the new pin but is not committed yet.
+	 * Recorded means the same pin and state as HEAD's manifest, not the same
+	 * bytes: a comment the user added is committed as written, never
+	 * rewritten. */
 	json_t *at_head = json_object_get(run->head_view, o->m->key);
-	const char *head_digest = json_string_value(json_object_get(at_head, "digest"));
-	int unchanged = strcmp(o->status, "clean") == 0 && old_pin && strcmp(old_pin, pin_id) == 0 && head_digest &&
-	                strcmp(head_digest, o->m->digest) == 0;
+	const char *head_pin = json_string_value(json_object_get(at_head, "pin"));
+	const json_t *head_state = json_object_get(at_head, "state");
+	int unchanged = strcmp(o->status, "clean") == 0 && old_pin && strcmp(old_pin, pin_id) == 0 && head_pin &&
+	                strcmp(head_pin, pin_id) == 0 && head_state && tt_manifest_state(o->m) &&
+	                json_equal(head_state, tt_manifest_state(o->m));
 	int recoverable = unchanged ? json_is_true(json_object_get(o->m->doc, "recoverable"))
 	                            : (o->caps & (TETHER_CAP_PIN | TETHER_CAP_ADDRESSABLE)) != 0;
 	const char *action = unchanged ? "unchanged" : (o->caps & TETHER_CAP_PIN) ? "pin" : "record";
@@ -218,21 +229,45 @@ static int pin_object(struct commit_run *run, struct tt_obj *o, const char *pin_
 	if (pin_ref) {
 		json_incref(pin_ref);
 	} else {
-		int rc = o->b->pin(&o->ctx, o->locator, o->fp.state, pin_id, &pin_ref);
+		int created = 0;
+		int rc = o->b->pin(&o->ctx, o->locator, o->fp.state, pin_id, &pin_ref, &created);
 		if (rc)
 			return tether_error_set(rc, "%s: cannot pin: %s", o->m->key, tether_error_last());
 		struct created_pin *made = &run->pins[run->npins++];
 		made->obj = o;
 		snprintf(made->pin, sizeof made->pin, "%s", pin_id);
 		made->pin_ref = json_incref(pin_ref);
+		made->created = created == 1;
 	}
 	json_object_set_new(o->m->doc, "pin_ref", pin_ref);
 	return 0;
 }
 
-/* Perform one planned action. */
-static int record_object(struct commit_run *run, struct tt_obj *o, const json_t *planned)
+/* Write the manifest of objs[i] if what it records changed, keeping the
+ * bytes it had for undo(). One whose content is what it was stays as it
+ * is, comments and all (a dead commit may have written it already). */
+static int save_manifest(struct commit_run *run, size_t i, const json_t *before)
 {
+	struct tt_manifest *m = run->objs[i].m;
+	if (json_equal(before, m->doc))
+		return 0;
+	char *rel = tt_manifest_relpath(m->key);
+	char *path = tt_path_join(run->repo->root, rel);
+	size_t len;
+	int rc = tt_read_file(path, &run->old_text[i], &len);
+	free(rel);
+	free(path);
+	if (rc == TETHER_ENOTFOUND)
+		return tether_error_set(TETHER_ERROR, "%s: its manifest disappeared during the commit", m->key);
+	if (rc)
+		return rc;
+	return tt_manifest_save(run->repo->root, m);
+}
+
+/* Perform one planned action. */
+static int record_object(struct commit_run *run, size_t i, const json_t *planned)
+{
+	struct tt_obj *o = &run->objs[i];
 	json_t *doc = o->m->doc;
 	const char *action = json_string_value(json_object_get(planned, "action"));
 	const char *pin_id = json_string_value(json_object_get(planned, "pin"));
@@ -243,10 +278,13 @@ static int record_object(struct commit_run *run, struct tt_obj *o, const json_t 
 	                                              "pin", pin_id, "recoverable", recoverable));
 	if (strcmp(action, "unchanged") == 0)
 		return 0;
+	json_t *before = json_deep_copy(doc);
 	json_object_del(doc, "pin_ref");
 	int rc = pinned ? pin_object(run, o, pin_id) : 0;
-	if (rc)
+	if (rc) {
+		json_decref(before);
 		return rc;
+	}
 	json_object_set(doc, "state", o->fp.state);
 	json_object_set_new(doc, "pin", json_string(pin_id));
 	json_object_set_new(doc, "recoverable", json_boolean(recoverable));
@@ -257,20 +295,27 @@ static int record_object(struct commit_run *run, struct tt_obj *o, const json_t 
 		rc = tt_listing_save(run->repo, o->fp.listing, o->fp.listing_len, hex, &created);
 		if (created)
 			run->new_listings[run->nlistings++] = created;
-		if (rc)
+		if (rc) {
+			json_decref(before);
 			return rc;
+		}
 		json_object_set_new(doc, "listing", json_string(hex));
 	}
 	run->changed = 1;
-	return tt_manifest_save(run->repo->root, o->m);
+	rc = save_manifest(run, i, before);
+	json_decref(before);
+	return rc;
 }
 
+/* Before the VCS commit: take back what this run made. A pin this run's
+ * call found existing is an earlier commit's and stays. */
 static void undo(struct commit_run *run)
 {
 	char *keep = strdup(tether_error_last());
 	for (size_t i = 0; i < run->npins; i++) {
 		struct tt_obj *o = run->pins[i].obj;
-		o->b->unpin(&o->ctx, o->locator, run->pins[i].pin_ref);
+		if (run->pins[i].created)
+			o->b->unpin(&o->ctx, o->locator, run->pins[i].pin_ref);
 	}
 	for (size_t i = 0; i < run->n; i++) {
 		if (!run->old_text[i])
@@ -425,25 +470,40 @@ static void save_head_view(struct commit_run *run, const char *id)
 	tt_manifest_set_free(&committed);
 }
 
-/* Every planned action, then the VCS commit; all undone on failure. */
+static void finish_landed(struct commit_run *run, const char *id, int journal_rc);
+
+/* Temporaries a killed tether left in the committed directories: the VCS
+ * leaves them out of the commit, and this removes them. */
+static void sweep_temporaries(struct commit_run *run)
+{
+	static const char *const dirs[] = {".tether/objects", ".tether/listings"};
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		char *path = tt_path_join(run->repo->root, dirs[i]);
+		tt_sweep_stale_temps(path);
+		free(path);
+	}
+}
+
+/* Every planned action, then the VCS commit; all undone when the VCS
+ * commit was not made. */
 static int apply_plan(struct commit_run *run, const char *message, char id[41])
 {
+	sweep_temporaries(run);
 	json_t *pins = journal_pins(run);
 	struct tt_journal journal = {0};
 	int rc = json_array_size(pins) ? tt_journal_begin(run->repo, "commit", message, pins, &journal) : 0;
 	json_decref(pins);
 	tt_fault_point("commit", "journal-written");
-	for (size_t i = 0; !rc && i < run->n; i++)
-		run->old_text[i] = tt_manifest_text(run->objs[i].m);
 	for (size_t i = 0; !rc && i < run->n; i++) {
-		rc = record_object(run, &run->objs[i], json_array_get(tt_plan_actions(run->plan), i));
+		rc = record_object(run, i, json_array_get(tt_plan_actions(run->plan), i));
 		tt_fault_point("commit", "object-recorded");
 	}
+	id[0] = '\0';
 	if (!rc)
 		rc = vcs_commit(run, message, id);
-	if (!rc)
+	if (*id)
 		tt_fault_point("commit", "vcs-committed");
-	if (rc) {
+	if (rc && !*id) {
 		int code = rc;
 		undo(run);
 		if (tt_journal_end(&journal, "ABORTED", NULL) != 0)
@@ -451,9 +511,19 @@ static int apply_plan(struct commit_run *run, const char *message, char id[41])
 		tt_journal_free(&journal);
 		return code;
 	}
-	/* From here the commit stands, whatever fails: history names its pins. */
+	/* From here the commit stands, whatever fails: history names its pins.
+	 * A VCS step after the commit that failed (the index could not be
+	 * updated) is reported once the journal says so. */
+	int late = rc;
+	char *late_message = late ? strdup(tether_error_last()) : NULL;
 	rc = tt_journal_end(&journal, "COMPLETE", id);
 	tt_journal_free(&journal);
+	if (late) {
+		finish_landed(run, id, rc);
+		tether_error_set(late, "%s", late_message ? late_message : "the VCS commit failed after it was made");
+		free(late_message);
+		return late;
+	}
 	/* A dead commit's work is finished now, whether or not this run made a
 	 * commit (its own may have landed before it died): what it pinned is
 	 * named by history, or is an orphan gc may release. */
@@ -467,6 +537,17 @@ static int apply_plan(struct commit_run *run, const char *message, char id[41])
 	if (!rc)
 		rc = after_commit(run, id);
 	return rc;
+}
+
+/* The VCS commit `id` was made but a later VCS step failed: what follows a
+ * commit still follows it (the working heads, new.auto_fork), since the
+ * commit names the states; only the first error is reported. */
+static void finish_landed(struct commit_run *run, const char *id, int journal_rc)
+{
+	if (!journal_rc)
+		save_head_view(run, id);
+	if (after_commit(run, id) != 0)
+		tether_error_clear();
 }
 
 static int run_commit(struct commit_run *run, const struct tether_commit_opts *opts, const char *message,

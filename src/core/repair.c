@@ -73,7 +73,8 @@ static json_t *repair_one(struct tether_repo *repo, json_t *rec, int dry_run)
 	if (dry_run)
 		return outcome(rec, "would-repin", NULL);
 	json_t *pin_ref = NULL;
-	if (b->pin(&ctx, locator, state, pin, &pin_ref) != 0)
+	int created = 0; /* a repair never takes a pin back */
+	if (b->pin(&ctx, locator, state, pin, &pin_ref, &created) != 0)
 		return outcome(rec, "failed", tether_error_last());
 	int rc = record_new_ref(repo, rec, pin_ref);
 	json_t *r = rc ? outcome(rec, "failed", tether_error_last()) : outcome(rec, "repinned", NULL);

@@ -29,7 +29,9 @@ static const char GITIGNORE[] = "# tether: per-checkout files, never committed\n
                                 "/lock\n"
                                 "# tether: committed, even where the repository ignores such names\n"
                                 "!/objects/**\n"
-                                "!/listings/**\n";
+                                "!/listings/**\n"
+                                "# tether: a write in progress (util/tempname.h), never committed\n"
+                                "*.tmp.*[0-9]\n";
 
 const char *tether_repo_root(const tether_repo *repo)
 {

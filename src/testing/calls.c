@@ -270,18 +270,23 @@ int conf_pin_id(struct conf_run *r, const json_t *loc, const json_t *state, char
 	return rc ? conf_call_failed(r, "the pin id", rc) : 0;
 }
 
-int conf_pin(struct conf_run *r, const json_t *loc, const json_t *state, json_t **pin_ref)
+int conf_pin_created(struct conf_run *r, const json_t *loc, const json_t *state, json_t **pin_ref, int *created)
 {
 	char pin_id[TT_PIN_ID_LEN + 1];
 	int rc = conf_pin_id(r, loc, state, pin_id);
 	if (rc)
 		return rc;
 	json_t *ref = NULL;
+	int made = -1;
 	tether_error_clear();
-	rc = r->b->pin(&r->s->ctx, loc, state, pin_id, &ref);
+	rc = r->b->pin(&r->s->ctx, loc, state, pin_id, &ref, &made);
 	conf_keep(r, ref);
 	if (rc)
 		return conf_call_failed(r, "pin", rc);
+	if (made != 0 && made != 1)
+		return conf_fail(r, "pin returned 0 but set *created to %d, not 0 or 1", made);
+	if (created)
+		*created = made;
 	if (!json_is_object(ref))
 		return conf_fail(r, "pin returned 0 but its pin_ref is %s, not an object", conf_show(r, ref));
 	const char *named = json_string_value(json_object_get(ref, "pin"));
@@ -291,6 +296,11 @@ int conf_pin(struct conf_run *r, const json_t *loc, const json_t *state, json_t 
 	conf_undo_push(r, UNDO_PIN, loc, ref);
 	*pin_ref = ref;
 	return 0;
+}
+
+int conf_pin(struct conf_run *r, const json_t *loc, const json_t *state, json_t **pin_ref)
+{
+	return conf_pin_created(r, loc, state, pin_ref, NULL);
 }
 
 int conf_pin_if_pinnable(struct conf_run *r, const json_t *loc, const json_t *state, json_t **pin_ref)

@@ -315,7 +315,7 @@ static void *work(void *arg)
 			if (!rc)
 				rc = tt_pin_id(ctx->dataset_id, b->kind, identity, content, pin_id);
 			if (!rc)
-				rc = b->pin(ctx, w->loc, fp.state, pin_id, &ref);
+				rc = b->pin(ctx, w->loc, fp.state, pin_id, &ref, &(int){0});
 			if (!rc)
 				rc = b->verify(ctx, w->loc, fp.state, ref, &ok, &detail);
 			if (rc || !ok)

@@ -90,18 +90,26 @@ static int count_pin(const json_t *refs, const char *pin_id)
 	return n;
 }
 
+/* The second pin makes nothing new, and says so: a commit that fails later
+ * releases only the pins it created, so a backend claiming to have created
+ * a pin that was there already would have an earlier commit's pin deleted. */
 static int check_idempotent(struct conf_run *r)
 {
 	json_t *state, *ref1, *ref2, *list;
+	int created1 = 0, created2 = 0;
 	int rc = conf_fingerprint(r, r->loc, &state, NULL, NULL);
 	if (!rc)
-		rc = conf_pin(r, r->loc, state, &ref1);
+		rc = conf_pin_created(r, r->loc, state, &ref1, &created1);
 	if (!rc)
-		rc = conf_pin(r, r->loc, state, &ref2);
+		rc = conf_pin_created(r, r->loc, state, &ref2, &created2);
 	if (!rc)
 		rc = conf_list_pins(r, r->loc, &list);
 	if (rc)
 		return rc;
+	if (!created1)
+		return conf_fail(r, "the first pin of a fresh state set *created to 0: it made the reference");
+	if (created2)
+		return conf_fail(r, "pinning a state already pinned set *created to 1: the reference was there already");
 	if (!json_equal(ref1, ref2))
 		return conf_fail(r, "pinning one state twice gave %s, then %s", conf_show(r, ref1), conf_show(r, ref2));
 	const char *pin_id = json_string_value(json_object_get(ref1, "pin"));
@@ -274,7 +282,7 @@ static int check_verify_many(struct conf_run *r)
 const struct conf_check conf_checks_pin[] = {
 	{"pin: pin creates a ref that verify accepts", TETHER_CAP_PIN, NULL, 0, check_pin_verifies},
 	{"pin: list_pins lists it (names start with \"tether.\")", TETHER_CAP_PIN, NULL, 0, check_list_pins},
-	{"pin: pinning the same state twice is idempotent", TETHER_CAP_PIN, NULL, 0, check_idempotent},
+	{"pin: pinning the same state twice is idempotent, and *created says which call made it", TETHER_CAP_PIN, NULL, 0, check_idempotent},
 	{"pin: identical states share one pin", TETHER_CAP_PIN, NULL, 0, check_shared},
 	{"pin: unpin removes it and verify then fails", TETHER_CAP_PIN, NULL, 0, check_unpin},
 	{"pin: pins survive mutate", TETHER_CAP_PIN, NULL, 0, check_survives},

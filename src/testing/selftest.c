@@ -44,11 +44,19 @@ static int locator_accepts_anything(const struct tether_bctx *ctx, const char *u
 }
 
 static int pin_unnamed(const struct tether_bctx *ctx, const json_t *loc, const json_t *state, const char *pin_id,
-                       json_t **pin_ref)
+                       json_t **pin_ref, int *created)
 {
-	int rc = honest->pin(ctx, loc, state, pin_id, pin_ref);
+	int rc = honest->pin(ctx, loc, state, pin_id, pin_ref, created);
 	if (!rc)
 		json_object_del(*pin_ref, "pin");
+	return rc;
+}
+
+static int pin_always_created(const struct tether_bctx *ctx, const json_t *loc, const json_t *state,
+                              const char *pin_id, json_t **pin_ref, int *created)
+{
+	int rc = honest->pin(ctx, loc, state, pin_id, pin_ref, created);
+	*created = 1;
 	return rc;
 }
 
@@ -139,6 +147,7 @@ static void lie_fingerprint(struct tether_backend *b) { b->fingerprint = fingerp
 static void lie_identity(struct tether_backend *b) { b->identity = identity_invents; }
 static void lie_locator(struct tether_backend *b) { b->make_locator = locator_accepts_anything; }
 static void lie_pin(struct tether_backend *b) { b->pin = pin_unnamed; }
+static void lie_created(struct tether_backend *b) { b->pin = pin_always_created; }
 static void lie_list(struct tether_backend *b) { b->list_pins = list_nothing; }
 static void lie_unpin(struct tether_backend *b) { b->unpin = unpin_nothing; }
 static void lie_expect(struct tether_backend *b) { b->fork = fork_ignores_expect; }
@@ -157,6 +166,7 @@ static const struct lie lies[] = {
 	{"an identity with a key the locator lacks", "identity: stable and a subset of the locator", lie_identity},
 	{"make_locator accepting any option", "make_locator: an unknown option is refused", lie_locator},
 	{"a pin_ref without \"pin\"", "pin: pin creates a ref that verify accepts", lie_pin},
+	{"pin claiming to create a pin that existed", "pin: pinning the same state twice is idempotent", lie_created},
 	{"list_pins listing nothing", "pin: list_pins lists it", lie_list},
 	{"unpin doing nothing", "pin: unpin removes it and verify then fails", lie_unpin},
 	{"fork ignoring expect", "fork: a stale expect is refused", lie_expect},

@@ -115,6 +115,8 @@ int conf_pin_id(struct conf_run *r, const json_t *loc, const json_t *state,
                 char pin_id[TT_PIN_ID_LEN + 1]);
 /* Pin `state` under its pin id. */
 int conf_pin(struct conf_run *r, const json_t *loc, const json_t *state, json_t **pin_ref);
+/* conf_pin, also giving pin's *created (checked to be 0 or 1). */
+int conf_pin_created(struct conf_run *r, const json_t *loc, const json_t *state, json_t **pin_ref, int *created);
 /* A pin when the tier has PIN, else *pin_ref = NULL (forks from the state). */
 int conf_pin_if_pinnable(struct conf_run *r, const json_t *loc, const json_t *state, json_t **pin_ref);
 int conf_unpin(struct conf_run *r, const json_t *loc, const json_t *pin_ref);

@@ -1,4 +1,5 @@
 #include "util/fsutil.h"
+#include "util/tempname.h"
 
 #include <tether/backend.h>
 
@@ -114,7 +115,7 @@ int tt_write_file_atomic(const char *path, const void *data, size_t len)
 		}
 	}
 	free(dir);
-	char *tmp = tt_strdupf("%s.tmp.%ld", path, (long)getpid());
+	char *tmp = tt_strdupf("%s" TT_TEMP_SUFFIX_FMT, path, (long)getpid());
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 	if (fd < 0) {
 		int rc = tether_error_set(TETHER_EIO, "cannot write %s: %s", path, strerror(errno));

@@ -13,7 +13,10 @@ int tt_git_code(int git_rc)
 	case GIT_ENOTFOUND:
 		return TETHER_ENOTFOUND;
 	case GIT_ELOCKED:
-		return TETHER_ELOCK;
+		/* A file git locks (index.lock, a ref's .lock) is held: git does
+		 * not wait, so this is a failed VCS operation (exit 1), not the
+		 * lock timeout TETHER_ELOCK (exit 4) reserves for tether's locks. */
+		return TETHER_ERROR;
 	case GIT_EEXISTS:
 	case GIT_EMODIFIED:
 	case GIT_ECONFLICT:

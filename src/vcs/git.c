@@ -19,6 +19,7 @@
  * repository's commits live in a git store. The module's export is in
  * git_module.c, so that jj's module can link this file beside its own. */
 #include "util/git_error.h"
+#include "util/tempname.h"
 #include "vcs/vcs.h"
 #include "vcs/git_store.h"
 
@@ -1297,8 +1298,10 @@ static int stage_directory_entries(struct commit_job *j, struct path_buf *path, 
 	while (rc == 0 && (d = readdir(dir))) {
 		size_t mark = path->len;
 
+		/* A temporary file (tt_write_file_atomic's, left by a killed
+		 * process, or being written) is never content: as if absent. */
 		if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0 ||
-		    strcmp(d->d_name, ".git") == 0)
+		    strcmp(d->d_name, ".git") == 0 || tt_is_temp_name(d->d_name))
 			continue;
 		rc = path_buf_push(path, d->d_name);
 		if (rc == 0)
@@ -1686,20 +1689,18 @@ static int git_commit_paths(struct tether_vcs *v, const char *const *paths, size
 	int committed = 0;
 	int rc = start_commit_job(&j, v, paths, npaths);
 
+	id[0] = '\0';
 	if (rc == 0)
 		rc = build_tree(&j, &tree_id);
 	if (rc == 0 && !tree_is_unchanged(&j, &tree_id)) {
 		rc = create_commit(&j, &tree_id, &commit_id, message);
 		committed = rc == 0;
 	}
+	/* From here the commit stands: its id goes back with any error. */
+	if (committed)
+		git_oid_tostr(id, 41, &commit_id);
 	if (rc == 0 && (rc = sync_real_index(&j)) < 0 && committed)
 		rc = explain_unsynced_index(rc, &commit_id);
-	if (rc == 0) {
-		if (committed)
-			git_oid_tostr(id, 41, &commit_id);
-		else
-			id[0] = '\0';
-	}
 	commit_job_free(&j);
 	return rc;
 }

@@ -11,6 +11,7 @@
  *
  * tether's "HEAD" is the last committed state, which in jj is @-: the
  * working-copy commit @ holds whatever is not committed yet (vcs.h). */
+#include "util/tempname.h"
 #include "vcs/git_store.h"
 #include "vcs/jj_run.h"
 #include "vcs/vcs.h"
@@ -757,19 +758,51 @@ static int normalize(const char *in, char **out)
 	return rc;
 }
 
+/* `path` as a glob matching itself only: each metacharacter in a class
+ * of its own. malloc'd. */
+static char *glob_literal(const char *path)
+{
+	char *out = malloc(4 * strlen(path) + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (const char *p = path; *p; p++) {
+		if (strchr("*?[]{}\\", *p)) {
+			*o++ = '[';
+			*o++ = *p;
+			*o++ = ']';
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
 /* A fileset naming exactly `path` (normalised): a file by itself, or
  * everything under a directory (or a path gone from the disk, which may
- * have been either). Quoted: glob characters in a name are literal. */
+ * have been either) but tether's temporary files (TT_TEMP_GLOB), which
+ * are never committed. Quoted: glob characters in a name are literal. */
 static char *fileset_for(const struct jj *j, const char *path)
 {
 	char *full = path_join(j->root, path), *quoted = jj_quote(path), *set = NULL;
+	char *literal = glob_literal(path), *temps = NULL, *temps_quoted = NULL;
 	struct stat st;
 	int file = full && lstat(full, &st) == 0 && !S_ISDIR(st.st_mode);
 
-	if (quoted)
-		set = dupf("%s:%s", file ? "root-file" : "root", quoted);
+	if (literal)
+		temps = dupf("%s/**/" TT_TEMP_GLOB, literal);
+	if (temps)
+		temps_quoted = jj_quote(temps);
+	if (quoted && file)
+		set = dupf("root-file:%s", quoted);
+	else if (quoted && temps_quoted)
+		set = dupf("root:%s ~ root-glob:%s", quoted, temps_quoted);
 	free(full);
 	free(quoted);
+	free(literal);
+	free(temps);
+	free(temps_quoted);
 	return set;
 }
 
@@ -946,6 +979,30 @@ static int run_commit(struct tether_vcs *v, const struct filesets *f, const char
 	return rc;
 }
 
+/* The commit id of the change just committed, wherever it is now: the
+ * commit stands even when @- is no longer it, and its id goes back with
+ * the error. Nothing when it cannot be read. */
+static void id_of_change(struct tether_vcs *v, const char *change_id, int code, char id[41])
+{
+	char *rev = dupf("--revisions=change_id(%s)", change_id);
+	const char *args[] = { "log", "--ignore-working-copy", "--no-graph", rev,
+		               "--template=commit_id ++ \"\\n\"", NULL };
+	struct tt_jj_result res;
+	char *cursor, *line;
+	char keep[1024];
+
+	snprintf(keep, sizeof keep, "%s", tether_error_last());
+	if (rev && jj_call(v, "cannot read the new commit", args, &res) == 0) {
+		cursor = res.out;
+		line = next_line(&cursor);
+		if (line && is_full_id(line) && !next_line(&cursor))
+			memcpy(id, line, 41);
+		tt_jj_result_free(&res);
+	}
+	free(rev);
+	tether_error_set(code, "%s", keep);
+}
+
 /* The commit just made is @- now; it must be the change that was @. */
 static int committed_id(struct tether_vcs *v, const char *change_id, char id[41])
 {
@@ -984,6 +1041,7 @@ static int jj_commit_paths(struct tether_vcs *v, const char *const *paths, size_
 	git_buf msg = GIT_BUF_INIT;
 	int rc = clean_message(message, &msg);
 
+	id[0] = '\0';
 	if (rc == 0)
 		rc = make_filesets(jj_of(v), paths, npaths, &f);
 	if (rc == 0)
@@ -994,8 +1052,8 @@ static int jj_commit_paths(struct tether_vcs *v, const char *const *paths, size_
 		rc = missing_identity();
 	if (rc == 0 && p.changed)
 		rc = run_commit(v, &f, msg.ptr);
-	if (rc == 0 && p.changed)
-		rc = committed_id(v, p.change_id, id);
+	if (rc == 0 && p.changed && (rc = committed_id(v, p.change_id, id)) != 0)
+		id_of_change(v, p.change_id, rc, id);
 	if (rc == 0 && !p.changed)
 		id[0] = '\0';
 	filesets_free(&f);

@@ -109,8 +109,14 @@ struct tether_vcs_ops {
 	 * updated, nothing else. Author/committer from the repository's config
 	 * (GIT_AUTHOR_* / GIT_COMMITTER_* environment variables honoured). A
 	 * commit whose tree equals HEAD's tree is not made: *id is set to ""
-	 * and 0 returned.
-	 * Every file under the paths is committed: no ignore rule applies,
+	 * and 0 returned. An error returned with *id set means the commit was
+	 * made and stands, and a later step failed (git: the index could not
+	 * be updated; jj: @- is no longer the change committed): the caller
+	 * must not undo what the commit names. With *id "" the commit was not
+	 * made.
+	 * Every file under the paths is committed, except tether's temporary
+	 * files (a name matching TT_TEMP_GLOB, util/tempname.h: "*.tmp.*[0-9]"),
+	 * which are treated as absent wherever they are: no ignore rule applies,
 	 * since the caller names exactly what belongs (a user's "*.toml"
 	 * pattern must not drop a manifest). The executable bit and symlinks are recorded (core.fileMode and
 	 * core.symlinks honoured) and clean filters such as core.autocrlf are

@@ -454,3 +454,81 @@ def test_large_and_many_files_hash_like_hashlib(ds):
     assert ds.manifest("blob")["state"] == expected_file_state(ds.p("data/big/blob.bin"))
     assert ds.manifest("big")["state"] == expected_dir_state(ds.p("data/big"))
     assert ds.listing_path(ds.manifest("big")["listing"]).read_bytes() == expected_listing(ds.p("data/big"))
+
+
+def test_unchanged_manifest_keeps_its_bytes(plates):
+    """Issue 9, item 9: a comment a user put in a manifest (committed or not)
+    was dropped by a commit that reported the object unchanged."""
+    ds = plates
+    ds.tether("commit", "-m", "baseline")
+    path = ds.manifest_path("raw/samples")
+    path.write_bytes(b"# the sample sheet, as sequenced\n" + path.read_bytes())
+    ds.git_commit_all("a comment", str(path.relative_to(ds.root)))
+    ds.write("data/plates/plate3.csv", "well,value\nC1,0.3\n")
+    commented = path.read_bytes()
+    r = ds.tj("commit", "-m", "plate3")
+    assert actions(r)["raw/samples"]["action"] == "unchanged"
+    assert actions(r)["raw/plates"]["action"] == "recorded"
+    assert path.read_bytes() == commented
+    # A comment not committed yet: still unchanged, and committed as written.
+    path.write_bytes(b"# second thoughts\n" + commented)
+    ds.write("data/plates/plate4.csv", "well,value\nD1,0.4\n")
+    r = ds.tj("commit", "-m", "plate4")
+    assert actions(r)["raw/samples"]["action"] == "unchanged"
+    assert path.read_bytes() == b"# second thoughts\n" + commented
+    assert ds.git("show", "HEAD:.tether/objects/raw/samples.toml").encode() == path.read_bytes()
+    assert ds.tj("status")["clean"] is True
+
+
+def test_failed_commit_leaves_unchanged_manifests_byte_for_byte(plates):
+    """The rollback put back every manifest in tether's canonical form,
+    dropping the comment of one it never touched."""
+    ds = plates
+    ds.tether("commit", "-m", "baseline")
+    path = ds.manifest_path("raw/samples")
+    path.write_bytes(b"# keep me\n" + path.read_bytes())
+    ds.git_commit_all("a comment", str(path.relative_to(ds.root)))
+    head = ds.head()
+    ds.write("data/plates/plate3.csv", "well,value\nC1,0.3\n")
+    (ds.root / ".git" / "MERGE_HEAD").write_text(head + "\n")
+    tree = ds.tree()
+    ds.tether("commit", "-m", "mid-merge", check_rc=3)
+    assert ds.tree() == tree
+
+
+def test_temporary_files_are_never_committed(plates):
+    """Issue 9, item 7: a temporary a killed process left (f.toml.tmp.<pid>)
+    was swept into the next commit. It is never staged, and a stale one is
+    removed; one whose process is alive is left where it is."""
+    ds = plates
+    ds.tether("commit", "-m", "baseline")
+    dead = 2 ** 22 + 12345  # above any pid_max: no such process
+    stale = [ds.write(f".tether/objects/raw/samples.toml.tmp.{dead}", "junk\n"),
+             ds.write(f".tether/listings/{'0' * 64}.jsonl.tmp.{dead}", "junk\n")]
+    live = ds.write(f".tether/objects/raw/plates.toml.tmp.{os.getpid()}", "being written\n")
+    ds.write("data/plates/plate3.csv", "well,value\nC1,0.3\n")
+    r = ds.tj("commit", "-m", "plate3")
+    assert r["commit"] == ds.head()
+    committed = ds.git("ls-tree", "-r", "--name-only", "HEAD").split()
+    assert not [p for p in committed if ".tmp." in p], committed
+    assert not any(p.exists() for p in stale)
+    assert live.read_bytes() == b"being written\n"
+    # The live one is not shown as something to commit either.
+    assert ds.git("status", "--porcelain", "--untracked-files=all", "--", ".tether") == ""
+    # Nothing else changed: no commit, and still nothing temporary in it.
+    r = ds.tj("commit", "-m", "again")
+    assert r["commit"] is None
+
+
+def test_temporary_file_already_committed_is_removed_from_the_commit(plates):
+    """A temporary an older tether committed goes out with the next commit,
+    as if absent, even while its file is there (its pid is alive)."""
+    ds = plates
+    ds.tether("commit", "-m", "baseline")
+    junk = ds.write(f".tether/objects/raw/samples.toml.tmp.{os.getpid()}", "junk\n")
+    ds.git("add", "-f", str(junk.relative_to(ds.root)))
+    ds.git("commit", "-q", "-m", "an old tether's leftover")
+    ds.write("data/plates/plate3.csv", "well,value\nC1,0.3\n")
+    ds.tj("commit", "-m", "plate3")
+    assert ".tmp." not in ds.git("ls-tree", "-r", "--name-only", "HEAD")
+    assert junk.exists()

@@ -8,6 +8,7 @@ Every repository is made and checked with the real jj; the whole module is
 skipped when jj is not on PATH. jj 0.45 colocates by default, so both kinds
 are spelled out: `jj git init --colocate` and `jj git init --no-colocate`.
 """
+import os
 import shutil
 import subprocess
 
@@ -228,3 +229,17 @@ def test_abandoned_commit_leaves_the_history_walks(jds):
     # jj keeps the abandoned commit in its store; tether reads it no more.
     assert doomed not in jds.visible_commits()
     assert jds.jj("log", "--ignore-working-copy", "--no-graph", "-r", doomed, "-T", "commit_id") == doomed
+
+
+def test_temporary_files_are_never_committed(jds):
+    """Issue 9, item 7 on jj: a temporary in .tether/objects (one whose
+    process is alive, so it stays on disk) is left out of the commit's
+    fileset, even where a user's .gitignore would not hide it."""
+    jds.tether("commit", "-m", "baseline")
+    live = jds.write(f".tether/objects/data.toml.tmp.{os.getpid()}", "being written\n")
+    jds.write(".tether/.gitignore", "/workspace.toml\n/secrets.toml\n/cache/\n/journal/\n/lock\n"
+              "!/objects/**\n!/listings/**\n")  # an older dataset's rules: temporaries not ignored
+    jds.write("plates/p2.csv", "well,value\nB1,0.1\n")
+    jds.tether("commit", "-m", "plate 2")
+    assert not [p for p in jds.changed("@-") if ".tmp." in p], jds.changed("@-")
+    assert live.read_bytes() == b"being written\n"

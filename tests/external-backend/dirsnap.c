@@ -213,9 +213,10 @@ static json_t *pin_ref_for(const char *pin_id)
 }
 
 static int ds_pin(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const char *pin_id,
-                  json_t **pin_ref)
+                  json_t **pin_ref, int *created)
 {
 	(void)ctx;
+	*created = 0;
 	char name[256], pin[PATH_MAX], head[PATH_MAX], have[65];
 	int fd, n = snprintf(name, sizeof name, "tether.%s", pin_id);
 	int rc = n > 0 && (size_t)n < sizeof name ? path_in(pin, locator, ".pins", name)
@@ -240,6 +241,7 @@ static int ds_pin(const struct tether_bctx *ctx, const json_t *locator, const js
 			rc = tether_error_set(TETHER_EIO, "%s: %s", dir, strerror(errno));
 		if (!rc)
 			rc = copy_atomic(head, pin);
+		*created = rc == 0;
 	}
 	close(fd);
 	if (!rc) {

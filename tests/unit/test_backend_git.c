@@ -245,10 +245,12 @@ static const char *sha_of(const json_t *j)
 	return json_string_value(json_object_get(j, "sha"));
 }
 
+static int last_created = -1; /* pin()'s *created */
+
 static json_t *pin(const json_t *loc, const json_t *state, const char *id)
 {
 	json_t *ref = NULL;
-	int rc = be->pin(&ctx, loc, state, id, &ref);
+	int rc = be->pin(&ctx, loc, state, id, &ref, &last_created);
 
 	if (rc < 0)
 		fprintf(stderr, "  pin %s: %s\n", id, tether_error_last());
@@ -391,7 +393,7 @@ static void test_committed_url_remote(void)
 	loc = json_pack("{s:s, s:s, s:s}", "path", repo, "ref", "HEAD", "remote", "ext::sh -c touch% /tmp/x");
 	CHECK(be->fingerprint(&ctx, loc, NULL, &fp) == TETHER_EREFUSED);
 	CHECK(has(tether_error_last(), ".tether/secrets.toml"));
-	CHECK(be->pin(&ctx, loc, state, "ds.1", &ref) == TETHER_EREFUSED);
+	CHECK(be->pin(&ctx, loc, state, "ds.1", &ref, &last_created) == TETHER_EREFUSED);
 	CHECK(be->list_pins(&ctx, loc, &refs) == TETHER_EREFUSED);
 	CHECK(be->verify(&ctx, loc, state, NULL, &ok, &detail) == TETHER_EREFUSED);
 	CHECK(be->identity(&ctx, loc, &refs) == TETHER_EREFUSED);
@@ -508,6 +510,7 @@ static void test_pin_local(void)
 	st = state_of(loc);
 
 	ref = pin(loc, st, "ds.aaaa");
+	CHECK(last_created == 1);
 	CHECK_STR(json_string_value(json_object_get(ref, "tag")), "tether.ds.aaaa");
 	CHECK_STR(json_string_value(json_object_get(ref, "pin")), "ds.aaaa");
 	CHECK_STR(sha_of(ref), sha_of(st));
@@ -519,13 +522,14 @@ static void test_pin_local(void)
 	/* Idempotent at the same sha; refused at another. */
 	ref2 = pin(loc, st, "ds.aaaa");
 	CHECK(ref2 && json_equal(ref, ref2));
+	CHECK(last_created == 0); /* it was there: a failed commit must not release it */
 	json_decref(ref2);
 	put(repo, "f.txt", "two\n");
 	commit_all(repo, "two");
 	{
 		json_t *st2 = state_of(loc);
 
-		CHECK(be->pin(&ctx, loc, st2, "ds.aaaa", &ref2) == TETHER_EREFUSED);
+		CHECK(be->pin(&ctx, loc, st2, "ds.aaaa", &ref2, &last_created) == TETHER_EREFUSED);
 		CHECK(has(tether_error_last(), "tether.ds.aaaa"));
 		CHECK_STR(rev(repo, "tether.ds.aaaa"), sha_of(st));
 		json_decref(st2);
@@ -536,7 +540,7 @@ static void test_pin_local(void)
 	json_decref(st);
 	st = state_of(loc);
 	CHECK(json_is_true(json_object_get(st, "dirty")));
-	CHECK(be->pin(&ctx, loc, st, "ds.bbbb", &ref2) == TETHER_EREFUSED);
+	CHECK(be->pin(&ctx, loc, st, "ds.bbbb", &ref2, &last_created) == TETHER_EREFUSED);
 	CHECK(has(tether_error_last(), "uncommitted") && has(tether_error_last(), repo));
 	CHECK_STR(out("git -C '%s' tag -l tether.ds.bbbb", repo), "");
 	dirty_loc = locator_for(repo, json_pack("{s:s}", "allow_dirty", "true"));
@@ -549,7 +553,7 @@ static void test_pin_local(void)
 	{
 		json_t *bogus = sha_json("0123456789012345678901234567890123456789");
 
-		CHECK(be->pin(&ctx, loc, bogus, "ds.cccc", &ref2) == TETHER_ENOTFOUND);
+		CHECK(be->pin(&ctx, loc, bogus, "ds.cccc", &ref2, &last_created) == TETHER_ENOTFOUND);
 		json_decref(bogus);
 	}
 
@@ -606,7 +610,7 @@ static void test_pin_remote(void)
 	json_decref(ref2);
 
 	/* A failing push fails the pin and leaves no local tag. */
-	CHECK(be->pin(&ctx, broken_loc, st, "ds.2222", &ref2) < 0);
+	CHECK(be->pin(&ctx, broken_loc, st, "ds.2222", &ref2, &last_created) < 0 && last_created == 0);
 	CHECK(has(tether_error_last(), "broken"));
 	CHECK_STR(out("git -C '%s' tag -l tether.ds.2222", repo), "");
 
@@ -644,7 +648,7 @@ static void test_pin_remote(void)
 	{
 		json_t *st2 = state_of(loc);
 
-		CHECK(be->pin(&ctx, loc, st2, "ds.4444", &ref2) == TETHER_EREFUSED);
+		CHECK(be->pin(&ctx, loc, st2, "ds.4444", &ref2, &last_created) == TETHER_EREFUSED);
 		CHECK_STR(out("git -C '%s' rev-parse tether.ds.4444", bare), rev(repo, "HEAD~1"));
 		CHECK_STR(out("git -C '%s' tag -l tether.ds.4444", repo), "");
 		json_decref(st2);
@@ -1287,7 +1291,7 @@ static void *work_on(void *arg)
 		char id[32];
 
 		snprintf(id, sizeof id, "ds.c%d", i);
-		if (be->fingerprint(&ctx, loc, NULL, &fp) < 0 || be->pin(&ctx, loc, fp.state, id, &ref) < 0 ||
+		if (be->fingerprint(&ctx, loc, NULL, &fp) < 0 || be->pin(&ctx, loc, fp.state, id, &ref, &last_created) < 0 ||
 		    be->history(&ctx, loc, 0, &h) < 0 || be->unpin(&ctx, loc, ref) < 0)
 			w->failures++;
 		json_decref(fp.state);
@@ -1395,9 +1399,9 @@ static void test_hostile_repository(void)
 	ref = pin(loc, st, "ds.hostile");
 	CHECK(ref != NULL);
 	json_decref(ref);
-	CHECK(be->pin(&ctx, evil_loc, st, "ds.evil", &ref) == TETHER_EREFUSED);
+	CHECK(be->pin(&ctx, evil_loc, st, "ds.evil", &ref, &last_created) == TETHER_EREFUSED);
 	CHECK(has(tether_error_last(), "ext::") && has(tether_error_last(), "evil"));
-	CHECK(be->pin(&ctx, ssh_loc, st, "ds.ssh", &ref) < 0);
+	CHECK(be->pin(&ctx, ssh_loc, st, "ds.ssh", &ref, &last_created) < 0);
 	CHECK(has(tether_error_last(), "evilssh"));
 	CHECK(be->fork(&ctx, loc, st, NULL, "forked", NULL, &ref) == 0);
 	json_decref(ref);

@@ -38,7 +38,8 @@ int main(void)
 	char pin_id[TT_PIN_ID_LEN + 1];
 	CHECK(tt_pin_id(ctx.dataset_id, "memory", identity, s1, pin_id) == 0);
 	json_t *pin_ref = NULL;
-	CHECK(b->pin(&ctx, locator, s1, pin_id, &pin_ref) == 0);
+	int created = -1;
+	CHECK(b->pin(&ctx, locator, s1, pin_id, &pin_ref, &created) == 0 && created == 1);
 	int ok = 0;
 	char *detail = NULL;
 	CHECK(b->verify(&ctx, locator, s1, pin_ref, &ok, &detail) == 0 && ok);
@@ -47,7 +48,7 @@ int main(void)
 	json_decref(pins);
 	/* Pinning the same id at another snapshot is refused. */
 	json_t *again = NULL;
-	CHECK(b->pin(&ctx, locator, s0, pin_id, &again) == TETHER_EREFUSED);
+	CHECK(b->pin(&ctx, locator, s0, pin_id, &again, &created) == TETHER_EREFUSED && created == 0);
 	free(detail);
 	detail = NULL;
 

@@ -101,7 +101,7 @@ int gb_branch_head(const struct gb_obj *o, const char *refname, git_oid *out);
 int gb_fingerprint(const struct tether_bctx *, const json_t *locator, const json_t *policy,
                    struct tether_fingerprint *out);
 int gb_pin(const struct tether_bctx *, const json_t *locator, const json_t *state,
-           const char *pin_id, json_t **pin_ref);
+           const char *pin_id, json_t **pin_ref, int *created);
 int gb_unpin(const struct tether_bctx *, const json_t *locator, const json_t *pin_ref);
 int gb_list_pins(const struct tether_bctx *, const json_t *locator, json_t **pin_refs);
 int gb_verify(const struct tether_bctx *, const json_t *locator, const json_t *state,

@@ -224,12 +224,11 @@ static json_t *make_pin_ref(const struct gb_obj *o, const char *tag, const git_o
 }
 
 static int pin_open(const struct tether_bctx *ctx, const struct gb_obj *o, const json_t *state,
-                    const char *pin_id, json_t **pin_ref)
+                    const char *pin_id, json_t **pin_ref, int *created)
 {
 	git_commit *commit = NULL;
 	char *tag = NULL, *refname = NULL;
 	git_oid id;
-	int created = 0;
 	int rc = gb_parse_sha(state, "state", &id);
 
 	if (rc == 0)
@@ -241,9 +240,11 @@ static int pin_open(const struct tether_bctx *ctx, const struct gb_obj *o, const
 	if (rc == 0)
 		rc = gb_tag_refname(o, tag, &refname);
 	if (rc == 0)
-		rc = create_tag(o, refname, &id, &created);
+		rc = create_tag(o, refname, &id, created);
 	if (rc == 0)
-		rc = publish_tag(ctx, o, refname, created);
+		rc = publish_tag(ctx, o, refname, *created);
+	if (rc < 0)
+		*created = 0; /* publish_tag took back the tag it made */
 	if (rc == 0 && !(*pin_ref = make_pin_ref(o, tag, &id)))
 		rc = gb_fail_oom();
 	git_commit_free(commit);
@@ -252,17 +253,20 @@ static int pin_open(const struct tether_bctx *ctx, const struct gb_obj *o, const
 	return rc;
 }
 
+/* *created is about the local tag: one that existed is an earlier pin,
+ * whether or not this call pushed it to the remote. */
 int gb_pin(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const char *pin_id,
-           json_t **pin_ref)
+           json_t **pin_ref, int *created)
 {
 	struct gb_obj o;
 	int rc;
 
+	*created = 0;
 	if (!pin_id || !*pin_id)
 		return tether_error_set(TETHER_EUSAGE, "git pin: no pin id");
 	if ((rc = gb_open(ctx, locator, &o)) < 0)
 		return rc;
-	rc = pin_open(ctx, &o, state, pin_id, pin_ref);
+	rc = pin_open(ctx, &o, state, pin_id, pin_ref, created);
 	gb_close(&o);
 	return rc;
 }

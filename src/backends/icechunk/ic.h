@@ -424,7 +424,7 @@ json_t *ic_state_of(const struct ic_id *id);
 int ic_fingerprint(const struct tether_bctx *, const json_t *locator, const json_t *policy,
                    struct tether_fingerprint *out);
 int ic_pin(const struct tether_bctx *, const json_t *locator, const json_t *state,
-           const char *pin_id, json_t **pin_ref);
+           const char *pin_id, json_t **pin_ref, int *created);
 int ic_unpin(const struct tether_bctx *, const json_t *locator, const json_t *pin_ref);
 int ic_list_pins(const struct tether_bctx *, const json_t *locator, json_t **pin_refs);
 int ic_verify(const struct tether_bctx *, const json_t *locator, const json_t *state,

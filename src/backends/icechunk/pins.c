@@ -14,20 +14,22 @@ static json_t *pin_ref_of(const char *tag, const char *pin_id)
 }
 
 int ic_pin(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const char *pin_id,
-           json_t **pin_ref)
+           json_t **pin_ref, int *created)
 {
 	struct ic_loc loc;
 	struct ic_repository repo;
 	struct ic_id snap;
 	char *tag = NULL;
-	int created = 0;
 	*pin_ref = NULL;
+	*created = 0;
 	int rc = ic_open_locator(ctx, locator, &loc, &repo);
 	if (rc)
 		return rc;
 	if ((rc = ic_state_snapshot(state, repo.uri, &snap)) == 0 &&
-	    (rc = ic_pin_tag(&repo, pin_id, &snap, &tag, &created)) == 0 && !(*pin_ref = pin_ref_of(tag, pin_id)))
+	    (rc = ic_pin_tag(&repo, pin_id, &snap, &tag, created)) == 0 && !(*pin_ref = pin_ref_of(tag, pin_id)))
 		rc = ic_fail_oom();
+	if (rc)
+		*created = 0;
 	ic_repository_close(&repo);
 	free(tag);
 	return rc;

@@ -66,6 +66,8 @@ static void print_gc(const json_t *report)
 	json_array_foreach(json_object_get(report, "skipped"), i, r) {
 		if (out_str(r, "pin"))
 			printf("  %-14s pin %s (%s)\n", "skipped", out_str(r, "pin"), out_str_or(r, "reason", ""));
+		else if (out_str(r, "store"))
+			printf("  %-14s %s (%s)\n", "skipped", out_str(r, "store"), out_str_or(r, "reason", ""));
 		else
 			printf("  %-14s listing %.16s… (%s)\n", "skipped", out_str_or(r, "listing", "?"),
 			       out_str_or(r, "reason", ""));

@@ -103,6 +103,7 @@ static int run_gc(const struct args *a)
 		.progress = out_progress_allowed(),
 		.plan_out = args_value(a, OPT_PLAN),
 		.from_plan = plan,
+		.from_plan_file = from,
 		.prune_workspaces = args_has(a, OPT_PRUNE),
 		.keep_workspaces = keep,
 		.n_keep = n_keep,

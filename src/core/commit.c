@@ -534,7 +534,7 @@ int tether_commit(tether_repo *repo, const struct tether_commit_opts *opts, json
 	const char *message = NULL;
 	int rc = tt_plan_check_opts(opts->plan_out, opts->from_plan);
 	if (!rc && opts->from_plan)
-		rc = tt_plan_check_header(repo, opts->from_plan, "commit");
+		rc = tt_plan_check_header(repo, opts->from_plan, "commit", opts->from_plan_file);
 	if (!rc)
 		rc = commit_message(opts, &message);
 	if (!rc)

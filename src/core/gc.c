@@ -343,7 +343,7 @@ static int check_opts(struct tether_repo *repo, const struct tether_gc_opts *opt
 		return tether_error_set(TETHER_EUSAGE, "--force-prune and --keep-workspace need --prune-workspaces");
 	int rc = tt_plan_check_opts(opts->plan_out, opts->from_plan);
 	if (!rc && opts->from_plan)
-		rc = tt_plan_check_header(repo, opts->from_plan, "gc");
+		rc = tt_plan_check_header(repo, opts->from_plan, "gc", opts->from_plan_file);
 	return rc ? rc : tt_repo_check_secrets(repo);
 }
 

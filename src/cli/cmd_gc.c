@@ -37,6 +37,8 @@ static void print_footer(const json_t *report, int dry)
 		printf("plan saved to %s; apply it with `tether gc --from-plan %s`\n", file, file);
 	else if (dry && (json_array_size(release) || json_array_size(listings)))
 		printf("run `tether gc --no-dry-run` to release them\n");
+	if (out_bool(report, "commit_needed"))
+		printf("the removed listings were committed: `tether commit` records their removal (`tether status` lists it)\n");
 }
 
 static void print_prune(const json_t *report, int dry)

@@ -481,13 +481,19 @@ static int run_commit(struct commit_run *run, const struct tether_commit_opts *o
 	int dry_run = opts->dry_run || opts->plan_out;
 	if (!rc && opts->plan_out)
 		rc = tt_plan_save(run->plan, opts->plan_out);
+	/* What the commit records besides the objects (a listing gc removed). */
+	json_t *files = NULL;
+	if (!rc)
+		rc = tt_pending_files(run->repo, &files);
 	char id[41] = "";
 	if (!rc && !dry_run)
 		rc = apply_plan(run, message, id);
-	if (rc)
+	if (rc) {
+		json_decref(files);
 		return rc;
-	*report = json_pack("{s:s?, s:s, s:O}", "commit", *id ? id : NULL, "message", message, "warnings",
-	                    run->warnings);
+	}
+	*report = json_pack("{s:s?, s:s, s:O, s:o}", "commit", *id ? id : NULL, "message", message, "warnings",
+	                    run->warnings, "files", files);
 	if (!dry_run) {
 		json_object_set(*report, "objects", run->actions);
 		json_object_set(*report, "forks", run->forks);

@@ -378,6 +378,13 @@ int tether_gc(tether_repo *repo, const struct tether_gc_opts *opts, json_t **rep
 		                    (json_int_t)json_object_size(stores), "release", release_report(release), "listings", listings,
 		                    "skipped", skipped, "errors", errors, "prune", tt_prune_report(prune));
 		tt_plan_report(*report, plan, dry_run, opts->plan_out);
+		/* Committed listings it removed are a change to the dataset's
+		 * files: status shows it, and the next commit records it. */
+		json_t *pending = NULL;
+		if (!dry_run && json_array_size(listings) && tt_pending_files(repo, &pending) != 0)
+			tether_error_clear();
+		json_object_set_new(*report, "commit_needed", json_boolean(json_array_size(pending) > 0));
+		json_decref(pending);
 	}
 	json_decref(plan);
 	json_decref(stores);

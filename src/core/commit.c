@@ -423,6 +423,7 @@ static void save_head_view(struct commit_run *run, const char *id)
 	}
 	tt_head_view_save(run->repo, id, &committed);
 	tt_manifest_set_free(&committed);
+	tt_head_files_save(run->repo, id);
 }
 
 /* Every planned action, then the VCS commit; all undone on failure. */

@@ -67,6 +67,41 @@ static char *cache_path(const struct tether_repo *repo)
 	return tt_path_join(repo->cache_dir, "head-files.json");
 }
 
+static void cache_save(const struct tether_repo *repo, const char *id, json_t *files)
+{
+	json_t *doc = json_pack("{s:s, s:O}", "commit", id, "files", files);
+	char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+	char *path = cache_path(repo);
+	/* Only a cache: failing to write it costs the next status some time. */
+	if (text && tt_write_file_atomic(path, text, strlen(text)) != 0)
+		tether_error_clear();
+	free(path);
+	free(text);
+	json_decref(doc);
+}
+
+static json_t *cached(const struct tether_repo *repo, const char *id)
+{
+	char *path = cache_path(repo);
+	json_t *doc = json_load_file(path, 0, NULL);
+	free(path);
+	const char *commit = json_string_value(json_object_get(doc, "commit"));
+	json_t *files = json_object_get(doc, "files");
+	json_t *out = commit && strcmp(commit, id) == 0 && json_is_object(files) ? json_incref(files) : NULL;
+	json_decref(doc);
+	return out;
+}
+
+void tt_head_files_save(struct tether_repo *repo, const char *id)
+{
+	json_t *files = json_object();
+	if (head_files_read(repo, id, files) == 0)
+		cache_save(repo, id, files);
+	else
+		tether_error_clear(); /* only the cache is lost */
+	json_decref(files);
+}
+
 /* HEAD's files, from the cache when it is for HEAD's commit; NULL when
  * there is no commit yet. */
 static int head_files(struct tether_repo *repo, json_t **files)
@@ -78,21 +113,12 @@ static int head_files(struct tether_repo *repo, json_t **files)
 		tether_error_clear();
 		return 0; /* no commit yet: *files stays NULL */
 	}
-	char *path = cache_path(repo);
-	json_t *doc = rc ? NULL : json_load_file(path, 0, NULL);
-	const char *commit = json_string_value(json_object_get(doc, "commit"));
-	if (commit && strcmp(commit, id) == 0 && json_is_object(json_object_get(doc, "files"))) {
-		*files = json_incref(json_object_get(doc, "files"));
-		json_decref(doc);
-		free(path);
+	if (rc == 0 && (*files = cached(repo, id)))
 		return 0;
-	}
-	json_decref(doc);
 	tether_error_clear();
 	rc = tt_repo_resolve(repo, "HEAD", id);
 	if (rc == TETHER_ENOTFOUND) {
 		tether_error_clear();
-		free(path);
 		return 0;
 	}
 	json_t *got = json_object();
@@ -100,17 +126,9 @@ static int head_files(struct tether_repo *repo, json_t **files)
 		rc = head_files_read(repo, id, got);
 	if (rc) {
 		json_decref(got);
-		free(path);
 		return rc;
 	}
-	doc = json_pack("{s:s, s:O}", "commit", id, "files", got);
-	char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
-	/* Only a cache: failing to write it costs the next status some time. */
-	if (text && tt_write_file_atomic(path, text, strlen(text)) != 0)
-		tether_error_clear();
-	free(text);
-	json_decref(doc);
-	free(path);
+	cache_save(repo, id, got);
 	*files = got;
 	return 0;
 }

@@ -107,6 +107,7 @@ struct tether_commit_opts {
 	int dry_run;              /* plan only */
 	const char *plan_out;     /* plan only, and save the plan here */
 	const json_t *from_plan;  /* apply this plan */
+	const char *from_plan_file; /* the plan's file, for messages (may be NULL) */
 };
 TETHER_API int tether_commit(tether_repo *repo, const struct tether_commit_opts *opts, json_t **report);
 
@@ -157,6 +158,7 @@ struct tether_gc_opts {
 	int progress;
 	const char *plan_out;     /* plan only (whatever dry_run says), and save the plan here */
 	const json_t *from_plan;  /* release only what this plan names */
+	const char *from_plan_file; /* the plan's file, for messages (may be NULL) */
 	int prune_workspaces;     /* also delete dead workspaces' working branches */
 	const char *const *keep_workspaces; /* bookmarks whose branches stay, n_keep of them */
 	size_t n_keep;
@@ -175,6 +177,7 @@ struct tether_new_opts {
 	int dry_run;              /* plan only */
 	const char *plan_out;     /* plan only, and save the plan here */
 	const json_t *from_plan;  /* apply this plan (rev and branch must be NULL) */
+	const char *from_plan_file; /* the plan's file, for messages (may be NULL) */
 };
 TETHER_API int tether_new(tether_repo *repo, const struct tether_new_opts *opts, json_t **report);
 

@@ -87,6 +87,8 @@ static void print_plan(const json_t *report)
 	json_t *a;
 	json_array_foreach(json_object_get(plan, "actions"), i, a)
 		print_action(a);
+	json_array_foreach(json_object_get(report, "files"), i, a)
+		printf("  %-9s %s\n", out_str_or(a, "change", "?"), out_str_or(a, "path", "?"));
 	const json_t *forks = json_object_get(plan, "forks");
 	if (json_array_size(forks))
 		printf("then, once the commit lands (new.auto_fork):\n");
@@ -117,6 +119,8 @@ static void print_commit(const json_t *report, const char *message)
 	json_t *o;
 	json_array_foreach(json_object_get(report, "objects"), i, o)
 		print_object(o);
+	json_array_foreach(json_object_get(report, "files"), i, o)
+		printf("  %-9s %s\n", out_str_or(o, "change", "?"), out_str_or(o, "path", "?"));
 	/* A re-fork that left a branch where the commit found it is not news. */
 	json_array_foreach(json_object_get(report, "forks"), i, o)
 		if (strcmp(out_str_or(o, "action", ""), "forked") == 0)
@@ -144,6 +148,7 @@ static int run_commit(const struct args *a)
 		.dry_run = args_has(a, OPT_DRY_RUN),
 		.plan_out = args_value(a, OPT_PLAN),
 		.from_plan = plan,
+		.from_plan_file = from,
 	};
 	json_t *report = NULL;
 	int err = tether_commit(repo, &opts, &report);

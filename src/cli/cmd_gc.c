@@ -37,6 +37,8 @@ static void print_footer(const json_t *report, int dry)
 		printf("plan saved to %s; apply it with `tether gc --from-plan %s`\n", file, file);
 	else if (dry && (json_array_size(release) || json_array_size(listings)))
 		printf("run `tether gc --no-dry-run` to release them\n");
+	if (out_bool(report, "commit_needed"))
+		printf("the removed listings were committed: `tether commit` records their removal (`tether status` lists it)\n");
 }
 
 static void print_prune(const json_t *report, int dry)
@@ -66,6 +68,8 @@ static void print_gc(const json_t *report)
 	json_array_foreach(json_object_get(report, "skipped"), i, r) {
 		if (out_str(r, "pin"))
 			printf("  %-14s pin %s (%s)\n", "skipped", out_str(r, "pin"), out_str_or(r, "reason", ""));
+		else if (out_str(r, "store"))
+			printf("  %-14s %s (%s)\n", "skipped", out_str(r, "store"), out_str_or(r, "reason", ""));
 		else
 			printf("  %-14s listing %.16s… (%s)\n", "skipped", out_str_or(r, "listing", "?"),
 			       out_str_or(r, "reason", ""));
@@ -101,6 +105,7 @@ static int run_gc(const struct args *a)
 		.progress = out_progress_allowed(),
 		.plan_out = args_value(a, OPT_PLAN),
 		.from_plan = plan,
+		.from_plan_file = from,
 		.prune_workspaces = args_has(a, OPT_PRUNE),
 		.keep_workspaces = keep,
 		.n_keep = n_keep,

@@ -86,6 +86,7 @@ static int run_new(const struct args *a)
 		.dry_run = args_has(a, OPT_DRY_RUN),
 		.plan_out = args_value(a, OPT_PLAN),
 		.from_plan = plan,
+		.from_plan_file = from,
 	};
 	json_t *report = NULL;
 	int err = tether_new(repo, &opts, &report);

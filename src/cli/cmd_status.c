@@ -159,6 +159,10 @@ static void print_status(const json_t *report)
 	json_t *o;
 	json_array_foreach(objects, i, o)
 		print_object(o, key_width);
+	/* Dataset files the next commit records besides the manifests. */
+	json_array_foreach(json_object_get(report, "files"), i, o)
+		printf("  %-14s  %s  (to be recorded by the next commit)\n", out_str_or(o, "change", "?"),
+		       out_str_or(o, "path", "?"));
 	print_summary(objects, out_bool(report, "snapshot"));
 }
 

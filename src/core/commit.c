@@ -468,6 +468,7 @@ static void save_head_view(struct commit_run *run, const char *id)
 	}
 	tt_head_view_save(run->repo, id, &committed);
 	tt_manifest_set_free(&committed);
+	tt_head_files_save(run->repo, id);
 }
 
 static void finish_landed(struct commit_run *run, const char *id, int journal_rc);
@@ -562,13 +563,19 @@ static int run_commit(struct commit_run *run, const struct tether_commit_opts *o
 	int dry_run = opts->dry_run || opts->plan_out;
 	if (!rc && opts->plan_out)
 		rc = tt_plan_save(run->plan, opts->plan_out);
+	/* What the commit records besides the objects (a listing gc removed). */
+	json_t *files = NULL;
+	if (!rc)
+		rc = tt_pending_files(run->repo, &files);
 	char id[41] = "";
 	if (!rc && !dry_run)
 		rc = apply_plan(run, message, id);
-	if (rc)
+	if (rc) {
+		json_decref(files);
 		return rc;
-	*report = json_pack("{s:s?, s:s, s:O}", "commit", *id ? id : NULL, "message", message, "warnings",
-	                    run->warnings);
+	}
+	*report = json_pack("{s:s?, s:s, s:O, s:o}", "commit", *id ? id : NULL, "message", message, "warnings",
+	                    run->warnings, "files", files);
 	if (!dry_run) {
 		json_object_set(*report, "objects", run->actions);
 		json_object_set(*report, "forks", run->forks);
@@ -615,7 +622,7 @@ int tether_commit(tether_repo *repo, const struct tether_commit_opts *opts, json
 	const char *message = NULL;
 	int rc = tt_plan_check_opts(opts->plan_out, opts->from_plan);
 	if (!rc && opts->from_plan)
-		rc = tt_plan_check_header(repo, opts->from_plan, "commit");
+		rc = tt_plan_check_header(repo, opts->from_plan, "commit", opts->from_plan_file);
 	if (!rc)
 		rc = commit_message(opts, &message);
 	if (!rc)

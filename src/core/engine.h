@@ -88,6 +88,13 @@ void tt_fork_log_free(struct tt_fork_log *log);
  * state}}, from a cache keyed by commit id when it is current. */
 int tt_head_view(struct tether_repo *repo, json_t **view);
 void tt_head_view_save(struct tether_repo *repo, const char *id, const struct tt_manifest_set *set);
+/* pending.c: the changes to tether.toml, .tether/.gitignore and
+ * .tether/listings/ since HEAD that the next commit records: [{"path"
+ * (dataset-relative), "change": "added"|"removed"|"changed"}], by path. */
+int tt_pending_files(struct tether_repo *repo, json_t **changes);
+/* Cache HEAD's side of that for commit `id` (commit calls it once its
+ * commit lands, so the next status needs no VCS). */
+void tt_head_files_save(struct tether_repo *repo, const char *id);
 
 /* Listings: .tether/listings/<sha256>.jsonl, named by their content. When
  * created is not NULL it receives the malloc'd path of the file if this call

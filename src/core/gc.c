@@ -8,6 +8,7 @@
  * stops there. --from-plan narrows the candidates found now to the ones the
  * plan names (refusing when one is referenced again), so the
  * preconditions are re-checked against history as it is when applied. */
+#include "core/gc_stores.h"
 #include "core/history.h"
 #include "core/journal.h"
 #include "core/lock.h"
@@ -44,67 +45,78 @@ static int keep_journal_pins(struct tether_repo *repo, struct tt_history *h)
 	return rc;
 }
 
-/* One store per (kind, identity): the locator of any manifest naming it. */
-static int collect_stores(struct tether_repo *repo, const struct tt_history *h, json_t *stores)
+/* Each locator's own view of the store's pins: {pin id: pin_ref}. A
+ * pin_ref is the backend's description of the reference as that locator
+ * sees it (a remote among it), so each locator releases with its own. */
+static int list_store_pins(struct tether_repo *repo, const json_t *store, json_t *views)
 {
-	const char *id;
-	json_t *rec;
-	json_object_foreach(h->records, id, rec) {
-		const char *kind = json_string_value(json_object_get(rec, "kind"));
-		const struct tether_backend *b = tether_backend_find(kind);
-		if (!b)
-			return tether_error_set(TETHER_ECONFIG, "a manifest in history has unknown kind '%s'", kind);
+	const struct tether_backend *b = tether_backend_find(json_string_value(json_object_get(store, "kind")));
+	size_t i, j;
+	json_t *entry, *ref;
+	json_array_foreach(json_object_get(store, "locators"), i, entry) {
 		struct tether_bctx ctx;
-		tt_repo_bctx(repo, kind, NULL, &ctx);
-		unsigned caps;
-		json_t *locator = json_object_get(rec, "locator");
-		int rc = tt_object_caps(b, &ctx, locator, NULL, &caps);
+		tt_gc_store_bctx(repo, store, entry, &ctx);
+		json_t *pins = NULL, *view = json_object();
+		tether_error_clear();
+		int rc = b->list_pins(&ctx, json_object_get(entry, "locator"), &pins);
+		json_array_foreach(pins, j, ref) {
+			const char *pin = json_string_value(json_object_get(ref, "pin"));
+			if (pin && strncmp(pin, repo->id, 8) == 0 && pin[8] == '.') /* this dataset's */
+				json_object_set(view, pin, ref);
+		}
+		json_decref(pins);
+		json_array_append_new(views, view);
 		if (rc)
 			return rc;
-		if (!(b->caps & TETHER_CAP_PIN))
-			continue;
-		json_t *identity = NULL;
-		rc = b->identity(&ctx, locator, &identity);
-		if (rc)
-			return rc;
-		json_t *skey = json_pack("{s:s, s:o}", "kind", kind, "identity", identity);
-		char *k = tt_cjson(skey);
-		if (!json_object_get(stores, k))
-			json_object_set_new(stores, k, json_pack("{s:s, s:O, s:O}", "kind", kind, "identity",
-			                                         json_object_get(skey, "identity"), "locator", locator));
-		free(k);
-		json_decref(skey);
 	}
 	return 0;
 }
 
-static int plan_store(struct tether_repo *repo, const struct tt_history *h, json_t *store, json_t *release)
+/* The pins of one store that nothing names, each with the pin_ref every
+ * locator of the store listed it with (null where one did not). A store
+ * only the journal still names may be gone: skipped, not fatal. */
+static int plan_store(struct tether_repo *repo, const struct tt_history *h, const char *skey, json_t *store,
+                      json_t *release, json_t *skipped)
 {
-	const char *kind = json_string_value(json_object_get(store, "kind"));
-	const struct tether_backend *b = tether_backend_find(kind);
-	struct tether_bctx ctx;
-	tt_repo_bctx(repo, kind, NULL, &ctx);
-	json_t *pins = NULL;
-	int rc = b->list_pins(&ctx, json_object_get(store, "locator"), &pins);
+	json_t *views = json_array();
+	int rc = list_store_pins(repo, store, views);
 	if (rc) {
-		char *where = tt_cjson(json_object_get(store, "identity"));
-		rc = tether_error_set(rc, "%s store %s: %s", kind, where ? where : "?", tether_error_last());
-		free(where);
-		return rc;
+		char *name = tt_gc_store_name(store);
+		int fatal = json_is_true(json_object_get(store, "in_history"));
+		if (fatal)
+			rc = tether_error_set(rc, "%s: %s", name, tether_error_last());
+		else
+			tt_gc_skip_store(skipped, name, tether_error_last());
+		free(name);
+		json_decref(views);
+		return fatal ? rc : 0;
 	}
-	size_t i;
-	json_t *ref;
-	json_array_foreach(pins, i, ref) {
-		const char *pin = json_string_value(json_object_get(ref, "pin"));
-		if (!pin || strncmp(pin, repo->id, 8) != 0 || pin[8] != '.')
-			continue; /* not this dataset's */
-		if (json_object_get(h->pins, pin))
-			continue;
-		json_array_append_new(release, json_pack("{s:s, s:O, s:O, s:s, s:O}", "kind", kind, "identity",
-		                                         json_object_get(store, "identity"), "locator",
-		                                         json_object_get(store, "locator"), "pin", pin, "pin_ref", ref));
+	json_t *locators = json_array(), *done = json_object();
+	size_t i, j;
+	json_t *entry, *view;
+	json_array_foreach(json_object_get(store, "locators"), i, entry)
+		json_array_append(locators, json_object_get(entry, "locator"));
+	json_array_foreach(views, i, view) {
+		const char *pin;
+		json_t *ref;
+		json_object_foreach(view, pin, ref) {
+			if (json_object_get(h->pins, pin) || json_object_get(done, pin))
+				continue;
+			json_object_set_new(done, pin, json_true());
+			json_t *refs = json_array(), *other;
+			json_array_foreach(views, j, other)
+				json_array_append_new(refs, json_object_get(other, pin) ? json_incref(json_object_get(other, pin))
+				                                                        : json_null());
+			json_array_append_new(release, json_pack("{s:s, s:O, s:O, s:O, s:s, s:O, s:o, s:s}", "kind",
+			                                         json_string_value(json_object_get(store, "kind")),
+			                                         "identity", json_object_get(store, "identity"), "locator",
+			                                         json_object_get(store, "locator"), "locators", locators,
+			                                         "pin", pin, "pin_ref", ref, "pin_refs", refs, "store", skey));
+		}
 	}
-	json_decref(pins);
+	json_decref(done);
+	json_decref(locators);
+	json_decref(views);
 	return 0;
 }
 
@@ -242,17 +254,37 @@ static int select_planned(const struct tt_history *h, const json_t *plan, json_t
 	return 0;
 }
 
-static void apply(struct tether_repo *repo, json_t *release, json_t *listings, json_t *errors)
+/* Release one pin through every locator of its store that listed it,
+ * with the pin_ref it listed, the ones that carry more first; the first
+ * failure stops it, so the reference that
+ * lets the next gc find the pin again is the last to go. */
+static int release_pin(struct tether_repo *repo, const json_t *store, const json_t *r)
+{
+	const struct tether_backend *b = tether_backend_find(json_string_value(json_object_get(store, "kind")));
+	size_t i;
+	json_t *entry;
+	json_array_foreach(json_object_get(store, "locators"), i, entry) {
+		const json_t *ref = json_array_get(json_object_get(r, "pin_refs"), i);
+		if (json_is_null(ref))
+			continue; /* this locator does not see the pin */
+		struct tether_bctx ctx;
+		tt_gc_store_bctx(repo, store, entry, &ctx);
+		tether_error_clear();
+		int rc = b->unpin(&ctx, json_object_get(entry, "locator"), ref);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static void apply(struct tether_repo *repo, const json_t *stores, json_t *release, json_t *listings,
+                  json_t *errors)
 {
 	size_t i;
 	json_t *r;
 	json_array_foreach(release, i, r) {
-		const char *kind = json_string_value(json_object_get(r, "kind"));
-		const struct tether_backend *b = tether_backend_find(kind);
-		struct tether_bctx ctx;
-		tt_repo_bctx(repo, kind, NULL, &ctx);
-		tether_error_clear();
-		int rc = b->unpin(&ctx, json_object_get(r, "locator"), json_object_get(r, "pin_ref"));
+		const json_t *store = json_object_get(stores, json_string_value(json_object_get(r, "store")));
+		int rc = release_pin(repo, store, r);
 		json_object_set_new(r, "done", json_boolean(rc == 0));
 		tt_fault_point("gc", "released");
 		if (rc)
@@ -268,22 +300,36 @@ static void apply(struct tether_repo *repo, json_t *release, json_t *listings, j
 	}
 }
 
+/* The report's rows: the releases without gc's own bookkeeping. */
+static json_t *release_report(const json_t *release)
+{
+	json_t *rows = json_array(), *r;
+	size_t i;
+	json_array_foreach(release, i, r) {
+		json_t *row = json_copy((json_t *)r);
+		json_object_del(row, "store");
+		json_object_del(row, "pin_refs");
+		json_array_append_new(rows, row);
+	}
+	return rows;
+}
+
 /* What gc finds now: the history's references, every store's unreferenced
  * pins of this dataset, and the listings no working manifest names. */
 static int find_candidates(struct tether_repo *repo, struct tt_history *h, json_t *stores, json_t *release,
-                           json_t *listings)
+                           json_t *listings, json_t *skipped)
 {
 	int rc = tt_history_collect(repo, h);
 	if (!rc)
 		rc = keep_journal_pins(repo, h);
 	if (!rc)
-		rc = collect_stores(repo, h, stores);
+		rc = tt_gc_stores_collect(repo, h, stores, skipped);
 	const char *k;
 	json_t *store;
 	json_object_foreach(stores, k, store) {
 		if (rc)
 			break;
-		rc = plan_store(repo, h, store, release);
+		rc = plan_store(repo, h, k, store, release, skipped);
 	}
 	return rc ? rc : orphaned_listings(repo, h, listings);
 }
@@ -297,7 +343,7 @@ static int check_opts(struct tether_repo *repo, const struct tether_gc_opts *opt
 		return tether_error_set(TETHER_EUSAGE, "--force-prune and --keep-workspace need --prune-workspaces");
 	int rc = tt_plan_check_opts(opts->plan_out, opts->from_plan);
 	if (!rc && opts->from_plan)
-		rc = tt_plan_check_header(repo, opts->from_plan, "gc");
+		rc = tt_plan_check_header(repo, opts->from_plan, "gc", opts->from_plan_file);
 	return rc ? rc : tt_repo_check_secrets(repo);
 }
 
@@ -313,9 +359,9 @@ int tether_gc(tether_repo *repo, const struct tether_gc_opts *opts, json_t **rep
 	json_t *stores = json_object(), *release = json_array(), *listings = json_array(), *errors = json_array();
 	json_t *skipped = json_array(), *prune = json_array(), *plan = NULL;
 	if (!rc)
-		rc = find_candidates(repo, &h, stores, release, listings);
+		rc = find_candidates(repo, &h, stores, release, listings, skipped);
 	if (!rc && opts->prune_workspaces)
-		rc = tt_prune_find(repo, &h, stores, opts, prune);
+		rc = tt_prune_find(repo, &h, stores, opts, prune, skipped);
 	if (!rc && opts->from_plan)
 		rc = select_planned(&h, opts->from_plan, &release, &listings, skipped);
 	if (!rc)
@@ -323,15 +369,22 @@ int tether_gc(tether_repo *repo, const struct tether_gc_opts *opts, json_t **rep
 	if (!rc && opts->plan_out)
 		rc = tt_plan_save(plan, opts->plan_out);
 	if (!rc && !dry_run) {
-		apply(repo, release, listings, errors);
+		apply(repo, stores, release, listings, errors);
 		tt_prune_apply(repo, prune, errors);
 	}
 	if (!rc) {
-		*report = json_pack("{s:I, s:I, s:I, s:O, s:O, s:O, s:O, s:o}", "commits", (json_int_t)h.commits,
+		*report = json_pack("{s:I, s:I, s:I, s:o, s:O, s:O, s:O, s:o}", "commits", (json_int_t)h.commits,
 		                    "referenced", (json_int_t)json_object_size(h.pins), "stores",
-		                    (json_int_t)json_object_size(stores), "release", release, "listings", listings,
+		                    (json_int_t)json_object_size(stores), "release", release_report(release), "listings", listings,
 		                    "skipped", skipped, "errors", errors, "prune", tt_prune_report(prune));
 		tt_plan_report(*report, plan, dry_run, opts->plan_out);
+		/* Committed listings it removed are a change to the dataset's
+		 * files: status shows it, and the next commit records it. */
+		json_t *pending = NULL;
+		if (!dry_run && json_array_size(listings) && tt_pending_files(repo, &pending) != 0)
+			tether_error_clear();
+		json_object_set_new(*report, "commit_needed", json_boolean(json_array_size(pending) > 0));
+		json_decref(pending);
 	}
 	json_decref(plan);
 	json_decref(stores);

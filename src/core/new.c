@@ -349,7 +349,7 @@ int tether_new(tether_repo *repo, const struct tether_new_opts *opts, json_t **r
 	if (!rc && opts->from_plan && (opts->rev || opts->branch))
 		rc = tether_error_set(TETHER_EUSAGE, "--from-plan takes no REV and no -b: the plan names where to go");
 	if (!rc && opts->from_plan)
-		rc = tt_plan_check_header(repo, opts->from_plan, "new");
+		rc = tt_plan_check_header(repo, opts->from_plan, "new", opts->from_plan_file);
 	if (!rc)
 		rc = tt_repo_check_secrets(repo);
 	struct tt_lock checkout = {-1}, shared = {-1};

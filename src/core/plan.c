@@ -35,18 +35,23 @@ int tt_plan_check_opts(const char *plan_out, const json_t *from_plan)
 	return 0;
 }
 
-static int malformed(const char *what)
+static int malformed_in(const char *file, const char *what)
 {
-	return tether_error_set(TETHER_EUSAGE, "malformed plan: %s", what);
+	return tether_error_set(TETHER_EUSAGE, "malformed plan%s%s: %s", file ? " " : "", file ? file : "", what);
 }
 
-int tt_plan_check_header(const struct tether_repo *repo, const json_t *plan, const char *op)
+static int malformed(const char *what)
+{
+	return malformed_in(NULL, what);
+}
+
+int tt_plan_check_header(const struct tether_repo *repo, const json_t *plan, const char *op, const char *file)
 {
 	if (!json_is_object(plan))
-		return malformed("not a JSON object");
+		return malformed_in(file, "not a JSON object");
 	json_t *version = json_object_get(plan, "tether_plan");
 	if (!version)
-		return malformed("no \"tether_plan\" version: not a tether plan");
+		return malformed_in(file, "no \"tether_plan\" version: not a tether plan");
 	if (!json_is_integer(version))
 		return tether_error_set(TETHER_EREFUSED, "unsupported plan version (not a number)");
 	if (json_integer_value(version) != TT_PLAN_VERSION)
@@ -55,22 +60,22 @@ int tt_plan_check_header(const struct tether_repo *repo, const json_t *plan, con
 	const char *plan_op = json_string_value(json_object_get(plan, "op"));
 	const char *dataset = json_string_value(json_object_get(plan, "dataset"));
 	if (!plan_op || !dataset)
-		return malformed("\"op\" and \"dataset\" must be strings");
+		return malformed_in(file, "\"op\" and \"dataset\" must be strings");
 	if (strcmp(plan_op, op) != 0)
 		return tether_error_set(TETHER_EREFUSED, "plan is for `%s`, not `%s`", plan_op, op);
 	if (strcmp(dataset, repo->id) != 0)
 		return tether_error_set(TETHER_EREFUSED, "plan is for dataset %s; this dataset is %s", dataset, repo->id);
 	if (!json_is_object(json_object_get(plan, "preconditions")))
-		return malformed("\"preconditions\" must be an object");
+		return malformed_in(file, "\"preconditions\" must be an object");
 	json_t *actions = json_object_get(plan, "actions");
 	if (!json_is_array(actions))
-		return malformed("\"actions\" must be an array");
+		return malformed_in(file, "\"actions\" must be an array");
 	size_t i;
 	json_t *a;
 	json_array_foreach(actions, i, a)
 		if (!json_is_string(json_object_get(a, "action")))
-			return malformed("every action needs an \"action\" string");
-	return 0;
+			return malformed_in(file, "every action needs an \"action\" string");
+	return tt_plan_check_fields(repo, plan, op, file);
 }
 
 json_t *tt_plan_preconditions(const json_t *plan)

@@ -23,8 +23,14 @@ json_t *tt_plan_new(const struct tether_repo *repo, const char *op);
 /* Refuse options that cannot go together (TETHER_EUSAGE). */
 int tt_plan_check_opts(const char *plan_out, const json_t *from_plan);
 /* Refuse a plan that is not a version-1 plan of `op` for this dataset
- * (TETHER_EREFUSED), or that is malformed (TETHER_EUSAGE). */
-int tt_plan_check_header(const struct tether_repo *repo, const json_t *plan, const char *op);
+ * (TETHER_EREFUSED), or that is malformed (TETHER_EUSAGE): its frame, and
+ * every field of it the op reads (tt_plan_check_fields). `file` (may be
+ * NULL) names the plan in messages. */
+int tt_plan_check_header(const struct tether_repo *repo, const json_t *plan, const char *op, const char *file);
+/* plan_fields.c: every key, pin id, listing hash, kind, commit id and
+ * branch name the plan of `op` holds is one tether would have written;
+ * else TETHER_EUSAGE, "malformed plan FILE: FIELD: why". */
+int tt_plan_check_fields(const struct tether_repo *repo, const json_t *plan, const char *op, const char *file);
 /* The planned preconditions / actions; never NULL after the header check. */
 json_t *tt_plan_preconditions(const json_t *plan);
 json_t *tt_plan_actions(const json_t *plan);

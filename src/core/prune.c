@@ -7,6 +7,7 @@
  * whose branches are its storage (deleting one drops data, pinned or not). */
 #include "core/prune.h"
 
+#include "core/gc_stores.h"
 #include "core/pinid.h"
 #include "core/registry.h"
 #include "core/workspace.h"
@@ -99,21 +100,31 @@ static const char *decide(int pinned, int storage, int force, const char **reaso
 }
 
 static int prune_store(struct tether_repo *repo, const struct tt_history *h, const json_t *store,
-                       const json_t *live, int force, json_t *out)
+                       const json_t *live, int force, json_t *out, json_t *skipped)
 {
 	const char *kind = json_string_value(json_object_get(store, "kind"));
 	const struct tether_backend *b = tether_backend_find(kind);
 	const json_t *locator = json_object_get(store, "locator");
 	struct tether_bctx ctx;
-	tt_repo_bctx(repo, kind, NULL, &ctx);
+	tt_gc_store_bctx(repo, store, json_array_get(json_object_get(store, "locators"), 0), &ctx);
 	unsigned caps;
 	int rc = tt_object_caps(b, &ctx, locator, NULL, &caps);
-	if (rc || !(caps & TETHER_CAP_FORK) || !b->list_working_refs || !b->delete_working_ref)
-		return rc;
+	if (!rc && (!(caps & TETHER_CAP_FORK) || !b->list_working_refs || !b->delete_working_ref))
+		return 0;
 	json_t *refs = NULL, *r;
 	size_t i;
-	if ((rc = b->list_working_refs(&ctx, locator, &refs)) != 0)
-		return tether_error_set(rc, "%s store: cannot list its working branches: %s", kind, tether_error_last());
+	if (!rc && (rc = b->list_working_refs(&ctx, locator, &refs)) != 0)
+		rc = tether_error_set(rc, "%s store: cannot list its working branches: %s", kind, tether_error_last());
+	if (rc && !json_is_true(json_object_get(store, "in_history"))) {
+		/* Only the journal names it: its system may be gone. */
+		char *name = tt_gc_store_name(store);
+		tt_gc_skip_store(skipped, name, tether_error_last());
+		free(name);
+		tether_error_clear();
+		return 0;
+	}
+	if (rc)
+		return rc;
 	json_array_foreach(refs, i, r) {
 		const char *branch = json_string_value(json_object_get(r, "branch"));
 		if (!branch || json_object_get(live, branch))
@@ -123,8 +134,8 @@ static int prune_store(struct tether_repo *repo, const struct tt_history *h, con
 		int pinned = head && head_pinned(repo, h, store, b, head);
 		const char *action = decide(pinned, (caps & TETHER_CAP_BRANCH_IS_STORAGE) != 0, force, &reason);
 		json_array_append_new(out, json_pack("{s:s, s:O, s:O, s:O, s:s, s:O?, s:b, s:s, s:s, s:b}", "kind",
-		                                     kind, "identity", json_object_get(store, "identity"), "locator",
-		                                     locator, "ref", json_object_get(r, "ref"), "branch", branch,
+		                                     kind, "identity", json_object_get(store, "identity"), "store",
+		                                     store, "ref", json_object_get(r, "ref"), "branch", branch,
 		                                     "head", head, "pinned", pinned, "action", action, "reason",
 		                                     reason, "done", 0));
 	}
@@ -133,7 +144,7 @@ static int prune_store(struct tether_repo *repo, const struct tt_history *h, con
 }
 
 int tt_prune_find(struct tether_repo *repo, const struct tt_history *h, const json_t *stores,
-                  const struct tether_gc_opts *opts, json_t *out)
+                  const struct tether_gc_opts *opts, json_t *out, json_t *skipped)
 {
 	json_t *live = json_object();
 	int rc = live_branches(repo, opts, live);
@@ -142,10 +153,29 @@ int tt_prune_find(struct tether_repo *repo, const struct tt_history *h, const js
 	json_object_foreach((json_t *)stores, k, store) {
 		if (rc)
 			break;
-		rc = prune_store(repo, h, store, live, opts->force_prune, out);
+		rc = prune_store(repo, h, store, live, opts->force_prune, out, skipped);
 	}
 	json_decref(live);
 	return rc;
+}
+
+/* Delete a working branch through every locator of its store, the ones
+ * that carry more first (as gc releases pins); the first failure stops. */
+static int delete_branch(struct tether_repo *repo, const json_t *p)
+{
+	const json_t *store = json_object_get(p, "store");
+	const struct tether_backend *b = tether_backend_find(json_string_value(json_object_get(store, "kind")));
+	size_t i;
+	json_t *entry;
+	json_array_foreach(json_object_get(store, "locators"), i, entry) {
+		struct tether_bctx ctx;
+		tt_gc_store_bctx(repo, store, entry, &ctx);
+		tether_error_clear();
+		int rc = b->delete_working_ref(&ctx, json_object_get(entry, "locator"), json_object_get(p, "ref"));
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
 void tt_prune_apply(struct tether_repo *repo, json_t *prune, json_t *errors)
@@ -155,12 +185,7 @@ void tt_prune_apply(struct tether_repo *repo, json_t *prune, json_t *errors)
 	json_array_foreach(prune, i, p) {
 		if (strcmp(json_string_value(json_object_get(p, "action")), "delete") != 0)
 			continue;
-		const char *kind = json_string_value(json_object_get(p, "kind"));
-		const struct tether_backend *b = tether_backend_find(kind);
-		struct tether_bctx ctx;
-		tt_repo_bctx(repo, kind, NULL, &ctx);
-		tether_error_clear();
-		int rc = b->delete_working_ref(&ctx, json_object_get(p, "locator"), json_object_get(p, "ref"));
+		int rc = delete_branch(repo, p);
 		json_object_set_new(p, "done", json_boolean(rc == 0));
 		if (rc)
 			json_array_append_new(errors, json_sprintf("%s: %s", json_string_value(json_object_get(p, "branch")),
@@ -174,7 +199,7 @@ json_t *tt_prune_report(const json_t *prune)
 	size_t i;
 	json_array_foreach(prune, i, p) {
 		json_t *row = json_deep_copy(p);
-		json_object_del(row, "locator");
+		json_object_del(row, "store");
 		json_object_del(row, "ref");
 		json_array_append_new(rows, row);
 	}

@@ -8,14 +8,15 @@
 
 #include "core/history.h"
 
-/* Every dead working branch of every store in `stores` (gc's {key: {kind,
- * identity, locator}}), appended to `out` as {kind, identity, locator,
- * ref, branch, head, pinned, action, reason, done}. */
+/* Every dead working branch of every store in `stores` (gc_stores.h),
+ * appended to `out` as {kind, identity, store, ref, branch, head, pinned,
+ * action, reason, done}. A store only the journal names that cannot be
+ * listed goes to `skipped`. */
 int tt_prune_find(struct tether_repo *repo, const struct tt_history *h, const json_t *stores,
-                  const struct tether_gc_opts *opts, json_t *out);
+                  const struct tether_gc_opts *opts, json_t *out, json_t *skipped);
 /* Delete the ones whose action is "delete"; failures go to `errors`. */
 void tt_prune_apply(struct tether_repo *repo, json_t *prune, json_t *errors);
-/* The report's rows: the candidates without their locators. New reference. */
+/* The report's rows: the candidates without their stores and refs. New reference. */
 json_t *tt_prune_report(const json_t *prune);
 
 #endif

@@ -72,8 +72,13 @@ int tether_status(tether_repo *repo, const struct tether_status_opts *opts, json
 			                                      json_object_get(h, "state"), "current", "pin",
 			                                      json_object_get(h, "pin"), "detail"));
 		}
-		*report = json_pack("{s:s, s:b, s:b, s:o}", "dataset", repo->root, "snapshot", snapshot, "clean", clean,
-		                    "objects", list);
+		json_t *files = NULL;
+		rc = tt_pending_files(repo, &files);
+		if (rc)
+			json_decref(list);
+		else
+			*report = json_pack("{s:s, s:b, s:b, s:o, s:o}", "dataset", repo->root, "snapshot", snapshot, "clean",
+			                    clean && json_array_size(files) == 0, "objects", list, "files", files);
 	}
 	tt_objs_free(objs, work.n);
 	tt_manifest_set_free(&work);

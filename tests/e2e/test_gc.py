@@ -66,3 +66,136 @@ def test_gc_refuses_a_tracked_secrets_file(plates):
     plates.git("add", "-f", ".tether/secrets.toml")
     p = plates.tether("gc", check_rc=3)
     assert "secrets.toml" in p.stderr
+
+
+# ---------------------------------------------------------------------------
+# Stores named by more than one locator, and stores only history names
+# ---------------------------------------------------------------------------
+
+def code_repo(new_repo, name="code"):
+    """A git repository outside the dataset, with one commit."""
+    code = new_repo(name)
+    code.write("main.py", "1\n")
+    code.git_commit_all("c1", "main.py")
+    return code
+
+
+def code_commit(code, text):
+    code.write("main.py", text)
+    return code.git_commit_all("next", "main.py")
+
+
+def git_tags(repo, where=None):
+    if where is None:
+        return sorted(repo.git("tag", "-l", "tether.*").split())
+    out = repo.git("ls-remote", "--tags", where)
+    return sorted(line.split("\t")[1][len("refs/tags/"):] for line in out.splitlines() if line)
+
+
+def forget_last_commit(ds):
+    ds.git("reset", "-q", "--hard", "HEAD~1")
+    ds.git("reflog", "expire", "--expire=now", "--all")
+
+
+def test_gc_releases_a_pin_on_every_remote_the_store_is_named_with(ds, new_repo, tmp_path):
+    """Two keys on one repository, one of them with a remote: the pin they
+    share is released on the remote too, not only locally."""
+    code = code_repo(new_repo)
+    origin = tmp_path / "origin.git"
+    code.git("init", "-q", "--bare", origin)
+    code.git("remote", "add", "origin", origin)
+    ds.tether("add", "a", code.root, "--kind", "git")
+    ds.tether("add", "b", code.root, "--kind", "git", "--remote", "origin")
+    ds.tether("commit", "-m", "one")
+    pin1 = ds.manifest("a")["pin"]
+    code_commit(code, "2\n")
+    ds.tether("commit", "-m", "two")
+    pin2 = ds.manifest("a")["pin"]
+    assert ds.manifest("b")["pin"] == pin2
+    assert git_tags(code) == git_tags(code, "origin") == sorted([f"tether.{pin1}", f"tether.{pin2}"])
+
+    forget_last_commit(ds)
+    r = ds.tj("gc")
+    # The locator with the remote is the first the pin is released with.
+    assert [x["locators"] for x in r["release"]] == [[ds.manifest("b")["locator"], ds.manifest("a")["locator"]]]
+    r = ds.tj("gc", "--no-dry-run")
+    assert r["errors"] == [] and [(x["pin"], x["done"]) for x in r["release"]] == [(pin2, True)]
+    assert git_tags(code) == [f"tether.{pin1}"]
+    assert git_tags(code, "origin") == [f"tether.{pin1}"]
+    assert ds.tj("gc")["release"] == []
+
+
+def test_gc_releases_a_pin_on_each_of_several_remotes(ds, new_repo, tmp_path):
+    """Keys on one repository pushing to two remotes, two of them to the
+    same one: each remote loses the tag, and releasing it twice on one
+    remote is no error."""
+    code = code_repo(new_repo)
+    for name in ("origin", "mirror"):
+        code.git("init", "-q", "--bare", tmp_path / f"{name}.git")
+        code.git("remote", "add", name, tmp_path / f"{name}.git")
+    ds.tether("add", "a", code.root, "--kind", "git", "--remote", "origin")
+    ds.tether("add", "b", code.root, "--kind", "git", "--remote", "origin", "--option", "allow_dirty=true")
+    ds.tether("add", "c", code.root, "--kind", "git", "--remote", "mirror")
+    ds.tether("commit", "-m", "one")
+    pin1 = ds.manifest("a")["pin"]
+    code_commit(code, "2\n")
+    ds.tether("commit", "-m", "two")
+    pin2 = ds.manifest("a")["pin"]
+    assert git_tags(code, "mirror") == git_tags(code, "origin") == sorted([f"tether.{pin1}", f"tether.{pin2}"])
+
+    forget_last_commit(ds)
+    r = ds.tj("gc", "--no-dry-run")
+    assert r["errors"] == [] and [(x["pin"], x["done"]) for x in r["release"]] == [(pin2, True)]
+    assert (git_tags(code), git_tags(code, "origin"), git_tags(code, "mirror")) == ([f"tether.{pin1}"],) * 3
+
+
+def test_gc_keeps_the_local_tag_when_the_remote_release_fails(ds, new_repo, tmp_path):
+    """Remote first: when the remote cannot be reached the local tag stays,
+    so the next gc finds the pin again and finishes on the remote."""
+    code = code_repo(new_repo)
+    origin = tmp_path / "origin.git"
+    code.git("init", "-q", "--bare", origin)
+    code.git("remote", "add", "origin", origin)
+    ds.tether("add", "a", code.root, "--kind", "git")
+    ds.tether("add", "b", code.root, "--kind", "git", "--remote", "origin")
+    ds.tether("commit", "-m", "one")
+    code_commit(code, "2\n")
+    ds.tether("commit", "-m", "two")
+    pin2 = ds.manifest("a")["pin"]
+    forget_last_commit(ds)
+
+    moved = tmp_path / "moved.git"
+    origin.rename(moved)
+    p = ds.tether("gc", "--no-dry-run", check_rc=1)
+    assert pin2 in p.stderr and "origin" in p.stderr
+    assert f"tether.{pin2}" in git_tags(code)  # the local tag is kept for the retry
+    moved.rename(origin)
+    r = ds.tj("gc", "--no-dry-run")
+    assert [(x["pin"], x["done"]) for x in r["release"]] == [(pin2, True)]
+    assert f"tether.{pin2}" not in git_tags(code)
+    assert f"tether.{pin2}" not in git_tags(code, "origin")
+
+
+def test_gc_releases_pins_in_a_store_only_a_deleted_branch_named(ds, new_repo):
+    """A store only the commits of a deleted branch named is still visited:
+    the journal names it, so its pins are released."""
+    main_code = code_repo(new_repo, "main-code")
+    ds.tether("add", "main", main_code.root, "--kind", "git")
+    ds.tether("commit", "-m", "main")
+    ds.git("checkout", "-q", "-b", "exp")
+    exp_code = code_repo(new_repo, "exp-code")
+    ds.tether("add", "exp", exp_code.root, "--kind", "git")
+    ds.tether("commit", "-m", "exp")
+    exp_pin = ds.manifest("exp")["pin"]
+    assert git_tags(exp_code) == [f"tether.{exp_pin}"]
+    ds.git("checkout", "-q", "main")
+    ds.git("branch", "-q", "-D", "exp")
+    ds.git("reflog", "expire", "--expire=now", "--all")
+
+    r = ds.tj("gc")
+    assert r["stores"] == 2
+    assert [x["pin"] for x in r["release"]] == [exp_pin]
+    r = ds.tj("gc", "--no-dry-run")
+    assert r["errors"] == [] and [x["done"] for x in r["release"]] == [True]
+    assert git_tags(exp_code) == []
+    assert git_tags(main_code) == [f"tether.{ds.manifest('main')['pin']}"]

@@ -670,6 +670,76 @@ def test_a_malformed_plan_file_is_a_usage_error_naming_it(op, plates, tmp_path):
     assert everything(plates) == before
 
 
+def malformed(r, op, plan_file, field):
+    """Exit 2, one line naming the plan file and the field, nothing written."""
+    before = everything(r)
+    p = r.tether(*apply_args(op, plan_file), check_rc=2)
+    assert p.stderr.startswith(f"tether: error: malformed plan {plan_file}: {field}: "), p.stderr
+    assert p.stderr.count("\n") == 1 and p.stdout == ""
+    assert everything(r) == before
+    return p
+
+
+def test_gc_plan_naming_a_path_as_a_listing_is_malformed(plates, tmp_path):
+    plates.tether("commit", "-m", "baseline")
+    plates.write("data/plates/plate3.csv", "x\n")
+    plates.tether("commit", "-m", "plate 3")
+    plan_file = tmp_path / "gc.json"
+    plates.tether("gc", "--plan", plan_file)
+    plan = load(plan_file)
+    good = json.dumps(plan)
+    plan["actions"].append({"action": "remove-listing", "listing": "../../tether.toml"})
+    save(plan_file, plan)
+    p = malformed(plates, "gc", plan_file, "actions[1].listing")
+    assert '"../../tether.toml" is not a listing hash' in p.stderr
+    assert (plates.root / "tether.toml").exists()
+    for bad_action, field in (({"action": "release", "kind": "git", "pin": "../x"}, "actions[1].pin"),
+                              ({"action": "release", "kind": "../../k", "pin": "x"}, "actions[1].kind"),
+                              ({"action": "remove-listing", "listing": "A" * 64}, "actions[1].listing"),
+                              ({"action": "delete-everything"}, "actions[1].action")):
+        plan = json.loads(good)
+        plan["actions"].append(bad_action)
+        save(plan_file, plan)
+        malformed(plates, "gc", plan_file, field)
+    plan = json.loads(good)
+    plan["preconditions"]["unreferenced"]["listings"].append("../x")
+    save(plan_file, plan)
+    malformed(plates, "gc", plan_file, "preconditions.unreferenced.listings[1]")
+    save(plan_file, json.loads(good))
+    plates.tj("gc", "--from-plan", plan_file)
+
+
+def test_commit_plan_with_a_key_that_is_a_path_is_malformed(plates, tmp_path):
+    plan_file = tmp_path / "commit.json"
+    plates.tether("commit", "-m", "baseline", "--plan", plan_file)
+    good = load(plan_file)
+    for edit, field in ((lambda p: p["preconditions"]["objects"][0].update(key="../../tether"),
+                         "preconditions.objects[0].key"),
+                        (lambda p: p["actions"][0].update(key="raw/../x"), "actions[0].key"),
+                        (lambda p: p["actions"][0].update(pin="../../x"), "actions[0].pin"),
+                        (lambda p: p["preconditions"].update(head="HEAD"), "preconditions.head")):
+        plan = json.loads(json.dumps(good))
+        edit(plan)
+        save(plan_file, plan)
+        malformed(plates, "commit", plan_file, field)
+
+
+def test_new_plan_with_a_bad_branch_name_is_malformed(mixed, code, tmp_path):
+    mixed.tether("commit", "-m", "baseline")
+    plan_file = tmp_path / "new.json"
+    mixed.tether("new", "-b", "feature", "--plan", plan_file)
+    good = load(plan_file)
+    assert good["switch"]["create"] == "feature"
+    for edit, field in ((lambda p: p["switch"].update(create="../../HEAD"), "switch.create"),
+                        (lambda p: p["switch"].update(create="-x"), "switch.create"),
+                        (lambda p: p["preconditions"].update(ref="refs/heads/a..b"), "preconditions.ref"),
+                        (lambda p: p["actions"][0].update(branch="x y"), "actions[0].branch")):
+        plan = json.loads(json.dumps(good))
+        edit(plan)
+        save(plan_file, plan)
+        malformed(mixed, "new", plan_file, field)
+
+
 @pytest.mark.parametrize("op", OPS)
 def test_help_documents_the_plan_options(op, plates):
     out = plates.tether(op, "--help").stdout

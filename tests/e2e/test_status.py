@@ -360,3 +360,41 @@ def test_status_in_a_git_worktree(ds):
     assert {o["key"]: o["status"] for o in r["objects"]} == {"a": "clean", "d": "modified"}
     # the main checkout is unaffected
     assert ds.tj("status")["clean"] is True
+
+
+def test_a_listing_gc_removed_is_shown_by_status_and_reported_by_commit(plates):
+    """gc removes a committed listing no working manifest names: status
+    shows the removal as pending, and the commit that records it says so
+    instead of calling everything unchanged."""
+    plates.tether("commit", "-m", "baseline")
+    first = plates.manifest("raw/plates")["listing"]
+    plates.write("data/plates/plate3.csv", "well,value\nC1,0.3\n")
+    plates.tether("commit", "-m", "plate 3")
+    assert plates.tj("status")["files"] == []
+
+    r = plates.tj("gc", "--no-dry-run")
+    assert r["listings"] == [first] and r["commit_needed"] is True
+    rel = f".tether/listings/{first}.jsonl"
+    s = plates.tj("status")
+    assert s["clean"] is False
+    assert s["files"] == [{"path": rel, "change": "removed"}]
+    assert f"  {'removed':<14}  {rel}  (to be recorded by the next commit)\n" in plates.tether("status").stdout
+
+    c = plates.tj("commit", "-m", "drop listing")
+    assert c["commit"] and c["files"] == [{"path": rel, "change": "removed"}]
+    assert all(o["action"] == "unchanged" for o in c["objects"])
+    assert plates.commit_files() == [rel]
+    assert plates.tj("status")["files"] == [] and plates.tj("status")["clean"] is True
+    out = plates.tether("commit", "-m", "again").stdout
+    assert out == "nothing to commit: every object is unchanged\n"
+
+
+def test_commit_text_names_the_listing_removal_it_records(plates):
+    plates.tether("commit", "-m", "baseline")
+    first = plates.manifest("raw/plates")["listing"]
+    plates.write("data/plates/plate3.csv", "x\n")
+    plates.tether("commit", "-m", "plate 3")
+    out = plates.tether("gc", "--no-dry-run").stdout
+    assert "`tether commit` records their removal" in out
+    out = plates.tether("commit", "-m", "drop").stdout
+    assert f"removed   .tether/listings/{first}.jsonl" in out

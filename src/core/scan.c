@@ -33,12 +33,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <nettle/sha2.h>
-
+#include "core/filehash.h"
 #include "core/hashcache.h"
 #include "util/hash.h"
 
-#define READ_BUFFER_SIZE ((size_t)128 << 10)
 /* A hash task covers files of one directory until it holds this many bytes
  * or files: small enough to spread over the pool, big enough that the
  * queue's lock is not taken once per small file. */
@@ -48,6 +46,10 @@
 #define PROGRESS_DELAY_NS 1000000000LL
 #define PROGRESS_PERIOD_NS 100000000LL
 #define MESSAGE_SIZE 1024
+/* A file written during every read of it: its state is not recorded. */
+#define UNSTABLE_MESSAGE                                                                  \
+	"'%s' kept changing while it was hashed (%d reads): refusing to record a state "      \
+	"it never had; retry once nothing writes to it"
 
 /* What the cache needs of a file besides its entry. */
 struct file_meta {
@@ -252,73 +254,6 @@ static int cmp_subdirs(const void *a, const void *b)
 	const struct dir_node *x = *(struct dir_node *const *)a;
 	const struct dir_node *y = *(struct dir_node *const *)b;
 	return cmp_as_dirs(x->relpath + x->name_off, y->relpath + y->name_off);
-}
-
-/* ---- hashing one file ---- */
-
-struct hashed {
-	uint64_t size;
-	struct tt_hashcache_stat st;
-	int64_t hashed_ns;
-	int cacheable;
-	unsigned char sha256[32];
-};
-
-#define HASH_NOT_REGULAR 1
-
-/* Read a file and hash it. Returns 0, -errno, or HASH_NOT_REGULAR when the
- * name no longer holds a regular file. O_NONBLOCK so that a fifo swapped
- * in since the stat cannot hang the scan; it changes nothing for regular
- * files. progress, if given, counts bytes as they are read. */
-static int hash_file_at(int dirfd, const char *name, int follow, unsigned char *buf,
-                        atomic_uint_fast64_t *progress, struct hashed *out)
-{
-	int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (follow ? 0 : O_NOFOLLOW);
-	int fd = openat(dirfd, name, flags);
-	if (fd < 0)
-		return -errno;
-	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		int err = errno;
-		close(fd);
-		return -err;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return HASH_NOT_REGULAR;
-	}
-	/* Stamped before the first byte is read: a write that lands while we
-	 * read then carries a later mtime than the stamp minus the margin. */
-	out->hashed_ns = tt_hashcache_now_ns();
-	if ((uint64_t)st.st_size > READ_BUFFER_SIZE)
-		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	struct sha256_ctx ctx;
-	sha256_init(&ctx);
-	uint64_t total = 0;
-	for (;;) {
-		ssize_t n = read(fd, buf, READ_BUFFER_SIZE);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int err = errno;
-			close(fd);
-			return -err;
-		}
-		if (n == 0)
-			break;
-		sha256_update(&ctx, (size_t)n, buf);
-		total += (uint64_t)n;
-		if (progress)
-			atomic_fetch_add_explicit(progress, (uint64_t)n, memory_order_relaxed);
-	}
-	close(fd);
-	sha256_digest(&ctx, 32, out->sha256);
-	out->size = total;
-	stat_fields(&st, &out->st);
-	/* A file that grew or shrank while read is reported as read, but its
-	 * stat does not describe that content: never cache it. */
-	out->cacheable = total == (uint64_t)st.st_size;
-	return 0;
 }
 
 /* ---- the task queue ---- */
@@ -715,16 +650,18 @@ static int hash_item(struct worker *w, struct dir_node *node, struct item *it)
 {
 	struct scan *s = w->s;
 	if (!w->buf) {
-		w->buf = malloc(READ_BUFFER_SIZE);
+		w->buf = malloc(TT_FILEHASH_BUFFER_SIZE);
 		if (!w->buf)
 			return fail_oom(s);
 	}
-	struct hashed h;
+	struct tt_filehash h;
 	const char *name = it->entry.path + it->meta.name_off;
-	int rc = hash_file_at(node->fd, name, it->meta.follow, w->buf, &s->bytes_read, &h);
-	if (rc == HASH_NOT_REGULAR) {
+	int rc = tt_filehash_at(node->fd, name, it->meta.follow, w->buf, &s->bytes_read, &h);
+	if (rc == TT_FILEHASH_NOT_REGULAR || rc == TT_FILEHASH_UNSTABLE) {
 		char path[MESSAGE_SIZE];
 		full_path(s, it->entry.path, path, sizeof path);
+		if (rc == TT_FILEHASH_UNSTABLE)
+			return scan_fail(s, TETHER_EREFUSED, UNSTABLE_MESSAGE, path, TT_FILEHASH_ATTEMPTS);
 		return scan_fail(s, TETHER_EIO, "'%s' changed during the scan: no longer a regular file",
 		                 path);
 	}
@@ -736,7 +673,7 @@ static int hash_item(struct worker *w, struct dir_node *node, struct item *it)
 	memcpy(it->entry.sha256, h.sha256, 32);
 	it->meta.st = h.st;
 	it->meta.hashed_ns = h.hashed_ns;
-	it->meta.cacheable = (unsigned char)h.cacheable;
+	it->meta.cacheable = 1;
 	w->files_hashed++;
 	w->bytes_hashed += h.size;
 	return 0;
@@ -1202,24 +1139,26 @@ static int one_item_get(void *ctx, size_t i, struct tt_hashcache_item *item)
 }
 
 /* The one-file cache holds a single record, keyed by the file's path. */
-static void write_one_file_cache(const char *cache_file, const char *key, const struct hashed *h)
+static void write_one_file_cache(const char *cache_file, const char *key, const struct tt_filehash *h)
 {
 	struct tt_hashcache_item item = {.path = key, .path_len = strlen(key), .st = h->st,
 	                                 .hashed_ns = h->hashed_ns};
 	memcpy(item.sha256, h->sha256, 32);
-	int keep = h->cacheable && tt_hashcache_settled(h->st.mtime_ns, h->st.ctime_ns, h->hashed_ns);
+	int keep = tt_hashcache_settled(h->st.mtime_ns, h->st.ctime_ns, h->hashed_ns);
 	tt_hashcache_write(cache_file, keep ? 1 : 0, one_item_get, &item);
 	tether_error_clear();
 }
 
-static int hash_one_file(const char *path, struct hashed *h)
+static int hash_one_file(const char *path, struct tt_filehash *h)
 {
-	unsigned char *buf = malloc(READ_BUFFER_SIZE);
+	unsigned char *buf = malloc(TT_FILEHASH_BUFFER_SIZE);
 	if (!buf)
 		return tether_error_set(TETHER_ERROR, "hashing '%s': out of memory", path);
-	int rc = hash_file_at(AT_FDCWD, path, 1, buf, NULL, h);
+	int rc = tt_filehash_at(AT_FDCWD, path, 1, buf, NULL, h);
 	free(buf);
-	if (rc == HASH_NOT_REGULAR)
+	if (rc == TT_FILEHASH_UNSTABLE)
+		return tether_error_set(TETHER_EREFUSED, UNSTABLE_MESSAGE, path, TT_FILEHASH_ATTEMPTS);
+	if (rc == TT_FILEHASH_NOT_REGULAR)
 		return tether_error_set(TETHER_EIO, "'%s' is not a regular file", path);
 	if (rc == -ENOENT)
 		return tether_error_set(TETHER_ENOTFOUND, "no such file '%s'", path);
@@ -1257,7 +1196,7 @@ int tt_scan_file(const char *path, const struct tt_scan_opts *opts, uint64_t *si
 	}
 	tt_hashcache_free(cache);
 
-	struct hashed h;
+	struct tt_filehash h;
 	int rc = hash_one_file(path, &h);
 	if (rc == 0) {
 		*size = h.size;

@@ -4,7 +4,12 @@
  * Hash cache: one binary file per scanned root under the cache directory,
  * keyed by relative path and validated by (size, mtime_ns, ctime_ns, inode).
  * A file whose mtime or ctime lies within two seconds of the moment it was
- * hashed is hashed again next time (it may still have been changing). */
+ * hashed is hashed again next time (it may still have been changing).
+ *
+ * A file is read through tt_filehash_at (filehash.h): a file written while
+ * it is read is read again, and one written during every read refuses the
+ * scan (TETHER_EREFUSED, naming it), so no hash is of a state the file
+ * never had. */
 #ifndef TETHER_CORE_SCAN_H
 #define TETHER_CORE_SCAN_H
 

@@ -36,6 +36,7 @@
 #include "core/filehash.h"
 #include "core/hashcache.h"
 #include "util/hash.h"
+#include "util/utf8.h"
 
 /* A hash task covers files of one directory until it holds this many bytes
  * or files: small enough to spread over the pool, big enough that the
@@ -1244,32 +1245,6 @@ static inline int plain_ascii(unsigned char c)
 	return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
 }
 
-/* Length of the valid UTF-8 sequence at s (as jansson accepts it: no
- * overlong forms, no surrogates, nothing past U+10FFFF), or 0. */
-static size_t utf8_sequence(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0];
-	size_t len;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	}
-	if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) ||
-	    (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))
-		return 0;
-	return len;
-}
-
 /* One byte that is not plain ASCII: a UTF-8 sequence copied whole, or an
  * escape. Returns the input bytes consumed. */
 static size_t put_special(char **out, const unsigned char *s, size_t n)
@@ -1277,7 +1252,7 @@ static size_t put_special(char **out, const unsigned char *s, size_t n)
 	static const char hex[] = "0123456789ABCDEF"; /* jansson writes \u001F */
 	char *o = *out;
 	unsigned char c = s[0];
-	size_t seq = c >= 0x80 ? utf8_sequence(s, n) : 0;
+	size_t seq = c >= 0x80 ? tt_utf8_sequence(s, n) : 0;
 	if (seq > 0) {
 		memcpy(o, s, seq);
 		*out = o + seq;
@@ -1296,13 +1271,17 @@ static size_t put_special(char **out, const unsigned char *s, size_t n)
 	if (esc) {
 		memcpy(o, esc, 2);
 		*out = o + 2;
-	} else {
-		/* Control bytes, and each byte of invalid UTF-8. */
-		memcpy(o, "\\u00", 4);
-		o[4] = hex[c >> 4];
-		o[5] = hex[c & 15];
-		*out = o + 6;
+		return 1;
 	}
+	/* A control byte is the code point it encodes, as jansson writes it;
+	 * a byte that is not part of valid UTF-8 (from 0x80) is the lone
+	 * surrogate U+DC00 + byte, which no valid UTF-8 name can hold, so it
+	 * never spells the same string as a real character (the name "x\xff"
+	 * is "x\uDCFF"; "x\u00FF" is U+00FF, the name "x\xc3\xbf"). */
+	memcpy(o, c >= 0x80 ? "\\uDC" : "\\u00", 4);
+	o[4] = hex[c >> 4];
+	o[5] = hex[c & 15];
+	*out = o + 6;
 	return 1;
 }
 

@@ -58,8 +58,23 @@ static int file_make_locator(const struct tether_bctx *ctx, const char *uri, con
 		free(path);
 		return rc;
 	}
+	/* A manifest is TOML, which is UTF-8: a path that is not cannot be
+	 * written down (names inside a directory can: see listing_read.h). */
+	char *bytes_hex;
+	char *shown = tt_listing_display_name(path, strlen(path), &bytes_hex);
+	if (bytes_hex) {
+		int rc = tether_error_set(TETHER_EUSAGE, "path '%s' is not valid UTF-8: a manifest cannot record it "
+		                          "(register a directory above it, or rename it)", shown ? shown : uri);
+		free(shown);
+		free(bytes_hex);
+		free(path);
+		return rc;
+	}
+	free(shown);
 	*locator = json_pack("{s:s}", "uri", path);
 	free(path);
+	if (!*locator)
+		return tether_error_set(TETHER_ERROR, "%s: out of memory", uri);
 	return 0;
 }
 

@@ -123,3 +123,14 @@ def test_a_symlink_target_that_is_not_utf8_is_spelled_apart(ds):
     os.symlink(b"gone-\xff", os.path.join(d, b"b"))
     content = ds.tj("diff", "--content")["objects"][0]["content"]
     assert [(e["path"], e["change"]) for e in content["entries"]] == [("a", "modified"), ("b", "modified")]
+
+
+def test_an_object_path_that_is_not_utf8_is_refused_by_add(ds):
+    """A manifest is TOML (UTF-8): such a path cannot be recorded, and add
+    says so (names inside a registered directory are fine, above)."""
+    os.makedirs(os.fsencode(ds.p("data")) + b"/bad\xff")
+    p = ds.tether("add", "k", b"data/bad\xff".decode("utf-8", "surrogateescape"), "--kind", "file",
+                  check_rc=2)
+    assert p.stderr == (f"tether: error: path '{ds.p('data')}/bad\\xFF' is not valid UTF-8: a manifest "
+                        "cannot record it (register a directory above it, or rename it)\n"), p.stderr
+    assert not ds.manifest_path("k").exists()

@@ -51,6 +51,11 @@
 #define UNSTABLE_MESSAGE                                                                  \
 	"'%s' kept changing while it was hashed (%d reads): refusing to record a state "      \
 	"it never had; retry once nothing writes to it"
+/* A tree whose directories changed during every walk of it. */
+#define TREE_UNSTABLE_MESSAGE                                                             \
+	"'%s' kept changing while it was scanned (%d walks): files were added, removed or "   \
+	"renamed in it meanwhile; refusing to record a state it never had; retry once nothing " \
+	"writes to it"
 
 /* What the cache needs of a file besides its entry. */
 struct file_meta {
@@ -67,6 +72,12 @@ struct item {
 	struct file_meta meta;
 };
 
+/* What adding, removing or renaming an entry of a directory moves. */
+struct dir_stat {
+	uint64_t dev, ino;
+	int64_t mtime_ns, ctime_ns;
+};
+
 struct dir_node {
 	struct dir_node *parent;
 	char *relpath;     /* "" for the root */
@@ -81,6 +92,7 @@ struct dir_node {
 	size_t *misses;    /* indices of the items to hash */
 	size_t nmisses;
 	size_t next_item, next_subdir; /* cursors of the depth-first walks at the end */
+	struct dir_stat opened; /* the directory as it was when opened */
 };
 
 struct task {
@@ -218,6 +230,14 @@ static void stat_fields(const struct stat *st, struct tt_hashcache_stat *out)
 	out->mtime_ns = timespec_ns(st->st_mtim);
 	out->ctime_ns = timespec_ns(st->st_ctim);
 	out->inode = (uint64_t)st->st_ino;
+}
+
+static void dir_stat_of(const struct stat *st, struct dir_stat *out)
+{
+	out->dev = (uint64_t)st->st_dev;
+	out->ino = (uint64_t)st->st_ino;
+	out->mtime_ns = timespec_ns(st->st_mtim);
+	out->ctime_ns = timespec_ns(st->st_ctim);
 }
 
 /* Compare two directory names as the strings "a/" and "b/". */
@@ -508,6 +528,13 @@ static int open_node(struct worker *w, struct dir_node *node)
 	node_release(node->parent);
 	if (fd < 0)
 		return fail_errno(w->s, "cannot open directory", node->relpath, err);
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		err = errno;
+		close(fd);
+		return fail_errno(w->s, "cannot stat directory", node->relpath, err);
+	}
+	dir_stat_of(&st, &node->opened);
 	node->dir = fdopendir(fd);
 	if (!node->dir) {
 		err = errno;
@@ -977,7 +1004,15 @@ static struct dir_node *open_root(const char *root, int *code)
 			                         strerror(errno));
 		return NULL;
 	}
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		*code = tether_error_set(TETHER_EIO, "cannot stat directory '%s': %s", root, strerror(errno));
+		close(fd);
+		return NULL;
+	}
 	struct dir_node *node = calloc(1, sizeof *node);
+	if (node)
+		dir_stat_of(&st, &node->opened);
 	DIR *dir = node ? fdopendir(fd) : NULL;
 	char *relpath = dir ? strdup("") : NULL;
 	if (!relpath) {
@@ -1070,12 +1105,55 @@ static int finish(struct scan *s, struct dir_node *root, struct worker *workers,
 	return 0;
 }
 
-int tt_scan_tree(const char *root, const struct tt_scan_opts *opts, struct tt_scan_result *out)
+/* Has the directory changed since the walk opened it? Stat'ed again
+ * through the root by its relative path, so a directory renamed away or
+ * replaced counts too. */
+static int dir_changed(int rootfd, const struct dir_node *node)
 {
-	static const struct tt_scan_opts no_opts;
+	struct stat st;
+	int rc = node->relpath[0] ? fstatat(rootfd, node->relpath, &st, AT_SYMLINK_NOFOLLOW)
+	                          : fstat(rootfd, &st);
+	if (rc != 0 || !S_ISDIR(st.st_mode))
+		return 1;
+	struct dir_stat now;
+	dir_stat_of(&st, &now);
+	return now.dev != node->opened.dev || now.ino != node->opened.ino ||
+	       now.mtime_ns != node->opened.mtime_ns || now.ctime_ns != node->opened.ctime_ns;
+}
+
+/* Once the walk is over: did any directory of the tree gain, lose or
+ * rename an entry while it was walked? Then the entries read from
+ * different directories at different times may be a tree that never was
+ * (a file moved from a directory not read yet into one already read is in
+ * neither). Every directory is checked (the walk uses next_subdir as its
+ * cursor and leaves it at 0 again). */
+static int tree_moved(const char *root, struct dir_node *root_node)
+{
+	int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return 1;
+	int moved = dir_changed(rootfd, root_node);
+	struct dir_node *node = root_node;
+	while (node) {
+		if (node->next_subdir < node->nsubdirs) {
+			node = node->subdirs[node->next_subdir++];
+			moved |= dir_changed(rootfd, node);
+		} else {
+			node->next_subdir = 0;
+			node = node == root_node ? NULL : node->parent;
+		}
+	}
+	close(rootfd);
+	return moved;
+}
+
+/* One walk of the tree. *moved is set when a directory changed while it
+ * was walked: then out is left empty and the caller walks again. */
+static int scan_once(const char *root, const struct tt_scan_opts *opts, struct tt_scan_result *out,
+                     int *moved)
+{
 	memset(out, 0, sizeof *out);
-	if (!opts)
-		opts = &no_opts;
+	*moved = 0;
 	struct scan s;
 	if (scan_init(&s, root, opts) != 0) {
 		scan_destroy(&s);
@@ -1113,6 +1191,13 @@ int tt_scan_tree(const char *root, const struct tt_scan_opts *opts, struct tt_sc
 	if (atomic_load(&s.failed)) {
 		free_tree(root_node);
 		rc = tether_error_set(s.err_code, "%s", s.err_msg);
+	} else if (tree_moved(root, root_node)) {
+		/* Each file's hash still holds (filehash.h): keep them for the
+		 * next walk, which then reads only what changed. */
+		*moved = 1;
+		if (cache_file)
+			write_cache(cache_file, root_node, atomic_load(&s.total_items));
+		free_tree(root_node);
 	} else {
 		rc = finish(&s, root_node, workers, nthreads, old_cache_count, cache_file, out);
 	}
@@ -1128,6 +1213,21 @@ done:
 	free(cache_file);
 	scan_destroy(&s);
 	return rc;
+}
+
+int tt_scan_tree(const char *root, const struct tt_scan_opts *opts, struct tt_scan_result *out)
+{
+	static const struct tt_scan_opts no_opts;
+	if (!opts)
+		opts = &no_opts;
+	for (int walk = 1;; walk++) {
+		int moved;
+		int rc = scan_once(root, opts, out, &moved);
+		if (rc || !moved)
+			return rc;
+		if (walk == TT_FILEHASH_ATTEMPTS)
+			return tether_error_set(TETHER_EREFUSED, TREE_UNSTABLE_MESSAGE, root, walk);
+	}
 }
 
 /* ---- one file ---- */

@@ -9,7 +9,10 @@
  * A file is read through tt_filehash_at (filehash.h): a file written while
  * it is read is read again, and one written during every read refuses the
  * scan (TETHER_EREFUSED, naming it), so no hash is of a state the file
- * never had. */
+ * never had. Likewise the tree: a directory whose stat moved between the
+ * walk opening it and the end of the walk (an entry added, removed or
+ * renamed) makes tt_scan_tree walk again, up to TT_FILEHASH_ATTEMPTS walks,
+ * and then refuse (TETHER_EREFUSED, naming the root). */
 #ifndef TETHER_CORE_SCAN_H
 #define TETHER_CORE_SCAN_H
 

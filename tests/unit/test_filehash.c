@@ -27,7 +27,10 @@
 static char root[64];
 static char target[4096];      /* the file the hook writes into */
 static char replacement[4096]; /* what the hook renames over it, in rename mode */
-static int hook_mode;          /* 0 none, 1 write once, 2 write every time, 3 rename once */
+static char moved_from[4096];  /* in mode 4, renamed to moved_to once */
+static char moved_to[4096];
+static int hook_mode;          /* 0 none, 1 write once, 2 write every time, 3 rename once,
+                                  4 move a file between directories once, 5 add a file every time */
 static int hook_calls;
 
 static unsigned char *content(unsigned char fill)
@@ -74,6 +77,15 @@ static void hook(const char *name)
 		write_at(target, FILE_SIZE - 1, (unsigned char)('a' + hook_calls % 26));
 	} else if (hook_mode == 3 && hook_calls == 1) {
 		CHECK(rename(replacement, target) == 0);
+	} else if (hook_mode == 4 && hook_calls == 1) {
+		CHECK(rename(moved_from, moved_to) == 0);
+	} else if (hook_mode == 5) {
+		char p[4200];
+		snprintf(p, sizeof p, "%s/z/new-%d", root, hook_calls);
+		FILE *f = fopen(p, "w");
+		CHECK(f != NULL);
+		if (f)
+			fclose(f);
 	}
 }
 
@@ -221,6 +233,55 @@ static void test_always_changing_is_refused(void)
 	tt_hashcache_set_clock(NULL);
 }
 
+static int has_entry(const struct tt_scan_result *r, const char *path)
+{
+	for (size_t i = 0; i < r->count; i++) {
+		if (strcmp(r->entries[i].path, path) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* A file moved from a directory the walk has not read yet into one it has
+ * read already (while it hashes a big file there) would be in neither: the
+ * tree is walked again, and lists the file where it now is. One thread, so
+ * the order is known: z is read, its big file hashed, then a is read. */
+static void test_tree_changed_mid_walk(void)
+{
+	char p[4200];
+	snprintf(p, sizeof p, "%s/a", root);
+	CHECK(mkdir(p, 0755) == 0);
+	snprintf(p, sizeof p, "%s/z", root);
+	CHECK(mkdir(p, 0755) == 0);
+	snprintf(target, sizeof target, "%s/z/big", root);
+	char before[65], after[65];
+	before_after(before, after);
+	snprintf(moved_from, sizeof moved_from, "%s/a/small", root);
+	snprintf(moved_to, sizeof moved_to, "%s/z/small", root);
+	put_bytes(moved_from, (const unsigned char *)"x", 1);
+
+	tt_hashcache_set_clock(later_clock);
+	struct tt_scan_opts opts = {.threads = 1};
+	hook_mode = 4;
+	hook_calls = 0;
+	struct tt_scan_result r;
+	CHECK(tt_scan_tree(root, &opts, &r) == 0);
+	CHECK(r.count == 2);
+	CHECK(has_entry(&r, "z/big") && has_entry(&r, "z/small") && !has_entry(&r, "a/small"));
+	CHECK(hook_calls == 2); /* the big file was read in both walks */
+	tt_scan_result_free(&r);
+
+	/* Entries added during every walk: refused, naming the tree. */
+	hook_mode = 5;
+	hook_calls = 0;
+	CHECK(tt_scan_tree(root, &opts, &r) == TETHER_EREFUSED);
+	CHECK(strstr(tether_error_last(), root) != NULL);
+	CHECK(strstr(tether_error_last(), "kept changing while it was scanned") != NULL);
+	CHECK(r.count == 0 && r.entries == NULL);
+	CHECK(hook_calls == TT_FILEHASH_ATTEMPTS);
+	tt_hashcache_set_clock(NULL);
+}
+
 static void fresh_root(void)
 {
 	if (root[0]) {
@@ -241,6 +302,8 @@ int main(void)
 	test_renamed_over_mid_read();
 	fresh_root();
 	test_always_changing_is_refused();
+	fresh_root();
+	test_tree_changed_mid_walk();
 	tt_filehash_set_hook(NULL);
 	fresh_root();
 	rmdir(root);

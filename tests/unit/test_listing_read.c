@@ -70,7 +70,7 @@ static void test_round_trips(void)
 		"\xed\xa0\x80\xed\xb0\x80",  /* a surrogate pair encoded as UTF-8 (CESU): invalid */
 		"\xc0\xaf\xe0\x80\xaf",      /* overlong forms */
 		"\xe2\x82",                  /* a truncated sequence */
-		"\xe2\x82" "A\x80\xbf",      /* truncated, then stray continuation bytes */
+		("\xe2\x82" "A\x80\xbf"),    /* truncated, then stray continuation bytes */
 		"\xf4\x90\x80\x80",          /* past U+10FFFF */
 		"\xc3\xbf\xff\xc3\xbf",      /* valid around invalid */
 		"\xed\xb2\x80",              /* U+DC80 encoded in UTF-8 (invalid) */

@@ -4,6 +4,7 @@
  * sha256s), and the listing itself goes to the engine to store. */
 #include <tether/backend.h>
 
+#include "core/listing_read.h"
 #include "core/scan.h"
 #include "util/fsutil.h"
 #include "util/hash.h"
@@ -57,8 +58,23 @@ static int file_make_locator(const struct tether_bctx *ctx, const char *uri, con
 		free(path);
 		return rc;
 	}
+	/* A manifest is TOML, which is UTF-8: a path that is not cannot be
+	 * written down (names inside a directory can: see listing_read.h). */
+	char *bytes_hex;
+	char *shown = tt_listing_display_name(path, strlen(path), &bytes_hex);
+	if (bytes_hex) {
+		int rc = tether_error_set(TETHER_EUSAGE, "path '%s' is not valid UTF-8: a manifest cannot record it "
+		                          "(register a directory above it, or rename it)", shown ? shown : uri);
+		free(shown);
+		free(bytes_hex);
+		free(path);
+		return rc;
+	}
+	free(shown);
 	*locator = json_pack("{s:s}", "uri", path);
 	free(path);
+	if (!*locator)
+		return tether_error_set(TETHER_ERROR, "%s: out of memory", uri);
 	return 0;
 }
 
@@ -233,19 +249,20 @@ static int file_open(const struct tether_bctx *ctx, const json_t *locator, const
 	return 0;
 }
 
-/* A listing line: {"k":"...","p":"...","s":N}. Parsed with jansson: the
- * text came from a commit, so it is untrusted. */
-struct listing_entry {
-	json_t *line;
-	const char *path;
-	const char *token;
-	json_int_t size;
-};
-
+/* A listing, parsed line by line (core/listing_read.h): the text came
+ * from a commit, so it is untrusted. Paths and tokens are the bytes they
+ * stand for, so two names compare as the files they name. */
 struct listing {
-	struct listing_entry *v;
+	struct tt_listing_line *v;
 	size_t n;
 };
+
+static void free_listing(struct listing *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		tt_listing_line_free(&l->v[i]);
+	free(l->v);
+}
 
 static int parse_listing(const char *text, size_t len, struct listing *out)
 {
@@ -257,34 +274,24 @@ static int parse_listing(const char *text, size_t len, struct listing *out)
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
 		lineno++;
-		json_error_t jerr;
-		json_t *line = json_loadb(p, n, 0, &jerr);
-		const char *path = json_string_value(json_object_get(line, "p"));
-		const char *token = json_string_value(json_object_get(line, "k"));
-		if (!path || !token || !json_is_integer(json_object_get(line, "s"))) {
-			json_decref(line);
-			for (size_t i = 0; i < out->n; i++)
-				json_decref(out->v[i].line);
-			free(out->v);
+		if (out->n == cap) {
+			size_t ncap = cap ? cap * 2 : 256;
+			struct tt_listing_line *v = realloc(out->v, ncap * sizeof *v);
+			if (!v) {
+				free_listing(out);
+				return tether_error_set(TETHER_ERROR, "listing: out of memory at line %zu", lineno);
+			}
+			out->v = v;
+			cap = ncap;
+		}
+		if (tt_listing_parse_line(p, n, &out->v[out->n]) != 0) {
+			free_listing(out);
 			return tether_error_set(TETHER_ECONFIG, "listing line %zu is malformed", lineno);
 		}
-		if (out->n == cap) {
-			cap = cap ? cap * 2 : 256;
-			out->v = realloc(out->v, cap * sizeof *out->v);
-			if (!out->v)
-				abort();
-		}
-		out->v[out->n++] = (struct listing_entry){line, path, token, json_integer_value(json_object_get(line, "s"))};
+		out->n++;
 		p = nl ? nl + 1 : end;
 	}
 	return 0;
-}
-
-static void free_listing(struct listing *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		json_decref(l->v[i].line);
-	free(l->v);
 }
 
 struct diff_acc {
@@ -292,6 +299,24 @@ struct diff_acc {
 	size_t max;
 	json_int_t added, removed, modified, size_delta;
 };
+
+/* One entry of a content diff. A name that is not valid UTF-8 is shown
+ * with \xHH for its stray bytes, and "path_bytes" gives all its bytes in
+ * hex, since that display could be a real name too. */
+static json_t *diff_entry(const char *change, const char *path, size_t path_len, json_int_t size,
+                          json_int_t delta)
+{
+	char *bytes_hex;
+	char *shown = tt_listing_display_name(path, path_len, &bytes_hex);
+	json_t *e = shown ? json_pack("{s:s, s:s, s:I, s:I}", "path", shown, "change", change, "size", size,
+	                              "size_delta", delta)
+	                  : NULL;
+	if (e && bytes_hex)
+		json_object_set_new(e, "path_bytes", json_string(bytes_hex));
+	free(shown);
+	free(bytes_hex);
+	return e;
+}
 
 static void diff_emit(struct diff_acc *acc, const char *change, const char *path, json_int_t size,
                       json_int_t delta)
@@ -304,8 +329,7 @@ static void diff_emit(struct diff_acc *acc, const char *change, const char *path
 		acc->modified++;
 	acc->size_delta += delta;
 	if (json_array_size(acc->entries) < acc->max)
-		json_array_append_new(acc->entries, json_pack("{s:s, s:s, s:I, s:I}", "path", path, "change",
-		                                              change, "size", size, "size_delta", delta));
+		json_array_append_new(acc->entries, diff_entry(change, path, strlen(path), size, delta));
 }
 
 static json_t *diff_result(struct diff_acc *acc, const char *summary)

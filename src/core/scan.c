@@ -33,12 +33,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <nettle/sha2.h>
-
+#include "core/filehash.h"
 #include "core/hashcache.h"
 #include "util/hash.h"
+#include "util/utf8.h"
 
-#define READ_BUFFER_SIZE ((size_t)128 << 10)
 /* A hash task covers files of one directory until it holds this many bytes
  * or files: small enough to spread over the pool, big enough that the
  * queue's lock is not taken once per small file. */
@@ -48,6 +47,15 @@
 #define PROGRESS_DELAY_NS 1000000000LL
 #define PROGRESS_PERIOD_NS 100000000LL
 #define MESSAGE_SIZE 1024
+/* A file written during every read of it: its state is not recorded. */
+#define UNSTABLE_MESSAGE                                                                  \
+	"'%s' kept changing while it was hashed (%d reads): refusing to record a state "      \
+	"it never had; retry once nothing writes to it"
+/* A tree whose directories changed during every walk of it. */
+#define TREE_UNSTABLE_MESSAGE                                                             \
+	"'%s' kept changing while it was scanned (%d walks): files were added, removed or "   \
+	"renamed in it meanwhile; refusing to record a state it never had; retry once nothing " \
+	"writes to it"
 
 /* What the cache needs of a file besides its entry. */
 struct file_meta {
@@ -64,6 +72,12 @@ struct item {
 	struct file_meta meta;
 };
 
+/* What adding, removing or renaming an entry of a directory moves. */
+struct dir_stat {
+	uint64_t dev, ino;
+	int64_t mtime_ns, ctime_ns;
+};
+
 struct dir_node {
 	struct dir_node *parent;
 	char *relpath;     /* "" for the root */
@@ -78,6 +92,7 @@ struct dir_node {
 	size_t *misses;    /* indices of the items to hash */
 	size_t nmisses;
 	size_t next_item, next_subdir; /* cursors of the depth-first walks at the end */
+	struct dir_stat opened; /* the directory as it was when opened */
 };
 
 struct task {
@@ -217,6 +232,14 @@ static void stat_fields(const struct stat *st, struct tt_hashcache_stat *out)
 	out->inode = (uint64_t)st->st_ino;
 }
 
+static void dir_stat_of(const struct stat *st, struct dir_stat *out)
+{
+	out->dev = (uint64_t)st->st_dev;
+	out->ino = (uint64_t)st->st_ino;
+	out->mtime_ns = timespec_ns(st->st_mtim);
+	out->ctime_ns = timespec_ns(st->st_ctim);
+}
+
 /* Compare two directory names as the strings "a/" and "b/". */
 static int cmp_as_dirs(const char *a, const char *b)
 {
@@ -252,73 +275,6 @@ static int cmp_subdirs(const void *a, const void *b)
 	const struct dir_node *x = *(struct dir_node *const *)a;
 	const struct dir_node *y = *(struct dir_node *const *)b;
 	return cmp_as_dirs(x->relpath + x->name_off, y->relpath + y->name_off);
-}
-
-/* ---- hashing one file ---- */
-
-struct hashed {
-	uint64_t size;
-	struct tt_hashcache_stat st;
-	int64_t hashed_ns;
-	int cacheable;
-	unsigned char sha256[32];
-};
-
-#define HASH_NOT_REGULAR 1
-
-/* Read a file and hash it. Returns 0, -errno, or HASH_NOT_REGULAR when the
- * name no longer holds a regular file. O_NONBLOCK so that a fifo swapped
- * in since the stat cannot hang the scan; it changes nothing for regular
- * files. progress, if given, counts bytes as they are read. */
-static int hash_file_at(int dirfd, const char *name, int follow, unsigned char *buf,
-                        atomic_uint_fast64_t *progress, struct hashed *out)
-{
-	int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (follow ? 0 : O_NOFOLLOW);
-	int fd = openat(dirfd, name, flags);
-	if (fd < 0)
-		return -errno;
-	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		int err = errno;
-		close(fd);
-		return -err;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return HASH_NOT_REGULAR;
-	}
-	/* Stamped before the first byte is read: a write that lands while we
-	 * read then carries a later mtime than the stamp minus the margin. */
-	out->hashed_ns = tt_hashcache_now_ns();
-	if ((uint64_t)st.st_size > READ_BUFFER_SIZE)
-		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	struct sha256_ctx ctx;
-	sha256_init(&ctx);
-	uint64_t total = 0;
-	for (;;) {
-		ssize_t n = read(fd, buf, READ_BUFFER_SIZE);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int err = errno;
-			close(fd);
-			return -err;
-		}
-		if (n == 0)
-			break;
-		sha256_update(&ctx, (size_t)n, buf);
-		total += (uint64_t)n;
-		if (progress)
-			atomic_fetch_add_explicit(progress, (uint64_t)n, memory_order_relaxed);
-	}
-	close(fd);
-	sha256_digest(&ctx, 32, out->sha256);
-	out->size = total;
-	stat_fields(&st, &out->st);
-	/* A file that grew or shrank while read is reported as read, but its
-	 * stat does not describe that content: never cache it. */
-	out->cacheable = total == (uint64_t)st.st_size;
-	return 0;
 }
 
 /* ---- the task queue ---- */
@@ -572,6 +528,13 @@ static int open_node(struct worker *w, struct dir_node *node)
 	node_release(node->parent);
 	if (fd < 0)
 		return fail_errno(w->s, "cannot open directory", node->relpath, err);
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		err = errno;
+		close(fd);
+		return fail_errno(w->s, "cannot stat directory", node->relpath, err);
+	}
+	dir_stat_of(&st, &node->opened);
 	node->dir = fdopendir(fd);
 	if (!node->dir) {
 		err = errno;
@@ -715,16 +678,18 @@ static int hash_item(struct worker *w, struct dir_node *node, struct item *it)
 {
 	struct scan *s = w->s;
 	if (!w->buf) {
-		w->buf = malloc(READ_BUFFER_SIZE);
+		w->buf = malloc(TT_FILEHASH_BUFFER_SIZE);
 		if (!w->buf)
 			return fail_oom(s);
 	}
-	struct hashed h;
+	struct tt_filehash h;
 	const char *name = it->entry.path + it->meta.name_off;
-	int rc = hash_file_at(node->fd, name, it->meta.follow, w->buf, &s->bytes_read, &h);
-	if (rc == HASH_NOT_REGULAR) {
+	int rc = tt_filehash_at(node->fd, name, it->meta.follow, w->buf, &s->bytes_read, &h);
+	if (rc == TT_FILEHASH_NOT_REGULAR || rc == TT_FILEHASH_UNSTABLE) {
 		char path[MESSAGE_SIZE];
 		full_path(s, it->entry.path, path, sizeof path);
+		if (rc == TT_FILEHASH_UNSTABLE)
+			return scan_fail(s, TETHER_EREFUSED, UNSTABLE_MESSAGE, path, TT_FILEHASH_ATTEMPTS);
 		return scan_fail(s, TETHER_EIO, "'%s' changed during the scan: no longer a regular file",
 		                 path);
 	}
@@ -736,7 +701,7 @@ static int hash_item(struct worker *w, struct dir_node *node, struct item *it)
 	memcpy(it->entry.sha256, h.sha256, 32);
 	it->meta.st = h.st;
 	it->meta.hashed_ns = h.hashed_ns;
-	it->meta.cacheable = (unsigned char)h.cacheable;
+	it->meta.cacheable = 1;
 	w->files_hashed++;
 	w->bytes_hashed += h.size;
 	return 0;
@@ -1039,7 +1004,15 @@ static struct dir_node *open_root(const char *root, int *code)
 			                         strerror(errno));
 		return NULL;
 	}
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		*code = tether_error_set(TETHER_EIO, "cannot stat directory '%s': %s", root, strerror(errno));
+		close(fd);
+		return NULL;
+	}
 	struct dir_node *node = calloc(1, sizeof *node);
+	if (node)
+		dir_stat_of(&st, &node->opened);
 	DIR *dir = node ? fdopendir(fd) : NULL;
 	char *relpath = dir ? strdup("") : NULL;
 	if (!relpath) {
@@ -1132,12 +1105,55 @@ static int finish(struct scan *s, struct dir_node *root, struct worker *workers,
 	return 0;
 }
 
-int tt_scan_tree(const char *root, const struct tt_scan_opts *opts, struct tt_scan_result *out)
+/* Has the directory changed since the walk opened it? Stat'ed again
+ * through the root by its relative path, so a directory renamed away or
+ * replaced counts too. */
+static int dir_changed(int rootfd, const struct dir_node *node)
 {
-	static const struct tt_scan_opts no_opts;
+	struct stat st;
+	int rc = node->relpath[0] ? fstatat(rootfd, node->relpath, &st, AT_SYMLINK_NOFOLLOW)
+	                          : fstat(rootfd, &st);
+	if (rc != 0 || !S_ISDIR(st.st_mode))
+		return 1;
+	struct dir_stat now;
+	dir_stat_of(&st, &now);
+	return now.dev != node->opened.dev || now.ino != node->opened.ino ||
+	       now.mtime_ns != node->opened.mtime_ns || now.ctime_ns != node->opened.ctime_ns;
+}
+
+/* Once the walk is over: did any directory of the tree gain, lose or
+ * rename an entry while it was walked? Then the entries read from
+ * different directories at different times may be a tree that never was
+ * (a file moved from a directory not read yet into one already read is in
+ * neither). Every directory is checked (the walk uses next_subdir as its
+ * cursor and leaves it at 0 again). */
+static int tree_moved(const char *root, struct dir_node *root_node)
+{
+	int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return 1;
+	int moved = dir_changed(rootfd, root_node);
+	struct dir_node *node = root_node;
+	while (node) {
+		if (node->next_subdir < node->nsubdirs) {
+			node = node->subdirs[node->next_subdir++];
+			moved |= dir_changed(rootfd, node);
+		} else {
+			node->next_subdir = 0;
+			node = node == root_node ? NULL : node->parent;
+		}
+	}
+	close(rootfd);
+	return moved;
+}
+
+/* One walk of the tree. *moved is set when a directory changed while it
+ * was walked: then out is left empty and the caller walks again. */
+static int scan_once(const char *root, const struct tt_scan_opts *opts, struct tt_scan_result *out,
+                     int *moved)
+{
 	memset(out, 0, sizeof *out);
-	if (!opts)
-		opts = &no_opts;
+	*moved = 0;
 	struct scan s;
 	if (scan_init(&s, root, opts) != 0) {
 		scan_destroy(&s);
@@ -1175,6 +1191,13 @@ int tt_scan_tree(const char *root, const struct tt_scan_opts *opts, struct tt_sc
 	if (atomic_load(&s.failed)) {
 		free_tree(root_node);
 		rc = tether_error_set(s.err_code, "%s", s.err_msg);
+	} else if (tree_moved(root, root_node)) {
+		/* Each file's hash still holds (filehash.h): keep them for the
+		 * next walk, which then reads only what changed. */
+		*moved = 1;
+		if (cache_file)
+			write_cache(cache_file, root_node, atomic_load(&s.total_items));
+		free_tree(root_node);
 	} else {
 		rc = finish(&s, root_node, workers, nthreads, old_cache_count, cache_file, out);
 	}
@@ -1192,6 +1215,21 @@ done:
 	return rc;
 }
 
+int tt_scan_tree(const char *root, const struct tt_scan_opts *opts, struct tt_scan_result *out)
+{
+	static const struct tt_scan_opts no_opts;
+	if (!opts)
+		opts = &no_opts;
+	for (int walk = 1;; walk++) {
+		int moved;
+		int rc = scan_once(root, opts, out, &moved);
+		if (rc || !moved)
+			return rc;
+		if (walk == TT_FILEHASH_ATTEMPTS)
+			return tether_error_set(TETHER_EREFUSED, TREE_UNSTABLE_MESSAGE, root, walk);
+	}
+}
+
 /* ---- one file ---- */
 
 static int one_item_get(void *ctx, size_t i, struct tt_hashcache_item *item)
@@ -1202,24 +1240,26 @@ static int one_item_get(void *ctx, size_t i, struct tt_hashcache_item *item)
 }
 
 /* The one-file cache holds a single record, keyed by the file's path. */
-static void write_one_file_cache(const char *cache_file, const char *key, const struct hashed *h)
+static void write_one_file_cache(const char *cache_file, const char *key, const struct tt_filehash *h)
 {
 	struct tt_hashcache_item item = {.path = key, .path_len = strlen(key), .st = h->st,
 	                                 .hashed_ns = h->hashed_ns};
 	memcpy(item.sha256, h->sha256, 32);
-	int keep = h->cacheable && tt_hashcache_settled(h->st.mtime_ns, h->st.ctime_ns, h->hashed_ns);
+	int keep = tt_hashcache_settled(h->st.mtime_ns, h->st.ctime_ns, h->hashed_ns);
 	tt_hashcache_write(cache_file, keep ? 1 : 0, one_item_get, &item);
 	tether_error_clear();
 }
 
-static int hash_one_file(const char *path, struct hashed *h)
+static int hash_one_file(const char *path, struct tt_filehash *h)
 {
-	unsigned char *buf = malloc(READ_BUFFER_SIZE);
+	unsigned char *buf = malloc(TT_FILEHASH_BUFFER_SIZE);
 	if (!buf)
 		return tether_error_set(TETHER_ERROR, "hashing '%s': out of memory", path);
-	int rc = hash_file_at(AT_FDCWD, path, 1, buf, NULL, h);
+	int rc = tt_filehash_at(AT_FDCWD, path, 1, buf, NULL, h);
 	free(buf);
-	if (rc == HASH_NOT_REGULAR)
+	if (rc == TT_FILEHASH_UNSTABLE)
+		return tether_error_set(TETHER_EREFUSED, UNSTABLE_MESSAGE, path, TT_FILEHASH_ATTEMPTS);
+	if (rc == TT_FILEHASH_NOT_REGULAR)
 		return tether_error_set(TETHER_EIO, "'%s' is not a regular file", path);
 	if (rc == -ENOENT)
 		return tether_error_set(TETHER_ENOTFOUND, "no such file '%s'", path);
@@ -1257,7 +1297,7 @@ int tt_scan_file(const char *path, const struct tt_scan_opts *opts, uint64_t *si
 	}
 	tt_hashcache_free(cache);
 
-	struct hashed h;
+	struct tt_filehash h;
 	int rc = hash_one_file(path, &h);
 	if (rc == 0) {
 		*size = h.size;
@@ -1305,32 +1345,6 @@ static inline int plain_ascii(unsigned char c)
 	return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
 }
 
-/* Length of the valid UTF-8 sequence at s (as jansson accepts it: no
- * overlong forms, no surrogates, nothing past U+10FFFF), or 0. */
-static size_t utf8_sequence(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0];
-	size_t len;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	}
-	if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) ||
-	    (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))
-		return 0;
-	return len;
-}
-
 /* One byte that is not plain ASCII: a UTF-8 sequence copied whole, or an
  * escape. Returns the input bytes consumed. */
 static size_t put_special(char **out, const unsigned char *s, size_t n)
@@ -1338,7 +1352,7 @@ static size_t put_special(char **out, const unsigned char *s, size_t n)
 	static const char hex[] = "0123456789ABCDEF"; /* jansson writes \u001F */
 	char *o = *out;
 	unsigned char c = s[0];
-	size_t seq = c >= 0x80 ? utf8_sequence(s, n) : 0;
+	size_t seq = c >= 0x80 ? tt_utf8_sequence(s, n) : 0;
 	if (seq > 0) {
 		memcpy(o, s, seq);
 		*out = o + seq;
@@ -1357,13 +1371,17 @@ static size_t put_special(char **out, const unsigned char *s, size_t n)
 	if (esc) {
 		memcpy(o, esc, 2);
 		*out = o + 2;
-	} else {
-		/* Control bytes, and each byte of invalid UTF-8. */
-		memcpy(o, "\\u00", 4);
-		o[4] = hex[c >> 4];
-		o[5] = hex[c & 15];
-		*out = o + 6;
+		return 1;
 	}
+	/* A control byte is the code point it encodes, as jansson writes it;
+	 * a byte that is not part of valid UTF-8 (from 0x80) is the lone
+	 * surrogate U+DC00 + byte, which no valid UTF-8 name can hold, so it
+	 * never spells the same string as a real character (the name "x\xff"
+	 * is "x\uDCFF"; "x\u00FF" is U+00FF, the name "x\xc3\xbf"). */
+	memcpy(o, c >= 0x80 ? "\\uDC" : "\\u00", 4);
+	o[4] = hex[c >> 4];
+	o[5] = hex[c & 15];
+	*out = o + 6;
 	return 1;
 }
 

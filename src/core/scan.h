@@ -4,7 +4,15 @@
  * Hash cache: one binary file per scanned root under the cache directory,
  * keyed by relative path and validated by (size, mtime_ns, ctime_ns, inode).
  * A file whose mtime or ctime lies within two seconds of the moment it was
- * hashed is hashed again next time (it may still have been changing). */
+ * hashed is hashed again next time (it may still have been changing).
+ *
+ * A file is read through tt_filehash_at (filehash.h): a file written while
+ * it is read is read again, and one written during every read refuses the
+ * scan (TETHER_EREFUSED, naming it), so no hash is of a state the file
+ * never had. Likewise the tree: a directory whose stat moved between the
+ * walk opening it and the end of the walk (an entry added, removed or
+ * renamed) makes tt_scan_tree walk again, up to TT_FILEHASH_ATTEMPTS walks,
+ * and then refuse (TETHER_EREFUSED, naming the root). */
 #ifndef TETHER_CORE_SCAN_H
 #define TETHER_CORE_SCAN_H
 
@@ -56,8 +64,14 @@ void tt_scan_result_free(struct tt_scan_result *r);
  *   {"k":"<sha256 hex>","p":"<path>","s":<size>}
  * and for TT_SCAN_LINK entries k is "symlink:<target>" and s is 0.
  * Keys sorted, no spaces, JSON string escaping as jansson's compact dump
- * does it (ensure UTF-8 is emitted as-is; invalid UTF-8 bytes in names as
- * \u00XX escapes of each byte so the text stays valid JSON). The directory's
+ * does it for every name that is valid UTF-8 (UTF-8 emitted as-is;
+ * control bytes as \b \f \n \r \t or \u00XX), and each byte of a name or
+ * target that is not part of valid UTF-8 (0x80-0xFF) as \uDCXX, the lone
+ * low surrogate U+DC00 + byte (Python's "surrogateescape"): no valid UTF-8
+ * name holds a surrogate, so the spelling of an invalid name never equals
+ * a valid name's, and it decodes back to the bytes (listing_read.h). The
+ * canonical spelling escapes exactly the bytes that do not begin a valid
+ * sequence, read from the start. The directory's
  * digest is the SHA-256 hex of exactly these bytes. Returns a malloc'd
  * buffer and its length via *len (a NUL follows the last byte, not counted
  * in *len), or NULL with the error set when out of memory. */

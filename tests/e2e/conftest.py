@@ -115,9 +115,44 @@ def sha256_file(path):
     return sha256_bytes(Path(path).read_bytes())
 
 
+_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+                  "\t": "\\t"}
+
+
+def _cjson_string(s):
+    """A string as jansson writes it: UTF-8 as it is, the short escapes,
+    other control characters as \\u00XX (upper-case hex). A name that is
+    not valid UTF-8 reaches Python as str with lone surrogates
+    (surrogateescape: byte 0xXX is U+DCXX) and tether writes each as
+    \\uDCXX (scan.h), which no valid name can spell."""
+    out = []
+    for ch in s:
+        o = ord(ch)
+        if ch in _SHORT_ESCAPES:
+            out.append(_SHORT_ESCAPES[ch])
+        elif o < 0x20:
+            out.append(f"\\u{o:04X}")
+        elif 0xDC80 <= o <= 0xDCFF:
+            out.append(f"\\u{o:04X}")
+        elif 0xD800 <= o <= 0xDFFF:
+            raise ValueError(f"not a name's character: U+{o:04X}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
 def cjson(value):
-    """tether's canonical JSON (jansson compact, sorted keys, UTF-8)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """tether's canonical JSON (jansson compact, sorted keys, UTF-8): what
+    json.dumps(sort_keys, compact, ensure_ascii=False) writes, but with
+    jansson's upper-case \\u00XX and names that are not UTF-8 spelled as
+    tether spells them."""
+    if isinstance(value, str):
+        return _cjson_string(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(_cjson_string(k) + ":" + cjson(v) for k, v in sorted(value.items())) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(cjson(v) for v in value) + "]"
+    return json.dumps(value)
 
 
 def expected_pin(dataset_id, kind, identity, state):
@@ -148,7 +183,7 @@ def listing_entries(root):
             else:
                 data = full.read_bytes()
                 out.append((rel, sha256_bytes(data), len(data)))
-    out.sort(key=lambda e: e[0].encode())
+    out.sort(key=lambda e: os.fsencode(e[0]))
     return out
 
 
@@ -156,7 +191,7 @@ def expected_listing(root):
     """The listing file's exact bytes: one canonical JSON line per entry."""
     return "".join(
         cjson({"k": k, "p": p, "s": s}) + "\n" for p, k, s in listing_entries(root)
-    ).encode()
+    ).encode("utf-8")
 
 
 def expected_dir_state(root):

@@ -1,0 +1,314 @@
+/* Listing lines read back as bytes (the rules are in listing_read.h). */
+#include "core/listing_read.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/utf8.h"
+
+struct cursor {
+	const unsigned char *p, *end;
+};
+
+static void skip_ws(struct cursor *c)
+{
+	while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\r' || *c->p == '\n'))
+		c->p++;
+}
+
+static int take(struct cursor *c, unsigned char ch)
+{
+	skip_ws(c);
+	if (c->p == c->end || *c->p != ch)
+		return -1;
+	c->p++;
+	return 0;
+}
+
+static int hex4(struct cursor *c, unsigned *out)
+{
+	if (c->end - c->p < 4)
+		return -1;
+	unsigned v = 0;
+	for (int i = 0; i < 4; i++) {
+		unsigned char h = c->p[i];
+		unsigned d;
+		if (h >= '0' && h <= '9')
+			d = h - '0';
+		else if (h >= 'a' && h <= 'f')
+			d = h - 'a' + 10;
+		else if (h >= 'A' && h <= 'F')
+			d = h - 'A' + 10;
+		else
+			return -1;
+		v = v * 16 + d;
+	}
+	c->p += 4;
+	*out = v;
+	return 0;
+}
+
+static size_t put_utf8(unsigned char *o, unsigned cp)
+{
+	if (cp < 0x80) {
+		o[0] = (unsigned char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		o[0] = (unsigned char)(0xc0 | cp >> 6);
+		o[1] = (unsigned char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		o[0] = (unsigned char)(0xe0 | cp >> 12);
+		o[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3f));
+		o[2] = (unsigned char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	o[0] = (unsigned char)(0xf0 | cp >> 18);
+	o[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3f));
+	o[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3f));
+	o[3] = (unsigned char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/* After a \u: one code point (a pair when it is a high surrogate) into o,
+ * or a byte escape (U+DC80-U+DCFF) with *escaped set. Returns the bytes
+ * written, or 0 for what is refused. */
+static size_t unicode_escape(struct cursor *c, unsigned char *o, int *escaped)
+{
+	unsigned cp;
+	if (hex4(c, &cp) != 0 || cp == 0)
+		return 0;
+	*escaped = 0;
+	if (cp >= 0xdc00 && cp <= 0xdfff) {
+		if (cp < 0xdc80 || cp > 0xdcff)
+			return 0;
+		o[0] = (unsigned char)(cp - 0xdc00);
+		*escaped = 1;
+		return 1;
+	}
+	if (cp >= 0xd800 && cp <= 0xdbff) {
+		unsigned lo;
+		if (c->end - c->p < 2 || c->p[0] != '\\' || c->p[1] != 'u')
+			return 0;
+		c->p += 2;
+		if (hex4(c, &lo) != 0 || lo < 0xdc00 || lo > 0xdfff)
+			return 0;
+		cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+	}
+	return put_utf8(o, cp);
+}
+
+/* Were the escaped bytes escaped where the writer escapes, and only there?
+ * Walking the units from the start, an escaped byte must not begin a valid
+ * sequence (literal characters are whole sequences, checked as read). */
+static int canonical(const unsigned char *s, const unsigned char *escaped, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		if (escaped[i]) {
+			if (tt_utf8_sequence(s + i, n - i) != 0)
+				return 0;
+			i++;
+		} else {
+			size_t seq = s[i] < 0x80 ? 1 : tt_utf8_sequence(s + i, n - i);
+			i += seq ? seq : 1;
+		}
+	}
+	return 1;
+}
+
+/* A JSON string at the cursor, decoded to bytes: malloc'd, NUL-terminated. */
+static int read_string(struct cursor *c, char **out, size_t *out_len)
+{
+	if (take(c, '"') != 0)
+		return -1;
+	size_t cap = (size_t)(c->end - c->p) + 1;
+	unsigned char *s = malloc(cap), *escaped = calloc(cap, 1);
+	size_t n = 0;
+	int any_escaped = 0;
+	if (!s || !escaped)
+		goto fail;
+	for (;;) {
+		if (c->p == c->end)
+			goto fail;
+		unsigned char ch = *c->p;
+		if (ch == '"') {
+			c->p++;
+			break;
+		}
+		if (ch < 0x20)
+			goto fail;
+		if (ch >= 0x80) {
+			size_t seq = tt_utf8_sequence(c->p, (size_t)(c->end - c->p));
+			if (seq == 0)
+				goto fail;
+			memcpy(s + n, c->p, seq);
+			n += seq;
+			c->p += seq;
+			continue;
+		}
+		c->p++;
+		if (ch != '\\') {
+			s[n++] = ch;
+			continue;
+		}
+		if (c->p == c->end)
+			goto fail;
+		unsigned char e = *c->p++;
+		static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+		const char *hit = e ? strchr(from, e) : NULL;
+		if (hit) {
+			s[n++] = (unsigned char)to[hit - from];
+		} else if (e == 'u') {
+			int esc = 0;
+			size_t w = unicode_escape(c, s + n, &esc);
+			if (w == 0)
+				goto fail;
+			escaped[n] = (unsigned char)esc;
+			any_escaped |= esc;
+			n += w;
+		} else {
+			goto fail;
+		}
+	}
+	if (any_escaped && !canonical(s, escaped, n))
+		goto fail;
+	s[n] = '\0';
+	free(escaped);
+	*out = (char *)s;
+	*out_len = n;
+	return 0;
+fail:
+	free(s);
+	free(escaped);
+	return -1;
+}
+
+/* A non-negative JSON integer that fits int64_t (no sign, fraction or
+ * exponent: the writer never puts one). */
+static int read_size(struct cursor *c, int64_t *out)
+{
+	skip_ws(c);
+	if (c->p == c->end || *c->p < '0' || *c->p > '9')
+		return -1;
+	if (*c->p == '0' && c->end - c->p > 1 && c->p[1] >= '0' && c->p[1] <= '9')
+		return -1;
+	uint64_t v = 0;
+	while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
+		unsigned d = (unsigned)(*c->p++ - '0');
+		if (v > ((uint64_t)INT64_MAX - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	if (c->p < c->end && (*c->p == '.' || *c->p == 'e' || *c->p == 'E'))
+		return -1;
+	*out = (int64_t)v;
+	return 0;
+}
+
+int tt_listing_parse_line(const char *text, size_t n, struct tt_listing_line *out)
+{
+	memset(out, 0, sizeof *out);
+	struct cursor c = {(const unsigned char *)text, (const unsigned char *)text + n};
+	int have_size = 0;
+	if (take(&c, '{') != 0)
+		return -1;
+	for (;;) {
+		char *key = NULL;
+		size_t key_len;
+		if (read_string(&c, &key, &key_len) != 0)
+			goto fail;
+		if (take(&c, ':') != 0) {
+			free(key);
+			goto fail;
+		}
+		/* A decoded key holds no NUL: strcmp compares all of it. */
+		int rc;
+		if (strcmp(key, "p") == 0)
+			rc = out->path ? -1 : read_string(&c, &out->path, &out->path_len);
+		else if (strcmp(key, "k") == 0)
+			rc = out->token ? -1 : read_string(&c, &out->token, &out->token_len);
+		else if (strcmp(key, "s") == 0)
+			rc = have_size++ ? -1 : read_size(&c, &out->size);
+		else {
+			/* Another member: a string or an integer, skipped. */
+			char *skipped = NULL;
+			size_t skipped_len;
+			int64_t ignored;
+			skip_ws(&c);
+			rc = c.p < c.end && *c.p == '"' ? read_string(&c, &skipped, &skipped_len)
+			                                : read_size(&c, &ignored);
+			free(skipped);
+		}
+		free(key);
+		if (rc != 0)
+			goto fail;
+		skip_ws(&c);
+		if (c.p < c.end && *c.p == ',') {
+			c.p++;
+			continue;
+		}
+		if (take(&c, '}') != 0)
+			goto fail;
+		break;
+	}
+	skip_ws(&c);
+	if (c.p != c.end || !out->path || !out->token || !have_size)
+		goto fail;
+	return 0;
+fail:
+	tt_listing_line_free(out);
+	return -1;
+}
+
+void tt_listing_line_free(struct tt_listing_line *line)
+{
+	free(line->path);
+	free(line->token);
+	memset(line, 0, sizeof *line);
+}
+
+char *tt_listing_display_name(const char *name, size_t len, char **bytes_hex)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *s = (const unsigned char *)name;
+	*bytes_hex = NULL;
+	char *out = malloc(4 * len + 1);
+	if (!out)
+		return NULL;
+	size_t o = 0;
+	int invalid = 0;
+	for (size_t i = 0; i < len;) {
+		size_t seq = s[i] < 0x80 ? 1 : tt_utf8_sequence(s + i, len - i);
+		if (seq) {
+			memcpy(out + o, s + i, seq);
+			o += seq;
+			i += seq;
+			continue;
+		}
+		out[o++] = '\\';
+		out[o++] = 'x';
+		out[o++] = hex[s[i] >> 4];
+		out[o++] = hex[s[i] & 15];
+		invalid = 1;
+		i++;
+	}
+	out[o] = '\0';
+	if (invalid) {
+		static const char lower[] = "0123456789abcdef";
+		char *h = malloc(2 * len + 1);
+		if (!h) {
+			free(out);
+			return NULL;
+		}
+		for (size_t i = 0; i < len; i++) {
+			h[2 * i] = lower[s[i] >> 4];
+			h[2 * i + 1] = lower[s[i] & 15];
+		}
+		h[2 * len] = '\0';
+		*bytes_hex = h;
+	}
+	return out;
+}

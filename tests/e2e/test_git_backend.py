@@ -277,6 +277,26 @@ def test_diff_content_lists_changed_files_with_line_counts(dsv, code):
     assert dsv.tj("diff", "HEAD", "HEAD", "--content")["objects"] == []
 
 
+def test_diff_content_keeps_a_path_that_is_not_utf8(gds, code):
+    """A git path is bytes: one that is not UTF-8 (x\\xff) is an entry of its
+    own, shown with \\xHH and its bytes in hex beside it, never dropped and
+    never confused with the real name xÿ."""
+    add_code(gds, code)
+    gds.tether("commit", "-m", "one")
+    root = os.fsencode(str(code.root))
+    for name in (b"x\xff", "xÿ".encode()):
+        with open(os.path.join(root, name), "wb") as f:
+            f.write(b"line\n")
+    code.git("add", "-A")
+    code.git("commit", "-q", "-m", "c2")
+    gds.tether("commit", "-m", "two")
+
+    c = gds.tj("diff", "HEAD~1", "HEAD", "--content")["objects"][0]["content"]
+    got = sorted((e["path"], e.get("path_bytes"), e["change"]) for e in c["entries"])
+    assert got == [("x\\xFF", "78ff", "added"), ("xÿ", None, "added")], got
+    assert c["totals"]["added"] == 2
+
+
 def test_diff_content_text_shows_line_counts_not_bytes(dsv, code):
     """backends.md, Content diffs: git's detail is `modified main.py +1 -1`
     (git diff --numstat line counts)."""

@@ -3,6 +3,7 @@
  * and the commits of a ref with the branches and tags on each (git log
  * --decorate). libgit2 runs no external diff driver or textconv. */
 #include "backends/git/gitbe.h"
+#include "core/listing_read.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,16 +56,39 @@ static int line_stats(git_diff *diff, size_t i, size_t *adds, size_t *dels)
 	return rc < 0 ? tt_git_fail(rc, "cannot count the changed lines") : 0;
 }
 
+/* A path as the report shows it: a git path is bytes, and one that is not
+ * UTF-8 would make json_pack fail and the entry vanish. Such a name is shown
+ * with \xHH escapes and its bytes given in hex beside it (`bytes_key`), as
+ * the file backend does for names inside a listing. */
+static int set_path(json_t *e, const char *key, const char *bytes_key, const char *path)
+{
+	char *bytes_hex = NULL;
+	char *shown = tt_listing_display_name(path, strlen(path), &bytes_hex);
+	if (!shown)
+		return -1;
+	json_object_set_new(e, key, json_string(shown));
+	if (bytes_hex)
+		json_object_set_new(e, bytes_key, json_string(bytes_hex));
+	free(shown);
+	free(bytes_hex);
+	return 0;
+}
+
 static json_t *diff_entry(const git_diff_delta *d, const char *change, size_t adds, size_t dels)
 {
 	const char *path = d->status == GIT_DELTA_DELETED ? d->old_file.path : d->new_file.path;
 	json_int_t delta = (json_int_t)adds - (json_int_t)dels;
-	json_t *e = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "path", path, "change", change, "size",
-	                      (json_int_t)adds, "size_delta", delta, "lines_added", (json_int_t)adds,
-	                      "lines_deleted", (json_int_t)dels);
+	json_t *e = json_pack("{s:s, s:I, s:I, s:I, s:I}", "change", change, "size", (json_int_t)adds, "size_delta",
+	                      delta, "lines_added", (json_int_t)adds, "lines_deleted", (json_int_t)dels);
 
-	if (e && d->status == GIT_DELTA_RENAMED)
-		json_object_set_new(e, "old_path", json_string(d->old_file.path));
+	if (e && set_path(e, "path", "path_bytes", path) != 0) {
+		json_decref(e);
+		return NULL;
+	}
+	if (e && d->status == GIT_DELTA_RENAMED && set_path(e, "old_path", "old_path_bytes", d->old_file.path) != 0) {
+		json_decref(e);
+		return NULL;
+	}
 	return e;
 }
 

@@ -23,6 +23,8 @@ static const char *kind_of(mode_t m)
 {
 	if (S_ISLNK(m))
 		return "a symbolic link";
+	if (S_ISREG(m))
+		return "a regular file";
 	if (S_ISDIR(m))
 		return "a directory";
 	if (S_ISFIFO(m))
@@ -430,6 +432,33 @@ static int check_tree(int dirfd, const char *display, int depth)
 	return rc;
 }
 
+/* What tether keeps at the top of .tether/: a known name of the wrong
+ * kind (a directory where workspace.toml belongs) is refused up front, not
+ * when some command first reads it. */
+static const struct {
+	const char *name;
+	int dir;
+} top_entries[] = {
+	{".gitignore", 0}, {"workspace.toml", 0}, {"secrets.toml", 0}, {"lock", 0},
+	{"objects", 1},    {"listings", 1},       {"cache", 1},        {"journal", 1},
+};
+
+static int check_top(int dirfd, const char *dir)
+{
+	for (size_t i = 0; i < sizeof top_entries / sizeof top_entries[0]; i++) {
+		struct stat st;
+		if (fstatat(dirfd, top_entries[i].name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		if (top_entries[i].dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode))
+			continue;
+		char *path = tt_path_join(dir, top_entries[i].name);
+		int rc = refuse(path, st.st_mode, top_entries[i].dir);
+		free(path);
+		return rc;
+	}
+	return 0;
+}
+
 int tt_safe_check_dataset(const char *root)
 {
 	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -443,10 +472,14 @@ int tt_safe_check_dataset(const char *root)
 	if (fstatat(fd, "tether.toml", &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode))
 		rc = refuse(config, st.st_mode, 0);
 	if (!rc && fstatat(fd, ".tether", &st, AT_SYMLINK_NOFOLLOW) == 0) {
-		int sub;
+		int sub = -1;
 		rc = tt_safe_openat_dir(fd, ".tether", dir, &sub);
 		if (!rc)
+			rc = check_top(sub, dir);
+		if (!rc)
 			rc = check_tree(sub, dir, 0);
+		else if (sub >= 0)
+			close(sub);
 	}
 	close(fd);
 	free(config);

@@ -33,6 +33,7 @@ import codecs
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import uuid
@@ -43,7 +44,7 @@ from conftest import TETHER_BIN, Repo, _new_repo, base_env, check_sanitizers, de
 
 STRACE = shutil.which("strace") or "/usr/bin/strace"
 TRACED = "execve,connect,openat,open,creat,unlink,unlinkat,rmdir,rename,renameat,renameat2,mkdir,mkdirat,symlink,symlinkat,link,linkat"
-TIMEOUT = 90
+TIMEOUT = 60
 
 # Every tether command that takes a dataset, in a form that does real work.
 COMMANDS = [
@@ -353,12 +354,18 @@ class Sandbox:
         prefix.parent.mkdir(exist_ok=True)
         full = [STRACE, "-f", "-ff", "-qq", "-y", "-e", f"trace={TRACED}", "-o", str(prefix), "--",
                 *map(str, argv)]
+        # A session of its own, so a hang is ended with everything it started
+        # (strace and the traced tether both).
+        proc = subprocess.Popen(full, cwd=str(cwd), env=self.env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                                errors="replace", start_new_session=True)
         try:
-            p = subprocess.run(full, cwd=str(cwd), env=self.env, capture_output=True, text=True,
-                               errors="replace", timeout=timeout, stdin=subprocess.DEVNULL)
+            out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired as e:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
             raise AssertionError(f"{' '.join(map(str, argv))} in {cwd} hung (> {timeout} s)") from e
-        p.args = list(map(str, argv))
+        p = subprocess.CompletedProcess(list(map(str, argv)), proc.returncode, out, err)
         return Trace(p, parse_trace(prefix))
 
     def run_all(self, clone, rc, message, commands=COMMANDS, expect=None, may_write=(), programs=()):
@@ -377,6 +384,12 @@ class Sandbox:
             p = t.proc
             check_sanitizers(p)
             where = describe(p)
+            # What it did first, so a failure names the worst of it.
+            bad = t.violations(allowed, never, programs)
+            assert not bad, f"{' '.join(cmd)}:\n  " + "\n  ".join(bad) + where
+            after = self.snapshot(allowed)
+            changed = sorted(str(k) for k in set(before) | set(after) if before.get(k) != after.get(k))
+            assert not changed, f"{' '.join(cmd)} changed files outside the dataset: {changed}{where}"
             assert want_rc is None or p.returncode == want_rc, f"expected exit {want_rc}:{where}"
             assert p.returncode >= 0, f"killed by a signal:{where}"
             assert self.marker not in p.stdout + p.stderr, f"trap content in the output:{where}"
@@ -386,10 +399,5 @@ class Sandbox:
                           if ln and not ln.startswith(("tether: error:", "hint:"))]
                 assert len(errors) == 1 and not others, f"want one error line:{where}"
                 assert re.search(want_msg, errors[0]), f"message should match {want_msg!r}:{where}"
-            bad = t.violations(allowed, never, programs)
-            assert not bad, f"{' '.join(cmd)}:\n  " + "\n  ".join(bad) + where
-            after = self.snapshot(allowed)
-            changed = sorted(str(k) for k in set(before) | set(after) if before.get(k) != after.get(k))
-            assert not changed, f"{' '.join(cmd)} changed files outside the dataset: {changed}{where}"
             traces.append(t)
         return traces

@@ -28,6 +28,7 @@
 #include "core/tempfiles.h"
 #include "core/workspace.h"
 #include "util/fsutil.h"
+#include "util/safefs.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -322,14 +323,14 @@ static void undo(struct commit_run *run)
 			continue;
 		char *rel = tt_manifest_relpath(run->objs[i].m->key);
 		char *path = tt_path_join(run->repo->root, rel);
-		tt_write_file_atomic(path, run->old_text[i], strlen(run->old_text[i]));
+		tt_safe_write_atomic(run->repo->root, path, run->old_text[i], strlen(run->old_text[i]));
 		free(rel);
 		free(path);
 	}
 	/* A listing no manifest names would be swept into the next commit of
 	 * .tether/: take back the ones this run added (never an older one). */
 	for (size_t i = 0; i < run->nlistings; i++)
-		tt_remove_if_exists(run->new_listings[i]);
+		tt_safe_remove(run->repo->root, run->new_listings[i]);
 	tether_error_set(TETHER_ERROR, "%s", keep);
 	free(keep);
 }

@@ -17,10 +17,12 @@
 #include "core/registry.h"
 #include "format/cjson.h"
 #include "util/fsutil.h"
+#include "util/safefs.h"
 
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A commit that died between its pins and its VCS commit left an
  * INCOMPLETE entry: its pins are in no manifest yet, but re-running the
@@ -123,10 +125,19 @@ static int plan_store(struct tether_repo *repo, const struct tt_history *h, cons
 static int orphaned_listings(struct tether_repo *repo, const struct tt_history *h, json_t *out)
 {
 	char *dir = tt_path_join(repo->tether_dir, "listings");
-	DIR *d = opendir(dir);
+	int fd;
+	int rc = tt_safe_open_dir(repo->root, dir, 0, &fd);
 	free(dir);
-	if (!d)
+	if (rc == TETHER_ENOTFOUND) {
+		tether_error_clear();
 		return 0;
+	}
+	DIR *d = rc ? NULL : fdopendir(fd);
+	if (!d) {
+		if (!rc)
+			close(fd);
+		return rc ? rc : tether_error_set(TETHER_EIO, "cannot read %s/listings", repo->tether_dir);
+	}
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		size_t n = strlen(e->d_name);
@@ -294,7 +305,7 @@ static void apply(struct tether_repo *repo, const json_t *stores, json_t *releas
 	json_t *h;
 	json_array_foreach(listings, i, h) {
 		char *path = tt_strdupf("%s/listings/%s.jsonl", repo->tether_dir, json_string_value(h));
-		if (tt_remove_if_exists(path) != 0)
+		if (tt_safe_remove(repo->root, path) != 0)
 			json_array_append_new(errors, json_string(tether_error_last()));
 		free(path);
 	}

@@ -317,7 +317,9 @@ static int read_whole(int fd, unsigned char *buf, size_t len)
  * (and its header through *hdr) or NULL when the file cannot be trusted. */
 static unsigned char *read_checked(const char *file, struct header *hdr)
 {
-	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	/* Under .tether/cache: never through a link, never blocking on a FIFO
+	 * (the fstat below refuses anything but a regular file). */
+	int fd = open(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
 	struct stat st;
@@ -511,7 +513,7 @@ static int create_temp(const char *file, char **tmp_out)
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		snprintf(tmp, len, "%s.tmp.%ld.%u.%ld", file, (long)getpid(),
 		         atomic_fetch_add(&counter, 1), (long)ts.tv_nsec);
-		int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
 		if (fd >= 0) {
 			*tmp_out = tmp;
 			return fd;

@@ -7,6 +7,7 @@
 
 #include "core/validate.h"
 #include "util/fsutil.h"
+#include "util/safefs.h"
 #include "vcs/probe.h"
 
 #include <stdlib.h>
@@ -35,7 +36,7 @@ void tt_head_view_save(struct tether_repo *repo, const char *id, const struct tt
 	char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
 	char *path = cache_path(repo);
 	/* Only a cache: failing to write it costs the next status some time. */
-	if (text && tt_write_file_atomic(path, text, strlen(text)) != 0)
+	if (text && tt_safe_write_atomic(repo->root, path, text, strlen(text)) != 0)
 		tether_error_clear();
 	free(path);
 	free(text);
@@ -45,7 +46,11 @@ void tt_head_view_save(struct tether_repo *repo, const char *id, const struct tt
 static json_t *cached_view(const struct tether_repo *repo, const char *id)
 {
 	char *path = cache_path(repo);
-	json_t *doc = json_load_file(path, 0, NULL);
+	char *text = NULL;
+	size_t len = 0;
+	json_t *doc = tt_safe_read(repo->root, path, &text, &len) == 0 ? json_loadb(text, len, 0, NULL) : NULL;
+	tether_error_clear();
+	free(text);
 	free(path);
 	json_t *objects = json_object_get(doc, "objects");
 	const char *commit = json_string_value(json_object_get(doc, "commit"));

@@ -3,6 +3,7 @@
 #include "core/engine.h"
 
 #include "util/fsutil.h"
+#include "util/safefs.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +20,8 @@ int tt_listing_save(struct tether_repo *repo, const char *text, size_t len, char
 	tether_sha256_hex(text, len, hex);
 	char *rel = listing_relpath(hex);
 	char *path = tt_path_join(repo->root, rel);
-	int existed = tt_exists(path);
-	int rc = existed ? 0 : tt_write_file_atomic(path, text, len);
+	int existed = tt_safe_exists(repo->root, path);
+	int rc = existed < 0 ? existed : existed ? 0 : tt_safe_write_atomic(repo->root, path, text, len);
 	/* The caller removes what it created if its commit does not land. */
 	if (created && !rc && !existed)
 		*created = path;
@@ -46,7 +47,7 @@ int tt_listing_load(struct tether_repo *repo, const char *id, const char *hex, c
 	char *where;
 	if (!*id) {
 		where = tt_path_join(repo->root, rel);
-		rc = tt_read_file(where, text, len);
+		rc = tt_safe_read(repo->root, where, text, len);
 	} else {
 		rc = tt_repo_vcs(repo);
 		where = rc ? strdup(rel) : tt_repo_vcs_path(repo, rel);

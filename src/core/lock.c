@@ -27,12 +27,17 @@ static void describe_holder(int fd, char *buf, size_t n)
 
 int tt_lock_take(const char *path, const char *what, int timeout_ms, struct tt_lock *out)
 {
-	const char *env = getenv("TETHER_LOCK_TIMEOUT_MS");
-	if (env && *env)
-		timeout_ms = atoi(env);
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
 	if (fd < 0)
 		return tether_error_set(TETHER_EIO, "cannot open the %s %s: %s", what, path, strerror(errno));
+	return tt_lock_hold(fd, path, what, timeout_ms, out);
+}
+
+int tt_lock_hold(int fd, const char *path, const char *what, int timeout_ms, struct tt_lock *out)
+{
+	const char *env = getenv("TETHER_LOCK_TIMEOUT_MS");
+	if (env && *env)
+		timeout_ms = atoi(env);
 	struct timespec start, now;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	long waited_ms = 0;

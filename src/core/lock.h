@@ -11,6 +11,9 @@ struct tt_lock {
  * overrides, for tests). TETHER_ELOCK naming the lock and its holder when
  * the wait runs out. */
 int tt_lock_take(const char *path, const char *what, int timeout_ms, struct tt_lock *out);
+/* The same on a lock file already open (the checkout lock, opened through
+ * safefs so a committed symlink cannot redirect it); takes ownership of fd. */
+int tt_lock_hold(int fd, const char *path, const char *what, int timeout_ms, struct tt_lock *out);
 void tt_lock_release(struct tt_lock *l);
 
 #endif

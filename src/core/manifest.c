@@ -5,12 +5,15 @@
 
 #include "format/toml.h"
 #include "util/fsutil.h"
+#include "util/safefs.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 char *tt_manifest_relpath(const char *key)
 {
@@ -121,7 +124,7 @@ int tt_manifest_load_working(const char *root, const char *key, struct tt_manife
 	free(rel);
 	char *data;
 	size_t len;
-	int rc = tt_read_file(path, &data, &len);
+	int rc = tt_safe_read(root, path, &data, &len);
 	if (rc == TETHER_ENOTFOUND)
 		rc = tether_error_set(TETHER_ENOTFOUND, "no object '%s' in this dataset", key);
 	if (!rc) {
@@ -139,7 +142,7 @@ int tt_manifest_save(const char *root, const struct tt_manifest *m)
 		return TETHER_ERROR;
 	char *rel = tt_manifest_relpath(m->key);
 	char *path = tt_path_join(root, rel);
-	int rc = tt_write_file_atomic(path, text, strlen(text));
+	int rc = tt_safe_write_atomic(root, path, text, strlen(text));
 	if (!rc)
 		tether_sha256_hex(text, strlen(text), ((struct tt_manifest *)m)->digest);
 	free(rel);
@@ -194,14 +197,17 @@ struct tt_manifest *tt_manifest_set_find(const struct tt_manifest_set *s, const 
 	return s->n ? bsearch(&probe, s->v, s->n, sizeof s->v[0], by_key) : NULL;
 }
 
-/* Walk objects/ recursively: every X.toml under it is the manifest of key X. */
-static int load_dir(const char *dir, const char *prefix, struct tt_manifest_set *out)
+/* Walk objects/ recursively from a verified descriptor: every X.toml under
+ * it is the manifest of key X. A subdirectory is opened with O_NOFOLLOW, so
+ * a committed link (objects/a -> .) is refused instead of walked forever.
+ * Takes ownership of fd. */
+static int load_dir(int fd, const char *dir, const char *prefix, int depth, struct tt_manifest_set *out)
 {
-	DIR *d = opendir(dir);
+	DIR *d = fdopendir(fd);
 	if (!d) {
-		if (errno == ENOENT && !*prefix)
-			return 0;
-		return tether_error_set(TETHER_EIO, "%s: %s", dir, strerror(errno));
+		int e = errno;
+		close(fd);
+		return tether_error_set(TETHER_EIO, "%s: %s", dir, strerror(e));
 	}
 	int rc = 0;
 	struct dirent *e;
@@ -210,14 +216,18 @@ static int load_dir(const char *dir, const char *prefix, struct tt_manifest_set 
 			continue;
 		char *path = tt_path_join(dir, e->d_name);
 		struct stat st;
-		if (stat(path, &st) != 0) {
+		if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
 			free(path);
 			continue;
 		}
 		char *rel = *prefix ? tt_strdupf("%s/%s", prefix, e->d_name) : strdup(e->d_name);
 		size_t rl = strlen(rel);
 		if (S_ISDIR(st.st_mode)) {
-			rc = load_dir(path, rel, out);
+			int sub;
+			rc = depth >= KEY_MAX ? tether_error_set(TETHER_ECONFIG, "%s: nested too deep", path)
+			                      : tt_safe_openat_dir(fd, e->d_name, path, &sub);
+			if (!rc)
+				rc = load_dir(sub, path, rel, depth + 1, out);
 		} else if (rl > 5 && strcmp(rel + rl - 5, ".toml") == 0) {
 			rel[rl - 5] = '\0';
 			struct tt_manifest m;
@@ -227,12 +237,17 @@ static int load_dir(const char *dir, const char *prefix, struct tt_manifest_set 
 			char *data = NULL;
 			size_t len;
 			if (!rc)
-				rc = tt_read_file(path, &data, &len);
+				rc = tt_safe_readat(fd, e->d_name, path, &data, &len);
 			if (!rc)
 				rc = tt_manifest_parse(rel, data, len, path, &m);
 			free(data);
 			if (!rc)
 				tt_manifest_set_push(out, &m);
+		} else if (S_ISLNK(st.st_mode)) {
+			int sub; /* refused with the one message for a link */
+			rc = tt_safe_openat_dir(fd, e->d_name, path, &sub);
+			if (!rc)
+				close(sub);
 		}
 		free(rel);
 		free(path);
@@ -245,7 +260,14 @@ int tt_manifests_load_working(const char *root, struct tt_manifest_set *out)
 {
 	memset(out, 0, sizeof *out);
 	char *dir = tt_path_join(root, ".tether/objects");
-	int rc = load_dir(dir, "", out);
+	int fd;
+	int rc = tt_safe_open_dir(root, dir, 0, &fd);
+	if (rc == TETHER_ENOTFOUND) {
+		tether_error_clear();
+		rc = 0;
+	} else if (!rc) {
+		rc = load_dir(fd, dir, "", 0, out);
+	}
 	free(dir);
 	if (rc)
 		tt_manifest_set_free(out);

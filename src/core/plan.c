@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static void now_iso(char out[32])
@@ -28,10 +29,32 @@ json_t *tt_plan_new(const struct tether_repo *repo, const char *op)
 	                 repo->id, "created", created, "preconditions", "actions");
 }
 
+/* --plan FILE goes into a directory that exists: checked before any work,
+ * and never created (a typo in the directory is the user's to see). */
+static int check_plan_dir(const char *plan_out)
+{
+	const char *slash = strrchr(plan_out, '/');
+	char *dir = !slash ? strdup(".") : slash == plan_out ? strdup("/") : strndup(plan_out, (size_t)(slash - plan_out));
+	if (!dir)
+		abort();
+	struct stat st;
+	int rc = 0;
+	if (!*plan_out || (slash && !slash[1]))
+		rc = tether_error_set(TETHER_EUSAGE, "--plan '%s': not a file name", plan_out);
+	else if (stat(dir, &st) != 0)
+		rc = tether_error_set(TETHER_EUSAGE, "--plan %s: the directory %s does not exist", plan_out, dir);
+	else if (!S_ISDIR(st.st_mode))
+		rc = tether_error_set(TETHER_EUSAGE, "--plan %s: %s is not a directory", plan_out, dir);
+	free(dir);
+	return rc;
+}
+
 int tt_plan_check_opts(const char *plan_out, const json_t *from_plan)
 {
 	if (plan_out && from_plan)
 		return tether_error_set(TETHER_EUSAGE, "--plan and --from-plan cannot be combined");
+	if (plan_out)
+		return check_plan_dir(plan_out);
 	return 0;
 }
 

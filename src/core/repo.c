@@ -6,6 +6,7 @@
 #include "core/vcs_detect.h"
 #include "format/toml.h"
 #include "util/fsutil.h"
+#include "util/safefs.h"
 #include "util/hash.h"
 #include "util/pool.h"
 
@@ -138,7 +139,7 @@ static int load_config(struct tether_repo *repo)
 	char *path = tt_path_join(repo->root, "tether.toml");
 	char *data;
 	size_t len;
-	int rc = tt_read_file(path, &data, &len);
+	int rc = tt_safe_read(repo->root, path, &data, &len);
 	if (rc) {
 		free(path);
 		return rc;
@@ -215,7 +216,11 @@ int tether_repo_find(const char *start_dir, tether_repo **out)
 	}
 	struct tether_repo *repo = repo_new(root);
 	free(root);
-	int rc = load_config(repo);
+	/* A clone is untrusted: refuse a symlinked or special file in the
+	 * dataset's own layout before anything reads it or contacts a store. */
+	int rc = tt_safe_check_dataset(repo->root);
+	if (!rc)
+		rc = load_config(repo);
 	if (rc) {
 		tether_repo_free(repo);
 		return rc;
@@ -283,9 +288,11 @@ int tt_repo_config_bool(const struct tether_repo *repo, const char *table, const
 
 int tt_repo_check_secrets(struct tether_repo *repo)
 {
+	/* The file itself, never one a link points at: the tracked check
+	 * below must be about the bytes that are read. */
 	char *path = tt_path_join(repo->tether_dir, "secrets.toml");
-	int present = tt_exists(path);
-	int rc = 0;
+	int present = tt_safe_exists(repo->root, path);
+	int rc = present < 0 ? present : 0;
 	if (present) {
 		rc = tt_repo_vcs(repo);
 		int tracked = 0;
@@ -301,7 +308,7 @@ int tt_repo_check_secrets(struct tether_repo *repo)
 	if (!rc && present && !repo->secrets_loaded) {
 		char *data;
 		size_t len;
-		rc = tt_read_file(path, &data, &len);
+		rc = tt_safe_read(repo->root, path, &data, &len);
 		if (!rc) {
 			char err[512];
 			repo->secrets = tt_toml_parse(data, len, path, err, sizeof err);
@@ -374,7 +381,9 @@ int tether_repo_init(const char *start_dir, tether_repo **out)
 		return rc;
 	}
 	struct tether_repo *repo = repo_new(real);
-	int rc = tt_repo_vcs(repo);
+	int rc = tt_safe_check_dataset(repo->root);
+	if (!rc)
+		rc = tt_repo_vcs(repo);
 	if (rc == TETHER_ENOREPO)
 		tether_error_set_hint("tether lives inside a git or jj repository: run `git init` or "
 		                      "`jj git init` first");
@@ -384,13 +393,16 @@ int tether_repo_init(const char *start_dir, tether_repo **out)
 	char *gitignore = tt_path_join(repo->tether_dir, ".gitignore");
 	char *config_path = tt_path_join(real, "tether.toml");
 	char *text = rc ? NULL : default_config_text(repo->id);
+	int objects_fd = -1;
 	if (!rc)
-		rc = tt_mkdirs(objects, 0777);
+		rc = tt_safe_open_dir(repo->root, objects, 1, &objects_fd);
+	if (objects_fd >= 0)
+		close(objects_fd);
 	if (!rc)
-		rc = tt_write_file_atomic(gitignore, GITIGNORE, sizeof GITIGNORE - 1);
+		rc = tt_safe_write_atomic(repo->root, gitignore, GITIGNORE, sizeof GITIGNORE - 1);
 	/* tether.toml last: its presence is what makes this a dataset. */
 	if (!rc)
-		rc = tt_write_file_atomic(config_path, text, strlen(text));
+		rc = tt_safe_write_atomic(repo->root, config_path, text, strlen(text));
 	if (!rc)
 		rc = load_config(repo);
 	free(objects);
@@ -418,7 +430,10 @@ int tt_repo_lock(struct tether_repo *repo, struct tt_lock *checkout, struct tt_l
 		return rc;
 	pthread_mutex_lock(&repo->turn);
 	char *path = tt_path_join(repo->tether_dir, "lock");
-	rc = tt_lock_take(path, "checkout lock", 30000, checkout);
+	int fd;
+	rc = tt_safe_open_file(repo->root, path, O_RDWR | O_CREAT, &fd);
+	if (!rc)
+		rc = tt_lock_hold(fd, path, "checkout lock", 30000, checkout);
 	free(path);
 	if (!rc) {
 		path = tt_path_join(repo->common_dir, "tether.lock");

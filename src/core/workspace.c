@@ -3,6 +3,7 @@
 #include "core/validate.h"
 #include "format/toml.h"
 #include "util/fsutil.h"
+#include "util/safefs.h"
 #include "util/hash.h"
 
 #include <fcntl.h>
@@ -49,7 +50,7 @@ int tt_workspace_load(struct tether_repo *repo, json_t **ws)
 	char *path = workspace_path(repo);
 	char *data;
 	size_t len;
-	int rc = tt_read_file(path, &data, &len);
+	int rc = tt_safe_read(repo->root, path, &data, &len);
 	if (rc == TETHER_ENOTFOUND) {
 		/* The id is drawn when the workspace is first saved. */
 		tether_error_clear();
@@ -93,7 +94,7 @@ int tt_workspace_save(struct tether_repo *repo, json_t *ws)
 	if (!text)
 		return tether_error_set(TETHER_ERROR, "workspace.toml: %s", err);
 	char *path = workspace_path(repo);
-	int rc = tt_write_file_atomic(path, text, strlen(text));
+	int rc = tt_safe_write_atomic(repo->root, path, text, strlen(text));
 	free(path);
 	free(text);
 	return rc;
@@ -103,7 +104,7 @@ int tt_workspace_text(struct tether_repo *repo, char **text)
 {
 	char *path = workspace_path(repo);
 	size_t len;
-	int rc = tt_read_file(path, text, &len);
+	int rc = tt_safe_read(repo->root, path, text, &len);
 	free(path);
 	if (rc == TETHER_ENOTFOUND) {
 		tether_error_clear();
@@ -116,7 +117,7 @@ int tt_workspace_text(struct tether_repo *repo, char **text)
 int tt_workspace_restore(struct tether_repo *repo, const char *text)
 {
 	char *path = workspace_path(repo);
-	int rc = text ? tt_write_file_atomic(path, text, strlen(text)) : tt_remove_if_exists(path);
+	int rc = text ? tt_safe_write_atomic(repo->root, path, text, strlen(text)) : tt_safe_remove(repo->root, path);
 	free(path);
 	return rc;
 }

@@ -1372,7 +1372,7 @@ static int refuse_path_beyond_symlink(const struct commit_job *j, const char *pa
 		if (lstat(full, &st) < 0)
 			gone = 1; /* the rest is gone with it: the path is deleted */
 		else if (S_ISLNK(st.st_mode))
-			rc = tether_error_set(TETHER_EUSAGE, "'%s' is beyond a symbolic link", path);
+			rc = tether_error_set(TETHER_EREFUSED, "'%s' is beyond a symbolic link", path);
 		*slash = '/';
 	}
 	free(full);

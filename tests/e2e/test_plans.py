@@ -161,6 +161,7 @@ def test_commit_dry_run_with_a_git_object_pins_nothing(mixed, code):
 
 def test_commit_plan_saves_the_plan_and_writes_nothing_else(mixed, code, tmp_path):
     plan_file = tmp_path / "plans" / "commit.json"
+    plan_file.parent.mkdir()  # --plan never creates a directory (test_hostile_clone.py)
     before = everything(mixed, code)
     r = mixed.tj("commit", "-m", "baseline", "--plan", plan_file)
     assert everything(mixed, code) == before

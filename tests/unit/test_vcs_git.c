@@ -958,9 +958,10 @@ static void test_commit_refusals(void)
 	CHECK(commit_one(v, "ds", " \n\n", id) == TETHER_EUSAGE);
 	CHECK(ops->commit_paths(v, NULL, 0, "m", id) == TETHER_EUSAGE);
 
-	/* Past a symbolic link the path is not in this checkout. */
+	/* Past a symbolic link the path is not in this checkout: a layout
+	 * refused (exit 3), not a usage mistake. */
 	sh("ln -s ds '%s'", path_in(repo, "alias"));
-	CHECK(commit_one(v, "alias/tether.toml", "m", id) == TETHER_EUSAGE);
+	CHECK(commit_one(v, "alias/tether.toml", "m", id) == TETHER_EREFUSED);
 	CHECK(has(tether_error_last(), "symbolic link"));
 
 	/* A merge in progress: a plain commit would drop its other parent. */

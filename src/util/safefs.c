@@ -3,6 +3,7 @@
 #include "util/safefs.h"
 
 #include "util/fsutil.h"
+#include "util/tempname.h"
 
 #include <tether/backend.h>
 
@@ -255,7 +256,7 @@ static int write_atomic_at(int dirfd, const char *leaf, const char *display, con
 		return refuse(display, st.st_mode, 0);
 	/* The same temporary name as tt_write_file_atomic, so whatever
 	 * recognises a leftover one recognises both. */
-	char *tmp = tt_strdupf("%s.tmp.%ld", leaf, (long)getpid());
+	char *tmp = tt_strdupf("%s" TT_TEMP_SUFFIX_FMT, leaf, (long)getpid());
 	unlinkat(dirfd, tmp, 0); /* a leftover of a dead process with our pid */
 	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
 	int rc = 0;

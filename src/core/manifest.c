@@ -224,7 +224,7 @@ static int load_dir(int fd, const char *dir, const char *prefix, int depth, stru
 		size_t rl = strlen(rel);
 		if (S_ISDIR(st.st_mode)) {
 			int sub;
-			rc = depth >= KEY_MAX ? tether_error_set(TETHER_ECONFIG, "%s: nested too deep", path)
+			rc = depth >= TT_KEY_MAX ? tether_error_set(TETHER_ECONFIG, "%s: nested too deep", path)
 			                      : tt_safe_openat_dir(fd, e->d_name, path, &sub);
 			if (!rc)
 				rc = load_dir(sub, path, rel, depth + 1, out);

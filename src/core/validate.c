@@ -8,15 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KEY_MAX 200
-
 int tt_key_check(const char *key)
 {
 	size_t n = strlen(key);
 	const char *why = NULL;
 	if (n == 0)
 		why = "it is empty";
-	else if (n > KEY_MAX)
+	else if (n > TT_KEY_MAX)
 		why = "it is longer than 200 bytes";
 	for (size_t i = 0; !why && i < n; i++) {
 		char c = key[i];

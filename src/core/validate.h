@@ -10,7 +10,8 @@
 
 /* Is `key` a valid object key? Path-like segments of [A-Za-z0-9._-],
  * separated by single '/', none empty, none starting with '.', at most 200
- * bytes. Sets a TETHER_EUSAGE error naming the key when not. */
+ * bytes (TT_KEY_MAX). Sets a TETHER_EUSAGE error naming the key when not. */
+#define TT_KEY_MAX 200
 int tt_key_check(const char *key);
 
 /* A key read from a document (a JSON string whose length must match its

@@ -1,5 +1,6 @@
 #include "core/journal.h"
 
+#include "core/validate.h"
 #include "util/fsutil.h"
 
 #include <dirent.h>
@@ -126,16 +127,50 @@ static int is_entry_name(const char *name)
 	return n >= 6 && strcmp(name + n - 5, ".json") == 0;
 }
 
+/* An entry is tether's own file, in the VCS's shared directory, but gc
+ * trusts what it names (it keeps those pins and visits those stores), so
+ * it is checked as any manifest is: every key, pin id and string valid,
+ * or the command stops naming the file, rather than act on a store or a
+ * pin an entry merely claims. */
+static int entry_check(const json_t *entry, const char *path)
+{
+	int rc = tt_strings_check(entry, path);
+	const json_t *pins = json_object_get(entry, "pins");
+	if (!rc && pins && !json_is_array(pins))
+		rc = tether_error_set(TETHER_ECONFIG, "%s: \"pins\" must be an array", path);
+	size_t i;
+	const json_t *p;
+	json_array_foreach(pins, i, p) {
+		if (rc)
+			break;
+		char *where = tt_strdupf("%s: pins[%zu]", path, i);
+		if (!json_is_object(p) || !json_is_string(json_object_get(p, "kind")) ||
+		    !json_is_object(json_object_get(p, "locator")) || !json_is_string(json_object_get(p, "pin")))
+			rc = tether_error_set(TETHER_ECONFIG, "%s: must have a string kind and pin and a locator table",
+			                      where);
+		if (!rc)
+			rc = tt_key_check_in(json_object_get(p, "key"), where);
+		if (!rc)
+			rc = tt_pin_id_check(json_string_value(json_object_get(p, "pin")), where);
+		free(where);
+	}
+	if (rc)
+		tether_error_set_hint("the journal is tether's own record (ops lists it); move the file aside if it "
+		                      "was not written by tether");
+	return rc;
+}
+
 /* Append the entries of one directory to *entries, each with "id" (its file
  * name). An open entry whose closed copy exists is a close that died
  * before removing it: left out, the closed copy counts. */
-static void read_entries(const char *dir, int open, json_t *entries)
+static int read_entries(const char *dir, int open, json_t *entries)
 {
 	DIR *d = opendir(dir);
 	if (!d)
-		return;
+		return 0;
+	int rc = 0;
 	struct dirent *e;
-	while ((e = readdir(d))) {
+	while (!rc && (e = readdir(d))) {
 		if (!is_entry_name(e->d_name))
 			continue;
 		if (open) {
@@ -147,15 +182,22 @@ static void read_entries(const char *dir, int open, json_t *entries)
 		}
 		char *path = tt_path_join(dir, e->d_name);
 		json_t *entry = json_load_file(path, 0, NULL);
-		free(path);
 		if (!json_is_object(entry)) {
+			free(path);
 			json_decref(entry);
 			continue; /* a torn write of our own: the atomic rename never happened */
+		}
+		rc = entry_check(entry, path);
+		free(path);
+		if (rc) {
+			json_decref(entry);
+			break;
 		}
 		json_object_set_new(entry, "id", json_stringn(e->d_name, strlen(e->d_name) - 5));
 		json_array_append_new(entries, entry);
 	}
 	closedir(d);
+	return rc;
 }
 
 static void sort_by_id(json_t *entries)
@@ -171,31 +213,35 @@ static void sort_by_id(json_t *entries)
 	free(v);
 }
 
-static json_t *list(struct tether_repo *repo, int with_closed)
+static int list(struct tether_repo *repo, int with_closed, json_t **out)
 {
 	json_t *entries = json_array();
 	char *dir = journal_dir(repo);
-	read_entries(dir, 1, entries);
-	if (with_closed) {
+	int rc = read_entries(dir, 1, entries);
+	if (!rc && with_closed) {
 		char *closed = tt_path_join(dir, CLOSED_DIR);
-		read_entries(closed, 0, entries);
+		rc = read_entries(closed, 0, entries);
 		free(closed);
 	}
 	free(dir);
+	if (rc) {
+		json_decref(entries);
+		*out = NULL;
+		return rc;
+	}
 	sort_by_id(entries);
-	return entries;
+	*out = entries;
+	return 0;
 }
 
 int tt_journal_list(struct tether_repo *repo, json_t **entries)
 {
-	*entries = list(repo, 1);
-	return 0;
+	return list(repo, 1, entries);
 }
 
 int tt_journal_open_entries(struct tether_repo *repo, json_t **entries)
 {
-	*entries = list(repo, 0);
-	return 0;
+	return list(repo, 0, entries);
 }
 
 static int is_incomplete(const json_t *e)
@@ -260,7 +306,11 @@ int tt_journal_close_finished(struct tether_repo *repo, const char *commit)
 {
 	char *dir = journal_dir(repo);
 	int rc = remove_stale_open_copies(dir);
-	json_t *entries = list(repo, 0);
+	json_t *entries = NULL;
+	/* A malformed entry is gc's and ops's to report: a commit that has
+	 * landed is not failed for it, it only leaves that entry open. */
+	if (!rc && list(repo, 0, &entries) != 0)
+		tether_error_clear();
 	size_t i;
 	json_t *e;
 	json_array_foreach(entries, i, e) {

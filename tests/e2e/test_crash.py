@@ -26,6 +26,7 @@ commit for the work, no INCOMPLETE journal entry left, `verify` and
 tags of each code repository are exactly the pins that manifests in the
 dataset's history name (none lost, none leaked).
 """
+import json
 import os
 import random
 import re
@@ -720,3 +721,33 @@ def test_random_kills_during_commit(scene):
     assert not [c for c in ds.git("rev-list", "--all").split()
                 if ".tmp." in ds.git("ls-tree", "-r", "--name-only", c)], f"seed {seed}"
     assert_clean_and_exact(ds, codes)
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("key", "../../../tmp/EVIL", "pins[0]"),
+    ("pin", "../../tether.toml", "is not a pin id"),
+    ("locator", "HEAD", "must have a string kind and pin and a locator table"),
+])
+def test_a_malformed_journal_entry_stops_gc_and_ops_naming_it(scene, field, value, says):
+    """gc keeps the pins an open entry names and visits the stores any entry
+    names: an entry tether did not write (a key that is a path, a pin id
+    that is not one, no locator table) is refused by name, never acted on."""
+    ds, codes = scene.ds, scene.codes
+    d = journal_dir(ds)
+    d.mkdir(parents=True, exist_ok=True)
+    pin = journal_pin(codes["code-a"], "code-a", ds.manifest("code-a")["pin"])
+    pin[field] = value
+    bad = d / "0000000000000000001-1.json"
+    bad.write_text(json.dumps({"op": "commit", "status": "INCOMPLETE", "started": "2026-01-01T00:00:00Z",
+                               "message": "m", "pins": [pin], "commit": None}))
+    tags_before = {k: tags(c) for k, c in codes.items()}
+    for args in (("gc",), ("gc", "--no-dry-run"), ("ops",)):
+        p = ds.tether(*args, check_rc=1)
+        assert str(bad) in p.stderr and says in p.stderr, p.stderr
+        assert p.stderr.startswith("tether: error: "), p.stderr
+    assert {k: tags(c) for k, c in codes.items()} == tags_before
+    # A commit still lands: the entry is gc's and ops's to report.
+    code_advance(codes["code-b"], "code-b v1\n")
+    ds.tether("commit", "-m", "after")
+    bad.unlink()
+    ds.tether("gc", "--no-dry-run")

@@ -186,6 +186,10 @@ struct tether_open_opts {
 	const char *key;
 	const char *rev;
 	int ignore_env; /* do not read $TETHER_REV */
+	/* At a revision, an observed object (below ADDRESSABLE) whose bytes no
+	 * longer match what the revision recorded is TETHER_EREFUSED; with
+	 * allow_drift its handle is given anyway, with "warnings": [str]. */
+	int allow_drift;
 };
 TETHER_API int tether_open(tether_repo *repo, const struct tether_open_opts *opts, json_t **handle);
 

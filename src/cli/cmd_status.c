@@ -32,6 +32,7 @@ static const struct label labels[] = {
 	{ "status", "modified", "modified", OUT_YELLOW },
 	{ "status", "never-recorded", "never recorded", OUT_CYAN },
 	{ "status", "drifted", "drifted", OUT_RED },
+	{ "status", "error", "error", OUT_RED },
 	{ "manifest", "unchanged", "unchanged", OUT_RESET },
 	{ "manifest", "added", "added", OUT_CYAN },
 	{ "manifest", "changed", "changed", OUT_YELLOW },
@@ -184,8 +185,12 @@ static int run_status(const struct args *a)
 	else
 		print_status(report);
 	/* Drift of immutable data is a refusal-grade fact: scripts and CI see
-	 * it in the exit code whichever format they read. */
-	if (rc == 0 && any_drifted(json_object_get(report, "objects")))
+	 * it in the exit code whichever format they read. An object that could
+	 * not be checked makes the report incomplete, which outranks it. */
+	long long errors = out_int(report, "errors");
+	if (rc == 0 && errors > 0)
+		rc = out_fail("%lld object%s could not be checked (status error)", errors, errors == 1 ? "" : "s");
+	else if (rc == 0 && any_drifted(json_object_get(report, "objects")))
 		rc = tether_exit_code(TETHER_EREFUSED);
 	json_decref(report);
 	return rc;
@@ -197,7 +202,9 @@ const struct cli_command cmd_status = {
 	.usage = "status [--snapshot | --no-snapshot] [--json]",
 	.description =
 		"Show every object's state against the state last recorded for it: clean,\n"
-		"modified, never recorded, or drifted (immutable data that changed; exit 3).\n"
+		"modified, never recorded, drifted (immutable data that changed; exit 3),\n"
+		"or error (its system could not be read: every other object is still\n"
+		"reported, then exit 1).\n"
 		"Without a snapshot the data is not fingerprinted, and each object shows\n"
 		"whether its manifest was added or changed instead. Of --snapshot and\n"
 		"--no-snapshot, the one given last wins.",

@@ -216,6 +216,11 @@ struct tether_backend {
 	 * column. A malformed state is refused as a malformed manifest, never
 	 * compared as if it were drift. Appended last, as above. */
 	int (*check_state)(const json_t *state, const char **key);
+	/* The keys this backend reads from its object's secrets
+	 * ([objects."<key>"] of .tether/secrets.toml), NULL-terminated. The
+	 * engine refuses any other key there, naming the file and line. NULL:
+	 * not declared, unchecked. Appended last, as above. */
+	const char *const *secret_keys;
 };
 
 /* Register a backend (a third party's, or one from a module). Refuses a

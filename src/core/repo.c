@@ -55,6 +55,7 @@ void tether_repo_free(tether_repo *repo)
 	free(repo->rel);
 	json_decref(repo->config);
 	json_decref(repo->secrets);
+	tt_toml_where_free(repo->secrets_where);
 	pthread_mutex_destroy(&repo->turn);
 	free(repo);
 }
@@ -397,16 +398,45 @@ int tt_repo_check_secrets(struct tether_repo *repo)
 				rc = tether_error_set(TETHER_ECONFIG, "%s", err);
 			else
 				rc = validate_secrets(&c, repo->secrets);
-			tt_toml_where_free(where);
 			if (rc) {
 				json_decref(repo->secrets);
 				repo->secrets = NULL;
+				tt_toml_where_free(where);
+			} else {
+				repo->secrets_where = where;
 			}
 		}
 		repo->secrets_loaded = rc == 0;
 	}
 	free(path);
 	return rc;
+}
+
+int tt_repo_check_object_secrets(const struct tether_repo *repo, const struct tether_backend *b,
+                                 const char *key)
+{
+	json_t *mine = json_object_get(json_object_get(repo->secrets, "objects"), key);
+	if (!mine || !b->secret_keys)
+		return 0;
+	const char *k;
+	json_t *v;
+	json_object_foreach(mine, k, v) {
+		size_t i = 0;
+		while (b->secret_keys[i] && strcmp(b->secret_keys[i], k) != 0)
+			i++;
+		if (b->secret_keys[i])
+			continue;
+		char allowed[256] = "", *path = tt_path_join(repo->tether_dir, "secrets.toml");
+		size_t o = 0;
+		for (i = 0; b->secret_keys[i] && o < sizeof allowed; i++)
+			o += (size_t)snprintf(allowed + o, sizeof allowed - o, "%s%s", i ? ", " : "", b->secret_keys[i]);
+		struct cfgcheck c = {path, repo->secrets_where};
+		int rc = refuse_at(&c, mine, k, "unknown key '%s' in objects.\"%s\" (kind %s reads %s)", k, key, b->kind,
+		                   *allowed ? allowed : "none");
+		free(path);
+		return rc;
+	}
+	return 0;
 }
 
 int tt_repo_resolve(struct tether_repo *repo, const char *rev, char id[41])

@@ -267,3 +267,17 @@ def test_tether_toml_errors_name_line_and_column(plates, edit, where, message):
     p = plates.tether("status", check_rc=1)
     assert f"{cfg}:{line_col(text, where)}" in p.stderr, p.stderr
     assert message in p.stderr
+
+
+def test_a_secret_the_objects_backend_does_not_read_is_refused(plates, new_repo):
+    code = new_repo("code")
+    code.write("main.py", "a\n")
+    code.git_commit_all("c1", "main.py")
+    plates.tether("add", "code", code.root, "--kind", "git")
+    secrets = plates.write(".tether/secrets.toml", '[objects."code"]\n\n  remot = "/elsewhere.git"\n')
+    for argv in (["status"], ["commit", "-m", "x"], ["verify"]):
+        p = plates.tether(*argv, check_rc=1)
+        assert (f"{secrets}:3:3: unknown key 'remot' in objects.\"code\" (kind git reads remote)"
+                in p.stderr), (argv, p.stderr)
+    assert plates.head() is None
+    assert code.git("tag", "-l") == ""

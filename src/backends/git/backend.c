@@ -478,6 +478,8 @@ static int gb_identity(const struct tether_bctx *ctx, const json_t *locator, jso
 /* ------------------------------------------------------------------ */
 
 static const char *const gb_volatile_keys[] = {"dirty", "change_id", NULL};
+/* A remote URL: never committed (docs/CLI.md, the git backend). */
+static const char *const gb_secret_keys[] = {"remote", NULL};
 
 static int is_lower_hex(const char *s, size_t n)
 {
@@ -539,6 +541,7 @@ const struct tether_backend tt_backend_git = {
 	.list_working_refs = gb_list_working_refs,
 	.verify_many = gb_verify_many,
 	.check_state = gb_check_state,
+	.secret_keys = gb_secret_keys,
 };
 
 TETHER_API tether_backend_module_t tether_backend_module = {&tt_backend_git, NULL};

@@ -77,7 +77,10 @@ TETHER_API int tether_add(tether_repo *repo, const struct tether_add_opts *opts,
 TETHER_API int tether_add_history(tether_repo *repo, const struct tether_add_opts *opts, int max, json_t **entries);
 
 /* tether status. snapshot: -1 = tether.toml's snapshot.auto, 0 = no, 1 = yes.
- * Report: {"objects": [{key, kind, tier, status, ...}], "clean": bool}. */
+ * Report: {"objects": [{key, kind, tier, status, ...}], "clean": bool,
+ * "errors": int}. An object whose system cannot be read has status
+ * "error" (detail: why); the report is still made, and the return is the
+ * first such object's error code (its message says how many failed). */
 struct tether_status_opts {
 	int snapshot;
 	int progress; /* allow a progress line on stderr */
@@ -117,6 +120,9 @@ struct tether_diff_opts {
 	int content;
 	size_t max_entries; /* per object; 0 = default 2000 */
 };
+/* An object that cannot be fingerprinted or diffed is an entry with
+ * "error" (why); the report is still made ("errors": how many), and the
+ * return is the first such object's error code. */
 TETHER_API int tether_diff(tether_repo *repo, const struct tether_diff_opts *opts, json_t **report);
 
 /* tether log: the dataset's commits, newest first. */

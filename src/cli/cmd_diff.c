@@ -176,18 +176,16 @@ static int run_diff(const struct args *a)
 	json_t *report = NULL;
 	int err = tether_diff(repo, &opts, &report);
 	tether_repo_free(repo);
-	if (err) {
-		json_decref(report);
+	if (err && !report)
 		return out_error(err);
-	}
 	if (args_has(a, OPT_JSON))
 		rc = out_json(report);
 	else
 		print_diff(report, opts.content);
-	/* Every other object is compared; the report is still incomplete. */
-	long long errors = out_int(report, "errors");
-	if (rc == 0 && errors > 0)
-		rc = out_fail("%lld object%s could not be compared (marked error)", errors, errors == 1 ? "" : "s");
+	/* Every other object is compared; the first failure's error decides
+	 * the exit code. */
+	if (rc == 0 && err)
+		rc = out_error(err);
 	json_decref(report);
 	return rc;
 }
@@ -202,7 +200,7 @@ const struct cli_command cmd_diff = {
 		"changed (~), with their pins. With --content, each changed object's backend\n"
 		"also says what changed inside it, reading metadata only. An object whose\n"
 		"system cannot be read is marked (!, error) and the others still compared;\n"
-		"then exit 1.",
+		"then the first error's exit code.",
 	.spec = { ARGS_OPTIONS(options), .positionals = positionals, .max_positionals = 2 },
 	.run = run_diff,
 };

@@ -176,20 +176,18 @@ static int run_status(const struct args *a)
 	json_t *report = NULL;
 	int err = tether_status(repo, &opts, &report);
 	tether_repo_free(repo);
-	if (err) {
-		json_decref(report);
+	if (err && !report)
 		return out_error(err);
-	}
 	if (args_has(a, OPT_JSON))
 		rc = out_json(report);
 	else
 		print_status(report);
-	/* Drift of immutable data is a refusal-grade fact: scripts and CI see
-	 * it in the exit code whichever format they read. An object that could
-	 * not be checked makes the report incomplete, which outranks it. */
-	long long errors = out_int(report, "errors");
-	if (rc == 0 && errors > 0)
-		rc = out_fail("%lld object%s could not be checked (status error)", errors, errors == 1 ? "" : "s");
+	/* Objects that could not be checked: the report is printed, then the
+	 * first one's error decides the exit code. Drift of immutable data is
+	 * a refusal-grade fact: scripts and CI see it in the exit code
+	 * whichever format they read. */
+	if (rc == 0 && err)
+		rc = out_error(err);
 	else if (rc == 0 && any_drifted(json_object_get(report, "objects")))
 		rc = tether_exit_code(TETHER_EREFUSED);
 	json_decref(report);
@@ -204,7 +202,7 @@ const struct cli_command cmd_status = {
 		"Show every object's state against the state last recorded for it: clean,\n"
 		"modified, never recorded, drifted (immutable data that changed; exit 3),\n"
 		"or error (its system could not be read: every other object is still\n"
-		"reported, then exit 1).\n"
+		"reported, then the first error's exit code).\n"
 		"Without a snapshot the data is not fingerprinted, and each object shows\n"
 		"whether its manifest was added or changed instead. Of --snapshot and\n"
 		"--no-snapshot, the one given last wins.",

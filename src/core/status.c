@@ -77,6 +77,15 @@ int tether_status(tether_repo *repo, const struct tether_status_opts *opts, json
 		}
 		*report = json_pack("{s:s, s:b, s:b, s:i, s:o}", "dataset", repo->root, "snapshot", snapshot, "clean",
 		                    clean, "errors", errors, "objects", list);
+		/* The report stands; the return says the first failure's kind (a
+		 * refusal stays a refusal). */
+		for (size_t i = 0; errors && i < work.n; i++) {
+			if (objs[i].rc) {
+				rc = tether_error_set(objs[i].rc, "%d object%s could not be checked (status error); first: %s",
+				                      errors, errors == 1 ? "" : "s", objs[i].error);
+				break;
+			}
+		}
 	}
 	tt_objs_free(objs, work.n);
 	tt_manifest_set_free(&work);

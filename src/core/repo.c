@@ -147,6 +147,22 @@ static int validate_config(const struct cfgcheck *c, json_t *cfg, char id[33])
 		if (!json_is_object(v))
 			return refuse_at(c, cfg, k, "'%s' must be a table", k);
 	}
+	/* The tables' own keys. [backends.<kind>] belongs to each backend. */
+	static const struct {
+		const char *table;
+		const char *const keys[4];
+		const char *allowed;
+	} inner[] = {
+		{"dataset", {"id", NULL}, "id"},
+		{"snapshot", {"auto", NULL}, "auto"},
+		{"verify", {"on_status", NULL}, "on_status"},
+		{"new", {"auto_fork", NULL}, "auto_fork"},
+		{"defaults", {"file", "write", "pin", NULL}, "file, write, pin"},
+	};
+	for (size_t i = 0; !rc && i < sizeof inner / sizeof inner[0]; i++)
+		rc = check_known(c, json_object_get(cfg, inner[i].table), inner[i].table, inner[i].keys, inner[i].allowed);
+	if (rc)
+		return rc;
 	json_t *dataset = json_object_get(cfg, "dataset");
 	const char *ds = json_string_value(json_object_get(dataset, "id"));
 	if (!ds || !is_hex(ds, 32))

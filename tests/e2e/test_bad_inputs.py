@@ -259,6 +259,10 @@ def test_secrets_file_errors_name_line_and_column(plates, text, where, message):
     (lambda t: t.replace('file = "immutable"', 'file = "frozen"'), "file =",
      'defaults.file must be one of "immutable" or "mutable"'),
     (lambda t: t.replace('pin = "native"', 'pin = "bogus"'), "pin =", 'defaults.pin must be one of "native" or "record"'),
+    (lambda t: t.replace("auto = true", "auto = true\nautomatic = false"), "automatic",
+     "unknown key 'automatic' in snapshot (allowed: auto)"),
+    (lambda t: t.replace('write = "fork"', 'writes = "fork"'), "writes",
+     "unknown key 'writes' in defaults (allowed: file, write, pin)"),
 ])
 def test_tether_toml_errors_name_line_and_column(plates, edit, where, message):
     cfg = plates.p("tether.toml")

@@ -77,7 +77,10 @@ TETHER_API int tether_add(tether_repo *repo, const struct tether_add_opts *opts,
 TETHER_API int tether_add_history(tether_repo *repo, const struct tether_add_opts *opts, int max, json_t **entries);
 
 /* tether status. snapshot: -1 = tether.toml's snapshot.auto, 0 = no, 1 = yes.
- * Report: {"objects": [{key, kind, tier, status, ...}], "clean": bool}. */
+ * Report: {"objects": [{key, kind, tier, status, ...}], "clean": bool,
+ * "errors": int}. An object whose system cannot be read has status
+ * "error" (detail: why); the report is still made, and the return is the
+ * first such object's error code (its message says how many failed). */
 struct tether_status_opts {
 	int snapshot;
 	int progress; /* allow a progress line on stderr */
@@ -118,6 +121,9 @@ struct tether_diff_opts {
 	int content;
 	size_t max_entries; /* per object; 0 = default 2000 */
 };
+/* An object that cannot be fingerprinted or diffed is an entry with
+ * "error" (why); the report is still made ("errors": how many), and the
+ * return is the first such object's error code. */
 TETHER_API int tether_diff(tether_repo *repo, const struct tether_diff_opts *opts, json_t **report);
 
 /* tether log: the dataset's commits, newest first. */
@@ -189,6 +195,10 @@ struct tether_open_opts {
 	const char *key;
 	const char *rev;
 	int ignore_env; /* do not read $TETHER_REV */
+	/* At a revision, an observed object (below ADDRESSABLE) whose bytes no
+	 * longer match what the revision recorded is TETHER_EREFUSED; with
+	 * allow_drift its handle is given anyway, with "warnings": [str]. */
+	int allow_drift;
 };
 TETHER_API int tether_open(tether_repo *repo, const struct tether_open_opts *opts, json_t **handle);
 

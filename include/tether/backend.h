@@ -83,6 +83,13 @@ struct tether_verify_item {
 	char *detail;          /* out: malloc'd, or NULL; set when not ok */
 };
 
+/* A policy key a backend accepts beyond write and pin, and the values it
+ * may take (what make_policy fills in). */
+struct tether_policy_option {
+	const char *key;
+	const char *const *choices; /* NULL-terminated */
+};
+
 struct tether_backend {
 	int abi;                     /* TETHER_BACKEND_ABI */
 	const char *kind;
@@ -199,6 +206,28 @@ struct tether_backend {
 	 * then asks verify for each item, so a backend need not handle those
 	 * cases twice. Appended last, as above. */
 	int (*verify_many)(const struct tether_bctx *, struct tether_verify_item *items, size_t n);
+
+	/* The policy keys make_policy writes, with their values, terminated by
+	 * {NULL, NULL}. The engine refuses a manifest whose [policy] holds any
+	 * other key (beyond write and pin) or another value, naming the file,
+	 * line and the values allowed. NULL with make_policy NULL: the backend
+	 * has no policy keys; NULL with a make_policy: not declared, and the
+	 * backend's keys go unchecked. Appended last, as above. */
+	const struct tether_policy_option *policy_options;
+	/* Optional. Is `state`, a recorded state read from a manifest (which a
+	 * clone may have written), of the shape this backend records: the keys
+	 * it writes, each of its type? When not, return TETHER_ECONFIG with a
+	 * message saying what is wrong and set *key to the state's key at
+	 * fault (a string that lives as long as `state`, or a static one;
+	 * NULL: the state as a whole), so the engine can name its line and
+	 * column. A malformed state is refused as a malformed manifest, never
+	 * compared as if it were drift. Appended last, as above. */
+	int (*check_state)(const json_t *state, const char **key);
+	/* The keys this backend reads from its object's secrets
+	 * ([objects."<key>"] of .tether/secrets.toml), NULL-terminated. The
+	 * engine refuses any other key there, naming the file and line. NULL:
+	 * not declared, unchecked. Appended last, as above. */
+	const char *const *secret_keys;
 };
 
 /* Register a backend (a third party's, or one from a module). Refuses a

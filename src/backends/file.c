@@ -414,6 +414,86 @@ static int file_diff(const struct tether_bctx *ctx, const json_t *locator, const
 	return 0;
 }
 
+static const char *const file_modes[] = {"immutable", "mutable", NULL};
+static const struct tether_policy_option file_policy_options[] = {{"file", file_modes}, {NULL, NULL}};
+
+static int is_hex64(const json_t *v)
+{
+	const char *s = json_string_value(v);
+	if (!s || strlen(s) != 64)
+		return 0;
+	for (size_t i = 0; i < 64; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+static const char *json_type_word(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "a table";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+		return "an integer";
+	case JSON_REAL:
+		return "a float";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "a boolean";
+	default:
+		return "null";
+	}
+}
+
+/* The keys fingerprint writes for each type, and nothing else: a file is
+ * {type, size, sha256}, a directory {type, count, size, digest}, a path
+ * that is gone {type = "missing"}. */
+static int file_check_state(const json_t *state, const char **bad)
+{
+	static const char *const file_keys[] = {"type", "size", "sha256", NULL};
+	static const char *const dir_keys[] = {"type", "count", "size", "digest", NULL};
+	static const char *const missing_keys[] = {"type", NULL};
+	*bad = "type";
+	const char *type = json_string_value(json_object_get(state, "type"));
+	const char *const *keys = !type                            ? NULL
+	                          : strcmp(type, "file") == 0      ? file_keys
+	                          : strcmp(type, "dir") == 0       ? dir_keys
+	                          : strcmp(type, "missing") == 0   ? missing_keys
+	                                                           : NULL;
+	if (!keys)
+		return tether_error_set(TETHER_ECONFIG, "type must be \"file\", \"dir\" or \"missing\"%s",
+		                        type ? "" : " (a string)");
+	for (size_t i = 1; keys[i]; i++) {
+		json_t *v = json_object_get(state, keys[i]);
+		*bad = keys[i];
+		if (!v)
+			return tether_error_set(TETHER_ECONFIG, "a %s state needs '%s'", type, keys[i]);
+		int digest = strcmp(keys[i], "sha256") == 0 || strcmp(keys[i], "digest") == 0;
+		if (digest && !is_hex64(v))
+			return tether_error_set(TETHER_ECONFIG, "%s must be a sha256 hex digest (64 lower-case hex digits), not %s",
+			                        keys[i], json_is_string(v) ? "that string" : json_type_word(v));
+		if (!digest && (!json_is_integer(v) || json_integer_value(v) < 0))
+			return tether_error_set(TETHER_ECONFIG, "%s must be a non-negative integer, not %s", keys[i],
+			                        json_is_integer(v) ? "a negative one" : json_type_word(v));
+	}
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)state, k, v) {
+		size_t i = 0;
+		while (keys[i] && strcmp(keys[i], k) != 0)
+			i++;
+		if (!keys[i]) {
+			*bad = k;
+			return tether_error_set(TETHER_ECONFIG, "'%s' is not a key of a %s state", k, type);
+		}
+	}
+	return 0;
+}
+
 const struct tether_backend tt_backend_file = {
 	.abi = TETHER_BACKEND_ABI,
 	.kind = "file",
@@ -428,4 +508,6 @@ const struct tether_backend tt_backend_file = {
 	.verify = file_verify,
 	.open = file_open,
 	.diff = file_diff,
+	.policy_options = file_policy_options,
+	.check_state = file_check_state,
 };

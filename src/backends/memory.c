@@ -395,6 +395,23 @@ static int mem_delete_store(const struct tether_bctx *ctx, const json_t *locator
 
 static const char *const mem_volatile[] = {NULL};
 
+/* {snapshot_id}: what mem_fingerprint writes, and nothing else. */
+static int mem_check_state(const json_t *state, const char **bad)
+{
+	const char *k;
+	json_t *v;
+	*bad = "snapshot_id";
+	const char *id = json_string_value(json_object_get(state, "snapshot_id"));
+	if (!id || !*id)
+		return tether_error_set(TETHER_ECONFIG, "snapshot_id must be a non-empty string");
+	json_object_foreach((json_t *)state, k, v) {
+		*bad = k;
+		if (strcmp(k, "snapshot_id") != 0)
+			return tether_error_set(TETHER_ECONFIG, "'%s' is not a key of a memory state (snapshot_id)", k);
+	}
+	return 0;
+}
+
 const struct tether_backend tt_backend_memory = {
 	.abi = TETHER_BACKEND_ABI,
 	.kind = "memory",
@@ -419,4 +436,5 @@ const struct tether_backend tt_backend_memory = {
 	.create_store = mem_create_store,
 	.delete_store = mem_delete_store,
 	.list_working_refs = mem_list_working_refs,
+	.check_state = mem_check_state,
 };

@@ -71,13 +71,19 @@ static void print_object_line(const json_t *o)
 	const char *color = out_color(change_color(change));
 	const char *key = out_str_or(o, "key", "?");
 	const char *reset = out_color(OUT_RESET);
+	const char *error = out_str(o, "error");
 	if (strcmp(change, "added") == 0)
-		printf("%s+ %s%s  %s\n", color, key, reset, pin_label(o, "to_pin"));
+		printf("%s+ %s%s  %s", color, key, reset, pin_label(o, "to_pin"));
 	else if (strcmp(change, "removed") == 0)
-		printf("%s- %s%s  %s\n", color, key, reset, pin_label(o, "from_pin"));
+		printf("%s- %s%s  %s", color, key, reset, pin_label(o, "from_pin"));
+	else if (strcmp(change, "error") == 0)
+		printf("%s! %s%s  %s -> ?", out_color(OUT_RED), key, reset, pin_label(o, "from_pin"));
 	else
-		printf("%s~ %s%s  %s -> %s\n", color, key, reset, pin_label(o, "from_pin"),
+		printf("%s~ %s%s  %s -> %s", color, key, reset, pin_label(o, "from_pin"),
 		       pin_label(o, "to_pin"));
+	if (error)
+		printf("  (error: %s)", error);
+	putchar('\n');
 }
 
 /* "    added a/b.txt (+12 B)", "    modified /a (2 chunks)" */
@@ -170,14 +176,16 @@ static int run_diff(const struct args *a)
 	json_t *report = NULL;
 	int err = tether_diff(repo, &opts, &report);
 	tether_repo_free(repo);
-	if (err) {
-		json_decref(report);
+	if (err && !report)
 		return out_error(err);
-	}
 	if (args_has(a, OPT_JSON))
 		rc = out_json(report);
 	else
 		print_diff(report, opts.content);
+	/* Every other object is compared; the first failure's error decides
+	 * the exit code. */
+	if (rc == 0 && err)
+		rc = out_error(err);
 	json_decref(report);
 	return rc;
 }
@@ -190,7 +198,9 @@ const struct cli_command cmd_diff = {
 		"Compare the manifests at revision A (default HEAD) with those at revision B\n"
 		"(default the working state, @): objects added (+), removed (-) and\n"
 		"changed (~), with their pins. With --content, each changed object's backend\n"
-		"also says what changed inside it, reading metadata only.",
+		"also says what changed inside it, reading metadata only. An object whose\n"
+		"system cannot be read is marked (!, error) and the others still compared;\n"
+		"then the first error's exit code.",
 	.spec = { ARGS_OPTIONS(options), .positionals = positionals, .max_positionals = 2 },
 	.run = run_diff,
 };

@@ -8,12 +8,14 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { OPT_JSON, OPT_REV, OPT_FORMAT };
+enum { OPT_JSON, OPT_REV, OPT_FORMAT, OPT_ALLOW_DRIFT };
 
 static const struct arg_option options[] = {
 	[OPT_JSON] = { "json", 0, ARG_FLAG, NULL, "print the handle as JSON (same as --format json)" },
 	[OPT_REV] = { "rev", 'r', ARG_VALUE, "REV", "read-only, at the state REV records (default: $TETHER_REV)" },
 	[OPT_FORMAT] = { "format", 0, ARG_VALUE, "FMT", "text, json or env (TETHER_HANDLE_<FIELD>=value lines)" },
+	[OPT_ALLOW_DRIFT] = { "allow-drift", 0, ARG_FLAG, NULL,
+	                      "at REV, hand out an observed object whose bytes changed since, with a warning" },
 };
 
 static const char *const positionals[] = { "KEY", NULL };
@@ -69,12 +71,18 @@ static int run_open(const struct args *a)
 	int rc = cli_find_repo(&repo);
 	if (rc)
 		return rc;
-	struct tether_open_opts opts = { .key = a->pos[0], .rev = args_value(a, OPT_REV) };
+	struct tether_open_opts opts = { .key = a->pos[0], .rev = args_value(a, OPT_REV),
+	                                 .allow_drift = args_has(a, OPT_ALLOW_DRIFT) };
 	json_t *handle = NULL;
 	int err = tether_open(repo, &opts, &handle);
 	tether_repo_free(repo);
 	if (err)
 		return out_error(err);
+	/* On stderr whatever the format; only JSON keeps them in the handle, so
+	 * a text or env consumer reads the handle's fields alone. */
+	out_warnings(handle);
+	if (!(format && strcmp(format, "json") == 0))
+		json_object_del(handle, "warnings");
 	if (format && strcmp(format, "json") == 0)
 		rc = out_json(handle);
 	else if (format && strcmp(format, "env") == 0)
@@ -88,13 +96,14 @@ static int run_open(const struct args *a)
 const struct cli_command cmd_open = {
 	.name = "open",
 	.summary = "print an object's handle: where a native library reads or writes it",
-	.usage = "open KEY [-r REV] [--json | --format text|json|env]",
+	.usage = "open KEY [-r REV [--allow-drift]] [--json | --format text|json|env]",
 	.description =
 		"Print the handle of object KEY: its kind, uri, ref and state, and whether\n"
 		"it is read-only. With -r REV (or $TETHER_REV), read-only at the state REV\n"
-		"records; otherwise writable on this workspace's working branch, forked on\n"
-		"first use. A handle already opened keeps its branch: after `tether new`,\n"
-		"open the object again.",
+		"records (an observed object only while its bytes are still those: exit 3\n"
+		"otherwise, or a warning with --allow-drift); otherwise writable on this\n"
+		"workspace's working branch, forked on first use. A handle already opened\n"
+		"keeps its branch: after `tether new`, open the object again.",
 	.spec = { ARGS_OPTIONS(options), .positionals = positionals, .min_positionals = 1, .max_positionals = 1 },
 	.run = run_open,
 };

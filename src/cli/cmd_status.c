@@ -32,6 +32,7 @@ static const struct label labels[] = {
 	{ "status", "modified", "modified", OUT_YELLOW },
 	{ "status", "never-recorded", "never recorded", OUT_CYAN },
 	{ "status", "drifted", "drifted", OUT_RED },
+	{ "status", "error", "error", OUT_RED },
 	{ "manifest", "unchanged", "unchanged", OUT_RESET },
 	{ "manifest", "added", "added", OUT_CYAN },
 	{ "manifest", "changed", "changed", OUT_YELLOW },
@@ -179,17 +180,19 @@ static int run_status(const struct args *a)
 	json_t *report = NULL;
 	int err = tether_status(repo, &opts, &report);
 	tether_repo_free(repo);
-	if (err) {
-		json_decref(report);
+	if (err && !report)
 		return out_error(err);
-	}
 	if (args_has(a, OPT_JSON))
 		rc = out_json(report);
 	else
 		print_status(report);
-	/* Drift of immutable data is a refusal-grade fact: scripts and CI see
-	 * it in the exit code whichever format they read. */
-	if (rc == 0 && any_drifted(json_object_get(report, "objects")))
+	/* Objects that could not be checked: the report is printed, then the
+	 * first one's error decides the exit code. Drift of immutable data is
+	 * a refusal-grade fact: scripts and CI see it in the exit code
+	 * whichever format they read. */
+	if (rc == 0 && err)
+		rc = out_error(err);
+	else if (rc == 0 && any_drifted(json_object_get(report, "objects")))
 		rc = tether_exit_code(TETHER_EREFUSED);
 	json_decref(report);
 	return rc;
@@ -201,7 +204,9 @@ const struct cli_command cmd_status = {
 	.usage = "status [--snapshot | --no-snapshot] [--json]",
 	.description =
 		"Show every object's state against the state last recorded for it: clean,\n"
-		"modified, never recorded, or drifted (immutable data that changed; exit 3).\n"
+		"modified, never recorded, drifted (immutable data that changed; exit 3),\n"
+		"or error (its system could not be read: every other object is still\n"
+		"reported, then the first error's exit code).\n"
 		"Without a snapshot the data is not fingerprinted, and each object shows\n"
 		"whether its manifest was added or changed instead. Of --snapshot and\n"
 		"--no-snapshot, the one given last wins.",

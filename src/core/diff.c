@@ -20,7 +20,9 @@ struct side {
 };
 
 /* The working copy as the next commit would record it: each object's
- * live state, pin id and listing replace the recorded ones. */
+ * live state, pin id and listing replace the recorded ones. An object
+ * whose system cannot be read keeps its manifest as it is; compare
+ * reports it as an error rather than letting it hide the others. */
 static int snapshot_working(struct tether_repo *repo, struct side *s)
 {
 	int rc = tt_objs_prepare(repo, &s->set, 0, &s->objs);
@@ -29,9 +31,7 @@ static int snapshot_working(struct tether_repo *repo, struct side *s)
 	tt_objs_snapshot(s->objs, s->set.n);
 	for (size_t i = 0; i < s->set.n; i++) {
 		struct tt_obj *o = &s->objs[i];
-		if (o->rc)
-			return tether_error_set(o->rc, "%s", o->error);
-		if (strcmp(o->status, "clean") == 0)
+		if (o->rc || strcmp(o->status, "clean") == 0)
 			continue;
 		char pin_id[TT_PIN_ID_LEN + 1];
 		rc = tt_obj_pin_id(repo, o, pin_id);
@@ -124,40 +124,81 @@ static int same_object(const struct tt_manifest *a, const struct tt_manifest *b)
 	       json_equal(json_object_get(a->doc, "pin"), json_object_get(b->doc, "pin"));
 }
 
+/* The side's object for m, when it was fingerprinted and failed. */
+static const struct tt_obj *side_failed(const struct side *s, const struct tt_manifest *m)
+{
+	if (!m || !s->objs)
+		return NULL;
+	const struct tt_obj *o = &s->objs[m - s->set.v];
+	return o->rc ? o : NULL;
+}
+
 static json_t *entry(const struct tt_manifest *m, const char *change, const char *from_pin, const char *to_pin)
 {
 	return json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:n}", "key", m->key, "kind", tt_manifest_kind(m), "change",
 	                 change, "from_pin", from_pin, "to_pin", to_pin, "content");
 }
 
+/* The objects a diff could not finish, counted, and the first one's
+ * code and message for the command's return. */
+struct diff_errors {
+	int n;
+	int first_rc;
+	char *first;
+};
+
+/* Entry e could not be finished: "error" holds why. */
+static void mark_error(json_t *e, int rc, const char *why, struct diff_errors *errs)
+{
+	json_object_set_new(e, "error", json_string(why));
+	if (!errs->n++) {
+		errs->first_rc = rc;
+		errs->first = strdup(why);
+	}
+}
+
 static int compare(struct tether_repo *repo, struct side *a, struct side *b, const struct tether_diff_opts *opts,
-                   json_t *list)
+                   json_t *list, struct diff_errors *errs)
 {
 	size_t i = 0, j = 0, max = opts->max_entries ? opts->max_entries : DEFAULT_MAX_ENTRIES;
 	while (i < a->set.n || j < b->set.n) {
 		int c = i == a->set.n ? 1 : j == b->set.n ? -1 : strcmp(a->set.v[i].key, b->set.v[j].key);
 		if (c < 0) {
-			json_array_append_new(list, entry(&a->set.v[i], "removed", tt_manifest_pin(&a->set.v[i]), NULL));
+			json_t *e = entry(&a->set.v[i], "removed", tt_manifest_pin(&a->set.v[i]), NULL);
+			const struct tt_obj *o = side_failed(a, &a->set.v[i]);
+			if (o)
+				mark_error(e, o->rc, o->error, errs);
+			json_array_append_new(list, e);
 			i++;
 			continue;
 		}
 		if (c > 0) {
-			json_array_append_new(list, entry(&b->set.v[j], "added", NULL, tt_manifest_pin(&b->set.v[j])));
+			json_t *e = entry(&b->set.v[j], "added", NULL, tt_manifest_pin(&b->set.v[j]));
+			const struct tt_obj *o = side_failed(b, &b->set.v[j]);
+			if (o)
+				mark_error(e, o->rc, o->error, errs);
+			json_array_append_new(list, e);
 			j++;
 			continue;
 		}
 		struct tt_manifest *ma = &a->set.v[i++], *mb = &b->set.v[j++];
+		const struct tt_obj *failed = side_failed(a, ma) ? side_failed(a, ma) : side_failed(b, mb);
+		if (failed) {
+			/* Its live state is unknown: whether it changed is too. */
+			json_t *e = entry(mb, "error", tt_manifest_pin(ma), NULL);
+			mark_error(e, failed->rc, failed->error, errs);
+			json_array_append_new(list, e);
+			continue;
+		}
 		if (same_object(ma, mb))
 			continue;
 		json_t *e = entry(mb, "changed", tt_manifest_pin(ma), tt_manifest_pin(mb));
 		if (opts->content) {
 			json_t *content;
 			int rc = content_diff(repo, a, b, ma, mb, max, &content);
-			if (rc) {
-				json_decref(e);
-				return rc;
-			}
-			if (content)
+			if (rc)
+				mark_error(e, rc, tether_error_last(), errs);
+			else if (content)
 				json_object_set_new(e, "content", content);
 		}
 		json_array_append_new(list, e);
@@ -173,10 +214,17 @@ int tether_diff(tether_repo *repo, const struct tether_diff_opts *opts, json_t *
 	if (!rc)
 		rc = load_side(repo, opts->to, &b);
 	json_t *list = json_array();
+	struct diff_errors errs = {0};
 	if (!rc)
-		rc = compare(repo, &a, &b, opts, list);
+		rc = compare(repo, &a, &b, opts, list, &errs);
 	if (!rc)
-		*report = json_pack("{s:o, s:o, s:O}", "from", side_json(&a), "to", side_json(&b), "objects", list);
+		*report = json_pack("{s:o, s:o, s:i, s:O}", "from", side_json(&a), "to", side_json(&b), "errors", errs.n,
+		                    "objects", list);
+	/* The report stands; the return is the first failure's code. */
+	if (!rc && errs.n)
+		rc = tether_error_set(errs.first_rc, "%d object%s could not be compared (marked error); first: %s", errs.n,
+		                      errs.n == 1 ? "" : "s", errs.first);
+	free(errs.first);
 	json_decref(list);
 	tt_objs_free(a.objs, a.set.n);
 	tt_objs_free(b.objs, b.set.n);

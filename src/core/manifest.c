@@ -10,6 +10,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -20,27 +22,139 @@ char *tt_manifest_relpath(const char *key)
 	return tt_strdupf(".tether/objects/%s.toml", key);
 }
 
-static int expect_table(const json_t *doc, const char *field, int required, const char *name)
+/* A manifest being validated: its name for messages, and where each of
+ * its keys was written, so that every refusal names its line and column. */
+struct mcheck {
+	const char *name;
+	const struct tt_toml_where *where;
+};
+
+/* "NAME:LINE:COL: message" at `key` of `table`, or "NAME: message" when
+ * the reader did not make that key. */
+__attribute__((format(printf, 4, 5)))
+static int refuse(const struct mcheck *c, const json_t *table, const char *key, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	char at[1024];
+	tt_toml_where_name(c->where, table, key, c->name, at, sizeof at);
+	return tether_error_set(TETHER_ECONFIG, "%s: %s", at, msg);
+}
+
+static int expect_table(const struct mcheck *c, const json_t *doc, const char *field, int required)
 {
 	json_t *v = json_object_get(doc, field);
 	if (!v && !required)
 		return 0;
 	if (!json_is_object(v))
-		return tether_error_set(TETHER_ECONFIG, "%s: '%s' must be a table", name, field);
+		return refuse(c, doc, field, "'%s' must be a table", field);
 	return 0;
 }
 
-static int expect_string(const json_t *doc, const char *field, int required, const char *name)
+static int expect_string(const struct mcheck *c, const json_t *doc, const char *field, int required)
 {
 	json_t *v = json_object_get(doc, field);
 	if (!v && !required)
 		return 0;
 	if (!json_is_string(v))
-		return tether_error_set(TETHER_ECONFIG, "%s: '%s' must be a string", name, field);
+		return refuse(c, doc, field, "'%s' must be a string", field);
 	return 0;
 }
 
-static int validate(const json_t *doc, const char *name)
+static const char *const WRITE_CHOICES[] = {"fork", "track", "none", NULL};
+static const char *const PIN_CHOICES[] = {"native", "record", NULL};
+
+/* "a, b or c" */
+static void join_choices(const char *const *choices, char *out, size_t n)
+{
+	size_t o = 0;
+	out[0] = '\0';
+	for (size_t i = 0; choices[i] && o < n; i++) {
+		const char *sep = i == 0 ? "" : choices[i + 1] ? ", " : " or ";
+		int w = snprintf(out + o, n - o, "%s\"%s\"", sep, choices[i]);
+		if (w < 0)
+			break;
+		o += (size_t)w;
+	}
+}
+
+/* The values a policy key may take, or NULL when the key is not one. */
+static const char *const *policy_choices(const struct tether_backend *b, const char *key)
+{
+	if (strcmp(key, "write") == 0)
+		return WRITE_CHOICES;
+	if (strcmp(key, "pin") == 0)
+		return PIN_CHOICES;
+	for (const struct tether_policy_option *o = b ? b->policy_options : NULL; o && o->key; o++)
+		if (strcmp(o->key, key) == 0)
+			return o->choices;
+	return NULL;
+}
+
+/* "write, pin, file": every key a [policy] of this kind may hold. */
+static void policy_keys(const struct tether_backend *b, char *out, size_t n)
+{
+	size_t o = (size_t)snprintf(out, n, "write, pin");
+	for (const struct tether_policy_option *p = b ? b->policy_options : NULL; p && p->key && o < n; p++)
+		o += (size_t)snprintf(out + o, n - o, ", %s", p->key);
+}
+
+/* [policy]: write and pin are the engine's, the rest the backend's as it
+ * declares them. A backend this build does not have (b NULL) is reported
+ * when the object is used; only the engine's keys are checked then. */
+static int check_policy(const struct mcheck *c, const json_t *doc, const struct tether_backend *b)
+{
+	json_t *policy = json_object_get(doc, "policy");
+	const char *kind = json_string_value(json_object_get(doc, "kind"));
+	int undeclared = !b || (!b->policy_options && b->make_policy);
+	const char *k;
+	json_t *v;
+	json_object_foreach(policy, k, v) {
+		const char *const *choices = policy_choices(b, k);
+		char allowed[256];
+		if (!choices) {
+			if (undeclared)
+				continue;
+			policy_keys(b, allowed, sizeof allowed);
+			return refuse(c, policy, k, "unknown policy key '%s' for kind %s (allowed: %s)", k, kind,
+			              allowed);
+		}
+		size_t i = 0;
+		while (json_is_string(v) && choices[i] && strcmp(choices[i], json_string_value(v)) != 0)
+			i++;
+		if (!json_is_string(v) || !choices[i]) {
+			join_choices(choices, allowed, sizeof allowed);
+			return refuse(c, policy, k, "policy.%s must be %s%s", k, choices[0] && choices[1] ? "one of " : "",
+			              allowed);
+		}
+	}
+	return 0;
+}
+
+/* [state] as the backend records it: a wrongly typed state is a malformed
+ * manifest, not a change of the data. */
+static int check_state(const struct mcheck *c, const json_t *doc, const struct tether_backend *b)
+{
+	json_t *state = json_object_get(doc, "state");
+	if (!state || !b || !b->check_state)
+		return 0;
+	const char *key = NULL;
+	tether_error_clear();
+	int rc = b->check_state(state, &key);
+	if (!rc)
+		return 0;
+	char msg[512];
+	snprintf(msg, sizeof msg, "%s", tether_error_last());
+	size_t line, col;
+	if (key && tt_toml_where_key(c->where, state, key, &line, &col))
+		return refuse(c, state, key, "recorded state of kind %s: %s", b->kind, msg);
+	return refuse(c, doc, "state", "recorded state of kind %s: %s", b->kind, msg);
+}
+
+static int validate(const json_t *doc, const struct mcheck *c)
 {
 	static const char *const known[] = {"kind", "pin", "recoverable", "listing", "locator",
 	                                    "policy", "state", "pin_ref", NULL};
@@ -51,24 +165,24 @@ static int validate(const json_t *doc, const char *name)
 		while (known[i] && strcmp(known[i], k) != 0)
 			i++;
 		if (!known[i])
-			return tether_error_set(TETHER_ECONFIG, "%s: unknown key '%s'", name, k);
+			return refuse(c, doc, k, "unknown key '%s'", k);
 	}
-	int rc = expect_string(doc, "kind", 1, name);
+	int rc = expect_string(c, doc, "kind", 1);
 	if (!rc)
-		rc = expect_table(doc, "locator", 1, name);
+		rc = expect_table(c, doc, "locator", 1);
 	if (!rc)
-		rc = expect_table(doc, "policy", 0, name);
+		rc = expect_table(c, doc, "policy", 0);
 	if (!rc)
-		rc = expect_table(doc, "state", 0, name);
+		rc = expect_table(c, doc, "state", 0);
 	if (!rc)
-		rc = expect_table(doc, "pin_ref", 0, name);
+		rc = expect_table(c, doc, "pin_ref", 0);
 	if (!rc)
-		rc = expect_string(doc, "pin", 0, name);
+		rc = expect_string(c, doc, "pin", 0);
 	if (!rc)
-		rc = expect_string(doc, "listing", 0, name);
+		rc = expect_string(c, doc, "listing", 0);
 	json_t *rec = json_object_get(doc, "recoverable");
 	if (!rc && rec && !json_is_boolean(rec))
-		rc = tether_error_set(TETHER_ECONFIG, "%s: 'recoverable' must be true or false", name);
+		rc = refuse(c, doc, "recoverable", "'recoverable' must be true or false");
 	const char *listing = json_string_value(json_object_get(doc, "listing"));
 	if (!rc && listing) {
 		size_t n = strlen(listing);
@@ -76,9 +190,17 @@ static int validate(const json_t *doc, const char *name)
 		for (size_t i = 0; ok && i < n; i++)
 			ok = (listing[i] >= '0' && listing[i] <= '9') || (listing[i] >= 'a' && listing[i] <= 'f');
 		if (!ok)
-			rc = tether_error_set(TETHER_ECONFIG, "%s: 'listing' must be a sha256 hex digest", name);
+			rc = refuse(c, doc, "listing", "'listing' must be a sha256 hex digest");
 	}
-	return rc;
+	if (rc)
+		return rc;
+	/* The kind's own rules. A kind this build does not have is refused
+	 * where the object is used ("unknown kind"), with its hint. */
+	const struct tether_backend *b = tether_backend_find(json_string_value(json_object_get(doc, "kind")));
+	if (!b)
+		tether_error_clear();
+	rc = check_policy(c, doc, b);
+	return rc ? rc : check_state(c, doc, b);
 }
 
 int tt_manifest_parse(const char *key, const char *text, size_t len, const char *name,
@@ -89,12 +211,15 @@ int tt_manifest_parse(const char *key, const char *text, size_t len, const char 
 	if (tt_key_check(key) != 0)
 		return tether_error_set(TETHER_ECONFIG, "%s: not a valid object key ('%s')", name, key);
 	char err[512];
-	json_t *doc = tt_toml_parse(text, len, name, err, sizeof err);
+	struct tt_toml_where *where = NULL;
+	json_t *doc = tt_toml_parse_at(text, len, name, err, sizeof err, &where);
 	if (!doc)
 		return tether_error_set(TETHER_ECONFIG, "%s", err);
+	struct mcheck c = {name, where};
 	int rc = tt_strings_check(doc, name);
 	if (!rc)
-		rc = validate(doc, name);
+		rc = validate(doc, &c);
+	tt_toml_where_free(where);
 	const char *pin = json_string_value(json_object_get(doc, "pin"));
 	if (!rc && pin)
 		rc = tt_pin_id_check(pin, name);

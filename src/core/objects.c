@@ -28,6 +28,9 @@ int tt_objs_prepare(struct tether_repo *repo, struct tt_manifest_set *set, int p
 			tether_error_set_hint("this build has no %s backend: `tether backends` lists what it has", kind);
 			break;
 		}
+		rc = tt_repo_check_object_secrets(repo, o->b, o->m->key);
+		if (rc)
+			break;
 		tt_repo_bctx(repo, kind, o->m->key, &o->ctx);
 		o->ctx.progress = progress;
 		/* Objects already run concurrently: each backend gets a share. */

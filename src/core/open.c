@@ -11,7 +11,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int open_at_rev(struct tether_repo *repo, const char *key, const char *rev, json_t **handle)
+/* An observed object cannot be read at a past state: its handle names
+ * today's bytes. It may be handed out for REV only while they are still
+ * the bytes REV recorded; otherwise refused, or with allow_drift a handle
+ * with a warning saying so. */
+static int check_observed(struct tt_obj *o, const char *rev, int allow_drift, json_t **warning)
+{
+	*warning = NULL;
+	if (o->caps & TETHER_CAP_ADDRESSABLE)
+		return 0;
+	tt_objs_snapshot(o, 1);
+	if (o->rc)
+		return tether_error_set(o->rc, "%s", o->error);
+	if (strcmp(o->status, "clean") == 0)
+		return 0;
+	char *now = o->detail ? NULL : tt_state_brief(o->b, o->fp.state);
+	char *why = tt_strdupf("%s (kind %s) is observed only and has changed since %s recorded it: %s",
+	                       o->m->key, o->b->kind, rev, o->detail ? o->detail : now);
+	int rc = 0;
+	if (allow_drift) {
+		*warning = json_sprintf("%s; the handle names its current bytes, not %s's", why, rev);
+	} else {
+		rc = tether_error_set(TETHER_EREFUSED, "%s", why);
+		tether_error_set_hint("open it without -r for what is there now, or pass --allow-drift to "
+		                      "take today's bytes under %s's name", rev);
+	}
+	free(why);
+	free(now);
+	return rc;
+}
+
+static int open_at_rev(struct tether_repo *repo, const char *key, const char *rev, int allow_drift,
+                       json_t **handle)
 {
 	char id[41];
 	int rc = tt_repo_resolve(repo, rev, id);
@@ -32,12 +63,18 @@ static int open_at_rev(struct tether_repo *repo, const char *key, const char *re
 		rc = tt_objs_prepare(repo, &one, 0, &objs);
 	if (!rc && !objs->b->open)
 		rc = tether_error_set(TETHER_EREFUSED, "kind %s gives no handles", objs->b->kind);
+	json_t *warning = NULL;
+	if (!rc)
+		rc = check_observed(objs, rev, allow_drift, &warning);
 	if (!rc) {
 		rc = objs->b->open(&objs->ctx, tt_manifest_locator(m), tt_manifest_state(m), json_object_get(m->doc, "pin_ref"),
 		                   NULL, 1, handle);
 		if (!rc)
 			json_object_set_new(*handle, "rev", json_string(id));
+		if (!rc && warning)
+			json_object_set_new(*handle, "warnings", json_pack("[O]", warning));
 	}
+	json_decref(warning);
 	tt_objs_free(objs, m ? 1 : 0);
 	tt_manifest_set_free(&set);
 	return rc;
@@ -101,7 +138,7 @@ int tether_open(tether_repo *repo, const struct tether_open_opts *opts, json_t *
 	const char *rev = opts->rev;
 	if (!rev && !opts->ignore_env && getenv("TETHER_REV") && *getenv("TETHER_REV"))
 		rev = getenv("TETHER_REV");
-	rc = rev ? open_at_rev(repo, opts->key, rev, handle) : open_working(repo, opts->key, handle);
+	rc = rev ? open_at_rev(repo, opts->key, rev, opts->allow_drift, handle) : open_working(repo, opts->key, handle);
 	if (!rc)
 		json_object_set_new(*handle, "key", json_string(opts->key));
 	return rc;

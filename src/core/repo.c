@@ -13,6 +13,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -58,6 +60,7 @@ void tether_repo_free(tether_repo *repo)
 	free(repo->rel);
 	json_decref(repo->config);
 	json_decref(repo->secrets);
+	tt_toml_where_free(repo->secrets_where);
 	pthread_mutex_destroy(&repo->turn);
 	free(repo);
 }
@@ -72,65 +75,144 @@ static int is_hex(const char *s, size_t n)
 	return 1;
 }
 
-static int check_bool(const char *path, const json_t *table, const char *tname, const char *key)
+/* A committed or hand-written TOML file being validated: its path, and
+ * where each key was written, so a refusal names the line and column. */
+struct cfgcheck {
+	const char *path;
+	const struct tt_toml_where *where;
+};
+
+/* "PATH:LINE:COL: message" at `key` of `table` (TETHER_ECONFIG). */
+__attribute__((format(printf, 4, 5)))
+static int refuse_at(const struct cfgcheck *c, const json_t *table, const char *key, const char *fmt, ...)
+{
+	char msg[512], at[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	tt_toml_where_name(c->where, table, key, c->path, at, sizeof at);
+	return tether_error_set(TETHER_ECONFIG, "%s: %s", at, msg);
+}
+
+static int check_bool(const struct cfgcheck *c, const json_t *table, const char *tname, const char *key)
 {
 	json_t *v = json_object_get(table, key);
 	if (v && !json_is_boolean(v))
-		return tether_error_set(TETHER_ECONFIG, "%s: %s.%s must be true or false", path, tname, key);
+		return refuse_at(c, table, key, "%s.%s must be true or false", tname, key);
 	return 0;
 }
 
-static int check_choice(const char *path, const json_t *table, const char *tname, const char *key,
+static int check_choice(const struct cfgcheck *c, const json_t *table, const char *tname, const char *key,
                         const char *const *choices)
 {
 	json_t *v = json_object_get(table, key);
 	if (!v)
 		return 0;
-	for (size_t i = 0; choices[i] && json_is_string(v); i++)
-		if (strcmp(json_string_value(v), choices[i]) == 0)
+	char allowed[256] = "";
+	size_t o = 0;
+	for (size_t i = 0; choices[i]; i++) {
+		if (json_is_string(v) && strcmp(json_string_value(v), choices[i]) == 0)
 			return 0;
-	return tether_error_set(TETHER_ECONFIG, "%s: %s.%s must be one of the documented values",
-	                        path, tname, key);
+		if (o < sizeof allowed)
+			o += (size_t)snprintf(allowed + o, sizeof allowed - o, "%s\"%s\"",
+			                      i == 0 ? "" : choices[i + 1] ? ", " : " or ", choices[i]);
+	}
+	return refuse_at(c, table, key, "%s.%s must be one of %s", tname, key, allowed);
+}
+
+/* Unknown keys of a table: refused, naming the ones it may hold. */
+static int check_known(const struct cfgcheck *c, const json_t *table, const char *tname,
+                       const char *const *known, const char *allowed)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)table, k, v) {
+		size_t i = 0;
+		while (known[i] && strcmp(known[i], k) != 0)
+			i++;
+		if (!known[i])
+			return refuse_at(c, table, k, "unknown key '%s'%s%s (allowed: %s)", k, tname ? " in " : "",
+			                 tname ? tname : "", allowed);
+	}
+	return 0;
 }
 
 /* tether.toml is committed: anyone's clone hands it to us. Check every key
  * we read, and refuse what we do not know rather than ignore a typo. */
-static int validate_config(const char *path, json_t *cfg, char id[33])
+static int validate_config(const struct cfgcheck *c, json_t *cfg, char id[33])
 {
 	static const char *const tables[] = {"dataset", "snapshot", "verify", "new", "defaults", "backends", NULL};
+	int rc = check_known(c, cfg, NULL, tables, "dataset, snapshot, verify, new, defaults, backends");
+	if (rc)
+		return rc;
 	const char *k;
 	json_t *v;
-	int bad = tt_strings_check(cfg, path);
+	int bad = tt_strings_check(cfg, c->path);
 	if (bad)
 		return bad;
 	json_object_foreach(cfg, k, v) {
-		size_t i = 0;
-		while (tables[i] && strcmp(tables[i], k) != 0)
-			i++;
-		if (!tables[i])
-			return tether_error_set(TETHER_ECONFIG, "%s: unknown key '%s'", path, k);
 		if (!json_is_object(v))
-			return tether_error_set(TETHER_ECONFIG, "%s: '%s' must be a table", path, k);
+			return refuse_at(c, cfg, k, "'%s' must be a table", k);
 	}
-	const char *ds = json_string_value(json_object_get(json_object_get(cfg, "dataset"), "id"));
+	/* The tables' own keys. [backends.<kind>] belongs to each backend. */
+	static const struct {
+		const char *table;
+		const char *const keys[4];
+		const char *allowed;
+	} inner[] = {
+		{"dataset", {"id", NULL}, "id"},
+		{"snapshot", {"auto", NULL}, "auto"},
+		{"verify", {"on_status", NULL}, "on_status"},
+		{"new", {"auto_fork", NULL}, "auto_fork"},
+		{"defaults", {"file", "write", "pin", NULL}, "file, write, pin"},
+	};
+	for (size_t i = 0; !rc && i < sizeof inner / sizeof inner[0]; i++)
+		rc = check_known(c, json_object_get(cfg, inner[i].table), inner[i].table, inner[i].keys, inner[i].allowed);
+	if (rc)
+		return rc;
+	json_t *dataset = json_object_get(cfg, "dataset");
+	const char *ds = json_string_value(json_object_get(dataset, "id"));
 	if (!ds || !is_hex(ds, 32))
-		return tether_error_set(TETHER_ECONFIG, "%s: dataset.id must be 32 lower-case hex digits", path);
+		return json_object_get(dataset, "id") ? refuse_at(c, dataset, "id", "dataset.id must be 32 lower-case hex digits")
+		                                      : refuse_at(c, cfg, "dataset", "dataset.id must be 32 lower-case hex digits");
 	memcpy(id, ds, 33);
 	static const char *const file_modes[] = {"immutable", "mutable", NULL};
 	static const char *const writes[] = {"fork", "track", "none", NULL};
 	static const char *const pins[] = {"native", "record", NULL};
-	int rc = check_bool(path, json_object_get(cfg, "snapshot"), "snapshot", "auto");
+	rc = check_bool(c, json_object_get(cfg, "snapshot"), "snapshot", "auto");
 	if (!rc)
-		rc = check_bool(path, json_object_get(cfg, "verify"), "verify", "on_status");
+		rc = check_bool(c, json_object_get(cfg, "verify"), "verify", "on_status");
 	if (!rc)
-		rc = check_bool(path, json_object_get(cfg, "new"), "new", "auto_fork");
+		rc = check_bool(c, json_object_get(cfg, "new"), "new", "auto_fork");
 	json_t *defaults = json_object_get(cfg, "defaults");
 	if (!rc)
-		rc = check_choice(path, defaults, "defaults", "file", file_modes);
+		rc = check_choice(c, defaults, "defaults", "file", file_modes);
 	if (!rc)
-		rc = check_choice(path, defaults, "defaults", "write", writes);
+		rc = check_choice(c, defaults, "defaults", "write", writes);
 	if (!rc)
-		rc = check_choice(path, defaults, "defaults", "pin", pins);
+		rc = check_choice(c, defaults, "defaults", "pin", pins);
+	return rc;
+}
+
+/* .tether/secrets.toml: [objects."<key>"] tables, one per object, each the
+ * backend's (git reads `remote`). A misspelt table would leave an object
+ * without the secret meant for it, silently. */
+static int validate_secrets(const struct cfgcheck *c, const json_t *secrets)
+{
+	static const char *const tables[] = {"objects", NULL};
+	int rc = check_known(c, secrets, NULL, tables, "objects");
+	json_t *objects = json_object_get(secrets, "objects");
+	if (!rc && objects && !json_is_object(objects))
+		rc = refuse_at(c, secrets, "objects", "'objects' must be a table of [objects.\"<key>\"] tables");
+	const char *k;
+	json_t *v;
+	json_object_foreach(objects, k, v) {
+		if (rc)
+			break;
+		if (!json_is_object(v))
+			rc = refuse_at(c, objects, k, "objects.\"%s\" must be a table", k);
+	}
 	return rc;
 }
 
@@ -145,12 +227,15 @@ static int load_config(struct tether_repo *repo)
 		return rc;
 	}
 	char err[512];
-	repo->config = tt_toml_parse(data, len, path, err, sizeof err);
+	struct tt_toml_where *where = NULL;
+	repo->config = tt_toml_parse_at(data, len, path, err, sizeof err, &where);
 	free(data);
+	struct cfgcheck c = {path, where};
 	if (!repo->config)
 		rc = tether_error_set(TETHER_ECONFIG, "%s", err);
 	else
-		rc = validate_config(path, repo->config, repo->id);
+		rc = validate_config(&c, repo->config, repo->id);
+	tt_toml_where_free(where);
 	free(path);
 	return rc;
 }
@@ -311,15 +396,53 @@ int tt_repo_check_secrets(struct tether_repo *repo)
 		rc = tt_safe_read(repo->root, path, &data, &len);
 		if (!rc) {
 			char err[512];
-			repo->secrets = tt_toml_parse(data, len, path, err, sizeof err);
+			struct tt_toml_where *where = NULL;
+			repo->secrets = tt_toml_parse_at(data, len, path, err, sizeof err, &where);
 			free(data);
+			struct cfgcheck c = {path, where};
 			if (!repo->secrets)
 				rc = tether_error_set(TETHER_ECONFIG, "%s", err);
+			else
+				rc = validate_secrets(&c, repo->secrets);
+			if (rc) {
+				json_decref(repo->secrets);
+				repo->secrets = NULL;
+				tt_toml_where_free(where);
+			} else {
+				repo->secrets_where = where;
+			}
 		}
-		repo->secrets_loaded = 1;
+		repo->secrets_loaded = rc == 0;
 	}
 	free(path);
 	return rc;
+}
+
+int tt_repo_check_object_secrets(const struct tether_repo *repo, const struct tether_backend *b,
+                                 const char *key)
+{
+	json_t *mine = json_object_get(json_object_get(repo->secrets, "objects"), key);
+	if (!mine || !b->secret_keys)
+		return 0;
+	const char *k;
+	json_t *v;
+	json_object_foreach(mine, k, v) {
+		size_t i = 0;
+		while (b->secret_keys[i] && strcmp(b->secret_keys[i], k) != 0)
+			i++;
+		if (b->secret_keys[i])
+			continue;
+		char allowed[256] = "", *path = tt_path_join(repo->tether_dir, "secrets.toml");
+		size_t o = 0;
+		for (i = 0; b->secret_keys[i] && o < sizeof allowed; i++)
+			o += (size_t)snprintf(allowed + o, sizeof allowed - o, "%s%s", i ? ", " : "", b->secret_keys[i]);
+		struct cfgcheck c = {path, repo->secrets_where};
+		int rc = refuse_at(&c, mine, k, "unknown key '%s' in objects.\"%s\" (kind %s reads %s)", k, key, b->kind,
+		                   *allowed ? allowed : "none");
+		free(path);
+		return rc;
+	}
+	return 0;
 }
 
 int tt_repo_resolve(struct tether_repo *repo, const char *rev, char id[41])

@@ -7,6 +7,8 @@
 
 #include "vcs/vcs.h"
 
+struct tt_toml_where;
+
 #include <pthread.h>
 
 struct tether_repo {
@@ -23,6 +25,7 @@ struct tether_repo {
 	char *common_dir;
 	char *rel;         /* dataset root relative to workdir: "" or "a/b" */
 	json_t *secrets;   /* .tether/secrets.toml, or NULL */
+	struct tt_toml_where *secrets_where; /* where its keys are, for messages */
 	int secrets_loaded;
 	/* fcntl locks belong to the process: threads sharing this handle take
 	 * turns on this mutex before taking them. */
@@ -40,8 +43,14 @@ void tt_repo_bctx(struct tether_repo *repo, const char *kind, const char *key,
 /* A boolean setting of tether.toml ("snapshot", "auto"), or dflt. */
 int tt_repo_config_bool(const struct tether_repo *repo, const char *table, const char *key,
                         int dflt);
-/* Refuse a .tether/secrets.toml that the VCS tracks (TETHER_EREFUSED). */
+/* Refuse a .tether/secrets.toml that the VCS tracks (TETHER_EREFUSED);
+ * load and validate it (TETHER_ECONFIG naming file:line:col). */
 int tt_repo_check_secrets(struct tether_repo *repo);
+/* Refuse secrets of object `key` that its backend does not read, when
+ * the backend declares which it reads (secret_keys): a misspelt key would
+ * leave the object without the secret meant for it, silently. */
+int tt_repo_check_object_secrets(const struct tether_repo *repo, const struct tether_backend *b,
+                                 const char *key);
 /* Resolve a user-facing revision: NULL or "@" means the working copy
  * (id set to ""), anything else goes to the VCS. */
 int tt_repo_resolve(struct tether_repo *repo, const char *rev, char id[41]);

@@ -17,14 +17,19 @@ static const char *manifest_change(const struct tt_manifest *work, const json_t 
 	return strcmp(json_string_value(json_object_get(h, "digest")), work->digest) == 0 ? "unchanged" : "changed";
 }
 
+/* An object whose system could not be read is reported like the others,
+ * with status "error" and the message as its detail: one unreachable store
+ * must not hide what every other object's status is. */
 static json_t *object_report(const struct tt_obj *o, const json_t *head, int snapshot)
 {
 	json_t *recorded = tt_manifest_state(o->m);
+	int failed = snapshot && o->rc;
+	const char *status = failed ? "error" : !snapshot && recorded ? "unknown" : o->status;
 	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:O?, s:O?, s:s?, s:s?}", "key", o->m->key, "kind",
-	                 tt_manifest_kind(o->m), "tier", tether_tier_name(o->caps), "status",
-	                 !snapshot && recorded ? "unknown" : o->status, "manifest", manifest_change(o->m, head),
-	                 "recorded", recorded, "current", snapshot ? o->fp.state : NULL, "pin",
-	                 tt_manifest_pin(o->m), "detail", o->detail);
+	                 tt_manifest_kind(o->m), "tier", tether_tier_name(o->caps), "status", status,
+	                 "manifest", manifest_change(o->m, head), "recorded", recorded, "current",
+	                 snapshot && !failed ? o->fp.state : NULL, "pin", tt_manifest_pin(o->m), "detail",
+	                 failed ? o->error : o->detail);
 }
 
 int tether_status(tether_repo *repo, const struct tether_status_opts *opts, json_t **report)
@@ -44,12 +49,9 @@ int tether_status(tether_repo *repo, const struct tether_status_opts *opts, json
 		rc = tt_objs_prepare(repo, &work, opts->progress, &objs);
 	if (!rc && snapshot)
 		tt_objs_snapshot(objs, work.n);
-	for (size_t i = 0; !rc && snapshot && i < work.n; i++)
-		if (objs[i].rc)
-			rc = tether_error_set(objs[i].rc, "%s", objs[i].error);
 	if (!rc) {
 		json_t *list = json_array();
-		int clean = 1;
+		int clean = 1, errors = 0;
 		for (size_t i = 0; i < work.n; i++) {
 			json_t *o = object_report(&objs[i], head, snapshot);
 			const char *st = json_string_value(json_object_get(o, "status"));
@@ -58,6 +60,7 @@ int tether_status(tether_repo *repo, const struct tether_status_opts *opts, json
 				clean = 0;
 			if (strcmp(mc, "unchanged") != 0)
 				clean = 0;
+			errors += strcmp(st, "error") == 0;
 			json_array_append_new(list, o);
 		}
 		const char *key;
@@ -77,8 +80,18 @@ int tether_status(tether_repo *repo, const struct tether_status_opts *opts, json
 		if (rc)
 			json_decref(list);
 		else
-			*report = json_pack("{s:s, s:b, s:b, s:o, s:o}", "dataset", repo->root, "snapshot", snapshot, "clean",
-			                    clean && json_array_size(files) == 0, "objects", list, "files", files);
+			*report = json_pack("{s:s, s:b, s:b, s:i, s:o, s:o}", "dataset", repo->root, "snapshot", snapshot,
+			                    "clean", clean && json_array_size(files) == 0, "errors", errors, "objects", list,
+			                    "files", files);
+		/* The report stands; the return says the first failure's kind (a
+		 * refusal stays a refusal). */
+		for (size_t i = 0; !rc && errors && i < work.n; i++) {
+			if (objs[i].rc) {
+				rc = tether_error_set(objs[i].rc, "%d object%s could not be checked (status error); first: %s",
+				                      errors, errors == 1 ? "" : "s", objs[i].error);
+				break;
+			}
+		}
 	}
 	tt_objs_free(objs, work.n);
 	tt_manifest_set_free(&work);

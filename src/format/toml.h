@@ -29,6 +29,27 @@
  * bytes. A UTF-8 BOM at the start is skipped. err may be NULL. */
 json_t *tt_toml_parse(const char *buf, size_t len, const char *name, char *err, size_t errlen);
 
+/* Where each key of a parsed document was written, so that a validator
+ * can name the line and column of a value it refuses. */
+struct tt_toml_where;
+/* tt_toml_parse, also returning (when where is not NULL) the position of
+ * every key: of key/value lines, of dotted-key steps and of [header]
+ * tables, each the first character of the key as written. Free it with
+ * tt_toml_where_free; it refers to the document's tables by pointer, so it
+ * answers only while the document lives and for tables the parser made. */
+json_t *tt_toml_parse_at(const char *buf, size_t len, const char *name, char *err, size_t errlen,
+                         struct tt_toml_where **where);
+/* 1-based line and column (in characters) of `key` in `table`; returns 1,
+ * or 0 with both set to 0 when the key is not known there (a value the
+ * parser did not make, or an element of an array). */
+int tt_toml_where_key(const struct tt_toml_where *w, const json_t *table, const char *key, size_t *line,
+                      size_t *col);
+/* "NAME:LINE:COL" of `key` in `table` into out, or "NAME" when the key's
+ * position is not known: the start of a validator's message. */
+void tt_toml_where_name(const struct tt_toml_where *w, const json_t *table, const char *key, const char *name,
+                        char *out, size_t n);
+void tt_toml_where_free(struct tt_toml_where *w);
+
 /* Canonical TOML for an object: keys sorted bytewise, scalars and arrays of
  * scalars/inline values first, then sub-tables as [a.b] sections, arrays of
  * tables as [[a]]; one fixed spelling per value, so the same value always

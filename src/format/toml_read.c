@@ -148,6 +148,115 @@ static bool node_add(struct node_map *m, const json_t *v, enum node_kind kind, u
 	return true;
 }
 
+/* ---- where each key was written ---- */
+
+/* One key of one table: the table is the json_t the document holds, so an
+ * entry stays valid while the caller keeps the document. The offset is
+ * turned into a line and column once the whole document is read. */
+struct where_entry {
+	const json_t *table;
+	char *key;
+	size_t keylen;
+	size_t offset;
+	size_t line, col;
+};
+
+struct tt_toml_where {
+	struct where_entry *v;
+	size_t n, cap;
+	bool oom;
+};
+
+static void where_note(struct tt_toml_where *w, const json_t *table, const char *key, size_t keylen,
+                       size_t offset)
+{
+	if (!w || w->oom)
+		return;
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 32;
+		struct where_entry *v = realloc(w->v, cap * sizeof *v);
+		if (!v) {
+			w->oom = true;
+			return;
+		}
+		w->v = v;
+		w->cap = cap;
+	}
+	char *copy = malloc(keylen + 1);
+	if (!copy) {
+		w->oom = true;
+		return;
+	}
+	memcpy(copy, key, keylen);
+	copy[keylen] = '\0';
+	w->v[w->n++] = (struct where_entry){table, copy, keylen, offset, 0, 0};
+}
+
+/* Entries are noted in document order, so one forward pass finds every
+ * line and column. */
+static void where_resolve(struct tt_toml_where *w, const char *start, const char *end)
+{
+	const char *q = start, *line_start = start;
+	size_t line = 1;
+	for (size_t i = 0; i < w->n; i++) {
+		const char *at = start + w->v[i].offset;
+		if (at < q) { /* not in order: count again from the top */
+			q = line_start = start;
+			line = 1;
+		}
+		for (; q < at && q < end; q++) {
+			if (*q == '\n') {
+				line++;
+				line_start = q + 1;
+			}
+		}
+		size_t col = 1;
+		for (const char *c = line_start; c < at; c++)
+			if (((unsigned char)*c & 0xC0) != 0x80)
+				col++;
+		w->v[i].line = line;
+		w->v[i].col = col;
+	}
+}
+
+void tt_toml_where_free(struct tt_toml_where *w)
+{
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->n; i++)
+		free(w->v[i].key);
+	free(w->v);
+	free(w);
+}
+
+int tt_toml_where_key(const struct tt_toml_where *w, const json_t *table, const char *key, size_t *line,
+                      size_t *col)
+{
+	*line = *col = 0;
+	if (!w || !key)
+		return 0;
+	size_t len = strlen(key);
+	for (size_t i = 0; i < w->n; i++) {
+		const struct where_entry *e = &w->v[i];
+		if (e->table == table && e->keylen == len && memcmp(e->key, key, len) == 0) {
+			*line = e->line;
+			*col = e->col;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+void tt_toml_where_name(const struct tt_toml_where *w, const json_t *table, const char *key, const char *name,
+                        char *out, size_t n)
+{
+	size_t line, col;
+	if (tt_toml_where_key(w, table, key, &line, &col))
+		snprintf(out, n, "%s:%zu:%zu", name, line, col);
+	else
+		snprintf(out, n, "%s", name);
+}
+
 /* ---- parser state and errors ---- */
 
 struct parser {
@@ -165,6 +274,7 @@ struct parser {
 	struct buf text; /* decoded string values */
 	struct buf num;  /* a float's digits without underscores, for strtod */
 	locale_t c_locale;
+	struct tt_toml_where *where; /* NULL: positions not wanted */
 };
 
 static void location(const struct parser *P, const char *at, size_t *line, size_t *col)
@@ -1110,6 +1220,7 @@ static json_t *new_container(struct parser *P, json_t *parent, const struct key_
 		fail_oom(P);
 		return NULL;
 	}
+	where_note(P->where, parent, key_bytes(k, i), k->parts[i].len, (size_t)(k->parts[i].at - P->start));
 	return child;
 }
 
@@ -1196,6 +1307,7 @@ static bool parse_keyval(struct parser *P, json_t *table, unsigned depth, unsign
 		fail_oom(P);
 		goto out;
 	}
+	where_note(P->where, target, name, k.parts[last].len, (size_t)(k.parts[last].at - P->start));
 	ok = true;
 out:
 	key_free(&k);
@@ -1472,9 +1584,22 @@ static void parse_document(struct parser *P)
 
 json_t *tt_toml_parse(const char *buf, size_t len, const char *name, char *err, size_t errlen)
 {
+	return tt_toml_parse_at(buf, len, name, err, errlen, NULL);
+}
+
+json_t *tt_toml_parse_at(const char *buf, size_t len, const char *name, char *err, size_t errlen,
+                         struct tt_toml_where **where)
+{
+	if (where)
+		*where = NULL;
 	if (err && errlen)
 		err[0] = '\0';
 	struct parser P = {0};
+	if (where && !(P.where = calloc(1, sizeof *P.where))) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s: out of memory", name ? name : "<input>");
+		return NULL;
+	}
 	P.start = buf && len ? buf : "";
 	P.end = P.start + (buf ? len : 0);
 	if (P.end - P.start >= 3 && memcmp(P.start, "\xEF\xBB\xBF", 3) == 0)
@@ -1487,6 +1612,7 @@ json_t *tt_toml_parse(const char *buf, size_t len, const char *name, char *err, 
 	const char *bad = find_invalid_utf8(P.start, P.end);
 	if (bad) {
 		fail_at(&P, bad, "invalid UTF-8");
+		tt_toml_where_free(P.where);
 		return NULL;
 	}
 	P.root = json_object();
@@ -1501,9 +1627,16 @@ json_t *tt_toml_parse(const char *buf, size_t len, const char *name, char *err, 
 	free(P.num.data);
 	if (P.c_locale)
 		freelocale(P.c_locale);
+	if (!P.failed && P.where && P.where->oom)
+		fail_oom(&P);
 	if (P.failed) {
 		json_decref(P.root);
+		tt_toml_where_free(P.where);
 		return NULL;
+	}
+	if (P.where) {
+		where_resolve(P.where, P.start, P.end);
+		*where = P.where;
 	}
 	return P.root;
 }

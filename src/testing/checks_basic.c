@@ -231,6 +231,65 @@ static int check_volatile(struct conf_run *r)
 	return 0;
 }
 
+/* The policy make_policy writes must be what policy_options declares, or
+ * the engine would refuse the manifest `tether add` just wrote. */
+static int has_declared_policy(const struct conf_suite *s)
+{
+	return s->b->policy_options != NULL;
+}
+
+static int check_policy_declared(struct conf_run *r)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach(r->s->policy, k, v) {
+		if (strcmp(k, "write") == 0 || strcmp(k, "pin") == 0)
+			continue;
+		const struct tether_policy_option *o = r->b->policy_options;
+		while (o->key && strcmp(o->key, k) != 0)
+			o++;
+		if (!o->key)
+			return conf_fail(r, "make_policy writes \"%s\", which policy_options does not declare", k);
+		size_t i = 0;
+		while (o->choices && o->choices[i] && !(json_is_string(v) && strcmp(o->choices[i], json_string_value(v)) == 0))
+			i++;
+		if (!o->choices || !o->choices[i])
+			return conf_fail(r, "make_policy writes %s = %s, not one of the choices policy_options declares", k,
+			                 conf_show(r, v));
+	}
+	return 0;
+}
+
+static int has_check_state(const struct conf_suite *s)
+{
+	return s->b->check_state != NULL;
+}
+
+/* check_state must accept what fingerprint records, before and after a
+ * write, or every manifest the backend records would be refused. */
+static int check_state_accepts_fingerprints(struct conf_run *r)
+{
+	for (int round = 0; round < 2; round++) {
+		json_t *state;
+		int rc = round ? conf_mutate(r, r->loc, NULL) : 0;
+		if (!rc)
+			rc = conf_fingerprint(r, r->loc, &state, NULL, NULL);
+		if (rc)
+			return rc;
+		const char *key = NULL;
+		tether_error_clear();
+		if (r->b->check_state(state, &key) != 0)
+			return conf_fail(r, "check_state refused the state fingerprint gave (%s): %s (key %s)", conf_show(r, state),
+			                 tether_error_last(), key ? key : "(none)");
+		json_t *wrong = conf_keep(r, json_deep_copy(state));
+		json_object_set_new(wrong, json_object_iter_key(json_object_iter(wrong)), json_pack("[i]", 1));
+		if (r->b->check_state(wrong, &key) == 0)
+			return conf_fail(r, "check_state accepted %s, whose first key is an array", conf_show(r, wrong));
+		tether_error_clear();
+	}
+	return 0;
+}
+
 static int has_verify(const struct conf_suite *s)
 {
 	return s->b->verify != NULL;
@@ -372,6 +431,10 @@ const struct conf_check conf_checks_basic[] = {
 	{"fingerprint: deterministic (two reads of an unchanged system agree)", 0, NULL, 0, check_deterministic},
 	{"fingerprint: changes after mutate", 0, NULL, 0, check_changes},
 	{"fingerprint: volatile keys never change content equality", 0, NULL, 0, check_volatile},
+	{"make_policy: writes only the keys and values policy_options declares", 0, has_declared_policy, 0,
+	 check_policy_declared},
+	{"check_state: accepts every state fingerprint gives, refuses a mistyped one", 0, has_check_state, 0,
+	 check_state_accepts_fingerprints},
 	{"verify: accepts the state just read", 0, has_verify, 0, check_verify_current},
 	{"verify: an observed state the system moved on from fails", 0, observed_with_verify, 0, check_verify_observed},
 	{"open: read-only at a recorded state", TETHER_CAP_ADDRESSABLE, has_open, 0, check_open_addressable},

@@ -1,5 +1,7 @@
 """Bad input of every sort: usage errors (exit 2) name what was wrong, bad
 files (exit 1) name the file, and none of them writes anything."""
+import re
+
 import pytest
 
 USAGE_CASES = [
@@ -149,3 +151,137 @@ def test_no_git_identity(repo):
     assert "user.name" in p.stderr
     assert repo.head() is None
     assert repo.tree() == tree
+
+
+# -- a manifest's fields: typed, positioned, checked by kind -------------------
+
+def recorded_samples(plates):
+    """plates committed: raw/samples's manifest records a file state. Returns
+    (path, text) of that manifest."""
+    plates.tether("commit", "-m", "first")
+    path = plates.manifest_path("raw/samples")
+    return path, path.read_text()
+
+
+def line_col(text, needle):
+    """1-based line:column of the first character of needle in text."""
+    before = text[: text.index(needle)]
+    return f"{before.count(chr(10)) + 1}:{len(before) - before.rfind(chr(10))}"
+
+
+@pytest.mark.parametrize("old,new,at,message", [
+    # (what to replace in the recorded manifest, by what, the text the
+    # message's line:col points at, the message)
+    (r"size = (\d+)", r'size = "\1"', "size", "size must be a non-negative integer, not a string"),
+    (r"size = (\d+)", r"size = \1.0", "size", "size must be a non-negative integer, not a float"),
+    (r"size = (\d+)", "size = 1979-05-27T07:32:00Z", "size", "size must be a non-negative integer, not a table"),
+    (r"size = (\d+)", "size = -1", "size", "size must be a non-negative integer, not a negative one"),
+    (r'type = "file"', 'type = "dir"', "count", "a dir state needs 'count'"),
+    (r'type = "file"', 'type = "folder"', "type", 'type must be "file", "dir" or "missing"'),
+    (r'sha256 = "[0-9a-f]+"', 'sha256 = "xyz"', "sha256", "sha256 must be a sha256 hex digest"),
+    (r'sha256 = "', 'colour = "red"\nsha256 = "', "colour", "'colour' is not a key of a file state"),
+])
+def test_a_wrongly_typed_state_is_a_malformed_manifest_not_drift(plates, old, new, at, message):
+    path, text = recorded_samples(plates)
+    bad = re.sub(old, new, text, count=1)
+    assert bad != text
+    path.write_text(bad)
+    # A key that is absent is placed at its table, [state].
+    lines = bad.splitlines()
+    row = next((i for i, line in enumerate(lines) if line.startswith(at + " = ")), None)
+    where = f"{row + 1}:1" if row is not None else line_col(bad, "state]")
+    for argv in (["status"], ["status", "--json"], ["commit", "-m", "x"], ["verify"], ["diff"],
+                 ["open", "raw/samples"]):
+        p = plates.tether(*argv, check_rc=1)
+        assert f"{path}:{where}: recorded state of kind file: {message}" in p.stderr, (argv, p.stderr)
+        assert p.stdout == ""
+    assert plates.commit_count() == 1
+
+
+def test_a_wrongly_typed_state_in_history_is_refused_by_every_reader(plates):
+    path, text = recorded_samples(plates)
+    bad_text = re.sub(r"size = (\d+)", r'size = "\1"', text, count=1)
+    path.write_text(bad_text)
+    plates.git_commit_all("a bad manifest, committed by hand", path)
+    bad = plates.head()
+    path.write_text(text)  # the working copy is fine again
+    plates.git_commit_all("fixed", path)
+    name = f".tether/objects/raw/samples.toml at {bad[:12]}:{line_col(bad_text, 'size =')}"
+    for argv in (["open", "raw/samples", "-r", bad], ["diff", bad, "HEAD"], ["verify", "--all-history"],
+                 ["gc"], ["log"]):
+        p = plates.tether(*argv, check_rc=1)
+        assert name in p.stderr and "size must be a non-negative integer, not a string" in p.stderr, (argv, p.stderr)
+
+
+@pytest.mark.parametrize("text,where,message", [
+    ('kind = 3\n[locator]\nuri = "/x"\n', "1:1", "'kind' must be a string"),
+    ('kind = "file"\n\nrecoverable = "no"\n[locator]\nuri = "/x"\n', "3:1", "'recoverable' must be true or false"),
+    ('kind = "file"\nlisting = "abc"\n[locator]\nuri = "/x"\n', "2:1", "'listing' must be a sha256 hex digest"),
+    ('kind = "file"\n[locator]\nuri = "/x"\n[state]\n  colour = 1\n[extra]\n', "6:2", "unknown key 'extra'"),
+    ('kind = "file"\nstate = 3\n[locator]\nuri = "/x"\n', "2:1", "'state' must be a table"),
+    ('kind = "file"\n[locator]\nuri = "/x"\n[policy]\nwrite = "none"\npin = "bogus"\n', "6:1",
+     'policy.pin must be one of "native" or "record"'),
+    ('kind = "file"\n[locator]\nuri = "/x"\n[policy]\nwrite = "sometimes"\n', "5:1",
+     'policy.write must be one of "fork", "track" or "none"'),
+    ('kind = "file"\n[locator]\nuri = "/x"\n[policy]\nfile = "frozen"\n', "5:1",
+     'policy.file must be one of "immutable" or "mutable"'),
+    ('kind = "file"\n[locator]\nuri = "/x"\n[policy]\n  fiel = "mutable"\n', "5:3",
+     "unknown policy key 'fiel' for kind file (allowed: write, pin, file)"),
+    ('kind = "git"\n[locator]\npath = "/x"\n[policy]\nfile = "mutable"\n', "5:1",
+     "unknown policy key 'file' for kind git (allowed: write, pin)"),
+    ('kind = "git"\n[locator]\npath = "/x"\n[state]\nsha = 12\n', "5:1",
+     "recorded state of kind git: sha must be a commit id"),
+])
+def test_manifest_field_errors_name_line_and_column(plates, text, where, message):
+    bad = plates.write(".tether/objects/bad.toml", text)
+    p = plates.tether("status", check_rc=1)
+    assert f"{bad}:{where}: {message}" in p.stderr, p.stderr
+    assert p.stdout == ""
+
+
+@pytest.mark.parametrize("text,where,message", [
+    ('[object."raw/samples"]\nremote = "x"\n', "1:2", "unknown key 'object' (allowed: objects)"),
+    ('token = "x"\n', "1:1", "unknown key 'token' (allowed: objects)"),
+    ('objects = 3\n', "1:1", "'objects' must be a table"),
+    ('[objects]\n"raw/samples" = "x"\n', "2:1", 'objects."raw/samples" must be a table'),
+])
+def test_secrets_file_errors_name_line_and_column(plates, text, where, message):
+    secrets = plates.write(".tether/secrets.toml", text)
+    for argv in (["status"], ["commit", "-m", "x"], ["verify"]):
+        p = plates.tether(*argv, check_rc=1)
+        assert f"{secrets}:{where}: {message}" in p.stderr, (argv, p.stderr)
+    assert plates.head() is None
+
+
+@pytest.mark.parametrize("edit,where,message", [
+    (lambda t: t + "[colour]\nred = 1\n", "colour]", "unknown key 'colour' (allowed: dataset, snapshot"),
+    (lambda t: t.replace("auto = true", 'auto = "yes"'), "auto =", "snapshot.auto must be true or false"),
+    (lambda t: t.replace('file = "immutable"', 'file = "frozen"'), "file =",
+     'defaults.file must be one of "immutable" or "mutable"'),
+    (lambda t: t.replace('pin = "native"', 'pin = "bogus"'), "pin =", 'defaults.pin must be one of "native" or "record"'),
+    (lambda t: t.replace("auto = true", "auto = true\nautomatic = false"), "automatic",
+     "unknown key 'automatic' in snapshot (allowed: auto)"),
+    (lambda t: t.replace('write = "fork"', 'writes = "fork"'), "writes",
+     "unknown key 'writes' in defaults (allowed: file, write, pin)"),
+])
+def test_tether_toml_errors_name_line_and_column(plates, edit, where, message):
+    cfg = plates.p("tether.toml")
+    text = edit(cfg.read_text())
+    cfg.write_text(text)
+    p = plates.tether("status", check_rc=1)
+    assert f"{cfg}:{line_col(text, where)}" in p.stderr, p.stderr
+    assert message in p.stderr
+
+
+def test_a_secret_the_objects_backend_does_not_read_is_refused(plates, new_repo):
+    code = new_repo("code")
+    code.write("main.py", "a\n")
+    code.git_commit_all("c1", "main.py")
+    plates.tether("add", "code", code.root, "--kind", "git")
+    secrets = plates.write(".tether/secrets.toml", '[objects."code"]\n\n  remot = "/elsewhere.git"\n')
+    for argv in (["status"], ["commit", "-m", "x"], ["verify"]):
+        p = plates.tether(*argv, check_rc=1)
+        assert (f"{secrets}:3:3: unknown key 'remot' in objects.\"code\" (kind git reads remote)"
+                in p.stderr), (argv, p.stderr)
+    assert plates.head() is None
+    assert code.git("tag", "-l") == ""

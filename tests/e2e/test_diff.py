@@ -1,5 +1,6 @@
 """tether diff: objects added, removed and changed between revisions, and
 with --content the exact per-file changes from the stored listings."""
+import json
 import os
 
 import pytest
@@ -250,3 +251,21 @@ def test_sizes_are_binary_with_one_decimal(ds):
         "    removed c (-1.5 MiB)",
         "    0 added, 3 removed, 0 modified, -1.5 MiB",
     ]
+
+
+def test_an_unreachable_store_does_not_hide_the_other_objects(plates, new_repo):
+    from test_status import plates_and_gone_code
+    ds = plates_and_gone_code(plates, new_repo)
+    p = ds.tether("diff", "--json", check_rc=1)
+    r = json.loads(p.stdout)
+    objs = by_key(r)
+    assert r["errors"] == 1
+    assert objs["code"]["change"] == "error" and "code" in objs["code"]["error"]
+    assert objs["raw/plates"]["change"] == "changed" and "error" not in objs["raw/plates"]
+    assert "raw/samples" not in objs
+    assert "1 object could not be compared" in p.stderr
+    p = ds.tether("diff", "--content", check_rc=1)
+    assert "! code" in p.stdout and "(error: " in p.stdout
+    assert "~ raw/plates" in p.stdout and "added plate3.csv" in p.stdout
+    # Between two commits no store is contacted: nothing fails.
+    assert ds.tj("diff", "HEAD", "HEAD")["errors"] == 0

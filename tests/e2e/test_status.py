@@ -1,6 +1,8 @@
 """tether status: never recorded, clean, modified, drifted, removed; with and
 without a snapshot; and the errors it reports instead of a status."""
+import json
 import os
+import shutil
 import subprocess
 import time
 
@@ -398,3 +400,49 @@ def test_commit_text_names_the_listing_removal_it_records(plates):
     assert "`tether commit` records their removal" in out
     out = plates.tether("commit", "-m", "drop").stdout
     assert f"removed   .tether/listings/{first}.jsonl" in out
+
+
+# -- one object that cannot be read hides nothing else -------------------------
+
+def plates_and_gone_code(plates, new_repo):
+    """plates plus a git object `code`, all committed, then the code
+    repository removed: its store is unreachable."""
+    import shutil
+    code = new_repo("code")
+    code.write("main.py", "a\n")
+    code.git_commit_all("c1", "main.py")
+    plates.tether("add", "code", code.root, "--kind", "git")
+    plates.tether("commit", "-m", "first")
+    plates.write("data/plates/plate3.csv", "well,value\nC1,0.3\n")
+    shutil.rmtree(code.root)
+    return plates
+
+
+def test_an_unreachable_store_is_reported_with_every_other_object(plates, new_repo):
+    ds = plates_and_gone_code(plates, new_repo)
+    p = ds.tether("status", "--json", check_rc=1)
+    r = json.loads(p.stdout)
+    objs = by_key(r)
+    assert set(objs) == {"code", "raw/plates", "raw/samples"}
+    assert objs["code"]["status"] == "error"
+    assert "code" in objs["code"]["detail"] and objs["code"]["current"] is None
+    assert objs["raw/plates"]["status"] == "modified"
+    assert objs["raw/samples"]["status"] == "clean"
+    assert r["errors"] == 1 and r["clean"] is False
+    assert "1 object could not be checked" in p.stderr
+    p = ds.tether("status", check_rc=1)
+    lines = p.stdout.splitlines()
+    assert lines[0].split()[:2] == ["error", "code"], p.stdout
+    assert any(line.split()[:2] == ["modified", "raw/plates"] for line in lines)
+    assert any(line.split()[:2] == ["clean", "raw/samples"] for line in lines)
+    assert lines[-1] == "3 objects: 1 clean, 1 modified, 1 error"
+    assert "1 object could not be checked" in p.stderr
+
+
+def test_an_unreachable_store_outranks_drift_in_the_exit_code(plates, new_repo):
+    ds = plates_and_gone_code(plates, new_repo)
+    ds.write("data/samples.csv", "changed\n")
+    r = by_key(ds.tj("status", check_rc=1))
+    assert r["raw/samples"]["status"] == "drifted" and r["code"]["status"] == "error"
+    # Without a snapshot no store is contacted: nothing to fail.
+    ds.tj("status", "--no-snapshot")

@@ -84,3 +84,14 @@ def test_changed_or_deleted_file_fails(plates):
 def test_verify_outside_dataset(repo):
     p = repo.tether("verify", check_rc=1)
     assert "no tether dataset" in p.stderr
+
+
+def test_an_unreachable_store_fails_alone(plates, new_repo):
+    from test_status import plates_and_gone_code
+    ds = plates_and_gone_code(plates, new_repo)
+    r = by_key(ds.tj("verify", check_rc=3))
+    assert r["code"]["ok"] is False and r["code"]["detail"]
+    assert r["raw/samples"]["ok"] is True
+    for args in ((), ("--all-history",)):
+        p = ds.tether("verify", *args, check_rc=3)
+        assert "ok raw/samples" in p.stdout and "FAILED code" in p.stdout, p.stdout

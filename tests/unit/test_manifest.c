@@ -50,6 +50,21 @@ int main(void)
 	CHECK(parse("kind = \"file\"\nbogus = 1\n[locator]\n", &m) == TETHER_ECONFIG);
 	CHECK(strstr(tether_error_last(), "unknown key 'bogus'") != NULL);
 	CHECK(parse("kind = \"file\"\nlisting = \"nothex\"\n[locator]\n", &m) == TETHER_ECONFIG);
+	CHECK(strstr(tether_error_last(), "objects/k.toml:2:1: 'listing'") != NULL);
+
+	/* A field the kind checks: its line and column, whatever the layout. */
+	CHECK(parse("kind = \"file\"\n[locator]\nuri = \"/x\"\n[state]\ntype = \"file\"\n   size = \"2\"\n"
+	            "sha256 = \"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\"\n",
+	            &m) == TETHER_ECONFIG);
+	CHECK(strstr(tether_error_last(), "objects/k.toml:6:4: recorded state of kind file: size must be") != NULL);
+	CHECK(parse("kind = \"file\"\nstate = { type = \"file\", size = 2.0, sha256 = \"x\" }\n[locator]\n", &m) ==
+	      TETHER_ECONFIG);
+	CHECK(strstr(tether_error_last(), "objects/k.toml:2:") != NULL);
+	CHECK(parse("kind = \"file\"\npolicy.pin = \"bogus\"\n[locator]\n", &m) == TETHER_ECONFIG);
+	CHECK(strstr(tether_error_last(), "objects/k.toml:2:8: policy.pin must be one of \"native\" or \"record\"") != NULL);
+	/* A kind this build does not have: its own rules are not known here. */
+	CHECK(parse("kind = \"martian\"\n[locator]\n[policy]\ncolour = \"red\"\n", &m) == 0);
+	tt_manifest_free(&m);
 
 	/* Save, load one, load all (nested keys), sorted. */
 	char dir[] = "/tmp/tether-manifest-XXXXXX";

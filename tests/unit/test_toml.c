@@ -318,8 +318,63 @@ static void test_round_trips(void)
 	json_decref(built);
 }
 
+static void check_where(const struct tt_toml_where *w, const json_t *table, const char *key, size_t line,
+                        size_t col)
+{
+	size_t l, c;
+	int found = tt_toml_where_key(w, table, key, &l, &c);
+	CHECK(found == (line != 0));
+	if (l != line || c != col)
+		fprintf(stderr, "key %s: got %zu:%zu, want %zu:%zu\n", key, l, c, line, col);
+	CHECK(l == line && c == col);
+}
+
+/* Every key's line and column, for validators' messages. */
+static void test_key_positions(void)
+{
+	const char *doc = "kind = \"file\"\n"
+	                  "# a comment\n"
+	                  "[locator]\n"
+	                  "  uri = \"/x\"\n"
+	                  "[objects.\"a b\"]\n"
+	                  "\"\xc3\xa9t\xc3\xa9\".x = 1\n" /* a key of two-byte characters: columns count them once */
+	                  "inline = { k = 2, 'q' = 3 }\n"
+	                  "[[list]]\n"
+	                  "n = 4\n";
+	char err[256];
+	struct tt_toml_where *w = NULL;
+	json_t *v = tt_toml_parse_at(doc, strlen(doc), "doc.toml", err, sizeof err, &w);
+	CHECK(v != NULL && w != NULL);
+	if (!v || !w) {
+		json_decref(v);
+		tt_toml_where_free(w);
+		return;
+	}
+	json_t *objects = json_object_get(v, "objects"), *ab = json_object_get(objects, "a b");
+	check_where(w, v, "kind", 1, 1);
+	check_where(w, v, "locator", 3, 2);
+	check_where(w, json_object_get(v, "locator"), "uri", 4, 3);
+	check_where(w, v, "objects", 5, 2);
+	check_where(w, objects, "a b", 5, 10);
+	check_where(w, ab, "\xc3\xa9t\xc3\xa9", 6, 1);
+	check_where(w, json_object_get(ab, "\xc3\xa9t\xc3\xa9"), "x", 6, 7);
+	check_where(w, ab, "inline", 7, 1);
+	check_where(w, json_object_get(ab, "inline"), "k", 7, 12);
+	check_where(w, json_object_get(ab, "inline"), "q", 7, 19);
+	check_where(w, v, "list", 8, 3);
+	check_where(w, json_array_get(json_object_get(v, "list"), 0), "n", 9, 1);
+	check_where(w, v, "nope", 0, 0);
+	check_where(w, json_object_get(v, "locator"), "kind", 0, 0);
+	tt_toml_where_free(w);
+	json_decref(v);
+	/* A failed parse hands out no positions. */
+	w = (struct tt_toml_where *)1;
+	CHECK(tt_toml_parse_at("a = \n", 5, "doc.toml", err, sizeof err, &w) == NULL && w == NULL);
+}
+
 int main(void)
 {
+	test_key_positions();
 	test_error_positions();
 	test_error_columns();
 	test_error_buffer_handling();

@@ -460,6 +460,39 @@ static int gb_identity(const struct tether_bctx *ctx, const json_t *locator, jso
 /* ------------------------------------------------------------------ */
 
 static const char *const gb_volatile_keys[] = {"dirty", "change_id", NULL};
+/* A remote URL: never committed (docs/CLI.md, the git backend). */
+static const char *const gb_secret_keys[] = {"remote", NULL};
+
+static int is_lower_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/* {sha, dirty?, change_id?}: what read_state writes, and nothing else. */
+static int gb_check_state(const json_t *state, const char **bad)
+{
+	const char *k;
+	json_t *v;
+	*bad = "sha";
+	const char *sha = json_string_value(json_object_get(state, "sha"));
+	size_t n = sha ? strlen(sha) : 0;
+	if (!sha || !((n == 40 || n == 64) && is_lower_hex(sha, n)))
+		return tether_error_set(TETHER_ECONFIG, "sha must be a commit id (40 or 64 lower-case hex digits)%s",
+		                        json_object_get(state, "sha") ? "" : ", and is missing");
+	json_object_foreach((json_t *)state, k, v) {
+		*bad = k;
+		if (strcmp(k, "dirty") == 0 && !json_is_boolean(v))
+			return tether_error_set(TETHER_ECONFIG, "dirty must be true or false");
+		if (strcmp(k, "change_id") == 0 && !json_is_string(v))
+			return tether_error_set(TETHER_ECONFIG, "change_id must be a string");
+		if (strcmp(k, "sha") != 0 && strcmp(k, "dirty") != 0 && strcmp(k, "change_id") != 0)
+			return tether_error_set(TETHER_ECONFIG, "'%s' is not a key of a git state (sha, dirty, change_id)", k);
+	}
+	return 0;
+}
 
 const struct tether_backend tt_backend_git = {
 	.abi = TETHER_BACKEND_ABI,
@@ -489,6 +522,8 @@ const struct tether_backend tt_backend_git = {
 	.delete_store = gb_delete_store,
 	.list_working_refs = gb_list_working_refs,
 	.verify_many = gb_verify_many,
+	.check_state = gb_check_state,
+	.secret_keys = gb_secret_keys,
 };
 
 TETHER_API tether_backend_module_t tether_backend_module = {&tt_backend_git, NULL};

@@ -311,6 +311,24 @@ int ic_open_handle(const struct tether_bctx *ctx, const json_t *locator, const j
 
 static const char *const ic_volatile_keys[] = {NULL};
 
+/* {snapshot_id}: one snapshot id in its canonical spelling. */
+static int ic_check_state(const json_t *state, const char **bad)
+{
+	const char *k;
+	json_t *v;
+	struct ic_id id;
+	*bad = "snapshot_id";
+	if (ic_id_parse(json_string_value(json_object_get(state, "snapshot_id")), &id) != 0)
+		return tether_error_set(TETHER_ECONFIG, "snapshot_id must be a snapshot id (%d Crockford base32 characters)%s",
+		                        IC_ID_CHARS, json_object_get(state, "snapshot_id") ? "" : ", and is missing");
+	json_object_foreach((json_t *)state, k, v) {
+		*bad = k;
+		if (strcmp(k, "snapshot_id") != 0)
+			return tether_error_set(TETHER_ECONFIG, "'%s' is not a key of an icechunk state (snapshot_id)", k);
+	}
+	return 0;
+}
+
 const struct tether_backend tt_backend_icechunk = {
 	.abi = TETHER_BACKEND_ABI,
 	.kind = "icechunk",
@@ -336,6 +354,7 @@ const struct tether_backend tt_backend_icechunk = {
 	.create_store = ic_create_store,
 	.delete_store = ic_delete_store,
 	.list_working_refs = ic_list_working_refs,
+	.check_state = ic_check_state,
 };
 
 TETHER_API tether_backend_module_t tether_backend_module = {&tt_backend_icechunk, NULL};

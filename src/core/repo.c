@@ -202,6 +202,8 @@ static int validate_secrets(const struct cfgcheck *c, const json_t *secrets)
 {
 	static const char *const tables[] = {"objects", NULL};
 	int rc = check_known(c, secrets, NULL, tables, "objects");
+	if (!rc) /* a URL or token is handed on as a C string: no NUL inside */
+		rc = tt_strings_check(secrets, c->path);
 	json_t *objects = json_object_get(secrets, "objects");
 	if (!rc && objects && !json_is_object(objects))
 		rc = refuse_at(c, secrets, "objects", "'objects' must be a table of [objects.\"<key>\"] tables");

@@ -357,3 +357,10 @@ def test_a_string_with_a_nul_byte_is_refused(new_repo, tmp_path):
     ds.write("tether.toml", cfg.replace('write = "fork"', 'write = "fork\\u0000x"'))
     q = ds.tether("status", check_rc=1)
     assert "NUL" in q.stderr and "defaults.write" in q.stderr, describe(q)
+
+    # secrets.toml is the user's own file, but a URL or token in it becomes a
+    # C string too.
+    ds.write("tether.toml", cfg)
+    ds.write(".tether/secrets.toml", '[objects."f"]\nremote = "ssh://x\\u0000y"\n')
+    q = ds.tether("commit", "-m", "s", check_rc=1)
+    assert "NUL" in q.stderr and "secrets.toml" in q.stderr and "remote" in q.stderr, describe(q)

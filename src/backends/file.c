@@ -249,51 +249,6 @@ static int file_open(const struct tether_bctx *ctx, const json_t *locator, const
 	return 0;
 }
 
-/* A listing, parsed line by line (core/listing_read.h): the text came
- * from a commit, so it is untrusted. Paths and tokens are the bytes they
- * stand for, so two names compare as the files they name. */
-struct listing {
-	struct tt_listing_line *v;
-	size_t n;
-};
-
-static void free_listing(struct listing *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		tt_listing_line_free(&l->v[i]);
-	free(l->v);
-}
-
-static int parse_listing(const char *text, size_t len, struct listing *out)
-{
-	memset(out, 0, sizeof *out);
-	size_t cap = 0;
-	const char *p = text, *end = text + len;
-	size_t lineno = 0;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		lineno++;
-		if (out->n == cap) {
-			size_t ncap = cap ? cap * 2 : 256;
-			struct tt_listing_line *v = realloc(out->v, ncap * sizeof *v);
-			if (!v) {
-				free_listing(out);
-				return tether_error_set(TETHER_ERROR, "listing: out of memory at line %zu", lineno);
-			}
-			out->v = v;
-			cap = ncap;
-		}
-		if (tt_listing_parse_line(p, n, &out->v[out->n]) != 0) {
-			free_listing(out);
-			return tether_error_set(TETHER_ECONFIG, "listing line %zu is malformed", lineno);
-		}
-		out->n++;
-		p = nl ? nl + 1 : end;
-	}
-	return 0;
-}
-
 struct diff_acc {
 	json_t *entries;
 	size_t max;
@@ -318,8 +273,8 @@ static json_t *diff_entry(const char *change, const char *path, size_t path_len,
 	return e;
 }
 
-static void diff_emit(struct diff_acc *acc, const char *change, const char *path, json_int_t size,
-                      json_int_t delta)
+static void diff_emit_n(struct diff_acc *acc, const char *change, const char *path, size_t path_len,
+                        json_int_t size, json_int_t delta)
 {
 	if (strcmp(change, "added") == 0)
 		acc->added++;
@@ -329,7 +284,13 @@ static void diff_emit(struct diff_acc *acc, const char *change, const char *path
 		acc->modified++;
 	acc->size_delta += delta;
 	if (json_array_size(acc->entries) < acc->max)
-		json_array_append_new(acc->entries, diff_entry(change, path, strlen(path), size, delta));
+		json_array_append_new(acc->entries, diff_entry(change, path, path_len, size, delta));
+}
+
+static void diff_emit(struct diff_acc *acc, const char *change, const char *path, json_int_t size,
+                      json_int_t delta)
+{
+	diff_emit_n(acc, change, path, strlen(path), size, delta);
 }
 
 static json_t *diff_result(struct diff_acc *acc, const char *summary)
@@ -341,40 +302,68 @@ static json_t *diff_result(struct diff_acc *acc, const char *summary)
 	                 total > json_array_size(acc->entries));
 }
 
+/* Step a reader; a line it refuses is an error naming the side and line. */
+static int listing_step(struct tt_listing_reader *r, const char *side, const struct tt_listing_line **line)
+{
+	int rc = tt_listing_reader_next(r, line);
+	if (rc >= 0)
+		return 0;
+	size_t n = tt_listing_reader_lineno(r);
+	if (rc == TT_LISTING_NOMEM)
+		return tether_error_set(TETHER_ERROR, "listing of %s: out of memory at line %zu", side, n);
+	if (rc == TT_LISTING_UNORDERED)
+		return tether_error_set(TETHER_ECONFIG, "listing of %s, line %zu: path out of order or repeated "
+		                        "(a listing is sorted by path, each path once)", side, n);
+	return tether_error_set(TETHER_ECONFIG, "listing of %s, line %zu is malformed", side, n);
+}
+
+static int cmp_paths(const struct tt_listing_line *x, const struct tt_listing_line *y)
+{
+	size_t m = x->path_len < y->path_len ? x->path_len : y->path_len;
+	int c = memcmp(x->path, y->path, m);
+	return c ? c : (x->path_len > y->path_len) - (x->path_len < y->path_len);
+}
+
+/* Two sorted listings merged in one pass: each line is decoded into the
+ * reader's buffers and dropped, so memory does not grow with the listing,
+ * and only the differences become entries. */
 static int diff_listings(const char *la, size_t na, const char *lb, size_t nb, size_t max, json_t **diff)
 {
-	struct listing a, b;
-	int rc = parse_listing(la, na, &a);
-	if (rc)
-		return rc;
-	rc = parse_listing(lb, nb, &b);
-	if (rc) {
-		free_listing(&a);
-		return rc;
-	}
+	struct tt_listing_reader *ra = tt_listing_reader_new(la, na), *rb = tt_listing_reader_new(lb, nb);
 	struct diff_acc acc = {.entries = json_array(), .max = max};
-	size_t i = 0, j = 0;
-	while (i < a.n || j < b.n) {
-		int c = i == a.n ? 1 : j == b.n ? -1 : strcmp(a.v[i].path, b.v[j].path);
+	const struct tt_listing_line *a = NULL, *b = NULL;
+	int rc = !ra || !rb || !acc.entries ? tether_error_set(TETHER_ERROR, "listing diff: out of memory") : 0;
+	if (!rc)
+		rc = listing_step(ra, "the 'from' side", &a);
+	if (!rc)
+		rc = listing_step(rb, "the 'to' side", &b);
+	while (!rc && (a || b)) {
+		int c = !a ? 1 : !b ? -1 : cmp_paths(a, b);
 		if (c < 0) {
-			diff_emit(&acc, "removed", a.v[i].path, a.v[i].size, -a.v[i].size);
-			i++;
+			diff_emit_n(&acc, "removed", a->path, a->path_len, a->size, -a->size);
+			rc = listing_step(ra, "the 'from' side", &a);
 		} else if (c > 0) {
-			diff_emit(&acc, "added", b.v[j].path, b.v[j].size, b.v[j].size);
-			j++;
+			diff_emit_n(&acc, "added", b->path, b->path_len, b->size, b->size);
+			rc = listing_step(rb, "the 'to' side", &b);
 		} else {
-			if (strcmp(a.v[i].token, b.v[j].token) != 0 || a.v[i].size != b.v[j].size)
-				diff_emit(&acc, "modified", b.v[j].path, b.v[j].size, b.v[j].size - a.v[i].size);
-			i++;
-			j++;
+			if (a->size != b->size || a->token_len != b->token_len ||
+			    memcmp(a->token, b->token, a->token_len) != 0)
+				diff_emit_n(&acc, "modified", b->path, b->path_len, b->size, b->size - a->size);
+			rc = listing_step(ra, "the 'from' side", &a);
+			if (!rc)
+				rc = listing_step(rb, "the 'to' side", &b);
 		}
+	}
+	tt_listing_reader_free(ra);
+	tt_listing_reader_free(rb);
+	if (rc) {
+		json_decref(acc.entries);
+		return rc;
 	}
 	char summary[160];
 	snprintf(summary, sizeof summary, "%" JSON_INTEGER_FORMAT " added, %" JSON_INTEGER_FORMAT
 	         " removed, %" JSON_INTEGER_FORMAT " modified", acc.added, acc.removed, acc.modified);
 	*diff = diff_result(&acc, summary);
-	free_listing(&a);
-	free_listing(&b);
 	return 0;
 }
 

@@ -73,23 +73,26 @@ static json_t *side_json(const struct side *s)
 }
 
 /* A listing named by a manifest, or NULL when the commit has none (commits
- * from before listings existed, or a listing removed by hand). */
-static char *load_listing(struct tether_repo *repo, const struct side *s, const struct tt_manifest *m, size_t *len)
+ * from before listings existed, or a listing removed by hand). The working
+ * side's is lent from its snapshot (*owned = NULL: not copied, it can be
+ * large); a commit's is read and handed over in *owned. */
+static const char *load_listing(struct tether_repo *repo, const struct side *s, const struct tt_manifest *m,
+                                size_t *len, char **owned)
 {
 	const char *hex = tt_manifest_listing(m);
-	char *text = NULL;
+	*owned = NULL;
 	if (s->objs) {
 		struct tt_obj *o = &s->objs[m - s->set.v];
 		if (o->fp.listing) {
 			*len = o->fp.listing_len;
-			return memcpy(malloc(*len + 1), o->fp.listing, *len);
+			return o->fp.listing;
 		}
 	}
-	if (hex && tt_listing_load(repo, s->id, hex, &text, len) != 0) {
+	if (hex && tt_listing_load(repo, s->id, hex, owned, len) != 0) {
 		tether_error_clear();
-		text = NULL;
+		*owned = NULL;
 	}
-	return text;
+	return *owned;
 }
 
 static int content_diff(struct tether_repo *repo, const struct side *a, const struct side *b,
@@ -106,14 +109,15 @@ static int content_diff(struct tether_repo *repo, const struct side *a, const st
 	struct tether_bctx ctx;
 	tt_repo_bctx(repo, be->kind, mb->key, &ctx);
 	size_t la = 0, lb = 0;
-	char *ta = load_listing(repo, a, ma, &la);
-	char *tb = load_listing(repo, b, mb, &lb);
+	char *own_a, *own_b;
+	const char *ta = load_listing(repo, a, ma, &la, &own_a);
+	const char *tb = load_listing(repo, b, mb, &lb, &own_b);
 	int rc = be->diff(&ctx, tt_manifest_locator(mb), tt_manifest_state(ma), tt_manifest_state(mb), ta, la, tb, lb,
 	                  max, out);
 	if (rc)
 		rc = tether_error_set(rc, "%s: %s", mb->key, tether_error_last());
-	free(ta);
-	free(tb);
+	free(own_a);
+	free(own_b);
 	return rc;
 }
 

@@ -119,71 +119,97 @@ static int canonical(const unsigned char *s, const unsigned char *escaped, size_
 	return 1;
 }
 
-/* A JSON string at the cursor, decoded to bytes: malloc'd, NUL-terminated. */
-static int read_string(struct cursor *c, char **out, size_t *out_len)
+/* Where a line's strings are decoded: each buffer holds at least the
+ * line's length + 1 bytes, which no decoded string of the line exceeds (an
+ * escape is never shorter than what it stands for). */
+struct line_bufs {
+	char *path, *token, *scratch;
+	unsigned char *escaped; /* one flag per decoded byte: was it a \uDCXX */
+};
+
+/* Does the string at the cursor, up to its closing quote, need decoding?
+ * Most names are plain ASCII without escapes: those are copied whole. The
+ * loop has no early exit so that it stays cheap on long names. */
+static size_t plain_span(const struct cursor *c)
+{
+	const unsigned char *q = memchr(c->p, '"', (size_t)(c->end - c->p));
+	if (!q)
+		return 0;
+	unsigned bad = 0;
+	for (const unsigned char *s = c->p; s < q; s++)
+		bad |= (unsigned)(*s < 0x20) | (unsigned)(*s == '\\') | (unsigned)(*s >= 0x80);
+	return bad ? 0 : (size_t)(q - c->p) + 1;
+}
+
+/* A JSON string at the cursor, decoded to bytes into s (NUL-terminated),
+ * with escaped[] as scratch. */
+static int read_string(struct cursor *c, char *out, unsigned char *escaped, size_t *out_len)
 {
 	if (take(c, '"') != 0)
 		return -1;
-	size_t cap = (size_t)(c->end - c->p) + 1;
-	unsigned char *s = malloc(cap), *escaped = calloc(cap, 1);
+	unsigned char *s = (unsigned char *)out;
+	size_t plain = plain_span(c);
+	if (plain) {
+		memcpy(s, c->p, plain - 1);
+		s[plain - 1] = '\0';
+		*out_len = plain - 1;
+		c->p += plain;
+		return 0;
+	}
 	size_t n = 0;
 	int any_escaped = 0;
-	if (!s || !escaped)
-		goto fail;
 	for (;;) {
 		if (c->p == c->end)
-			goto fail;
+			return -1;
 		unsigned char ch = *c->p;
 		if (ch == '"') {
 			c->p++;
 			break;
 		}
 		if (ch < 0x20)
-			goto fail;
+			return -1;
 		if (ch >= 0x80) {
 			size_t seq = tt_utf8_sequence(c->p, (size_t)(c->end - c->p));
 			if (seq == 0)
-				goto fail;
+				return -1;
 			memcpy(s + n, c->p, seq);
+			memset(escaped + n, 0, seq);
 			n += seq;
 			c->p += seq;
 			continue;
 		}
 		c->p++;
 		if (ch != '\\') {
+			escaped[n] = 0;
 			s[n++] = ch;
 			continue;
 		}
 		if (c->p == c->end)
-			goto fail;
+			return -1;
 		unsigned char e = *c->p++;
 		static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
 		const char *hit = e ? strchr(from, e) : NULL;
 		if (hit) {
+			escaped[n] = 0;
 			s[n++] = (unsigned char)to[hit - from];
 		} else if (e == 'u') {
 			int esc = 0;
 			size_t w = unicode_escape(c, s + n, &esc);
 			if (w == 0)
-				goto fail;
+				return -1;
+			memset(escaped + n, 0, w);
 			escaped[n] = (unsigned char)esc;
 			any_escaped |= esc;
 			n += w;
 		} else {
-			goto fail;
+			return -1;
 		}
 	}
 	if (any_escaped && !canonical(s, escaped, n))
-		goto fail;
+		return -1;
 	s[n] = '\0';
-	free(escaped);
-	*out = (char *)s;
 	*out_len = n;
 	return 0;
-fail:
-	free(s);
-	free(escaped);
-	return -1;
 }
 
 /* A non-negative JSON integer that fits int64_t (no sign, fraction or
@@ -208,59 +234,100 @@ static int read_size(struct cursor *c, int64_t *out)
 	return 0;
 }
 
-int tt_listing_parse_line(const char *text, size_t n, struct tt_listing_line *out)
+/* One line into out, its strings decoded into b (the rules are in
+ * listing_read.h). out->path and out->token point into b. */
+static int parse_line(const char *text, size_t n, struct line_bufs *b, struct tt_listing_line *out)
 {
 	memset(out, 0, sizeof *out);
 	struct cursor c = {(const unsigned char *)text, (const unsigned char *)text + n};
-	int have_size = 0;
+	int have_path = 0, have_token = 0, have_size = 0;
 	if (take(&c, '{') != 0)
 		return -1;
 	for (;;) {
-		char *key = NULL;
 		size_t key_len;
-		if (read_string(&c, &key, &key_len) != 0)
-			goto fail;
-		if (take(&c, ':') != 0) {
-			free(key);
-			goto fail;
-		}
+		if (read_string(&c, b->scratch, b->escaped, &key_len) != 0 || take(&c, ':') != 0)
+			return -1;
 		/* A decoded key holds no NUL: strcmp compares all of it. */
 		int rc;
-		if (strcmp(key, "p") == 0)
-			rc = out->path ? -1 : read_string(&c, &out->path, &out->path_len);
-		else if (strcmp(key, "k") == 0)
-			rc = out->token ? -1 : read_string(&c, &out->token, &out->token_len);
-		else if (strcmp(key, "s") == 0)
+		if (strcmp(b->scratch, "p") == 0)
+			rc = have_path++ ? -1 : read_string(&c, b->path, b->escaped, &out->path_len);
+		else if (strcmp(b->scratch, "k") == 0)
+			rc = have_token++ ? -1 : read_string(&c, b->token, b->escaped, &out->token_len);
+		else if (strcmp(b->scratch, "s") == 0)
 			rc = have_size++ ? -1 : read_size(&c, &out->size);
 		else {
 			/* Another member: a string or an integer, skipped. */
-			char *skipped = NULL;
 			size_t skipped_len;
 			int64_t ignored;
 			skip_ws(&c);
-			rc = c.p < c.end && *c.p == '"' ? read_string(&c, &skipped, &skipped_len)
+			rc = c.p < c.end && *c.p == '"' ? read_string(&c, b->scratch, b->escaped, &skipped_len)
 			                                : read_size(&c, &ignored);
-			free(skipped);
 		}
-		free(key);
 		if (rc != 0)
-			goto fail;
+			return -1;
 		skip_ws(&c);
 		if (c.p < c.end && *c.p == ',') {
 			c.p++;
 			continue;
 		}
 		if (take(&c, '}') != 0)
-			goto fail;
+			return -1;
 		break;
 	}
 	skip_ws(&c);
-	if (c.p != c.end || !out->path || !out->token || !have_size)
-		goto fail;
+	if (c.p != c.end || !have_path || !have_token || !have_size)
+		return -1;
+	out->path = b->path;
+	out->token = b->token;
 	return 0;
-fail:
-	tt_listing_line_free(out);
-	return -1;
+}
+
+static int bufs_reserve(struct line_bufs *b, size_t *cap, size_t need)
+{
+	if (need <= *cap)
+		return 0;
+	size_t ncap = *cap ? *cap : 256;
+	while (ncap < need)
+		ncap *= 2;
+	char *p = realloc(b->path, ncap), *t = p ? realloc(b->token, ncap) : NULL;
+	if (p)
+		b->path = p;
+	if (t)
+		b->token = t;
+	char *s = t ? realloc(b->scratch, ncap) : NULL;
+	if (s)
+		b->scratch = s;
+	unsigned char *e = s ? realloc(b->escaped, ncap) : NULL;
+	if (!e)
+		return -1;
+	b->escaped = e;
+	*cap = ncap;
+	return 0;
+}
+
+static void bufs_free(struct line_bufs *b)
+{
+	free(b->path);
+	free(b->token);
+	free(b->scratch);
+	free(b->escaped);
+	memset(b, 0, sizeof *b);
+}
+
+int tt_listing_parse_line(const char *text, size_t n, struct tt_listing_line *out)
+{
+	memset(out, 0, sizeof *out);
+	struct line_bufs b = {0};
+	size_t cap = 0;
+	if (bufs_reserve(&b, &cap, n + 1) != 0 || parse_line(text, n, &b, out) != 0) {
+		bufs_free(&b);
+		memset(out, 0, sizeof *out);
+		return -1;
+	}
+	/* The line's own copies: the caller frees them. */
+	b.path = b.token = NULL;
+	bufs_free(&b);
+	return 0;
 }
 
 void tt_listing_line_free(struct tt_listing_line *line)
@@ -268,6 +335,81 @@ void tt_listing_line_free(struct tt_listing_line *line)
 	free(line->path);
 	free(line->token);
 	memset(line, 0, sizeof *line);
+}
+
+/* The reader keeps two path buffers, the current line's and the one
+ * before, to check the order without copying a name. */
+struct tt_listing_reader {
+	const char *p, *end;
+	size_t lineno;
+	struct line_bufs b;
+	char *prev;
+	size_t prev_len, cap;
+	int have_prev;
+	struct tt_listing_line line;
+};
+
+struct tt_listing_reader *tt_listing_reader_new(const char *text, size_t len)
+{
+	struct tt_listing_reader *r = calloc(1, sizeof *r);
+	if (!r)
+		return NULL;
+	r->p = text;
+	r->end = text + len;
+	return r;
+}
+
+void tt_listing_reader_free(struct tt_listing_reader *r)
+{
+	if (!r)
+		return;
+	bufs_free(&r->b);
+	free(r->prev);
+	free(r);
+}
+
+size_t tt_listing_reader_lineno(const struct tt_listing_reader *r)
+{
+	return r->lineno;
+}
+
+int tt_listing_reader_next(struct tt_listing_reader *r, const struct tt_listing_line **line)
+{
+	*line = NULL;
+	if (r->p == r->end)
+		return 0;
+	const char *nl = memchr(r->p, '\n', (size_t)(r->end - r->p));
+	size_t n = nl ? (size_t)(nl - r->p) : (size_t)(r->end - r->p);
+	r->lineno++;
+	if (r->cap < n + 1) {
+		size_t cap = r->cap;
+		if (bufs_reserve(&r->b, &cap, n + 1) != 0)
+			return TT_LISTING_NOMEM;
+		char *prev = realloc(r->prev, cap);
+		if (!prev)
+			return TT_LISTING_NOMEM;
+		r->prev = prev;
+		r->cap = cap;
+	}
+	/* The line before's path moves to prev; its buffer takes the next. */
+	if (r->have_prev) {
+		char *t = r->prev;
+		r->prev = r->b.path;
+		r->b.path = t;
+		r->prev_len = r->line.path_len;
+	}
+	if (parse_line(r->p, n, &r->b, &r->line) != 0)
+		return TT_LISTING_MALFORMED;
+	if (r->have_prev) {
+		size_t m = r->prev_len < r->line.path_len ? r->prev_len : r->line.path_len;
+		int c = memcmp(r->prev, r->line.path, m);
+		if (c > 0 || (c == 0 && r->prev_len >= r->line.path_len))
+			return TT_LISTING_UNORDERED;
+	}
+	r->have_prev = 1;
+	r->p = nl ? nl + 1 : r->end;
+	*line = &r->line;
+	return 1;
 }
 
 char *tt_listing_display_name(const char *name, size_t len, char **bytes_hex)

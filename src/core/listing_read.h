@@ -31,6 +31,28 @@ struct tt_listing_line {
 int tt_listing_parse_line(const char *text, size_t n, struct tt_listing_line *out);
 void tt_listing_line_free(struct tt_listing_line *line);
 
+/* A whole listing read line by line, for merging two in one pass: no
+ * allocation per line, the strings decoded into buffers the reader
+ * reuses. Each line is checked as tt_listing_parse_line checks it, and
+ * the paths must strictly increase in byte order (the order
+ * tt_scan_listing writes), so a repeated or out-of-order path is refused
+ * too: a merge of two listings relies on it.
+ *
+ * tt_listing_reader_next returns 1 with *line set (valid until the next
+ * call), 0 at the end, or one of the negative codes below;
+ * tt_listing_reader_lineno names the line (from 1) it stopped at. The
+ * text must outlive the reader. */
+enum {
+	TT_LISTING_MALFORMED = -1,
+	TT_LISTING_UNORDERED = -2,
+	TT_LISTING_NOMEM = -3,
+};
+struct tt_listing_reader;
+struct tt_listing_reader *tt_listing_reader_new(const char *text, size_t len);
+int tt_listing_reader_next(struct tt_listing_reader *r, const struct tt_listing_line **line);
+size_t tt_listing_reader_lineno(const struct tt_listing_reader *r);
+void tt_listing_reader_free(struct tt_listing_reader *r);
+
 /* A name as a report shows it: the name itself when it is valid UTF-8,
  * else with each byte that is not part of valid UTF-8 written \xHH, and
  * then *bytes_hex is set to the lower-case hex of all of the name's bytes

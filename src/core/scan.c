@@ -4,7 +4,9 @@
  * A small pool of worker threads shares one queue of tasks of two kinds:
  * "read this directory" and "hash this batch of files of a directory read
  * earlier". Hash tasks are taken first, which keeps the number of open
- * directories low; directory tasks are taken last-in first-out, so the walk
+ * directories low, and the largest queued first, so that a big file is not
+ * left to hash on one core while the others idle at the end; directory
+ * tasks are taken last-in first-out, so the walk
  * goes roughly depth first and a parent stays open only while children of
  * it wait. Everything is opened relative to the parent directory's fd
  * (openat/fstatat), so no path is resolved twice.
@@ -98,6 +100,7 @@ struct dir_node {
 struct task {
 	struct dir_node *node;
 	size_t begin, end; /* a hash task's range of node->misses */
+	uint64_t bytes;    /* a hash task's bytes to read: the queue's priority */
 };
 
 struct task_stack {
@@ -301,6 +304,40 @@ static int task_pop(struct task_stack *st, struct task *t)
 	return 1;
 }
 
+/* The hash tasks are a max-heap by bytes: the largest is taken first. */
+static void heap_push(struct task_stack *st, struct task t)
+{
+	size_t i = st->len++;
+	while (i > 0 && st->tasks[(i - 1) / 2].bytes < t.bytes) {
+		st->tasks[i] = st->tasks[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	st->tasks[i] = t;
+}
+
+static int heap_pop(struct task_stack *st, struct task *t)
+{
+	if (st->len == 0)
+		return 0;
+	*t = st->tasks[0];
+	struct task last = st->tasks[--st->len];
+	size_t i = 0, n = st->len;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && st->tasks[c + 1].bytes > st->tasks[c].bytes)
+			c++;
+		if (st->tasks[c].bytes <= last.bytes)
+			break;
+		st->tasks[i] = st->tasks[c];
+		i = c;
+	}
+	if (n)
+		st->tasks[i] = last;
+	return 1;
+}
+
 /* A task not run (the scan failed) still lets go of what it holds. */
 static void task_discard(struct task t, int is_dir)
 {
@@ -335,7 +372,10 @@ static size_t queue_new_tasks(struct scan *s, struct worker *w)
 		}
 		struct task t;
 		while (task_pop(from[k], &t)) {
-			task_push(to[k], t);
+			if (k == 0)
+				task_push(to[k], t);
+			else
+				heap_push(to[k], t);
 			added++;
 		}
 	}
@@ -629,7 +669,8 @@ static int plan_work(struct worker *w, struct dir_node *node)
 		bytes += node->items[node->misses[i]].entry.size;
 		if (bytes >= BATCH_BYTES || i + 1 - begin >= BATCH_FILES || i + 1 == nmisses) {
 			atomic_fetch_add(&node->refs, 1);
-			task_push(&w->new_hashes, (struct task){.node = node, .begin = begin, .end = i + 1});
+			task_push(&w->new_hashes,
+			          (struct task){.node = node, .begin = begin, .end = i + 1, .bytes = bytes});
 			begin = i + 1;
 			bytes = 0;
 		}
@@ -727,7 +768,7 @@ static void *worker_main(void *arg)
 	for (;;) {
 		struct task t;
 		int is_dir;
-		if (task_pop(&s->hash_tasks, &t))
+		if (heap_pop(&s->hash_tasks, &t))
 			is_dir = 0;
 		else if (task_pop(&s->dir_tasks, &t))
 			is_dir = 1;

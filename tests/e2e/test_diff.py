@@ -1,5 +1,6 @@
 """tether diff: objects added, removed and changed between revisions, and
 with --content the exact per-file changes from the stored listings."""
+import hashlib
 import json
 import os
 
@@ -269,3 +270,41 @@ def test_an_unreachable_store_does_not_hide_the_other_objects(plates, new_repo):
     assert "~ raw/plates" in p.stdout and "added plate3.csv" in p.stdout
     # Between two commits no store is contacted: nothing fails.
     assert ds.tj("diff", "HEAD", "HEAD")["errors"] == 0
+
+
+def commit_doctored_listing(ds, doctor):
+    """Two commits of a directory of three files (a, b, c, then b changed),
+    then a plain git commit whose listing for the second is doctor(lines),
+    stored under its own digest and named by the manifest, as a hostile
+    clone could: the digest checks pass, the lines are what is tested."""
+    for name in "abc":
+        ds.write(f"data/d/{name}", f"{name}\n")
+    ds.tether("add", "d", "data/d", "--kind", "file", "--file", "mutable")
+    ds.tether("commit", "-m", "c1")
+    ds.write("data/d/b", "changed\n")
+    ds.tether("commit", "-m", "c2")
+    old = ds.manifest("d")["listing"]
+    lines = ds.listing_path(old).read_bytes().splitlines(keepends=True)
+    text = b"".join(doctor(lines))
+    new = hashlib.sha256(text).hexdigest()
+    ds.listing_path(new).write_bytes(text)
+    m = ds.manifest_path("d")
+    m.write_text(m.read_text().replace(old, new))
+    ds.git("add", "-A", ".tether")
+    ds.git("commit", "-q", "-m", "doctored listing")
+
+
+@pytest.mark.parametrize("doctor, line, what", [
+    (lambda ls: [ls[0], ls[0]] + ls[1:], 2, "out of order or repeated"),  # a listed twice
+    (lambda ls: [ls[1], ls[0], ls[2]], 2, "out of order or repeated"),  # b before a
+    (lambda ls: ls[:2] + [b'{"k":"x","p":"c","s":-1}\n'], 3, "is malformed"),
+])
+def test_a_listing_out_of_order_repeated_or_malformed_is_refused(ds, doctor, line, what):
+    """The merge of two listings relies on their order: a path listed twice
+    or out of order would make it report changes that are not there."""
+    commit_doctored_listing(ds, doctor)
+    p = ds.tether("diff", "HEAD~2", "HEAD", "--content", check_rc=1)
+    assert f"listing of the 'to' side, line {line}" in p.stderr and what in p.stderr, p.stderr
+    assert p.stdout == ""
+    p = ds.tether("diff", "HEAD", "HEAD~2", "--content", check_rc=1)
+    assert f"listing of the 'from' side, line {line}" in p.stderr and what in p.stderr, p.stderr

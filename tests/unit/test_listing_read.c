@@ -30,11 +30,17 @@ static char *listing_of(const char *name, const char *target)
 	return text;
 }
 
+/* One line, parsed alone and through a reader: both must agree. */
 static int parses(const char *line)
 {
 	struct tt_listing_line l;
 	int rc = tt_listing_parse_line(line, strlen(line), &l);
 	tt_listing_line_free(&l);
+	struct tt_listing_reader *r = tt_listing_reader_new(line, strlen(line));
+	const struct tt_listing_line *rl;
+	int got = r ? tt_listing_reader_next(r, &rl) : -9;
+	CHECK(got == (*line ? (rc == 0 ? 1 : TT_LISTING_MALFORMED) : 0));
+	tt_listing_reader_free(r);
 	return rc == 0;
 }
 
@@ -171,8 +177,64 @@ static void test_display_name(void)
 	free(bytes);
 }
 
+/* Read every line of text; returns the reader's last code, and the
+ * paths read, joined by '|', in out. */
+static int read_all(const char *text, char *out, size_t cap, size_t *lineno)
+{
+	struct tt_listing_reader *r = tt_listing_reader_new(text, strlen(text));
+	const struct tt_listing_line *l;
+	int rc;
+	size_t used = 0;
+	out[0] = '\0';
+	while ((rc = tt_listing_reader_next(r, &l)) == 1) {
+		CHECK(l->path_len == strlen(l->path) && l->token_len == strlen(l->token));
+		used += (size_t)snprintf(out + used, cap - used, "%s%s", used ? "|" : "", l->path);
+	}
+	*lineno = tt_listing_reader_lineno(r);
+	tt_listing_reader_free(r);
+	return rc;
+}
+
+#define LINE(p) "{\"k\":\"" SHA_EMPTY "\",\"p\":\"" p "\",\"s\":0}\n"
+
+static void test_reader(void)
+{
+	char got[8192];
+	size_t n;
+	/* Byte order: "a/b" < "a0" ('/' < '0'), a long name grows the
+	 * buffers between two short ones, an escaped byte 0xff sorts last. */
+	char long_name[3000];
+	memset(long_name, 'm', sizeof long_name - 1);
+	long_name[sizeof long_name - 1] = '\0';
+	char *text = NULL;
+	size_t tl = 0;
+	FILE *f = open_memstream(&text, &tl);
+	fprintf(f, LINE("a/b") LINE("a0") "{\"k\":\"x\",\"p\":\"%s\",\"s\":1}\n" LINE("n") LINE("x\\u00FF")
+	        LINE("x\\uDCFF"), long_name);
+	fclose(f);
+	CHECK(read_all(text, got, sizeof got, &n) == 0 && n == 6);
+	char want[8192];
+	snprintf(want, sizeof want, "a/b|a0|%s|n|x\xc3\xbf|x\xff", long_name);
+	CHECK_STR(got, want);
+	free(text);
+	/* The last line may lack its newline; an empty text has no lines. */
+	CHECK(read_all(LINE("a") "{\"k\":\"x\",\"p\":\"b\",\"s\":0}", got, sizeof got, &n) == 0 && n == 2);
+	CHECK(read_all("", got, sizeof got, &n) == 0 && n == 0);
+	/* Repeated, out of order (by bytes, not by characters), malformed. */
+	CHECK(read_all(LINE("a") LINE("b") LINE("b"), got, sizeof got, &n) == TT_LISTING_UNORDERED && n == 3);
+	CHECK_STR(got, "a|b");
+	CHECK(read_all(LINE("b") LINE("a"), got, sizeof got, &n) == TT_LISTING_UNORDERED && n == 2);
+	CHECK(read_all(LINE("ab") LINE("a"), got, sizeof got, &n) == TT_LISTING_UNORDERED && n == 2);
+	CHECK(read_all(LINE("x\\uDCFF") LINE("x\\u00FF"), got, sizeof got, &n) == TT_LISTING_UNORDERED && n == 2);
+	/* The same name spelled twice (escaped and not) is a repeat too. */
+	CHECK(read_all(LINE("a") LINE("\\u0061"), got, sizeof got, &n) == TT_LISTING_UNORDERED && n == 2);
+	CHECK(read_all(LINE("a") "\n" LINE("b"), got, sizeof got, &n) == TT_LISTING_MALFORMED && n == 2);
+	CHECK(read_all(LINE("a") LINE("b\\uDCC3\\uDCBF"), got, sizeof got, &n) == TT_LISTING_MALFORMED && n == 2);
+}
+
 int main(void)
 {
+	test_reader();
 	test_round_trips();
 	test_invalid_never_spells_a_valid_name();
 	test_refused();

@@ -152,7 +152,7 @@ static void print_diff(const json_t *report, int content)
 		const json_t *c = json_object_get(o, "content");
 		if (json_is_object(c))
 			print_content(c);
-		else if (strcmp(out_str_or(o, "change", ""), "changed") == 0)
+		else if (strcmp(out_str_or(o, "change", ""), "changed") == 0 && !out_str(o, "error"))
 			printf("    (no content diff for kind %s)\n", out_str_or(o, "kind", "?"));
 	}
 }

@@ -305,6 +305,9 @@ def test_a_listing_out_of_order_repeated_or_malformed_is_refused(ds, doctor, lin
     commit_doctored_listing(ds, doctor)
     p = ds.tether("diff", "HEAD~2", "HEAD", "--content", check_rc=1)
     assert f"listing of the 'to' side, line {line}" in p.stderr and what in p.stderr, p.stderr
-    assert p.stdout == ""
+    # The object is reported as an error, with no entries made up from the
+    # listing, and nothing else said about its content.
+    assert p.stdout.startswith("~ d  ") and "(error: d: listing of the 'to' side" in p.stdout, p.stdout
+    assert len(p.stdout.splitlines()) == 1, p.stdout
     p = ds.tether("diff", "HEAD", "HEAD~2", "--content", check_rc=1)
     assert f"listing of the 'from' side, line {line}" in p.stderr and what in p.stderr, p.stderr

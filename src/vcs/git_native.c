@@ -398,7 +398,11 @@ static int resolve_native(struct tether_vcs *v, const char *rev, unsigned char i
 			if ((rc = read_obj(v, id, TT_GOBJ_COMMIT, &o)) != 0)
 				return rc;
 			rc = parse_commit(&o, &c);
-			if (rc == 0 && (c.nparents < which || (which == 2 && c.nparents > 2)))
+			/* no such parent: libgit2's revparse says "not found" too,
+			 * and tether's engine asks this of every root commit */
+			if (rc == 0 && c.nparents < which)
+				rc = tether_error_set(TETHER_ENOTFOUND, "unknown revision '%s'", rev);
+			else if (rc == 0 && which == 2 && c.nparents > 2)
 				rc = 1;
 			if (rc == 0)
 				memcpy(id, c.parents[which - 1], 20);

@@ -165,6 +165,11 @@ int tt_grepo_find(const char *start_dir, struct tt_grepo *r)
 		return 1;
 	dev = st.st_dev;
 	for (;;) {
+		/* libgit2 takes a directory that is itself a git directory (a bare
+		 * repository, or one committed as content) before any .git: that is
+		 * its call, with its refusals */
+		if (looks_like_gitdir(cur))
+			return 1;
 		char *dotgit = join(cur, ".git");
 		if (!dotgit)
 			return oom();

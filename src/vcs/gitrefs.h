@@ -3,7 +3,8 @@
  *
  * tt_grepo_find answers only when the layout is one this reader knows to
  * read exactly as libgit2 would: a .git directory or a "gitdir:" file
- * (worktrees, through commondir), found walking up from the start without
+ * (worktrees, through commondir), found walking up from the start (no
+ * directory on the way being itself a git directory) without
  * crossing a filesystem or a GIT_CEILING_DIRECTORIES entry, owned by the
  * caller, with no alternates, no shallow file or grafts, and a config
  * without core.worktree, core.bare = true, [extensions] or [include].

@@ -22,6 +22,7 @@
 #include "util/tempname.h"
 #include "vcs/vcs.h"
 #include "vcs/git_store.h"
+#include "vcs/git_path.h"
 
 #include <tether/backend.h>
 
@@ -259,48 +260,10 @@ static int lookup_blob(struct tether_vcs *v, const git_oid *id, git_blob **out)
 /* Paths                                                               */
 /* ------------------------------------------------------------------ */
 
-/* Normalise a path relative to the checkout top: no "." components, no
- * repeated or trailing slashes; "" is the top itself. Absolute paths, ".."
- * and anything inside .git are refused: they would reach outside the
- * checkout or into the repository's own files. */
+/* git_path.c, shared with the libgit2-free read path (git_native.c). */
 static int normalize_path(const char *in, char **out)
 {
-	if (!in)
-		return tether_error_set(TETHER_EUSAGE, "no path given");
-	if (in[0] == '/')
-		return tether_error_set(TETHER_EUSAGE,
-		                        "'%s' is absolute; paths are relative to the checkout top", in);
-
-	char *res = malloc(strlen(in) + 1);
-	size_t len = 0;
-	const char *p = in;
-
-	if (!res)
-		return fail_oom();
-	while (*p) {
-		size_t n = strcspn(p, "/");
-		int dot = n == 1 && p[0] == '.';
-		int dotdot = n == 2 && p[0] == '.' && p[1] == '.';
-		int dotgit = n == 4 && strncasecmp(p, ".git", 4) == 0;
-
-		if (dotdot || dotgit) {
-			free(res);
-			return tether_error_set(TETHER_EUSAGE, "'%s': paths may not contain '%.*s'", in,
-			                        (int)n, p);
-		}
-		if (n > 0 && !dot) {
-			if (len)
-				res[len++] = '/';
-			memcpy(res + len, p, n);
-			len += n;
-		}
-		p += n;
-		if (*p == '/')
-			p++;
-	}
-	res[len] = '\0';
-	*out = res;
-	return 0;
+	return tt_git_path_normalize(in, out);
 }
 
 /* Is `path` the directory or file `prefix`, or inside it? "" holds all. */

@@ -133,12 +133,33 @@ def test_light_commands_never_load_libgit2(ds, args):
 
 def test_history_commands_do_load_the_git_module(plates):
     """The control for the test above: a command that reads history loads
-    the git module (and so libgit2), and LD_DEBUG shows it."""
+    the git module, and LD_DEBUG shows it; reading history does not load
+    libgit2 (tether-vcs-git reads objects itself), writing does."""
     plates.tether("commit", "-m", "c")
     p, libs = loaded_libraries(["log"], plates.root, plates.env)
     assert p.returncode == 0
     assert [lib for lib in libs if "tether-vcs-git" in lib]
+    assert not [lib for lib in libs if "libgit2" in lib]
+    (plates.root / "data" / "plates" / "plate3.csv").write_text("more\n")
+    p, libs = loaded_libraries(["commit", "-m", "d"], plates.root, plates.env)
+    assert p.returncode == 0, p.stderr
     assert [lib for lib in libs if "libgit2" in lib]
+
+
+def test_log_reads_packed_history_without_libgit2(plates):
+    """After git gc (a pack with deltas) and pack-refs, log says what it said
+    from loose objects, still without libgit2."""
+    for i in range(4):
+        (plates.root / "data" / "plates" / f"p{i}.csv").write_text("line\n" * 50 + f"{i}\n")
+        plates.tether("commit", "-m", f"c{i}")
+    before = plates.tether("log", "--json").stdout
+    subprocess.run(["git", "gc", "-q", "--aggressive"], cwd=str(plates.root), check=True, env=plates.env)
+    subprocess.run(["git", "pack-refs", "--all"], cwd=str(plates.root), check=True, env=plates.env)
+    assert not list((plates.root / ".git" / "refs" / "heads").iterdir())
+    p, libs = loaded_libraries(["log", "--json"], plates.root, plates.env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == before
+    assert not [lib for lib in libs if "libgit2" in lib]
 
 
 def test_stdout_write_failure_exits_1(ds):

@@ -1,0 +1,333 @@
+/* The object database: see gitodb.h. Loose objects are zlib streams of
+ * "<type> <size>\0<content>" under objects/xx/<38 hex>; packs are read by
+ * gitpack.c. What a read returns is checked against its id here, once. */
+#include "vcs/gitodb.h"
+#include "vcs/gitpack.h"
+
+#include <tether/backend.h>
+
+#include <nettle/sha1.h>
+#include <zlib.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct tt_godb {
+	char *dir;
+	struct tt_gpack *packs;
+	size_t npacks;
+};
+
+static const char *const type_names[] = { NULL, "commit", "tree", "blob", "tag" };
+
+const char *tt_gobj_type_name(enum tt_gobj_type type)
+{
+	return type >= TT_GOBJ_COMMIT && type <= TT_GOBJ_TAG ? type_names[type] : "unknown";
+}
+
+void tt_goid_hex(const unsigned char id[20], char hex[41])
+{
+	static const char digits[] = "0123456789abcdef";
+	for (int i = 0; i < 20; i++) {
+		hex[2 * i] = digits[id[i] >> 4];
+		hex[2 * i + 1] = digits[id[i] & 15];
+	}
+	hex[40] = '\0';
+}
+
+static int nibble(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int tt_goid_from_hex(const char *s, unsigned char id[20])
+{
+	for (int i = 0; i < 20; i++) {
+		int hi = nibble(s[2 * i]), lo = hi < 0 ? -1 : nibble(s[2 * i + 1]);
+		if (lo < 0)
+			return -1;
+		id[i] = (unsigned char)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+static int oom(void)
+{
+	return tether_error_set(TETHER_ERROR, "out of memory");
+}
+
+static int is_idx_name(const char *name)
+{
+	size_t n = strlen(name);
+	return n > 9 && strncmp(name, "pack-", 5) == 0 && strcmp(name + n - 4, ".idx") == 0;
+}
+
+int tt_godb_open(const char *objects_dir, struct tt_godb **out)
+{
+	struct tt_godb *db = calloc(1, sizeof *db);
+	char path[4096];
+	DIR *d;
+	struct dirent *e;
+	int rc = 0;
+
+	if (!db || !(db->dir = strdup(objects_dir))) {
+		free(db);
+		return oom();
+	}
+	snprintf(path, sizeof path, "%s/pack", objects_dir);
+	d = opendir(path);
+	while (d && rc == 0 && (e = readdir(d))) {
+		if (!is_idx_name(e->d_name))
+			continue;
+		struct tt_gpack *grown = realloc(db->packs, (db->npacks + 1) * sizeof *grown);
+		if (!grown) {
+			rc = oom();
+			break;
+		}
+		db->packs = grown;
+		snprintf(path, sizeof path, "%s/pack/%s", objects_dir, e->d_name);
+		/* git writes the .pack before its .idx; an .idx without its pack is
+		 * damage (git would report it too) */
+		if ((rc = tt_gpack_open(path, &db->packs[db->npacks])) == 0)
+			db->npacks++;
+	}
+	if (d)
+		closedir(d);
+	if (rc < 0) {
+		tt_godb_free(db);
+		return rc;
+	}
+	*out = db;
+	return 0;
+}
+
+void tt_godb_free(struct tt_godb *db)
+{
+	if (!db)
+		return;
+	for (size_t i = 0; i < db->npacks; i++)
+		tt_gpack_close(&db->packs[i]);
+	free(db->packs);
+	free(db->dir);
+	free(db);
+}
+
+static void loose_path(const struct tt_godb *db, const unsigned char id[20], char *path, size_t cap)
+{
+	char hex[41];
+	tt_goid_hex(id, hex);
+	snprintf(path, cap, "%s/%.2s/%s", db->dir, hex, hex + 2);
+}
+
+static int read_whole(int fd, const char *path, unsigned char **buf, size_t *len)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return tether_error_set(TETHER_EIO, "cannot read %s", path);
+	size_t n = (size_t)st.st_size, got = 0;
+	unsigned char *b = malloc(n ? n : 1);
+	if (!b)
+		return oom();
+	while (got < n) {
+		ssize_t r = read(fd, b + got, n - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			free(b);
+			return tether_error_set(TETHER_EIO, "cannot read %s", path);
+		}
+		got += (size_t)r;
+	}
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+/* 1 when there is no such loose object. */
+static int read_loose(const struct tt_godb *db, const unsigned char id[20], enum tt_gobj_type *type,
+                      unsigned char **data, size_t *len)
+{
+	char path[4200], head[64];
+	unsigned char *raw = NULL, *buf = NULL;
+	size_t raw_len = 0, hlen, size = 0;
+	z_stream z;
+	int fd, zrc, t = 0;
+
+	loose_path(db, id, path, sizeof path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 1 : tether_error_set(TETHER_EIO, "cannot open %s", path);
+	int rc = read_whole(fd, path, &raw, &raw_len);
+	close(fd);
+	if (rc < 0)
+		return rc;
+	memset(&z, 0, sizeof z);
+	if (inflateInit(&z) != Z_OK) {
+		free(raw);
+		return tether_error_set(TETHER_ERROR, "cannot start zlib");
+	}
+	z.next_in = raw;
+	z.avail_in = (uInt)raw_len;
+	z.next_out = (unsigned char *)head;
+	z.avail_out = sizeof head;
+	zrc = inflate(&z, Z_SYNC_FLUSH);
+	hlen = sizeof head - z.avail_out;
+	char *nul = (zrc == Z_OK || zrc == Z_STREAM_END) ? memchr(head, '\0', hlen) : NULL;
+	char *space = nul ? memchr(head, ' ', (size_t)(nul - head)) : NULL;
+	if (space) {
+		for (int i = 1; i <= 4; i++)
+			if ((size_t)(space - head) == strlen(type_names[i]) &&
+			    memcmp(head, type_names[i], (size_t)(space - head)) == 0)
+				t = i;
+		char *endp;
+		errno = 0;
+		unsigned long long s = strtoull(space + 1, &endp, 10);
+		if (endp != nul || errno || space[1] < '0' || space[1] > '9' || s > SIZE_MAX / 2)
+			t = 0;
+		size = (size_t)s;
+	}
+	if (!t) {
+		inflateEnd(&z);
+		free(raw);
+		return tether_error_set(TETHER_ERROR, "damaged git object %s: bad header", path);
+	}
+	size_t have = hlen - (size_t)(nul + 1 - head);
+	if (have > size || !(buf = malloc(size + 1))) {
+		inflateEnd(&z);
+		free(raw);
+		return have > size ? tether_error_set(TETHER_ERROR, "damaged git object %s: too long", path) : oom();
+	}
+	memcpy(buf, nul + 1, have);
+	z.next_out = buf + have;
+	z.avail_out = (uInt)(size - have + 1);
+	if (zrc != Z_STREAM_END)
+		zrc = inflate(&z, Z_FINISH);
+	size_t total = have + (size + 1 - have - z.avail_out);
+	inflateEnd(&z);
+	free(raw);
+	if (zrc != Z_STREAM_END || total != size) {
+		free(buf);
+		return tether_error_set(TETHER_ERROR, "damaged git object %s: wrong size", path);
+	}
+	buf[size] = '\0';
+	*type = (enum tt_gobj_type)t;
+	*data = buf;
+	*len = size;
+	return 0;
+}
+
+int tt_godb_read_unverified(struct tt_godb *db, const unsigned char id[20], enum tt_gobj_type *type,
+                            unsigned char **data, size_t *len, int depth)
+{
+	(void)depth; /* a REF base found here starts its own chain, bounded per pack */
+	for (size_t i = 0; i < db->npacks; i++) {
+		long pos = tt_gpack_find(&db->packs[i], id);
+		if (pos >= 0)
+			return tt_gpack_read(db, &db->packs[i], (uint32_t)pos, type, data, len);
+	}
+	int rc = read_loose(db, id, type, data, len);
+	if (rc == 1) {
+		char hex[41];
+		tt_goid_hex(id, hex);
+		return tether_error_set(TETHER_ENOTFOUND, "git object %s not found", hex);
+	}
+	return rc;
+}
+
+int tt_godb_read(struct tt_godb *db, const unsigned char id[20], enum tt_gobj_type *type,
+                 unsigned char **data, size_t *len)
+{
+	int rc = tt_godb_read_unverified(db, id, type, data, len, 0);
+	if (rc < 0)
+		return rc;
+	/* The id is the SHA-1 of the object: what does not hash to it is not it. */
+	struct sha1_ctx ctx;
+	unsigned char got[20];
+	char head[64];
+	int n = snprintf(head, sizeof head, "%s %zu", tt_gobj_type_name(*type), *len);
+	sha1_init(&ctx);
+	sha1_update(&ctx, (size_t)n + 1, (const uint8_t *)head);
+	sha1_update(&ctx, *len, *data);
+	sha1_digest(&ctx, sizeof got, got);
+	if (memcmp(got, id, 20) != 0) {
+		char want[41], have[41];
+		tt_goid_hex(id, want);
+		tt_goid_hex(got, have);
+		free(*data);
+		*data = NULL;
+		return tether_error_set(TETHER_ERROR, "git object %s is damaged: its content hashes to %s", want,
+		                        have);
+	}
+	return 0;
+}
+
+static int hex_matches(const unsigned char id[20], const char *hex, size_t n)
+{
+	char full[41];
+	tt_goid_hex(id, full);
+	return strncmp(full, hex, n) == 0;
+}
+
+static void note_match(const unsigned char id[20], unsigned char one[20], int *count)
+{
+	if (*count == 0) {
+		memcpy(one, id, 20);
+		*count = 1;
+	} else if (memcmp(one, id, 20) != 0) {
+		*count = 2;
+	}
+}
+
+int tt_godb_prefix(struct tt_godb *db, const char *hex, size_t n, unsigned char one[20], int *count)
+{
+	unsigned char key[20] = { 0 };
+
+	*count = 0;
+	if (n < 1 || n > 40)
+		return tether_error_set(TETHER_EUSAGE, "bad object id prefix");
+	for (size_t i = 0; i < n; i++) {
+		int v = nibble(hex[i]);
+		if (v < 0)
+			return tether_error_set(TETHER_EUSAGE, "bad object id prefix");
+		key[i / 2] |= (unsigned char)(i % 2 ? v : v << 4);
+	}
+	for (size_t i = 0; i < db->npacks && *count < 2; i++) {
+		const struct tt_gpack *p = &db->packs[i];
+		for (uint32_t pos = tt_gpack_lower_bound(p, key);
+		     pos < p->count && *count < 2 && hex_matches(p->ids + (size_t)pos * 20, hex, n); pos++)
+			note_match(p->ids + (size_t)pos * 20, one, count);
+	}
+	if (n >= 2 && *count < 2) {
+		char path[4200];
+		snprintf(path, sizeof path, "%s/%.2s", db->dir, hex);
+		DIR *d = opendir(path);
+		struct dirent *e;
+		while (d && *count < 2 && (e = readdir(d))) {
+			char full[41];
+			unsigned char id[20];
+			if (strlen(e->d_name) != 38)
+				continue;
+			memcpy(full, hex, 2);
+			memcpy(full + 2, e->d_name, 39);
+			if (tt_goid_from_hex(full, id) == 0 && hex_matches(id, hex, n))
+				note_match(id, one, count);
+		}
+		if (d)
+			closedir(d);
+	} else if (n < 2) {
+		return tether_error_set(TETHER_EUSAGE, "object id prefix too short");
+	}
+	return 0;
+}

@@ -1,0 +1,317 @@
+/* Packfiles: see gitpack.h. Format: git's Documentation/gitformat-pack.txt
+ * (idx v2: magic, version, 256-entry fan-out, sorted ids, CRCs, 31-bit
+ * offsets with the high bit pointing into a 64-bit table; pack: "PACK",
+ * version 2 or 3, entries of a type-and-size header then zlib data). */
+#include "vcs/gitpack.h"
+
+#include <tether/backend.h>
+
+#include <zlib.h>
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static int map_file(const char *path, const unsigned char **out, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	void *m;
+
+	if (fd < 0)
+		return tether_error_set(TETHER_EIO, "cannot open %s", path);
+	if (fstat(fd, &st) < 0 || st.st_size <= 0) {
+		close(fd);
+		return tether_error_set(TETHER_ERROR, "%s is empty or unreadable", path);
+	}
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return tether_error_set(TETHER_EIO, "cannot map %s", path);
+	*out = m;
+	*len = (size_t)st.st_size;
+	return 0;
+}
+
+static int damaged(const struct tt_gpack *p, const char *what)
+{
+	return tether_error_set(TETHER_ERROR, "damaged git pack %s: %s", p->path, what);
+}
+
+int tt_gpack_open(const char *idx_path, struct tt_gpack *p)
+{
+	size_t n = strlen(idx_path);
+	int rc;
+
+	memset(p, 0, sizeof *p);
+	if (n < 4 || strcmp(idx_path + n - 4, ".idx") != 0)
+		return tether_error_set(TETHER_ERROR, "%s is not a pack index", idx_path);
+	if (!(p->path = malloc(n + 2)))
+		return tether_error_set(TETHER_ERROR, "out of memory");
+	memcpy(p->path, idx_path, n - 4);
+	memcpy(p->path + n - 4, ".pack", 6);
+	if ((rc = map_file(idx_path, &p->idx, &p->idx_len)) < 0)
+		goto fail;
+	if ((rc = map_file(p->path, &p->pack, &p->pack_len)) < 0)
+		goto fail;
+	rc = damaged(p, "bad index header");
+	if (p->idx_len < 8 + 1024 + 40 || memcmp(p->idx, "\377tOc", 4) != 0 || be32(p->idx + 4) != 2)
+		goto fail;
+	p->count = be32(p->idx + 8 + 255 * 4);
+	/* ids, CRCs, offsets and the two trailing checksums must fit */
+	if ((p->idx_len - 8 - 1024 - 40) / 28 < p->count)
+		goto fail;
+	for (int i = 1; i < 256; i++)
+		if (be32(p->idx + 8 + i * 4) < be32(p->idx + 8 + (i - 1) * 4))
+			goto fail;
+	p->ids = p->idx + 8 + 1024;
+	p->off32 = p->ids + (size_t)p->count * 24;
+	p->off64 = p->off32 + (size_t)p->count * 4;
+	p->n_off64 = (size_t)(p->idx + p->idx_len - 40 - p->off64) / 8;
+	rc = damaged(p, "bad pack header");
+	if (p->pack_len < 32 || memcmp(p->pack, "PACK", 4) != 0 ||
+	    (be32(p->pack + 4) != 2 && be32(p->pack + 4) != 3) || be32(p->pack + 8) != p->count)
+		goto fail;
+	return 0;
+fail:
+	tt_gpack_close(p);
+	return rc;
+}
+
+void tt_gpack_close(struct tt_gpack *p)
+{
+	if (p->idx)
+		munmap((void *)p->idx, p->idx_len);
+	if (p->pack)
+		munmap((void *)p->pack, p->pack_len);
+	free(p->path);
+	memset(p, 0, sizeof *p);
+}
+
+uint32_t tt_gpack_lower_bound(const struct tt_gpack *p, const unsigned char key[20])
+{
+	uint32_t lo = key[0] ? be32(p->idx + 8 + (key[0] - 1) * 4) : 0;
+	uint32_t hi = be32(p->idx + 8 + key[0] * 4);
+
+	if (hi > p->count)
+		hi = p->count;
+	if (lo > hi)
+		lo = hi;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (memcmp(p->ids + (size_t)mid * 20, key, 20) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+long tt_gpack_find(const struct tt_gpack *p, const unsigned char id[20])
+{
+	uint32_t pos = tt_gpack_lower_bound(p, id);
+	return pos < p->count && memcmp(p->ids + (size_t)pos * 20, id, 20) == 0 ? (long)pos : -1;
+}
+
+static int offset_of(const struct tt_gpack *p, uint32_t pos, uint64_t *off)
+{
+	uint32_t o = be32(p->off32 + (size_t)pos * 4);
+
+	if (o & 0x80000000u) {
+		size_t i = o & 0x7fffffffu;
+		if (i >= p->n_off64)
+			return damaged(p, "bad large offset");
+		const unsigned char *q = p->off64 + i * 8;
+		*off = (uint64_t)be32(q) << 32 | be32(q + 4);
+	} else {
+		*off = o;
+	}
+	if (*off < 12 || *off >= p->pack_len - 20)
+		return damaged(p, "object offset out of range");
+	return 0;
+}
+
+/* Inflate exactly `size` bytes of zlib data starting at pack offset `at`. */
+static int inflate_at(const struct tt_gpack *p, uint64_t at, size_t size, unsigned char **out)
+{
+	unsigned char *buf = malloc(size + 1);
+	z_stream z;
+	int zrc;
+
+	if (!buf)
+		return tether_error_set(TETHER_ERROR, "out of memory");
+	memset(&z, 0, sizeof z);
+	if (inflateInit(&z) != Z_OK) {
+		free(buf);
+		return tether_error_set(TETHER_ERROR, "cannot start zlib");
+	}
+	size_t avail = p->pack_len - 20 - (size_t)at;
+	z.next_in = (unsigned char *)(uintptr_t)(p->pack + at);
+	z.avail_in = avail > UINT32_MAX ? UINT32_MAX : (uInt)avail;
+	z.next_out = buf;
+	z.avail_out = (uInt)size + 1; /* one spare byte: more output than declared is damage */
+	zrc = inflate(&z, Z_FINISH);
+	inflateEnd(&z);
+	if (zrc != Z_STREAM_END || z.total_out != size) {
+		free(buf);
+		return damaged(p, "object data does not inflate to its size");
+	}
+	buf[size] = '\0';
+	*out = buf;
+	return 0;
+}
+
+static int read_at(struct tt_godb *db, const struct tt_gpack *p, uint64_t off, enum tt_gobj_type *type,
+                   unsigned char **data, size_t *len, int depth)
+{
+	const unsigned char *q = p->pack + off, *end = p->pack + p->pack_len - 20;
+	unsigned c = *q++;
+	int t = (c >> 4) & 7;
+	uint64_t size = c & 15;
+	int shift = 4;
+
+	if (depth > TT_GPACK_MAX_DEPTH)
+		return damaged(p, "delta chain too deep");
+	while (c & 0x80) {
+		if (q >= end || shift > 57)
+			return damaged(p, "bad object header");
+		c = *q++;
+		size |= (uint64_t)(c & 0x7f) << shift;
+		shift += 7;
+	}
+	if (size > (uint64_t)SIZE_MAX / 2)
+		return damaged(p, "object too large");
+	if (t >= 1 && t <= 4) {
+		*type = (enum tt_gobj_type)t;
+		*len = (size_t)size;
+		return inflate_at(p, (uint64_t)(q - p->pack), (size_t)size, data);
+	}
+	unsigned char *base = NULL, *delta = NULL;
+	size_t base_len = 0;
+	int rc;
+	if (t == 6) {
+		uint64_t back;
+		if (q >= end)
+			return damaged(p, "bad delta offset");
+		c = *q++;
+		back = c & 0x7f;
+		while (c & 0x80) {
+			if (q >= end || back > (UINT64_MAX >> 8))
+				return damaged(p, "bad delta offset");
+			c = *q++;
+			back = ((back + 1) << 7) | (c & 0x7f);
+		}
+		if (back == 0 || back > off - 12)
+			return damaged(p, "delta base out of range");
+		rc = read_at(db, p, off - back, type, &base, &base_len, depth + 1);
+	} else if (t == 7) {
+		if (end - q < 20)
+			return damaged(p, "bad delta base id");
+		long pos = tt_gpack_find(p, q);
+		uint64_t boff = 0;
+		if (pos >= 0 && (rc = offset_of(p, (uint32_t)pos, &boff)) == 0)
+			rc = read_at(db, p, boff, type, &base, &base_len, depth + 1);
+		else if (pos < 0)
+			rc = tt_godb_read_unverified(db, q, type, &base, &base_len, depth + 1);
+		q += 20;
+	} else {
+		return damaged(p, "unknown object type");
+	}
+	if (rc < 0)
+		return rc;
+	rc = inflate_at(p, (uint64_t)(q - p->pack), (size_t)size, &delta);
+	if (rc == 0)
+		rc = tt_gdelta_apply(base, base_len, delta, (size_t)size, data, len);
+	free(base);
+	free(delta);
+	return rc;
+}
+
+int tt_gpack_read(struct tt_godb *db, const struct tt_gpack *p, uint32_t pos, enum tt_gobj_type *type,
+                  unsigned char **data, size_t *len)
+{
+	uint64_t off = 0;
+	int rc = offset_of(p, pos, &off);
+	return rc < 0 ? rc : read_at(db, p, off, type, data, len, 0);
+}
+
+static int delta_size(const unsigned char **q, const unsigned char *end, size_t *out)
+{
+	uint64_t v = 0;
+	int shift = 0;
+	unsigned c;
+
+	do {
+		if (*q >= end || shift > 57)
+			return -1;
+		c = *(*q)++;
+		v |= (uint64_t)(c & 0x7f) << shift;
+		shift += 7;
+	} while (c & 0x80);
+	if (v > (uint64_t)SIZE_MAX / 2)
+		return -1;
+	*out = (size_t)v;
+	return 0;
+}
+
+int tt_gdelta_apply(const unsigned char *base, size_t base_len, const unsigned char *delta,
+                    size_t delta_len, unsigned char **out, size_t *out_len)
+{
+	const unsigned char *q = delta, *end = delta + delta_len;
+	size_t src, dst, at = 0;
+	unsigned char *buf;
+
+	if (delta_size(&q, end, &src) < 0 || delta_size(&q, end, &dst) < 0 || src != base_len)
+		return tether_error_set(TETHER_ERROR, "malformed git delta: bad header");
+	if (!(buf = malloc(dst + 1)))
+		return tether_error_set(TETHER_ERROR, "out of memory");
+	while (q < end) {
+		unsigned op = *q++;
+		if (op & 0x80) {
+			size_t off = 0, n = 0;
+			for (int i = 0; i < 4; i++)
+				if (op & (1u << i)) {
+					if (q >= end)
+						goto bad;
+					off |= (size_t)*q++ << (8 * i);
+				}
+			for (int i = 0; i < 3; i++)
+				if (op & (0x10u << i)) {
+					if (q >= end)
+						goto bad;
+					n |= (size_t)*q++ << (8 * i);
+				}
+			if (n == 0)
+				n = 0x10000;
+			if (off > base_len || n > base_len - off || n > dst - at)
+				goto bad;
+			memcpy(buf + at, base + off, n);
+			at += n;
+		} else if (op) {
+			if (op > (size_t)(end - q) || op > dst - at)
+				goto bad;
+			memcpy(buf + at, q, op);
+			q += op;
+			at += op;
+		} else {
+			goto bad;
+		}
+	}
+	if (at != dst)
+		goto bad;
+	buf[dst] = '\0';
+	*out = buf;
+	*out_len = dst;
+	return 0;
+bad:
+	free(buf);
+	return tether_error_set(TETHER_ERROR, "malformed git delta");
+}

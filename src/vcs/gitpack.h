@@ -1,0 +1,43 @@
+/* One packfile and its idx v2, mapped read-only (gitodb.c's packs). */
+#ifndef TETHER_VCS_GITPACK_H
+#define TETHER_VCS_GITPACK_H
+
+#include "vcs/gitodb.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct tt_gpack {
+	char *path; /* the .pack, for messages */
+	const unsigned char *idx, *pack;
+	size_t idx_len, pack_len;
+	uint32_t count;
+	const unsigned char *ids;     /* count x 20 bytes, sorted */
+	const unsigned char *off32;   /* count x 4 */
+	const unsigned char *off64;   /* the large-offset table */
+	size_t n_off64;
+};
+
+/* Map `idx_path` and the .pack beside it and check their headers. */
+int tt_gpack_open(const char *idx_path, struct tt_gpack *p);
+void tt_gpack_close(struct tt_gpack *p);
+
+/* The position of id in the index, or -1. */
+long tt_gpack_find(const struct tt_gpack *p, const unsigned char id[20]);
+
+/* The first position whose id is >= key (count when none). */
+uint32_t tt_gpack_lower_bound(const struct tt_gpack *p, const unsigned char key[20]);
+
+/* Read the object at index position `pos`, resolving deltas (REF deltas
+ * through db). Not yet hash-checked: the caller checks the result. */
+int tt_gpack_read(struct tt_godb *db, const struct tt_gpack *p, uint32_t pos, enum tt_gobj_type *type,
+                  unsigned char **data, size_t *len);
+
+/* gitodb.c: read a REF delta's base from any pack or loose object. */
+int tt_godb_read_unverified(struct tt_godb *db, const unsigned char id[20], enum tt_gobj_type *type,
+                            unsigned char **data, size_t *len, int depth);
+
+/* Deltas deeper than this are refused (git's own limit is 4095). */
+#define TT_GPACK_MAX_DEPTH 10000
+
+#endif

@@ -1,0 +1,32 @@
+/* Finding a git checkout and reading its refs without libgit2 (for
+ * tether-vcs-git's read path, git_native.c).
+ *
+ * tt_grepo_find answers only when the layout is one this reader knows to
+ * read exactly as libgit2 would: a .git directory or a "gitdir:" file
+ * (worktrees, through commondir), found walking up from the start (no
+ * directory on the way being itself a git directory) without
+ * crossing a filesystem or a GIT_CEILING_DIRECTORIES entry, owned by the
+ * caller, with no alternates, no shallow file or grafts, and a config
+ * without core.worktree, core.bare = true, [extensions] or [include].
+ * Anything else returns 1: the caller hands the repository to libgit2,
+ * which then decides (and words any error). */
+#ifndef TETHER_VCS_GITREFS_H
+#define TETHER_VCS_GITREFS_H
+
+struct tt_grepo {
+	char *workdir;   /* realpath'd, no trailing slash */
+	char *gitdir;    /* this checkout's: HEAD and per-worktree refs */
+	char *commondir; /* shared: objects, refs, packed-refs */
+};
+
+/* 0 with *r filled, 1 when libgit2 must decide, < 0 on error. */
+int tt_grepo_find(const char *start_dir, struct tt_grepo *r);
+void tt_grepo_clear(struct tt_grepo *r);
+
+/* Resolve ref `name` ("HEAD", "refs/heads/main"), following symbolic refs:
+ * 0 with id, 1 when it does not exist (or a symbolic ref points at nothing),
+ * < 0 on damage. *symref (optional, malloc'd) gets the first symbolic
+ * target when `name` is symbolic, else NULL. */
+int tt_gref_resolve(const struct tt_grepo *r, const char *name, unsigned char id[20], char **symref);
+
+#endif

@@ -18,6 +18,7 @@
 #endif
 
 #include "format/toml.h"
+#include "util/hex.h"
 
 #include <errno.h>
 #include <locale.h>
@@ -505,17 +506,6 @@ static bool put_utf8(struct buf *b, uint32_t cp)
 	return buf_append(b, s, n);
 }
 
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* \uXXXX or \UXXXXXXXX, at the backslash. Only Unicode scalar values may be
  * written this way: surrogates cannot be encoded in UTF-8 at all. */
 static bool parse_unicode_escape(struct parser *P, struct buf *out)
@@ -525,7 +515,7 @@ static bool parse_unicode_escape(struct parser *P, struct buf *out)
 	uint32_t cp = 0;
 	for (size_t i = 0; i < digits; i++) {
 		const char *q = at + 2 + i;
-		int h = q < P->end ? hex_value(*q) : -1;
+		int h = q < P->end ? tt_hex_digit(*q) : -1;
 		if (h < 0)
 			return fail_at(P, at, "\\%c escape needs exactly %zu hex digits", at[1], digits);
 		cp = cp << 4 | (uint32_t)h;
@@ -739,7 +729,7 @@ static bool is_number_char(char c)
 
 static int digit_value(char c, int radix)
 {
-	int v = hex_value(c);
+	int v = tt_hex_digit(c);
 	return v >= 0 && v < radix ? v : -1;
 }
 

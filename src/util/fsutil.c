@@ -86,8 +86,9 @@ int tt_mkdirs(const char *path, int mode)
 	return rc;
 }
 
-static int write_all(int fd, const char *data, size_t len)
+int tt_write_all(int fd, const void *buf, size_t len)
 {
+	const char *data = buf;
 	while (len > 0) {
 		ssize_t w = write(fd, data, len);
 		if (w < 0 && errno == EINTR)
@@ -122,7 +123,7 @@ int tt_write_file_atomic(const char *path, const void *data, size_t len)
 		free(tmp);
 		return rc;
 	}
-	if (write_all(fd, data, len) != 0 || fsync(fd) != 0) {
+	if (tt_write_all(fd, data, len) != 0 || fsync(fd) != 0) {
 		int rc = tether_error_set(TETHER_EIO, "cannot write %s: %s", path, strerror(errno));
 		close(fd);
 		unlink(tmp);

@@ -10,6 +10,8 @@ int tt_read_file(const char *path, char **data, size_t *len);
 /* Write a file atomically: a temporary file in the same directory, fsync,
  * rename. The parent directories are created. */
 int tt_write_file_atomic(const char *path, const void *data, size_t len);
+/* write() all of buf, through EINTR and short writes: 0, or -1 with errno. */
+int tt_write_all(int fd, const void *buf, size_t len);
 /* mkdir -p. */
 int tt_mkdirs(const char *path, int mode);
 /* Join two path parts with one '/'. Returns a malloc'd string. */

@@ -235,20 +235,6 @@ int tt_safe_read(const char *root, const char *path, char **data, size_t *len)
 	return rc;
 }
 
-static int write_fd_all(int fd, const char *data, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(fd, data, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		data += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 static int write_atomic_at(int dirfd, const char *leaf, const char *display, const void *data, size_t len)
 {
 	struct stat st;
@@ -262,7 +248,7 @@ static int write_atomic_at(int dirfd, const char *leaf, const char *display, con
 	int rc = 0;
 	if (fd < 0) {
 		rc = tether_error_set(TETHER_EIO, "cannot write %s: %s", display, strerror(errno));
-	} else if (write_fd_all(fd, data, len) != 0 || fsync(fd) != 0) {
+	} else if (tt_write_all(fd, data, len) != 0 || fsync(fd) != 0) {
 		rc = tether_error_set(TETHER_EIO, "cannot write %s: %s", display, strerror(errno));
 		close(fd);
 		unlinkat(dirfd, tmp, 0);

@@ -4,6 +4,8 @@
 #include "vcs/gitodb.h"
 #include "vcs/gitpack.h"
 
+#include "util/hex.h"
+
 #include <tether/backend.h>
 
 #include <nettle/sha1.h>
@@ -41,21 +43,10 @@ void tt_goid_hex(const unsigned char id[20], char hex[41])
 	hex[40] = '\0';
 }
 
-static int nibble(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int tt_goid_from_hex(const char *s, unsigned char id[20])
 {
 	for (int i = 0; i < 20; i++) {
-		int hi = nibble(s[2 * i]), lo = hi < 0 ? -1 : nibble(s[2 * i + 1]);
+		int hi = tt_hex_digit(s[2 * i]), lo = hi < 0 ? -1 : tt_hex_digit(s[2 * i + 1]);
 		if (lo < 0)
 			return -1;
 		id[i] = (unsigned char)(hi << 4 | lo);
@@ -298,7 +289,7 @@ int tt_godb_prefix(struct tt_godb *db, const char *hex, size_t n, unsigned char 
 	if (n < 1 || n > 40)
 		return tether_error_set(TETHER_EUSAGE, "bad object id prefix");
 	for (size_t i = 0; i < n; i++) {
-		int v = nibble(hex[i]);
+		int v = tt_hex_digit(hex[i]);
 		if (v < 0)
 			return tether_error_set(TETHER_EUSAGE, "bad object id prefix");
 		key[i / 2] |= (unsigned char)(i % 2 ? v : v << 4);

@@ -4,23 +4,13 @@
  * "error: <message>". Test-only: the e2e suite checks both directions
  * against an independent FlexBuffers implementation. */
 #include "format/flexbuf.h"
+#include "util/hex.h"
 
 #include <tether.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 static void encode_line(const char *line, size_t n)
 {
@@ -52,7 +42,7 @@ static void decode_line(const char *line, size_t n)
 		return;
 	}
 	for (size_t i = 0; i < n / 2; i++) {
-		int hi = hexval(line[2 * i]), lo = hexval(line[2 * i + 1]);
+		int hi = tt_hex_digit(line[2 * i]), lo = tt_hex_digit(line[2 * i + 1]);
 		if (hi < 0 || lo < 0) {
 			printf("error: bad hex\n");
 			free(buf);

@@ -69,9 +69,14 @@
  * Loading is one read of the whole file plus an open-addressing table of
  * directory groups; no per-entry allocation. A loaded cache is immutable,
  * so lookups need no lock from any number of threads. Writing goes to a
- * temporary file in the same directory, is fsync'ed and renamed over the
- * old one: readers see the old file or the new one, never a mix, and when
- * two processes write the same cache the last rename wins. */
+ * temporary file in the same directory, renamed over the old one: readers
+ * see the old file or the new one, never a mix, and when two processes
+ * write the same cache the last rename wins. It is not fsync'ed: after a
+ * crash the renamed file may be empty, short or partly zero, and then its
+ * size, magic or checksum check fails and it is ignored, so a torn cache
+ * costs a rehash, never a wrong hash. The scanner rewrites a cache only
+ * when its records would change (a file hashed that can be trusted next
+ * time, or a record gone), never for a file it must hash again anyway. */
 #ifndef TETHER_CORE_HASHCACHE_H
 #define TETHER_CORE_HASHCACHE_H
 

@@ -135,6 +135,7 @@ struct worker {
 	size_t path_cap;
 	struct task_stack new_dirs, new_hashes; /* produced by the running task */
 	uint64_t files_hashed, bytes_hashed, cache_hits;
+	uint64_t new_records; /* files hashed that the cache can vouch for next time */
 };
 
 /* ---- errors ---- */
@@ -704,6 +705,8 @@ static int hash_item(struct worker *w, struct dir_node *node, struct item *it)
 	it->meta.cacheable = 1;
 	w->files_hashed++;
 	w->bytes_hashed += h.size;
+	if (tt_hashcache_settled(h.st.mtime_ns, h.st.ctime_ns, h.hashed_ns))
+		w->new_records++;
 	return 0;
 }
 
@@ -1042,22 +1045,25 @@ static int thread_count(const struct tt_scan_opts *opts)
 	return n > MAX_THREADS ? MAX_THREADS : (int)n;
 }
 
-/* Run the pool until the walk is done. */
+/* Run the pool until the walk is done. The calling thread is worker 0
+ * unless it must draw the progress line: a one-thread scan starts no
+ * thread at all. */
 static void run_pool(struct scan *s, struct worker *workers, int nthreads, int show_progress)
 {
+	int first = show_progress ? 0 : 1;
 	int started = 0;
-	for (int i = 0; i < nthreads; i++) {
+	for (int i = first; i < nthreads; i++) {
 		if (pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]) != 0)
 			break;
 		started++;
 	}
-	if (started == 0) {
-		/* No thread to be had: walk on this one. */
+	if (first == 1 || started == 0) {
+		/* Walk on this thread too (or alone, when no thread could start). */
 		worker_main(&workers[0]);
-		return;
+	} else {
+		wait_for_workers(s, show_progress);
 	}
-	wait_for_workers(s, show_progress);
-	for (int i = 0; i < started; i++)
+	for (int i = first; i < first + started; i++)
 		pthread_join(workers[i].thread, NULL);
 }
 
@@ -1079,18 +1085,31 @@ static char *cache_file_for(const char *cache_dir, const char *prefix, const cha
 	return file;
 }
 
+/* Would the cache written now differ from the one loaded? It holds the
+ * records that matched plus the files hashed whose hash can be trusted
+ * next time; a file hashed again because it is still too recent (racy)
+ * adds nothing, so a status right after an edit or a commit rewrites no
+ * cache. */
+static int cache_changed(const struct worker *workers, int nthreads, size_t old_cache_count)
+{
+	uint64_t hits = 0, fresh = 0;
+	for (int i = 0; i < nthreads; i++) {
+		hits += workers[i].cache_hits;
+		fresh += workers[i].new_records;
+	}
+	return fresh > 0 || hits != old_cache_count;
+}
+
 /* Gather the result; writes the cache when anything in it changed. */
 static int finish(struct scan *s, struct dir_node *root, struct worker *workers, int nthreads,
                   size_t old_cache_count, const char *cache_file, struct tt_scan_result *out)
 {
-	uint64_t hits = 0;
 	for (int i = 0; i < nthreads; i++) {
 		out->files_hashed += workers[i].files_hashed;
 		out->bytes_hashed += workers[i].bytes_hashed;
-		hits += workers[i].cache_hits;
 	}
 	size_t n = atomic_load(&s->total_items);
-	if (cache_file && (out->files_hashed > 0 || hits != old_cache_count))
+	if (cache_file && cache_changed(workers, nthreads, old_cache_count))
 		write_cache(cache_file, root, n);
 	struct tt_scan_entry *entries = malloc((n ? n : 1) * sizeof *entries);
 	if (!entries) {
@@ -1195,7 +1214,7 @@ static int scan_once(const char *root, const struct tt_scan_opts *opts, struct t
 		/* Each file's hash still holds (filehash.h): keep them for the
 		 * next walk, which then reads only what changed. */
 		*moved = 1;
-		if (cache_file)
+		if (cache_file && cache_changed(workers, nthreads, old_cache_count))
 			write_cache(cache_file, root_node, atomic_load(&s.total_items));
 		free_tree(root_node);
 	} else {
@@ -1239,14 +1258,24 @@ static int one_item_get(void *ctx, size_t i, struct tt_hashcache_item *item)
 	return 1;
 }
 
-/* The one-file cache holds a single record, keyed by the file's path. */
-static void write_one_file_cache(const char *cache_file, const char *key, const struct tt_filehash *h)
+/* The one-file cache holds a single record, keyed by the file's path.
+ * A hash that cannot be trusted next time (the file is too recent) is not
+ * written: then a record left from an older state is removed, once, and
+ * when there is none nothing is touched, so a status repeated right after
+ * an edit costs a read of the file, not a file written and renamed. */
+static void write_one_file_cache(const char *cache_file, const char *key, const struct tt_filehash *h,
+                                 int had_record)
 {
+	int keep = tt_hashcache_settled(h->st.mtime_ns, h->st.ctime_ns, h->hashed_ns);
+	if (!keep) {
+		if (had_record)
+			unlink(cache_file);
+		return;
+	}
 	struct tt_hashcache_item item = {.path = key, .path_len = strlen(key), .st = h->st,
 	                                 .hashed_ns = h->hashed_ns};
 	memcpy(item.sha256, h->sha256, 32);
-	int keep = tt_hashcache_settled(h->st.mtime_ns, h->st.ctime_ns, h->hashed_ns);
-	tt_hashcache_write(cache_file, keep ? 1 : 0, one_item_get, &item);
+	tt_hashcache_write(cache_file, 1, one_item_get, &item);
 	tether_error_clear();
 }
 
@@ -1295,6 +1324,7 @@ int tt_scan_file(const char *path, const struct tt_scan_opts *opts, uint64_t *si
 		free(cache_file);
 		return 0;
 	}
+	int had_record = tt_hashcache_count(cache) > 0;
 	tt_hashcache_free(cache);
 
 	struct tt_filehash h;
@@ -1303,7 +1333,7 @@ int tt_scan_file(const char *path, const struct tt_scan_opts *opts, uint64_t *si
 		*size = h.size;
 		memcpy(sha256, h.sha256, 32);
 		if (cache_file)
-			write_one_file_cache(cache_file, key, &h);
+			write_one_file_cache(cache_file, key, &h, had_record);
 	}
 	free(cache_file);
 	return rc;

@@ -120,6 +120,11 @@ struct scan {
 	pthread_cond_t all_done;
 	struct task_stack dir_tasks, hash_tasks;
 	size_t outstanding; /* queued or running tasks */
+	/* Started lazily by the calling thread (worker 0): the helpers
+	 * workers[1 .. nthreads), once two tasks wait at the same time, so a
+	 * small tree is walked without starting a thread. */
+	struct worker *workers;
+	int nthreads, started, spawned;
 	int err_code;
 	char err_msg[MESSAGE_SIZE];
 
@@ -750,6 +755,17 @@ static void run_hash_task(struct worker *w, const struct task *t)
 	node_release(node);
 }
 
+static void *worker_main(void *arg);
+
+static void start_helpers(struct scan *s)
+{
+	for (int i = 1; i < s->nthreads; i++) {
+		if (pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]) != 0)
+			break;
+		s->started++;
+	}
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -776,6 +792,12 @@ static void *worker_main(void *arg)
 		pthread_mutex_lock(&s->lock);
 		size_t added = queue_new_tasks(s, w);
 		s->outstanding = s->outstanding + added - 1;
+		if (!s->spawned && w == &s->workers[0] && s->hash_tasks.len + s->dir_tasks.len >= 2) {
+			s->spawned = 1;
+			pthread_mutex_unlock(&s->lock);
+			start_helpers(s);
+			pthread_mutex_lock(&s->lock);
+		}
 		if (added > 1)
 			pthread_cond_broadcast(&s->work_ready);
 		else if (added == 1)
@@ -1146,25 +1168,34 @@ static int thread_count(const struct tt_scan_opts *opts)
 	return n > MAX_THREADS ? MAX_THREADS : (int)n;
 }
 
-/* Run the pool until the walk is done. The calling thread is worker 0
- * unless it must draw the progress line: a one-thread scan starts no
- * thread at all. */
+/* Run the pool until the walk is done. The calling thread is worker 0 and
+ * starts the others only when there is work for them (see struct scan),
+ * unless it must draw the progress line: then they all start at once and
+ * it waits. */
 static void run_pool(struct scan *s, struct worker *workers, int nthreads, int show_progress)
 {
-	int first = show_progress ? 0 : 1;
+	s->workers = workers;
+	s->nthreads = nthreads;
+	if (!show_progress) {
+		worker_main(&workers[0]);
+		for (int i = 1; i < 1 + s->started; i++)
+			pthread_join(workers[i].thread, NULL);
+		return;
+	}
+	s->spawned = 1;
 	int started = 0;
-	for (int i = first; i < nthreads; i++) {
+	for (int i = 0; i < nthreads; i++) {
 		if (pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]) != 0)
 			break;
 		started++;
 	}
-	if (first == 1 || started == 0) {
-		/* Walk on this thread too (or alone, when no thread could start). */
+	if (started == 0) {
+		/* No thread to be had: walk on this one. */
 		worker_main(&workers[0]);
-	} else {
-		wait_for_workers(s, show_progress);
+		return;
 	}
-	for (int i = first; i < first + started; i++)
+	wait_for_workers(s, show_progress);
+	for (int i = 0; i < started; i++)
 		pthread_join(workers[i].thread, NULL);
 }
 

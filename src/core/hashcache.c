@@ -58,9 +58,14 @@ struct slot {
  * paths are read (pread) when the directory is looked up, so a cache of a
  * million files costs a few bytes per directory, not 100 per file. The
  * file stays open: the descriptor pins the inode that was checked, which
- * tether never writes in place (a new cache is a new file renamed over). */
+ * tether never writes in place (a new cache is a new file renamed over).
+ * A small file (a one-file object's, a small tree's) is read whole in one
+ * call instead, and looked up in memory. */
+#define SMALL_FILE ((uint64_t)64 << 10)
 struct tt_hashcache {
 	int fd;
+	unsigned char *mem; /* a small file, read whole: then fd is closed */
+	uint64_t size;
 	size_t count;
 	uint64_t pool_start; /* file offset of the path pool */
 	struct group *groups;
@@ -276,6 +281,18 @@ static int pread_full(int fd, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+/* len bytes of the file at off: from memory for a small file. */
+static int cache_read(const struct tt_hashcache *c, void *buf, size_t len, uint64_t off)
+{
+	if (off > c->size || len > c->size - off)
+		return -1;
+	if (c->mem) {
+		memcpy(buf, c->mem + off, len);
+		return 0;
+	}
+	return pread_full(c->fd, buf, len, off);
+}
+
 static int reserve(void **buf, size_t *cap, size_t need)
 {
 	if (need <= *cap)
@@ -299,9 +316,9 @@ static size_t read_group(const struct tt_hashcache *c, const struct group *g,
 	size_t rec_bytes = (size_t)g->count * TT_HASHCACHE_RECORD_SIZE;
 	if (reserve((void **)&v->recs, &v->recs_cap, rec_bytes) != 0 ||
 	    reserve((void **)&v->pool, &v->pool_cap, (size_t)g->pool_len) != 0 ||
-	    pread_full(c->fd, v->recs, rec_bytes,
+	    cache_read(c, v->recs, rec_bytes,
 	               TT_HASHCACHE_HEADER_SIZE + (uint64_t)g->first * TT_HASHCACHE_RECORD_SIZE) != 0 ||
-	    pread_full(c->fd, v->pool, (size_t)g->pool_len, c->pool_start + g->pool_off) != 0)
+	    cache_read(c, v->pool, (size_t)g->pool_len, c->pool_start + g->pool_off) != 0)
 		return 0;
 	const char *dir = group_dir(c, g);
 	for (size_t i = 0; i < g->count; i++) {
@@ -472,15 +489,16 @@ static int feed_pool(struct loader *l, const char *p, size_t n)
 static int load_stream(struct loader *l, const struct header *hdr)
 {
 	struct tt_hashcache *c = l->c;
-	unsigned char *buf = malloc(LOAD_CHUNK);
+	size_t chunk = c->size < LOAD_CHUNK ? (size_t)c->size : LOAD_CHUNK;
+	unsigned char *buf = malloc(chunk);
 	int rc = buf ? 0 : -1;
 	uint64_t off = TT_HASHCACHE_HEADER_SIZE, expect = 0;
 	size_t maxlen = 0;
 	for (size_t r = 0; !rc && r < c->count;) {
-		size_t take = c->count - r < LOAD_CHUNK / TT_HASHCACHE_RECORD_SIZE
-		                  ? c->count - r : LOAD_CHUNK / TT_HASHCACHE_RECORD_SIZE;
+		size_t per = chunk / TT_HASHCACHE_RECORD_SIZE;
+		size_t take = c->count - r < per ? c->count - r : per;
 		size_t bytes = take * TT_HASHCACHE_RECORD_SIZE;
-		if (pread_full(c->fd, buf, bytes, off) != 0) {
+		if (cache_read(c, buf, bytes, off) != 0) {
 			rc = -1;
 			break;
 		}
@@ -506,8 +524,8 @@ static int load_stream(struct loader *l, const struct header *hdr)
 	if (!rc && c->count && reserve((void **)&l->path, &l->path_cap, maxlen + 1) != 0)
 		rc = -1;
 	for (uint64_t done = 0; !rc && done < hdr->pool_size;) {
-		size_t take = hdr->pool_size - done < LOAD_CHUNK ? (size_t)(hdr->pool_size - done) : LOAD_CHUNK;
-		if (pread_full(c->fd, buf, take, off) != 0) {
+		size_t take = hdr->pool_size - done < chunk ? (size_t)(hdr->pool_size - done) : chunk;
+		if (cache_read(c, buf, take, off) != 0) {
 			rc = -1;
 			break;
 		}
@@ -522,9 +540,9 @@ static int load_stream(struct loader *l, const struct header *hdr)
 	return rc;
 }
 
-/* Open the file and check its header. Returns the descriptor, or -1 when
- * the file cannot be trusted. */
-static int open_checked(const char *file, struct header *hdr)
+/* Open the file and check its header; a small file is read whole into
+ * c->mem and closed. Returns 0, or -1 when the file cannot be trusted. */
+static int open_checked(struct tt_hashcache *c, const char *file, struct header *hdr)
 {
 	/* Under .tether/cache: never through a link, never blocking on a FIFO
 	 * (the fstat below refuses anything but a regular file). */
@@ -532,9 +550,17 @@ static int open_checked(const char *file, struct header *hdr)
 	if (fd < 0)
 		return -1;
 	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof *hdr ||
-	    pread_full(fd, hdr, sizeof *hdr, 0) != 0)
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof *hdr)
 		goto fail;
+	c->size = (uint64_t)st.st_size;
+	if (c->size <= SMALL_FILE) {
+		c->mem = malloc((size_t)c->size);
+		if (!c->mem || pread_full(fd, c->mem, (size_t)c->size, 0) != 0)
+			goto fail;
+		memcpy(hdr, c->mem, sizeof *hdr);
+	} else if (pread_full(fd, hdr, sizeof *hdr, 0) != 0) {
+		goto fail;
+	}
 	static const unsigned char zero[sizeof hdr->zero];
 	if (memcmp(hdr->magic, TT_HASHCACHE_MAGIC, 8) != 0 || hdr->version != TT_HASHCACHE_VERSION ||
 	    hdr->header_size != TT_HASHCACHE_HEADER_SIZE || memcmp(hdr->zero, zero, sizeof zero) != 0)
@@ -545,7 +571,11 @@ static int open_checked(const char *file, struct header *hdr)
 	    hdr->pool_size != body - hdr->count * TT_HASHCACHE_RECORD_SIZE ||
 	    hdr->count > UINT32_MAX - 1 || hdr->pool_size > UINT32_MAX || hdr->count > SIZE_MAX / 4)
 		goto fail;
-	return fd;
+	if (c->mem)
+		close(fd);
+	else
+		c->fd = fd;
+	return 0;
 fail:
 	close(fd);
 	return -1;
@@ -577,6 +607,7 @@ static void clear(struct tt_hashcache *c)
 {
 	if (c->fd >= 0)
 		close(c->fd);
+	free(c->mem);
 	free(c->slots);
 	free(c->groups);
 	free(c->dirs);
@@ -594,9 +625,10 @@ struct tt_hashcache *tt_hashcache_load(const char *file)
 	if (!file)
 		return c;
 	struct header hdr;
-	c->fd = open_checked(file, &hdr);
-	if (c->fd < 0)
+	if (open_checked(c, file, &hdr) != 0) {
+		clear(c);
 		return c;
+	}
 	c->count = (size_t)hdr.count;
 	c->pool_start = TT_HASHCACHE_HEADER_SIZE + hdr.count * TT_HASHCACHE_RECORD_SIZE;
 	struct loader l = {.c = c};

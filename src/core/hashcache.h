@@ -74,7 +74,9 @@
  * and the open descriptor: a directory's records are read (pread) when it
  * is looked up, into the caller's view, and checked again (each path
  * inside what was read, NUL-terminated, in that directory). So memory
- * grows with the directories, not the files. A loaded cache is immutable,
+ * grows with the directories, not the files. A file of at most 64 KiB (a
+ * one-file object's, a small tree's) is read whole in one call and looked
+ * up in memory, as cheap to open as before. A loaded cache is immutable,
  * so views need no lock from any number of threads. Writing goes to a
  * temporary file in the same directory, renamed over the old one: readers
  * see the old file or the new one, never a mix, and when two processes

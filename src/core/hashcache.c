@@ -281,6 +281,18 @@ static int pread_full(int fd, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+/* len bytes of the file at off, in place for a small file held in
+ * memory, else read into buf. NULL when they are not there. */
+static const unsigned char *cache_bytes(const struct tt_hashcache *c, unsigned char *buf, size_t len,
+                                        uint64_t off)
+{
+	if (off > c->size || len > c->size - off)
+		return NULL;
+	if (c->mem)
+		return c->mem + off;
+	return pread_full(c->fd, buf, len, off) == 0 ? buf : NULL;
+}
+
 /* len bytes of the file at off: from memory for a small file. */
 static int cache_read(const struct tt_hashcache *c, void *buf, size_t len, uint64_t off)
 {
@@ -297,7 +309,7 @@ static int reserve(void **buf, size_t *cap, size_t need)
 {
 	if (need <= *cap)
 		return 0;
-	size_t n = *cap ? *cap : 4096;
+	size_t n = *cap ? *cap : 256;
 	while (n < need)
 		n *= 2;
 	void *p = realloc(*buf, n);
@@ -490,22 +502,25 @@ static int load_stream(struct loader *l, const struct header *hdr)
 {
 	struct tt_hashcache *c = l->c;
 	size_t chunk = c->size < LOAD_CHUNK ? (size_t)c->size : LOAD_CHUNK;
-	unsigned char *buf = malloc(chunk);
-	int rc = buf ? 0 : -1;
+	unsigned char *buf = c->mem ? NULL : malloc(chunk);
+	if (c->mem)
+		chunk = (size_t)c->size; /* read in place, in one piece */
+	int rc = buf || c->mem ? 0 : -1;
 	uint64_t off = TT_HASHCACHE_HEADER_SIZE, expect = 0;
 	size_t maxlen = 0;
 	for (size_t r = 0; !rc && r < c->count;) {
 		size_t per = chunk / TT_HASHCACHE_RECORD_SIZE;
 		size_t take = c->count - r < per ? c->count - r : per;
 		size_t bytes = take * TT_HASHCACHE_RECORD_SIZE;
-		if (cache_read(c, buf, bytes, off) != 0) {
+		const unsigned char *p = cache_bytes(c, buf, bytes, off);
+		if (!p) {
 			rc = -1;
 			break;
 		}
-		checksum_update(&l->sum, buf, bytes);
+		checksum_update(&l->sum, p, bytes);
 		for (size_t i = 0; i < take; i++) {
 			struct tt_hashcache_rec rec;
-			memcpy(&rec, buf + i * TT_HASHCACHE_RECORD_SIZE, sizeof rec);
+			memcpy(&rec, p + i * TT_HASHCACHE_RECORD_SIZE, sizeof rec);
 			if (rec.path_len == 0 || rec.path_off != expect ||
 			    expect + rec.path_len + 1 > hdr->pool_size) {
 				rc = -1;
@@ -525,12 +540,13 @@ static int load_stream(struct loader *l, const struct header *hdr)
 		rc = -1;
 	for (uint64_t done = 0; !rc && done < hdr->pool_size;) {
 		size_t take = hdr->pool_size - done < chunk ? (size_t)(hdr->pool_size - done) : chunk;
-		if (cache_read(c, buf, take, off) != 0) {
+		const unsigned char *p = cache_bytes(c, buf, take, off);
+		if (!p) {
 			rc = -1;
 			break;
 		}
-		checksum_update(&l->sum, buf, take);
-		rc = feed_pool(l, (const char *)buf, take);
+		checksum_update(&l->sum, p, take);
+		rc = feed_pool(l, (const char *)p, take);
 		done += take;
 		off += take;
 	}

@@ -64,6 +64,8 @@ struct tether_bctx {
 	int threads;               /* worker threads a backend may use itself */
 	int progress;              /* a backend may print a progress line on stderr */
 	volatile int *cancel;      /* non-zero: stop early with TETHER_ERROR */
+	int state_only;            /* fingerprint: the caller needs the state only; a backend may
+	                            * leave the listing out (NULL) and save building it */
 };
 
 /* A fingerprint: the state, and for digest states the listing the engine

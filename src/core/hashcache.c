@@ -33,11 +33,16 @@ _Static_assert(sizeof(struct header) == TT_HASHCACHE_HEADER_SIZE, "the header is
 /* The header bytes before the checksum field are covered by it. */
 #define HEADER_CHECKED_BYTES 32u
 
-/* The records of one directory: [first, first + count). The directory's
- * name is the first dir_len bytes of the first record's path. */
+/* The records of one directory: [first, first + count), and where their
+ * paths lie in the pool: [pool_off, pool_off + pool_len), pool_off
+ * counted from the pool's start. The directory's name is kept in the
+ * cache's dirs arena at dir_off. */
 struct group {
 	uint32_t first;
 	uint32_t count;
+	uint64_t pool_off;
+	uint64_t pool_len;
+	size_t dir_off;
 	uint32_t dir_len;
 };
 
@@ -49,15 +54,27 @@ struct slot {
 	uint32_t tag;
 };
 
+/* Only the index of the file is held in memory: a directory's records and
+ * paths are read (pread) when the directory is looked up, so a cache of a
+ * million files costs a few bytes per directory, not 100 per file. The
+ * file stays open: the descriptor pins the inode that was checked, which
+ * tether never writes in place (a new cache is a new file renamed over).
+ * A small file (a one-file object's, a small tree's) is read whole in one
+ * call instead, and looked up in memory. */
+#define SMALL_FILE ((uint64_t)64 << 10)
 struct tt_hashcache {
-	unsigned char *data; /* the whole file */
-	const struct tt_hashcache_rec *recs;
-	const char *pool;
+	int fd;
+	unsigned char *mem; /* a small file, read whole: then fd is closed */
+	uint64_t size;
 	size_t count;
+	uint64_t pool_start; /* file offset of the path pool */
 	struct group *groups;
-	size_t ngroups;
+	size_t ngroups, groups_cap;
+	char *dirs;
+	size_t dirs_len, dirs_cap;
 	struct slot *slots;
 	size_t mask; /* slot count - 1; a power of two */
+	struct tt_hashcache_view own; /* for tt_hashcache_dir and tt_hashcache_find */
 };
 
 /* ---- the clock ---- */
@@ -220,7 +237,7 @@ static uint64_t path_hash(const char *p, size_t n)
 
 static const char *group_dir(const struct tt_hashcache *c, const struct group *g)
 {
-	return c->pool + c->recs[g->first].path_off;
+	return c->dirs + g->dir_off;
 }
 
 /* The index of the slot holding dir's group, or of the empty slot where
@@ -240,26 +257,6 @@ static size_t probe(const struct tt_hashcache *c, const char *dir, size_t dir_le
 	}
 }
 
-size_t tt_hashcache_dir(const struct tt_hashcache *cache, const char *dir, size_t dir_len,
-                        const struct tt_hashcache_rec **first)
-{
-	*first = NULL;
-	if (!cache || cache->ngroups == 0)
-		return 0;
-	const struct slot *s = &cache->slots[probe(cache, dir, dir_len, path_hash(dir, dir_len))];
-	if (s->group_plus1 == 0)
-		return 0;
-	const struct group *g = &cache->groups[s->group_plus1 - 1];
-	*first = &cache->recs[g->first];
-	return g->count;
-}
-
-const char *tt_hashcache_rec_path(const struct tt_hashcache *cache,
-                                  const struct tt_hashcache_rec *rec)
-{
-	return cache->pool + rec->path_off;
-}
-
 /* Where a path's directory ends: the index of its last '/', or 0. */
 static size_t dir_length(const char *path, size_t len)
 {
@@ -268,7 +265,132 @@ static size_t dir_length(const char *path, size_t len)
 	return len > 0 ? len - 1 : 0;
 }
 
-const struct tt_hashcache_rec *tt_hashcache_find(const struct tt_hashcache *cache,
+static int pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	unsigned char *b = buf;
+	while (len > 0) {
+		ssize_t n = pread(fd, b, len, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		b += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* len bytes of the file at off, in place for a small file held in
+ * memory, else read into buf. NULL when they are not there. */
+static const unsigned char *cache_bytes(const struct tt_hashcache *c, unsigned char *buf, size_t len,
+                                        uint64_t off)
+{
+	if (off > c->size || len > c->size - off)
+		return NULL;
+	if (c->mem)
+		return c->mem + off;
+	return pread_full(c->fd, buf, len, off) == 0 ? buf : NULL;
+}
+
+/* len bytes of the file at off: from memory for a small file. */
+static int cache_read(const struct tt_hashcache *c, void *buf, size_t len, uint64_t off)
+{
+	if (off > c->size || len > c->size - off)
+		return -1;
+	if (c->mem) {
+		memcpy(buf, c->mem + off, len);
+		return 0;
+	}
+	return pread_full(c->fd, buf, len, off);
+}
+
+static int reserve(void **buf, size_t *cap, size_t need)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : 256;
+	while (n < need)
+		n *= 2;
+	void *p = realloc(*buf, n);
+	if (!p)
+		return -1;
+	*buf = p;
+	*cap = n;
+	return 0;
+}
+
+/* Read one group's records and paths and check them again: each path
+ * inside the bytes read, NUL-terminated, and in the group's directory. */
+static size_t read_group(const struct tt_hashcache *c, const struct group *g,
+                         struct tt_hashcache_view *v)
+{
+	size_t rec_bytes = (size_t)g->count * TT_HASHCACHE_RECORD_SIZE;
+	if (reserve((void **)&v->recs, &v->recs_cap, rec_bytes) != 0 ||
+	    reserve((void **)&v->pool, &v->pool_cap, (size_t)g->pool_len) != 0 ||
+	    cache_read(c, v->recs, rec_bytes,
+	               TT_HASHCACHE_HEADER_SIZE + (uint64_t)g->first * TT_HASHCACHE_RECORD_SIZE) != 0 ||
+	    cache_read(c, v->pool, (size_t)g->pool_len, c->pool_start + g->pool_off) != 0)
+		return 0;
+	const char *dir = group_dir(c, g);
+	for (size_t i = 0; i < g->count; i++) {
+		const struct tt_hashcache_rec *rec = &v->recs[i];
+		uint64_t rel = (uint64_t)rec->path_off - g->pool_off;
+		if (rec->path_off < g->pool_off || rec->path_len == 0 || rel + rec->path_len >= g->pool_len)
+			return 0;
+		const char *path = v->pool + rel;
+		if (path[rec->path_len] != '\0' || dir_length(path, rec->path_len) != g->dir_len ||
+		    memcmp(path, dir, g->dir_len) != 0)
+			return 0;
+	}
+	v->pool_off = g->pool_off;
+	v->count = g->count;
+	return g->count;
+}
+
+size_t tt_hashcache_read_dir(const struct tt_hashcache *cache, const char *dir, size_t dir_len,
+                             struct tt_hashcache_view *v)
+{
+	v->count = 0;
+	if (!cache || cache->ngroups == 0)
+		return 0;
+	const struct slot *s = &cache->slots[probe(cache, dir, dir_len, path_hash(dir, dir_len))];
+	if (s->group_plus1 == 0)
+		return 0;
+	return read_group(cache, &cache->groups[s->group_plus1 - 1], v);
+}
+
+const char *tt_hashcache_view_path(const struct tt_hashcache_view *v, size_t i)
+{
+	return v->pool + (v->recs[i].path_off - v->pool_off);
+}
+
+void tt_hashcache_view_free(struct tt_hashcache_view *v)
+{
+	free(v->recs);
+	free(v->pool);
+	memset(v, 0, sizeof *v);
+}
+
+size_t tt_hashcache_dir(struct tt_hashcache *cache, const char *dir, size_t dir_len,
+                        const struct tt_hashcache_rec **first)
+{
+	*first = NULL;
+	if (!cache)
+		return 0;
+	size_t n = tt_hashcache_read_dir(cache, dir, dir_len, &cache->own);
+	if (n)
+		*first = cache->own.recs;
+	return n;
+}
+
+const char *tt_hashcache_rec_path(const struct tt_hashcache *cache,
+                                  const struct tt_hashcache_rec *rec)
+{
+	return tt_hashcache_view_path(&cache->own, (size_t)(rec - cache->own.recs));
+}
+
+const struct tt_hashcache_rec *tt_hashcache_find(struct tt_hashcache *cache,
                                                  const char *path, size_t path_len)
 {
 	const struct tt_hashcache_rec *recs;
@@ -279,7 +401,7 @@ const struct tt_hashcache_rec *tt_hashcache_find(const struct tt_hashcache *cach
 		size_t mid = lo + (hi - lo) / 2;
 		const struct tt_hashcache_rec *rec = &recs[mid];
 		size_t common = rec->path_len < path_len ? rec->path_len : path_len;
-		int c = memcmp(cache->pool + rec->path_off, path, common);
+		int c = memcmp(tt_hashcache_rec_path(cache, rec), path, common);
 		if (c == 0)
 			c = (rec->path_len > path_len) - (rec->path_len < path_len);
 		if (c == 0)
@@ -299,101 +421,180 @@ size_t tt_hashcache_count(const struct tt_hashcache *cache)
 
 /* ---- loading ---- */
 
-static int read_whole(int fd, unsigned char *buf, size_t len)
+/* The loader's state while it streams through the file once. */
+struct loader {
+	struct tt_hashcache *c;
+	struct checksum sum;
+	uint32_t *lens;     /* each record's path length */
+	char *path;         /* the path being assembled from the pool */
+	size_t path_cap, path_have;
+	size_t rec;         /* the record whose path comes next */
+	uint64_t pool_pos;  /* where in the pool that path starts */
+};
+
+static int new_group(struct loader *l, const char *path, size_t dir_len, uint32_t len)
 {
-	while (len > 0) {
-		ssize_t n = read(fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
+	struct tt_hashcache *c = l->c;
+	if (c->ngroups == c->groups_cap) {
+		size_t ncap = c->groups_cap ? c->groups_cap * 2 : 64;
+		struct group *g = realloc(c->groups, ncap * sizeof *g);
+		if (!g)
 			return -1;
-		buf += n;
-		len -= (size_t)n;
+		c->groups = g;
+		c->groups_cap = ncap;
+	}
+	if (reserve((void **)&c->dirs, &c->dirs_cap, c->dirs_len + dir_len + 1) != 0)
+		return -1;
+	memcpy(c->dirs + c->dirs_len, path, dir_len);
+	c->dirs[c->dirs_len + dir_len] = '\0';
+	c->groups[c->ngroups++] = (struct group){(uint32_t)l->rec, 1, l->pool_pos, (uint64_t)len + 1,
+	                                         c->dirs_len, (uint32_t)dir_len};
+	c->dirs_len += dir_len + 1;
+	return 0;
+}
+
+/* One whole path out of the pool: check it, and add it to its directory's
+ * group (the records of a directory are consecutive). */
+static int take_path(struct loader *l)
+{
+	uint32_t len = l->lens[l->rec];
+	const char *path = l->path;
+	if (path[len] != '\0' || path[0] == '/' || memchr(path, '\0', len) != NULL)
+		return -1;
+	size_t dir_len = dir_length(path, len);
+	struct tt_hashcache *c = l->c;
+	struct group *g = c->ngroups ? &c->groups[c->ngroups - 1] : NULL;
+	if (g && g->dir_len == dir_len && memcmp(group_dir(c, g), path, dir_len) == 0) {
+		g->count++;
+		g->pool_len += (uint64_t)len + 1;
+	} else if (new_group(l, path, dir_len, len) != 0) {
+		return -1;
+	}
+	l->pool_pos += (uint64_t)len + 1;
+	l->rec++;
+	l->path_have = 0;
+	return 0;
+}
+
+static int feed_pool(struct loader *l, const char *p, size_t n)
+{
+	while (n > 0) {
+		if (l->rec >= l->c->count)
+			return -1;
+		size_t want = (size_t)l->lens[l->rec] + 1 - l->path_have;
+		size_t take = want < n ? want : n;
+		memcpy(l->path + l->path_have, p, take);
+		l->path_have += take;
+		p += take;
+		n -= take;
+		if (take == want && take_path(l) != 0)
+			return -1;
 	}
 	return 0;
 }
 
-/* Read the file and check its framing and checksum. Returns the buffer
- * (and its header through *hdr) or NULL when the file cannot be trusted. */
-static unsigned char *read_checked(const char *file, struct header *hdr)
+#define LOAD_CHUNK (TT_HASHCACHE_RECORD_SIZE * 4096u)
+
+/* Stream the file once: check the records' path offsets follow each other
+ * (the writer lays them out so), check the checksum, and build the group
+ * index. */
+static int load_stream(struct loader *l, const struct header *hdr)
+{
+	struct tt_hashcache *c = l->c;
+	size_t chunk = c->size < LOAD_CHUNK ? (size_t)c->size : LOAD_CHUNK;
+	unsigned char *buf = c->mem ? NULL : malloc(chunk);
+	if (c->mem)
+		chunk = (size_t)c->size; /* read in place, in one piece */
+	int rc = buf || c->mem ? 0 : -1;
+	uint64_t off = TT_HASHCACHE_HEADER_SIZE, expect = 0;
+	size_t maxlen = 0;
+	for (size_t r = 0; !rc && r < c->count;) {
+		size_t per = chunk / TT_HASHCACHE_RECORD_SIZE;
+		size_t take = c->count - r < per ? c->count - r : per;
+		size_t bytes = take * TT_HASHCACHE_RECORD_SIZE;
+		const unsigned char *p = cache_bytes(c, buf, bytes, off);
+		if (!p) {
+			rc = -1;
+			break;
+		}
+		checksum_update(&l->sum, p, bytes);
+		for (size_t i = 0; i < take; i++) {
+			struct tt_hashcache_rec rec;
+			memcpy(&rec, p + i * TT_HASHCACHE_RECORD_SIZE, sizeof rec);
+			if (rec.path_len == 0 || rec.path_off != expect ||
+			    expect + rec.path_len + 1 > hdr->pool_size) {
+				rc = -1;
+				break;
+			}
+			expect += rec.path_len + 1;
+			l->lens[r + i] = rec.path_len;
+			if (rec.path_len > maxlen)
+				maxlen = rec.path_len;
+		}
+		r += take;
+		off += bytes;
+	}
+	if (!rc && expect != hdr->pool_size)
+		rc = -1;
+	if (!rc && c->count && reserve((void **)&l->path, &l->path_cap, maxlen + 1) != 0)
+		rc = -1;
+	for (uint64_t done = 0; !rc && done < hdr->pool_size;) {
+		size_t take = hdr->pool_size - done < chunk ? (size_t)(hdr->pool_size - done) : chunk;
+		const unsigned char *p = cache_bytes(c, buf, take, off);
+		if (!p) {
+			rc = -1;
+			break;
+		}
+		checksum_update(&l->sum, p, take);
+		rc = feed_pool(l, (const char *)p, take);
+		done += take;
+		off += take;
+	}
+	free(buf);
+	if (!rc && (l->rec != c->count || checksum_final(&l->sum) != hdr->checksum))
+		rc = -1;
+	return rc;
+}
+
+/* Open the file and check its header; a small file is read whole into
+ * c->mem and closed. Returns 0, or -1 when the file cannot be trusted. */
+static int open_checked(struct tt_hashcache *c, const char *file, struct header *hdr)
 {
 	/* Under .tether/cache: never through a link, never blocking on a FIFO
 	 * (the fstat below refuses anything but a regular file). */
 	int fd = open(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
-		return NULL;
+		return -1;
 	struct stat st;
-	unsigned char *data = NULL;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof *hdr ||
-	    (uint64_t)st.st_size > SIZE_MAX)
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof *hdr)
 		goto fail;
-	size_t size = (size_t)st.st_size;
-	data = malloc(size);
-	if (!data || read_whole(fd, data, size) != 0)
+	c->size = (uint64_t)st.st_size;
+	if (c->size <= SMALL_FILE) {
+		c->mem = malloc((size_t)c->size);
+		if (!c->mem || pread_full(fd, c->mem, (size_t)c->size, 0) != 0)
+			goto fail;
+		memcpy(hdr, c->mem, sizeof *hdr);
+	} else if (pread_full(fd, hdr, sizeof *hdr, 0) != 0) {
 		goto fail;
-	close(fd);
-	fd = -1;
-
-	memcpy(hdr, data, sizeof *hdr);
+	}
 	static const unsigned char zero[sizeof hdr->zero];
 	if (memcmp(hdr->magic, TT_HASHCACHE_MAGIC, 8) != 0 || hdr->version != TT_HASHCACHE_VERSION ||
 	    hdr->header_size != TT_HASHCACHE_HEADER_SIZE || memcmp(hdr->zero, zero, sizeof zero) != 0)
 		goto fail;
 	/* The exact size, computed without overflow. */
-	uint64_t body = size - sizeof *hdr;
+	uint64_t body = (uint64_t)st.st_size - sizeof *hdr;
 	if (hdr->count > body / TT_HASHCACHE_RECORD_SIZE ||
 	    hdr->pool_size != body - hdr->count * TT_HASHCACHE_RECORD_SIZE ||
-	    hdr->count > UINT32_MAX - 1 || hdr->pool_size > UINT32_MAX)
+	    hdr->count > UINT32_MAX - 1 || hdr->pool_size > UINT32_MAX || hdr->count > SIZE_MAX / 4)
 		goto fail;
-	struct checksum sum;
-	checksum_init(&sum);
-	checksum_update(&sum, data, HEADER_CHECKED_BYTES);
-	checksum_update(&sum, data + sizeof *hdr, body);
-	if (checksum_final(&sum) != hdr->checksum)
-		goto fail;
-	return data;
-fail:
-	if (fd >= 0)
+	if (c->mem)
 		close(fd);
-	free(data);
-	return NULL;
-}
-
-static int valid_path(const struct tt_hashcache *c, const struct tt_hashcache_rec *rec,
-                      uint64_t pool_size)
-{
-	return rec->path_len > 0 && (uint64_t)rec->path_off + rec->path_len < pool_size &&
-	       c->pool[rec->path_off + rec->path_len] == '\0' && c->pool[rec->path_off] != '/';
-}
-
-/* Split the records into runs of one directory each. */
-static int find_groups(struct tt_hashcache *c, uint64_t pool_size)
-{
-	size_t cap = 0;
-	const char *prev_dir = NULL;
-	size_t prev_len = 0;
-	for (size_t r = 0; r < c->count; r++) {
-		const struct tt_hashcache_rec *rec = &c->recs[r];
-		if (!valid_path(c, rec, pool_size))
-			return -1;
-		const char *path = c->pool + rec->path_off;
-		size_t dir_len = dir_length(path, rec->path_len);
-		if (prev_dir && dir_len == prev_len && memcmp(path, prev_dir, dir_len) == 0) {
-			c->groups[c->ngroups - 1].count++;
-			continue;
-		}
-		if (c->ngroups == cap) {
-			cap = cap ? cap * 2 : 64;
-			struct group *g = realloc(c->groups, cap * sizeof *g);
-			if (!g)
-				return -1;
-			c->groups = g;
-		}
-		c->groups[c->ngroups++] = (struct group){(uint32_t)r, 1, (uint32_t)dir_len};
-		prev_dir = path;
-		prev_len = dir_len;
-	}
+	else
+		c->fd = fd;
 	return 0;
+fail:
+	close(fd);
+	return -1;
 }
 
 /* Index the groups; a directory with two groups is a broken file. */
@@ -418,24 +619,43 @@ static int index_groups(struct tt_hashcache *c)
 	return 0;
 }
 
+static void clear(struct tt_hashcache *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->mem);
+	free(c->slots);
+	free(c->groups);
+	free(c->dirs);
+	tt_hashcache_view_free(&c->own);
+	memset(c, 0, sizeof *c);
+	c->fd = -1;
+}
+
 struct tt_hashcache *tt_hashcache_load(const char *file)
 {
 	struct tt_hashcache *c = calloc(1, sizeof *c);
-	if (!c || !file)
+	if (!c)
+		return NULL;
+	c->fd = -1;
+	if (!file)
 		return c;
 	struct header hdr;
-	c->data = read_checked(file, &hdr);
-	if (!c->data)
+	if (open_checked(c, file, &hdr) != 0) {
+		clear(c);
 		return c;
-	c->count = (size_t)hdr.count;
-	c->recs = (const struct tt_hashcache_rec *)(c->data + sizeof hdr);
-	c->pool = (const char *)(c->data + sizeof hdr) + c->count * TT_HASHCACHE_RECORD_SIZE;
-	if (find_groups(c, hdr.pool_size) != 0 || index_groups(c) != 0) {
-		free(c->slots);
-		free(c->groups);
-		free(c->data);
-		memset(c, 0, sizeof *c);
 	}
+	c->count = (size_t)hdr.count;
+	c->pool_start = TT_HASHCACHE_HEADER_SIZE + hdr.count * TT_HASHCACHE_RECORD_SIZE;
+	struct loader l = {.c = c};
+	checksum_init(&l.sum);
+	checksum_update(&l.sum, &hdr, HEADER_CHECKED_BYTES);
+	l.lens = malloc((c->count ? c->count : 1) * sizeof *l.lens);
+	int rc = l.lens ? load_stream(&l, &hdr) : -1;
+	free(l.lens);
+	free(l.path);
+	if (rc != 0 || index_groups(c) != 0)
+		clear(c);
 	return c;
 }
 
@@ -443,9 +663,7 @@ void tt_hashcache_free(struct tt_hashcache *cache)
 {
 	if (!cache)
 		return;
-	free(cache->slots);
-	free(cache->groups);
-	free(cache->data);
+	clear(cache);
 	free(cache);
 }
 
@@ -587,8 +805,12 @@ static void count_items(struct header *hdr, size_t n, tt_hashcache_get_fn get, v
 	}
 }
 
-/* Records and pool, then the header once the checksum is known; fsync.
- * Returns 0 or an errno. */
+/* Records and pool, then the header once the checksum is known. No
+ * fsync: the cache only saves work, and a file that a crash left torn or
+ * empty fails its size or checksum check at the next load and is ignored
+ * (everything is hashed again), so durability would buy nothing but a
+ * disk flush on every status that refreshes a cache. Returns 0 or an
+ * errno. */
 static int write_body(int fd, struct header *hdr, size_t n, tt_hashcache_get_fn get, void *ctx)
 {
 	struct writer w = {.fd = fd, .cap = (size_t)1 << 20};
@@ -609,7 +831,7 @@ static int write_body(int fd, struct header *hdr, size_t n, tt_hashcache_get_fn 
 	ssize_t done = pwrite(fd, hdr, sizeof *hdr, 0);
 	if (done != (ssize_t)sizeof *hdr)
 		return done < 0 ? errno : EIO;
-	return fsync(fd) != 0 ? errno : 0;
+	return 0;
 }
 
 int tt_hashcache_write(const char *file, size_t n, tt_hashcache_get_fn get, void *ctx)

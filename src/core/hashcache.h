@@ -56,9 +56,12 @@
  * starts at K * (i + 1); hashcache.c is the reference.
  *
  * The file size must be exactly 64 + 80 N + P, the checksum must match,
- * every path must lie inside the pool, end with its NUL and not start
- * with '/', and no directory may have two groups; a file failing any of
- * these is treated as empty, never trusted.
+ * the paths must lie in the pool in record order, one after the other
+ * (record i's path offset is the sum of the lengths + 1 of the paths
+ * before it, and they fill the pool exactly), each must end with its NUL,
+ * hold no other NUL and not start with '/', and no directory may have two
+ * groups; a file failing any of these is treated as empty, never
+ * trusted.
  *
  * A record matches a file only when size, mtime, ctime and inode are all
  * equal AND mtime and ctime are more than two seconds older than hashed_ns:
@@ -66,12 +69,23 @@
  * changing (coarse file-system clocks, writers mid-way), so it is read
  * again next time.
  *
- * Loading is one read of the whole file plus an open-addressing table of
- * directory groups; no per-entry allocation. A loaded cache is immutable,
- * so lookups need no lock from any number of threads. Writing goes to a
- * temporary file in the same directory, is fsync'ed and renamed over the
- * old one: readers see the old file or the new one, never a mix, and when
- * two processes write the same cache the last rename wins. */
+ * Loading streams through the file once (checksum, checks, and an
+ * open-addressing table of directory groups) and keeps only that index
+ * and the open descriptor: a directory's records are read (pread) when it
+ * is looked up, into the caller's view, and checked again (each path
+ * inside what was read, NUL-terminated, in that directory). So memory
+ * grows with the directories, not the files. A file of at most 64 KiB (a
+ * one-file object's, a small tree's) is read whole in one call and looked
+ * up in memory, as cheap to open as before. A loaded cache is immutable,
+ * so views need no lock from any number of threads. Writing goes to a
+ * temporary file in the same directory, renamed over the old one: readers
+ * see the old file or the new one, never a mix, and when two processes
+ * write the same cache the last rename wins. It is not fsync'ed: after a
+ * crash the renamed file may be empty, short or partly zero, and then its
+ * size, magic or checksum check fails and it is ignored, so a torn cache
+ * costs a rehash, never a wrong hash. The scanner rewrites a cache only
+ * when its records would change (a file hashed that can be trusted next
+ * time, or a record gone), never for a file it must hash again anyway. */
 #ifndef TETHER_CORE_HASHCACHE_H
 #define TETHER_CORE_HASHCACHE_H
 
@@ -127,16 +141,40 @@ struct tt_hashcache *tt_hashcache_load(const char *file);
 void tt_hashcache_free(struct tt_hashcache *cache);
 size_t tt_hashcache_count(const struct tt_hashcache *cache);
 
-/* The records of the files directly inside directory dir (relative, ""
- * for the root), sorted by name: sets *first and returns their count (0
- * and NULL when none). Lock-free, thread-safe. */
-size_t tt_hashcache_dir(const struct tt_hashcache *cache, const char *dir, size_t dir_len,
+/* One directory's records, read from the file into buffers of the
+ * caller's (one per thread: the cache itself is never written after its
+ * load). recs[0..count) sorted by name; a record's path is
+ * tt_hashcache_view_path(view, i). Zero-initialise; free with
+ * tt_hashcache_view_free. */
+struct tt_hashcache_view {
+	struct tt_hashcache_rec *recs;
+	size_t recs_cap;
+	char *pool;
+	size_t pool_cap;
+	uint64_t pool_off;
+	size_t count;
+};
+
+/* Read the records of the files directly inside directory dir (relative,
+ * "" for the root) into v; returns their count (0 when none, or when the
+ * records read fail their checks: never trusted). Thread-safe for
+ * distinct views. */
+size_t tt_hashcache_read_dir(const struct tt_hashcache *cache, const char *dir, size_t dir_len,
+                             struct tt_hashcache_view *v);
+const char *tt_hashcache_view_path(const struct tt_hashcache_view *v, size_t i);
+void tt_hashcache_view_free(struct tt_hashcache_view *v);
+
+/* The same through a view the cache keeps: sets *first and returns the
+ * count; the records stay valid until the next call of these three on the
+ * same cache. Not thread-safe. */
+size_t tt_hashcache_dir(struct tt_hashcache *cache, const char *dir, size_t dir_len,
                         const struct tt_hashcache_rec **first);
-/* A record's relative path (NUL-terminated). */
+/* A record's relative path (NUL-terminated), for a record of the last
+ * tt_hashcache_dir or tt_hashcache_find. */
 const char *tt_hashcache_rec_path(const struct tt_hashcache *cache,
                                   const struct tt_hashcache_rec *rec);
 /* The record for one relative path, or NULL. */
-const struct tt_hashcache_rec *tt_hashcache_find(const struct tt_hashcache *cache,
+const struct tt_hashcache_rec *tt_hashcache_find(struct tt_hashcache *cache,
                                                  const char *path, size_t path_len);
 
 /* Were mtime and ctime settled (more than two seconds old) when the file

@@ -59,20 +59,20 @@
 	"renamed in it meanwhile; refusing to record a state it never had; retry once nothing " \
 	"writes to it"
 
-/* What the cache needs of a file besides its entry. */
-struct file_meta {
-	struct tt_hashcache_stat st;
+/* One entry of a directory, in 80 bytes: a walk of a million files holds
+ * a million of these, and nothing else per file (the name lives in its
+ * directory's names arena, the full path is put together when needed). */
+struct item {
+	unsigned char sha256[32]; /* of the content; of the target for a link */
+	struct tt_hashcache_stat st; /* st.size is the entry's size (0 for a link) */
 	int64_t hashed_ns;
-	uint32_t name_off;       /* where the entry's name starts in its path */
+	uint32_t name_off;       /* the name in the node's names, NUL; a link's target follows */
+	char kind;               /* enum tt_scan_kind */
 	unsigned char follow;    /* a symlink read through to its target */
 	unsigned char needs_hash;
 	unsigned char cacheable; /* st and hashed_ns describe the content hashed */
 };
-
-struct item {
-	struct tt_scan_entry entry;
-	struct file_meta meta;
-};
+_Static_assert(sizeof(struct item) == 80, "an entry of the walk is 80 bytes");
 
 /* What adding, removing or renaming an entry of a directory moves. */
 struct dir_stat {
@@ -89,6 +89,8 @@ struct dir_node {
 	atomic_int refs;   /* reading + each waiting child + each hash task */
 	struct item *items;
 	size_t nitems, items_cap;
+	char *names;       /* the items' names (and link targets), NUL-separated */
+	size_t names_len, names_cap;
 	struct dir_node **subdirs;
 	size_t nsubdirs, subdirs_cap;
 	size_t *misses;    /* indices of the items to hash */
@@ -121,6 +123,11 @@ struct scan {
 	pthread_cond_t all_done;
 	struct task_stack dir_tasks, hash_tasks;
 	size_t outstanding; /* queued or running tasks */
+	/* Started lazily by the calling thread (worker 0): the helpers
+	 * workers[1 .. nthreads), once two tasks wait at the same time, so a
+	 * small tree is walked without starting a thread. */
+	struct worker *workers;
+	int nthreads, started, spawned;
 	int err_code;
 	char err_msg[MESSAGE_SIZE];
 
@@ -137,7 +144,9 @@ struct worker {
 	char *path;         /* scratch relative path */
 	size_t path_cap;
 	struct task_stack new_dirs, new_hashes; /* produced by the running task */
+	struct tt_hashcache_view view; /* the cache's records of the directory being read */
 	uint64_t files_hashed, bytes_hashed, cache_hits;
+	uint64_t new_records; /* files hashed that the cache can vouch for next time */
 };
 
 /* ---- errors ---- */
@@ -267,10 +276,18 @@ static int name_before_dir(const char *name, const char *dir)
 	return cn < cd;
 }
 
+static const char *item_name(const struct dir_node *node, const struct item *it)
+{
+	return node->names + it->name_off;
+}
+
+/* qsort has no context argument: the names being sorted, per thread. */
+static _Thread_local const char *sorting_names;
+
 static int cmp_items(const void *a, const void *b)
 {
 	const struct item *x = a, *y = b;
-	return strcmp(x->entry.path + x->meta.name_off, y->entry.path + y->meta.name_off);
+	return strcmp(sorting_names + x->name_off, sorting_names + y->name_off);
 }
 
 static int cmp_subdirs(const void *a, const void *b)
@@ -389,13 +406,30 @@ static int path_reserve(struct worker *w, size_t need)
 	return grow((void **)&w->path, &w->path_cap, need, 1);
 }
 
-static struct item *new_item(struct dir_node *node)
+/* A new item named name (and, for a link, its target after it in the
+ * names arena). */
+static struct item *new_item(struct dir_node *node, const char *name, const char *target)
 {
-	if (grow((void **)&node->items, &node->items_cap, node->nitems + 1, sizeof(struct item)) != 0)
+	size_t nl = strlen(name) + 1, tl = target ? strlen(target) + 1 : 0;
+	if (node->names_len + nl + tl > UINT32_MAX ||
+	    grow((void **)&node->items, &node->items_cap, node->nitems + 1, sizeof(struct item)) != 0 ||
+	    grow((void **)&node->names, &node->names_cap, node->names_len + nl + tl, 1) != 0)
 		return NULL;
 	struct item *it = &node->items[node->nitems];
 	memset(it, 0, sizeof *it);
+	it->name_off = (uint32_t)node->names_len;
+	memcpy(node->names + node->names_len, name, nl);
+	if (target)
+		memcpy(node->names + node->names_len + nl, target, tl);
+	node->names_len += nl + tl;
 	return it;
+}
+
+/* A link's target, stored after its name. */
+static const char *item_target(const struct dir_node *node, const struct item *it)
+{
+	const char *name = item_name(node, it);
+	return name + strlen(name) + 1;
 }
 
 static int is_skipped_dir(const struct scan *s, const char *rel)
@@ -432,24 +466,17 @@ static int add_subdir(struct worker *w, struct dir_node *node, size_t rel_len, s
 	return 0;
 }
 
-static int add_file(struct worker *w, struct dir_node *node, size_t rel_len, size_t name_off,
-                    const struct stat *st, int follow)
+static int add_file(struct worker *w, struct dir_node *node, size_t name_off, const struct stat *st,
+                    int follow)
 {
-	struct item *it = new_item(node);
-	char *path = malloc(rel_len + 1);
-	if (!it || !path) {
-		free(path);
+	struct item *it = new_item(node, w->path + name_off, NULL);
+	if (!it)
 		return fail_oom(w->s);
-	}
-	memcpy(path, w->path, rel_len + 1);
 	node->nitems++;
-	it->entry.path = path;
-	it->entry.kind = TT_SCAN_FILE;
-	it->entry.size = (uint64_t)st->st_size;
-	it->meta.name_off = (uint32_t)name_off;
-	it->meta.follow = (unsigned char)follow;
-	stat_fields(st, &it->meta.st);
-	it->meta.needs_hash = 1; /* until the cache vouches for it */
+	it->kind = TT_SCAN_FILE;
+	it->follow = (unsigned char)follow;
+	stat_fields(st, &it->st);
+	it->needs_hash = 1; /* until the cache vouches for it */
 	return 0;
 }
 
@@ -478,27 +505,21 @@ static char *read_link(int dirfd, const char *name, size_t hint, int *err)
 	}
 }
 
-static int add_link(struct worker *w, struct dir_node *node, const char *name, size_t rel_len,
-                    size_t name_off, const struct stat *lst)
+static int add_link(struct worker *w, struct dir_node *node, const char *name, const struct stat *lst)
 {
 	int err = 0;
 	char *target = read_link(node->fd, name, (size_t)lst->st_size, &err);
 	if (!target)
 		return err == ENOMEM ? fail_oom(w->s) : fail_errno(w->s, "cannot read symlink", w->path, err);
-	struct item *it = new_item(node);
-	char *path = malloc(rel_len + 1);
-	if (!it || !path) {
-		free(path);
+	struct item *it = new_item(node, name, target);
+	if (!it) {
 		free(target);
 		return fail_oom(w->s);
 	}
-	memcpy(path, w->path, rel_len + 1);
 	node->nitems++;
-	it->entry.path = path;
-	it->entry.kind = TT_SCAN_LINK;
-	it->entry.link_target = target;
-	tt_sha256(target, strlen(target), it->entry.sha256);
-	it->meta.name_off = (uint32_t)name_off;
+	it->kind = TT_SCAN_LINK;
+	tt_sha256(target, strlen(target), it->sha256);
+	free(target);
 	return 0;
 }
 
@@ -506,19 +527,19 @@ static int add_link(struct worker *w, struct dir_node *node, const char *name, s
  * that leads nowhere, is recorded by its target and not followed (no
  * cycles, no escaping the tree); one to anything else is refused like the
  * thing itself. */
-static int add_symlink(struct worker *w, struct dir_node *node, const char *name, size_t rel_len,
-                       size_t name_off, const struct stat *lst)
+static int add_symlink(struct worker *w, struct dir_node *node, const char *name, size_t name_off,
+                       const struct stat *lst)
 {
 	struct stat st;
 	if (fstatat(node->fd, name, &st, 0) != 0) {
 		if (errno == ENOENT || errno == ELOOP || errno == ENOTDIR)
-			return add_link(w, node, name, rel_len, name_off, lst);
+			return add_link(w, node, name, lst);
 		return fail_errno(w->s, "cannot follow symlink", w->path, errno);
 	}
 	if (S_ISREG(st.st_mode))
-		return add_file(w, node, rel_len, name_off, &st, 1);
+		return add_file(w, node, name_off, &st, 1);
 	if (S_ISDIR(st.st_mode))
-		return add_link(w, node, name, rel_len, name_off, lst);
+		return add_link(w, node, name, lst);
 	char path[MESSAGE_SIZE];
 	full_path(w->s, w->path, path, sizeof path);
 	return scan_fail(w->s, TETHER_EIO,
@@ -549,9 +570,9 @@ static int add_entry(struct worker *w, struct dir_node *node, const struct diren
 	if (S_ISDIR(st.st_mode))
 		return add_subdir(w, node, rel_len, prefix_len);
 	if (S_ISREG(st.st_mode))
-		return add_file(w, node, rel_len, prefix_len, &st, 0);
+		return add_file(w, node, prefix_len, &st, 0);
 	if (S_ISLNK(st.st_mode))
-		return add_symlink(w, node, name, rel_len, prefix_len, &st);
+		return add_symlink(w, node, name, prefix_len, &st);
 	char path[MESSAGE_SIZE];
 	full_path(w->s, w->path, path, sizeof path);
 	return scan_fail(w->s, TETHER_EIO,
@@ -612,28 +633,29 @@ static int read_entries(struct worker *w, struct dir_node *node)
  * so one merge pass finds them, reading the records in file order. */
 static void match_cache(struct worker *w, struct dir_node *node)
 {
-	const struct tt_hashcache *cache = w->s->cache;
-	const struct tt_hashcache_rec *recs;
-	size_t nrecs = tt_hashcache_dir(cache, node->relpath, strlen(node->relpath), &recs);
+	size_t dir_len = strlen(node->relpath);
+	size_t nrecs = tt_hashcache_read_dir(w->s->cache, node->relpath, dir_len, &w->view);
+	/* A record's path is the directory, '/', the name (just the name at
+	 * the root). */
+	size_t name_off = dir_len ? dir_len + 1 : 0;
 	size_t r = 0;
 	for (size_t i = 0; i < node->nitems && r < nrecs; i++) {
 		struct item *it = &node->items[i];
-		if (it->entry.kind != TT_SCAN_FILE)
+		if (it->kind != TT_SCAN_FILE)
 			continue;
-		const char *name = it->entry.path + it->meta.name_off;
+		const char *name = item_name(node, it);
 		int c = 1;
-		while (r < nrecs &&
-		       (c = strcmp(tt_hashcache_rec_path(cache, &recs[r]) + it->meta.name_off, name)) < 0)
+		while (r < nrecs && (c = strcmp(tt_hashcache_view_path(&w->view, r) + name_off, name)) < 0)
 			r++;
 		if (r == nrecs || c != 0)
 			continue;
-		const struct tt_hashcache_rec *rec = &recs[r++];
-		if (!tt_hashcache_matches(rec, &it->meta.st))
+		const struct tt_hashcache_rec *rec = &w->view.recs[r++];
+		if (!tt_hashcache_matches(rec, &it->st))
 			continue;
-		memcpy(it->entry.sha256, rec->sha256, 32);
-		it->meta.hashed_ns = rec->hashed_ns;
-		it->meta.cacheable = 1;
-		it->meta.needs_hash = 0;
+		memcpy(it->sha256, rec->sha256, 32);
+		it->hashed_ns = rec->hashed_ns;
+		it->cacheable = 1;
+		it->needs_hash = 0;
 		w->cache_hits++;
 	}
 }
@@ -643,13 +665,13 @@ static int plan_work(struct worker *w, struct dir_node *node)
 {
 	size_t nmisses = 0;
 	for (size_t i = 0; i < node->nitems; i++)
-		nmisses += node->items[i].meta.needs_hash;
+		nmisses += node->items[i].needs_hash;
 	if (nmisses) {
 		node->misses = malloc(nmisses * sizeof *node->misses);
 		if (!node->misses)
 			return fail_oom(w->s);
 		for (size_t i = 0; i < node->nitems; i++) {
-			if (node->items[i].meta.needs_hash)
+			if (node->items[i].needs_hash)
 				node->misses[node->nmisses++] = i;
 		}
 	}
@@ -666,7 +688,7 @@ static int plan_work(struct worker *w, struct dir_node *node)
 	size_t begin = 0;
 	uint64_t bytes = 0;
 	for (size_t i = 0; i < nmisses; i++) {
-		bytes += node->items[node->misses[i]].entry.size;
+		bytes += node->items[node->misses[i]].st.size;
 		if (bytes >= BATCH_BYTES || i + 1 - begin >= BATCH_FILES || i + 1 == nmisses) {
 			atomic_fetch_add(&node->refs, 1);
 			task_push(&w->new_hashes,
@@ -682,12 +704,19 @@ static int plan_work(struct worker *w, struct dir_node *node)
  * array's doubling (a quarter on average, a lot over a million files). */
 static void shrink_items(struct dir_node *node)
 {
-	if (node->nitems == 0 || node->nitems == node->items_cap)
-		return;
-	struct item *items = realloc(node->items, node->nitems * sizeof *items);
-	if (items) {
-		node->items = items;
-		node->items_cap = node->nitems;
+	if (node->nitems > 0 && node->nitems < node->items_cap) {
+		struct item *items = realloc(node->items, node->nitems * sizeof *items);
+		if (items) {
+			node->items = items;
+			node->items_cap = node->nitems;
+		}
+	}
+	if (node->names_len > 0 && node->names_len < node->names_cap) {
+		char *names = realloc(node->names, node->names_len);
+		if (names) {
+			node->names = names;
+			node->names_cap = node->names_len;
+		}
 	}
 }
 
@@ -702,8 +731,10 @@ static void run_dir_task(struct worker *w, struct dir_node *node)
 		return;
 	if (read_entries(w, node) == 0) {
 		shrink_items(node);
-		if (node->nitems > 1)
+		if (node->nitems > 1) {
+			sorting_names = node->names;
 			qsort(node->items, node->nitems, sizeof *node->items, cmp_items);
+		}
 		if (node->nsubdirs > 1)
 			qsort(node->subdirs, node->nsubdirs, sizeof *node->subdirs, cmp_subdirs);
 		if (s->cache)
@@ -724,27 +755,32 @@ static int hash_item(struct worker *w, struct dir_node *node, struct item *it)
 			return fail_oom(s);
 	}
 	struct tt_filehash h;
-	const char *name = it->entry.path + it->meta.name_off;
-	int rc = tt_filehash_at(node->fd, name, it->meta.follow, w->buf, &s->bytes_read, &h);
-	if (rc == TT_FILEHASH_NOT_REGULAR || rc == TT_FILEHASH_UNSTABLE) {
-		char path[MESSAGE_SIZE];
-		full_path(s, it->entry.path, path, sizeof path);
-		if (rc == TT_FILEHASH_UNSTABLE)
-			return scan_fail(s, TETHER_EREFUSED, UNSTABLE_MESSAGE, path, TT_FILEHASH_ATTEMPTS);
-		return scan_fail(s, TETHER_EIO, "'%s' changed during the scan: no longer a regular file",
-		                 path);
+	const char *name = item_name(node, it);
+	int rc = tt_filehash_at(node->fd, name, it->follow, w->buf, &s->bytes_read, &h);
+	if (rc != 0) {
+		char rel[MESSAGE_SIZE];
+		snprintf(rel, sizeof rel, "%s%s%s", node->relpath, node->relpath[0] ? "/" : "", name);
+		if (rc == TT_FILEHASH_NOT_REGULAR || rc == TT_FILEHASH_UNSTABLE) {
+			char path[MESSAGE_SIZE];
+			full_path(s, rel, path, sizeof path);
+			if (rc == TT_FILEHASH_UNSTABLE)
+				return scan_fail(s, TETHER_EREFUSED, UNSTABLE_MESSAGE, path, TT_FILEHASH_ATTEMPTS);
+			return scan_fail(s, TETHER_EIO, "'%s' changed during the scan: no longer a regular file",
+			                 path);
+		}
+		if (rc == -ENOENT)
+			return fail_errno(s, "file vanished during the scan:", rel, ENOENT);
+		return fail_errno(s, "cannot read", rel, rc < 0 ? -rc : EIO);
 	}
-	if (rc == -ENOENT)
-		return fail_errno(s, "file vanished during the scan:", it->entry.path, ENOENT);
-	if (rc < 0)
-		return fail_errno(s, "cannot read", it->entry.path, -rc);
-	it->entry.size = h.size;
-	memcpy(it->entry.sha256, h.sha256, 32);
-	it->meta.st = h.st;
-	it->meta.hashed_ns = h.hashed_ns;
-	it->meta.cacheable = 1;
+	memcpy(it->sha256, h.sha256, 32);
+	it->st = h.st;
+	it->st.size = h.size;
+	it->hashed_ns = h.hashed_ns;
+	it->cacheable = 1;
 	w->files_hashed++;
 	w->bytes_hashed += h.size;
+	if (tt_hashcache_settled(h.st.mtime_ns, h.st.ctime_ns, h.hashed_ns))
+		w->new_records++;
 	return 0;
 }
 
@@ -758,6 +794,17 @@ static void run_hash_task(struct worker *w, const struct task *t)
 			break;
 	}
 	node_release(node);
+}
+
+static void *worker_main(void *arg);
+
+static void start_helpers(struct scan *s)
+{
+	for (int i = 1; i < s->nthreads; i++) {
+		if (pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]) != 0)
+			break;
+		s->started++;
+	}
 }
 
 static void *worker_main(void *arg)
@@ -786,6 +833,12 @@ static void *worker_main(void *arg)
 		pthread_mutex_lock(&s->lock);
 		size_t added = queue_new_tasks(s, w);
 		s->outstanding = s->outstanding + added - 1;
+		if (!s->spawned && w == &s->workers[0] && s->hash_tasks.len + s->dir_tasks.len >= 2) {
+			s->spawned = 1;
+			pthread_mutex_unlock(&s->lock);
+			start_helpers(s);
+			pthread_mutex_lock(&s->lock);
+		}
 		if (added > 1)
 			pthread_cond_broadcast(&s->work_ready);
 		else if (added == 1)
@@ -841,21 +894,12 @@ static void wait_for_workers(struct scan *s, int show_progress)
 
 /* ---- assembling the result ---- */
 
-static void free_item(struct item *it)
+static void free_node(struct dir_node *node)
 {
-	free(it->entry.path);
-	free(it->entry.link_target);
-}
-
-static void free_node(struct dir_node *node, int with_entries)
-{
-	if (with_entries) {
-		for (size_t i = 0; i < node->nitems; i++)
-			free_item(&node->items[i]);
-	}
 	if (node->dir)
 		closedir(node->dir);
 	free(node->items);
+	free(node->names);
 	free(node->subdirs);
 	free(node->misses);
 	free(node->relpath);
@@ -873,7 +917,7 @@ static void free_tree(struct dir_node *root)
 			continue;
 		}
 		struct dir_node *parent = node == root ? NULL : node->parent;
-		free_node(node, 1);
+		free_node(node);
 		node = parent;
 	}
 }
@@ -887,26 +931,86 @@ static int item_comes_next(const struct dir_node *node)
 		return 1;
 	const struct item *it = &node->items[node->next_item];
 	const struct dir_node *sub = node->subdirs[node->next_subdir];
-	return name_before_dir(it->entry.path + it->meta.name_off, sub->relpath + sub->name_off);
+	return name_before_dir(item_name(node, it), sub->relpath + sub->name_off);
 }
 
-/* Move every entry into one array in path order (see the top of the file)
- * and free the nodes on the way. */
-static void assemble(struct dir_node *root, struct tt_scan_entry *entries)
+/* An item's path relative to the root, into *buf (grown as needed).
+ * Returns its length, or SIZE_MAX when out of memory. */
+static size_t item_path(const struct dir_node *node, const struct item *it, char **buf, size_t *cap)
 {
-	size_t k = 0;
+	size_t dl = strlen(node->relpath);
+	const char *name = item_name(node, it);
+	size_t nl = strlen(name);
+	size_t len = dl ? dl + 1 + nl : nl;
+	if (grow((void **)buf, cap, len + 1, 1) != 0)
+		return SIZE_MAX;
+	char *o = *buf;
+	if (dl) {
+		memcpy(o, node->relpath, dl);
+		o[dl] = '/';
+		o += dl + 1;
+	}
+	memcpy(o, name, nl + 1);
+	return len;
+}
+
+/* Visit every entry in path order (see the top of the file), freeing the
+ * nodes on the way. visit returns non-zero to stop (the rest is freed). */
+typedef int (*visit_fn)(void *ud, const struct dir_node *node, const struct item *it);
+
+static int visit_in_order(struct dir_node *root, visit_fn visit, void *ud)
+{
+	int rc = 0;
 	struct dir_node *node = root;
-	while (node) {
+	while (node && !rc) {
 		if (item_comes_next(node)) {
-			entries[k++] = node->items[node->next_item++].entry;
+			rc = visit(ud, node, &node->items[node->next_item++]);
 		} else if (node->next_subdir < node->nsubdirs) {
 			node = node->subdirs[node->next_subdir++];
 		} else {
 			struct dir_node *parent = node == root ? NULL : node->parent;
-			free_node(node, 0);
+			free_node(node);
 			node = parent;
 		}
 	}
+	if (node) {
+		/* Stopped early: what has not been visited yet still needs freeing.
+		 * Subdirectories already entered were freed on the way out. */
+		struct dir_node *n = node;
+		while (n) {
+			for (size_t i = n->next_subdir; i < n->nsubdirs; i++)
+				free_tree(n->subdirs[i]);
+			n->nsubdirs = 0;
+			struct dir_node *parent = n == root ? NULL : n->parent;
+			free_node(n);
+			n = parent;
+		}
+	}
+	return rc;
+}
+
+/* For tt_scan_tree: each entry as a tt_scan_entry with its own strings. */
+struct to_entries {
+	struct tt_scan_entry *entries;
+	size_t k;
+};
+
+static int add_entry_out(void *ud, const struct dir_node *node, const struct item *it)
+{
+	struct to_entries *te = ud;
+	char *path = NULL;
+	size_t cap = 0;
+	if (item_path(node, it, &path, &cap) == SIZE_MAX)
+		return -1;
+	struct tt_scan_entry *e = &te->entries[te->k++];
+	memset(e, 0, sizeof *e);
+	e->path = path;
+	e->kind = it->kind;
+	e->size = it->kind == TT_SCAN_LINK ? 0 : it->st.size;
+	memcpy(e->sha256, it->sha256, 32);
+	if (it->kind == TT_SCAN_LINK && !(e->link_target = strdup(item_target(node, it))))
+		return -1;
+	return 0;
 }
 
 /* The cache is written from the nodes, before assembly: each node's items
@@ -914,25 +1018,33 @@ static void assemble(struct dir_node *root, struct tt_scan_entry *entries)
  * wants. Only files whose hash can be trusted next time are kept. */
 static int cacheable_item(const struct item *it)
 {
-	return it->entry.kind == TT_SCAN_FILE && it->meta.cacheable &&
-	       tt_hashcache_settled(it->meta.st.mtime_ns, it->meta.st.ctime_ns, it->meta.hashed_ns);
+	return it->kind == TT_SCAN_FILE && it->cacheable &&
+	       tt_hashcache_settled(it->st.mtime_ns, it->st.ctime_ns, it->hashed_ns);
+}
+
+struct cache_ref {
+	const struct dir_node *node;
+	const struct item *it;
+};
+
+static size_t collect_node(const struct dir_node *node, struct cache_ref *out, size_t n)
+{
+	for (size_t i = 0; i < node->nitems; i++)
+		if (cacheable_item(&node->items[i]))
+			out[n++] = (struct cache_ref){node, &node->items[i]};
+	return n;
 }
 
 /* The cacheable items of the tree in depth-first order of directories. The
  * walk uses next_subdir as its cursor and leaves it at 0 again. */
-static size_t collect_cacheable(struct dir_node *root, const struct item **out)
+static size_t collect_cacheable(struct dir_node *root, struct cache_ref *out)
 {
-	size_t n = 0;
+	size_t n = collect_node(root, out, 0);
 	struct dir_node *node = root;
-	for (size_t i = 0; i < node->nitems; i++)
-		if (cacheable_item(&node->items[i]))
-			out[n++] = &node->items[i];
 	while (node) {
 		if (node->next_subdir < node->nsubdirs) {
 			node = node->subdirs[node->next_subdir++];
-			for (size_t i = 0; i < node->nitems; i++)
-				if (cacheable_item(&node->items[i]))
-					out[n++] = &node->items[i];
+			n = collect_node(node, out, n);
 		} else {
 			node->next_subdir = 0;
 			node = node == root ? NULL : node->parent;
@@ -941,14 +1053,24 @@ static size_t collect_cacheable(struct dir_node *root, const struct item **out)
 	return n;
 }
 
+struct cache_out {
+	const struct cache_ref *refs;
+	char *path; /* the last item's path, valid until the next call */
+	size_t cap;
+};
+
 static int cache_item(void *ctx, size_t i, struct tt_hashcache_item *item)
 {
-	const struct item *it = ((const struct item *const *)ctx)[i];
-	item->path = it->entry.path;
-	item->path_len = strlen(it->entry.path);
-	item->st = it->meta.st;
-	item->hashed_ns = it->meta.hashed_ns;
-	memcpy(item->sha256, it->entry.sha256, 32);
+	struct cache_out *co = ctx;
+	const struct item *it = co->refs[i].it;
+	size_t len = item_path(co->refs[i].node, it, &co->path, &co->cap);
+	if (len == SIZE_MAX)
+		return 0;
+	item->path = co->path;
+	item->path_len = len;
+	item->st = it->st;
+	item->hashed_ns = it->hashed_ns;
+	memcpy(item->sha256, it->sha256, 32);
 	return 1;
 }
 
@@ -956,13 +1078,17 @@ static int cache_item(void *ctx, size_t i, struct tt_hashcache_item *item)
  * correctness now. */
 static void write_cache(const char *cache_file, struct dir_node *root, size_t total_items)
 {
-	const struct item **items = malloc((total_items ? total_items : 1) * sizeof *items);
-	if (!items)
+	struct cache_ref *refs = malloc((total_items ? total_items : 1) * sizeof *refs);
+	if (!refs)
 		return;
-	size_t n = collect_cacheable(root, items);
-	tt_hashcache_write(cache_file, n, cache_item, items);
+	size_t n = collect_cacheable(root, refs);
+	struct cache_out co = {.refs = refs};
+	/* A path that cannot be built is left out of every pass alike. */
+	if (grow((void **)&co.path, &co.cap, 4096, 1) == 0)
+		tt_hashcache_write(cache_file, n, cache_item, &co);
 	tether_error_clear();
-	free(items);
+	free(co.path);
+	free(refs);
 }
 
 /* ---- setup ---- */
@@ -1083,9 +1209,21 @@ static int thread_count(const struct tt_scan_opts *opts)
 	return n > MAX_THREADS ? MAX_THREADS : (int)n;
 }
 
-/* Run the pool until the walk is done. */
+/* Run the pool until the walk is done. The calling thread is worker 0 and
+ * starts the others only when there is work for them (see struct scan),
+ * unless it must draw the progress line: then they all start at once and
+ * it waits. */
 static void run_pool(struct scan *s, struct worker *workers, int nthreads, int show_progress)
 {
+	s->workers = workers;
+	s->nthreads = nthreads;
+	if (!show_progress) {
+		worker_main(&workers[0]);
+		for (int i = 1; i < 1 + s->started; i++)
+			pthread_join(workers[i].thread, NULL);
+		return;
+	}
+	s->spawned = 1;
 	int started = 0;
 	for (int i = 0; i < nthreads; i++) {
 		if (pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]) != 0)
@@ -1120,29 +1258,69 @@ static char *cache_file_for(const char *cache_dir, const char *prefix, const cha
 	return file;
 }
 
+/* Would the cache written now differ from the one loaded? It holds the
+ * records that matched plus the files hashed whose hash can be trusted
+ * next time; a file hashed again because it is still too recent (racy)
+ * adds nothing, so a status right after an edit or a commit rewrites no
+ * cache. */
+static int cache_changed(const struct worker *workers, int nthreads, size_t old_cache_count)
+{
+	uint64_t hits = 0, fresh = 0;
+	for (int i = 0; i < nthreads; i++) {
+		hits += workers[i].cache_hits;
+		fresh += workers[i].new_records;
+	}
+	return fresh > 0 || hits != old_cache_count;
+}
+
+/* What a walk hands back: the entries (tt_scan_tree), or only the
+ * listing's digest and totals, the listing itself when asked for
+ * (tt_scan_tree_summary). */
+struct scan_out {
+	struct tt_scan_result *result;
+	struct tt_scan_summary *summary;
+	int want_listing;
+};
+
+static int listing_lines(struct dir_node *root, size_t n, struct tt_scan_summary *out, int keep);
+
 /* Gather the result; writes the cache when anything in it changed. */
 static int finish(struct scan *s, struct dir_node *root, struct worker *workers, int nthreads,
-                  size_t old_cache_count, const char *cache_file, struct tt_scan_result *out)
+                  size_t old_cache_count, const char *cache_file, const struct scan_out *out)
 {
-	uint64_t hits = 0;
+	uint64_t hashed = 0, bytes = 0;
 	for (int i = 0; i < nthreads; i++) {
-		out->files_hashed += workers[i].files_hashed;
-		out->bytes_hashed += workers[i].bytes_hashed;
-		hits += workers[i].cache_hits;
+		hashed += workers[i].files_hashed;
+		bytes += workers[i].bytes_hashed;
 	}
 	size_t n = atomic_load(&s->total_items);
-	if (cache_file && (out->files_hashed > 0 || hits != old_cache_count))
+	if (cache_file && cache_changed(workers, nthreads, old_cache_count))
 		write_cache(cache_file, root, n);
-	struct tt_scan_entry *entries = malloc((n ? n : 1) * sizeof *entries);
-	if (!entries) {
+	if (out->summary) {
+		out->summary->files_hashed = hashed;
+		out->summary->bytes_hashed = bytes;
+		if (listing_lines(root, n, out->summary, out->want_listing) != 0)
+			return tether_error_set(TETHER_ERROR, "scanning '%s': out of memory writing the listing of %zu files",
+			                        s->root, n);
+		return 0;
+	}
+	struct tt_scan_result *r = out->result;
+	r->files_hashed = hashed;
+	r->bytes_hashed = bytes;
+	struct to_entries te = {.entries = calloc(n ? n : 1, sizeof *te.entries)};
+	if (!te.entries) {
 		free_tree(root);
 		return tether_error_set(TETHER_ERROR, "scanning '%s': out of memory", s->root);
 	}
-	assemble(root, entries);
-	out->entries = entries;
-	out->count = n;
+	r->entries = te.entries;
+	int rc = visit_in_order(root, add_entry_out, &te);
+	r->count = te.k;
+	if (rc) {
+		tt_scan_result_free(r);
+		return tether_error_set(TETHER_ERROR, "scanning '%s': out of memory", s->root);
+	}
 	for (size_t i = 0; i < n; i++)
-		out->total_size += entries[i].size;
+		r->total_size += te.entries[i].size;
 	return 0;
 }
 
@@ -1190,10 +1368,13 @@ static int tree_moved(const char *root, struct dir_node *root_node)
 
 /* One walk of the tree. *moved is set when a directory changed while it
  * was walked: then out is left empty and the caller walks again. */
-static int scan_once(const char *root, const struct tt_scan_opts *opts, struct tt_scan_result *out,
+static int scan_once(const char *root, const struct tt_scan_opts *opts, const struct scan_out *out,
                      int *moved)
 {
-	memset(out, 0, sizeof *out);
+	if (out->result)
+		memset(out->result, 0, sizeof *out->result);
+	if (out->summary)
+		memset(out->summary, 0, sizeof *out->summary);
 	*moved = 0;
 	struct scan s;
 	if (scan_init(&s, root, opts) != 0) {
@@ -1236,7 +1417,7 @@ static int scan_once(const char *root, const struct tt_scan_opts *opts, struct t
 		/* Each file's hash still holds (filehash.h): keep them for the
 		 * next walk, which then reads only what changed. */
 		*moved = 1;
-		if (cache_file)
+		if (cache_file && cache_changed(workers, nthreads, old_cache_count))
 			write_cache(cache_file, root_node, atomic_load(&s.total_items));
 		free_tree(root_node);
 	} else {
@@ -1248,6 +1429,7 @@ done:
 		free(workers[i].path);
 		free(workers[i].new_dirs.tasks);
 		free(workers[i].new_hashes.tasks);
+		tt_hashcache_view_free(&workers[i].view);
 	}
 	free(workers);
 	tt_hashcache_free(cache);
@@ -1256,7 +1438,7 @@ done:
 	return rc;
 }
 
-int tt_scan_tree(const char *root, const struct tt_scan_opts *opts, struct tt_scan_result *out)
+static int scan_walks(const char *root, const struct tt_scan_opts *opts, const struct scan_out *out)
 {
 	static const struct tt_scan_opts no_opts;
 	if (!opts)
@@ -1271,6 +1453,27 @@ int tt_scan_tree(const char *root, const struct tt_scan_opts *opts, struct tt_sc
 	}
 }
 
+int tt_scan_tree(const char *root, const struct tt_scan_opts *opts, struct tt_scan_result *out)
+{
+	struct scan_out so = {.result = out};
+	return scan_walks(root, opts, &so);
+}
+
+int tt_scan_tree_summary(const char *root, const struct tt_scan_opts *opts, int want_listing,
+                         struct tt_scan_summary *out)
+{
+	struct scan_out so = {.summary = out, .want_listing = want_listing};
+	return scan_walks(root, opts, &so);
+}
+
+void tt_scan_summary_free(struct tt_scan_summary *s)
+{
+	if (!s)
+		return;
+	free(s->listing);
+	memset(s, 0, sizeof *s);
+}
+
 /* ---- one file ---- */
 
 static int one_item_get(void *ctx, size_t i, struct tt_hashcache_item *item)
@@ -1280,14 +1483,24 @@ static int one_item_get(void *ctx, size_t i, struct tt_hashcache_item *item)
 	return 1;
 }
 
-/* The one-file cache holds a single record, keyed by the file's path. */
-static void write_one_file_cache(const char *cache_file, const char *key, const struct tt_filehash *h)
+/* The one-file cache holds a single record, keyed by the file's path.
+ * A hash that cannot be trusted next time (the file is too recent) is not
+ * written: then a record left from an older state is removed, once, and
+ * when there is none nothing is touched, so a status repeated right after
+ * an edit costs a read of the file, not a file written and renamed. */
+static void write_one_file_cache(const char *cache_file, const char *key, const struct tt_filehash *h,
+                                 int had_record)
 {
+	int keep = tt_hashcache_settled(h->st.mtime_ns, h->st.ctime_ns, h->hashed_ns);
+	if (!keep) {
+		if (had_record)
+			unlink(cache_file);
+		return;
+	}
 	struct tt_hashcache_item item = {.path = key, .path_len = strlen(key), .st = h->st,
 	                                 .hashed_ns = h->hashed_ns};
 	memcpy(item.sha256, h->sha256, 32);
-	int keep = tt_hashcache_settled(h->st.mtime_ns, h->st.ctime_ns, h->hashed_ns);
-	tt_hashcache_write(cache_file, keep ? 1 : 0, one_item_get, &item);
+	tt_hashcache_write(cache_file, 1, one_item_get, &item);
 	tether_error_clear();
 }
 
@@ -1336,6 +1549,7 @@ int tt_scan_file(const char *path, const struct tt_scan_opts *opts, uint64_t *si
 		free(cache_file);
 		return 0;
 	}
+	int had_record = tt_hashcache_count(cache) > 0;
 	tt_hashcache_free(cache);
 
 	struct tt_filehash h;
@@ -1344,7 +1558,7 @@ int tt_scan_file(const char *path, const struct tt_scan_opts *opts, uint64_t *si
 		*size = h.size;
 		memcpy(sha256, h.sha256, 32);
 		if (cache_file)
-			write_one_file_cache(cache_file, key, &h);
+			write_one_file_cache(cache_file, key, &h, had_record);
 	}
 	free(cache_file);
 	return rc;
@@ -1492,19 +1706,20 @@ static char *put_hex(char *o, const unsigned char *bytes, size_t n)
 /* Room put_escaped may overrun by. */
 #define LINE_SLACK 8
 
-static char *put_line(char *o, const struct tt_scan_entry *e, size_t path_len, size_t target_len)
+static char *put_line(char *o, char kind, const unsigned char sha256[32], uint64_t size,
+                      const char *path, size_t path_len, const char *target, size_t target_len)
 {
 	o = PUT_LITERAL(o, "{\"k\":\"");
-	if (e->kind == TT_SCAN_LINK) {
+	if (kind == TT_SCAN_LINK) {
 		o = PUT_LITERAL(o, "symlink:");
-		o = put_escaped(o, e->link_target, target_len);
+		o = put_escaped(o, target, target_len);
 	} else {
-		o = put_hex(o, e->sha256, 32);
+		o = put_hex(o, sha256, 32);
 	}
 	o = PUT_LITERAL(o, "\",\"p\":\"");
-	o = put_escaped(o, e->path, path_len);
+	o = put_escaped(o, path, path_len);
 	o = PUT_LITERAL(o, "\",\"s\":");
-	o = put_u64(o, e->kind == TT_SCAN_LINK ? 0 : e->size);
+	o = put_u64(o, kind == TT_SCAN_LINK ? 0 : size);
 	return PUT_LITERAL(o, "}\n");
 }
 
@@ -1549,7 +1764,8 @@ char *tt_scan_listing(const struct tt_scan_result *r, size_t *len)
 			buf = nbuf;
 			cap = ncap;
 		}
-		used = (size_t)(put_line(buf + used, e, path_len, target_len) - buf);
+		used = (size_t)(put_line(buf + used, e->kind, e->sha256, e->size, e->path, path_len,
+		                         e->link_target, target_len) - buf);
 	}
 	if (!buf) {
 		tether_error_set(TETHER_ERROR, "listing: out of memory");
@@ -1558,4 +1774,83 @@ char *tt_scan_listing(const struct tt_scan_result *r, size_t *len)
 	buf[used] = '\0';
 	*len = used;
 	return buf;
+}
+
+/* The listing of a walk, line by line straight from its nodes: kept whole
+ * when asked for (a commit stores it), else only hashed through a 64 KiB
+ * buffer, so a status of a million files never holds its 100 MB. */
+#define STREAM_BUFFER ((size_t)64 << 10)
+
+struct line_sink {
+	struct sha256_ctx sha;
+	char *buf;
+	size_t len, cap;
+	int keep;
+	char *path;
+	size_t path_cap;
+	struct tt_scan_summary *out;
+};
+
+static int sink_reserve(struct line_sink *k, size_t need)
+{
+	if (k->cap - k->len >= need)
+		return 0;
+	if (!k->keep && k->len > 0) {
+		sha256_update(&k->sha, k->len, (const uint8_t *)k->buf);
+		k->len = 0;
+		if (k->cap >= need)
+			return 0;
+	}
+	size_t ncap = k->cap * 2 > k->len + need ? k->cap * 2 : k->len + need;
+	char *nbuf = realloc(k->buf, ncap);
+	if (!nbuf)
+		return -1;
+	k->buf = nbuf;
+	k->cap = ncap;
+	return 0;
+}
+
+static int put_item_line(void *ud, const struct dir_node *node, const struct item *it)
+{
+	struct line_sink *k = ud;
+	size_t path_len = item_path(node, it, &k->path, &k->path_cap);
+	if (path_len == SIZE_MAX)
+		return -1;
+	int is_link = it->kind == TT_SCAN_LINK;
+	const char *target = is_link ? item_target(node, it) : NULL;
+	size_t target_len = is_link ? strlen(target) : 0;
+	if (sink_reserve(k, worst_line(path_len, target_len, is_link) + 1) != 0)
+		return -1;
+	uint64_t size = is_link ? 0 : it->st.size;
+	k->len = (size_t)(put_line(k->buf + k->len, it->kind, it->sha256, size, k->path, path_len, target,
+	                           target_len) - k->buf);
+	k->out->count++;
+	k->out->total_size += size;
+	return 0;
+}
+
+static int listing_lines(struct dir_node *root, size_t n, struct tt_scan_summary *out, int keep)
+{
+	struct line_sink k = {.keep = keep, .out = out};
+	sha256_init(&k.sha);
+	k.cap = keep ? 4096 + n * 128 : STREAM_BUFFER;
+	k.buf = malloc(k.cap);
+	int rc = k.buf ? visit_in_order(root, put_item_line, &k) : (free_tree(root), -1);
+	free(k.path);
+	if (rc) {
+		free(k.buf);
+		return rc;
+	}
+	unsigned char digest[32];
+	sha256_update(&k.sha, k.len, (const uint8_t *)k.buf);
+	sha256_digest(&k.sha, sizeof digest, digest);
+	tt_hex(digest, 32, out->digest);
+	if (keep) {
+		k.buf[k.len] = '\0'; /* sink_reserve kept room for it */
+		out->listing = k.buf;
+		out->listing_len = k.len;
+	} else {
+		free(k.buf);
+	}
+	return 0;
 }

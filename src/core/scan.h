@@ -52,6 +52,27 @@ struct tt_scan_opts {
  * message set through tether_error_set() (naming the path that failed). */
 int tt_scan_tree(const char *root, const struct tt_scan_opts *opts, struct tt_scan_result *out);
 
+/* A walk's listing, summed up: what a directory object's state is made
+ * of. The listing (tt_scan_listing's format and bytes) is kept only when
+ * asked for; either way it is never built as entries first. */
+struct tt_scan_summary {
+	size_t count;
+	uint64_t total_size;
+	char digest[65];         /* SHA-256 hex of the listing */
+	char *listing;           /* malloc'd, NUL after the last byte; NULL unless asked for */
+	size_t listing_len;
+	uint64_t files_hashed;
+	uint64_t bytes_hashed;
+};
+
+/* The same walk as tt_scan_tree, the digest streamed as the lines are
+ * written: memory is the walk's 80 bytes per entry plus the names, not the
+ * listing's 100. want_listing: also keep the listing's text (a commit
+ * stores it). */
+int tt_scan_tree_summary(const char *root, const struct tt_scan_opts *opts, int want_listing,
+                         struct tt_scan_summary *out);
+void tt_scan_summary_free(struct tt_scan_summary *s);
+
 /* Hash one regular file (symlinks followed), through the same kind of
  * cache: a one-record cache file of its own under opts->cache_dir, keyed
  * by the file's real path, never a tree's. */

@@ -47,6 +47,9 @@ int tether_status(tether_repo *repo, const struct tether_status_opts *opts, json
 	struct tt_obj *objs = NULL;
 	if (!rc)
 		rc = tt_objs_prepare(repo, &work, opts->progress, &objs);
+	/* Status compares states: no listing is stored, so none is built. */
+	for (size_t i = 0; !rc && i < work.n; i++)
+		objs[i].ctx.state_only = 1;
 	if (!rc && snapshot)
 		tt_objs_snapshot(objs, work.n);
 	if (!rc) {

@@ -180,6 +180,108 @@ static void flip_byte(const char *file, off_t at)
 	close(fd);
 }
 
+/* The checksum as hashcache.h specifies it, written again from the text
+ * (not shared with hashcache.c), to forge files that pass it. */
+static uint64_t spec_step(uint64_t lane, uint64_t w)
+{
+	lane = (lane ^ w) * 0x9e3779b97f4a7c15ULL;
+	return lane ^ (lane >> 29);
+}
+
+static uint64_t spec_checksum(const unsigned char *file, size_t size)
+{
+	uint64_t lane[4];
+	for (int i = 0; i < 4; i++)
+		lane[i] = 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1);
+	size_t total = 32 + (size - 64);
+	size_t k = 0;
+	for (size_t at = 0; at < total; at += 8, k++) {
+		unsigned char word[8] = {0};
+		for (size_t j = 0; j < 8 && at + j < total; j++) {
+			size_t pos = at + j;
+			word[j] = file[pos < 32 ? pos : pos + 32]; /* the header's first 32 bytes, then the body */
+		}
+		uint64_t w;
+		memcpy(&w, word, 8);
+		lane[k % 4] = spec_step(lane[k % 4], w);
+	}
+	uint64_t h = spec_step(0, total);
+	for (int i = 0; i < 4; i++)
+		h = spec_step(h, lane[i]);
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h;
+}
+
+static unsigned char *slurp(const char *file, size_t *size)
+{
+	struct stat st = stat_of(file);
+	unsigned char *data = malloc((size_t)st.st_size);
+	int fd = open(file, O_RDONLY);
+	CHECK(data && fd >= 0 && read(fd, data, (size_t)st.st_size) == st.st_size);
+	close(fd);
+	*size = (size_t)st.st_size;
+	return data;
+}
+
+static void spill(const char *file, const unsigned char *data, size_t size)
+{
+	int fd = open(file, O_WRONLY | O_TRUNC);
+	CHECK(fd >= 0 && write(fd, data, size) == (ssize_t)size);
+	close(fd);
+}
+
+/* A file whose checksum holds but whose paths are not laid out one after
+ * the other in record order is never trusted: records pointing at each
+ * other's paths would give one file another's hash. */
+static void test_forged_layout(const char *file)
+{
+	struct items items = {.n = 3};
+	items.paths = calloc(items.n, sizeof *items.paths);
+	for (size_t i = 0; i < items.n; i++)
+		snprintf(items.paths[i], sizeof items.paths[i], "d/%c", (int)('a' + i));
+	CHECK(tt_hashcache_write(file, items.n, get_item, &items) == 0);
+	size_t size;
+	unsigned char *data = slurp(file, &size);
+	uint64_t stored;
+	memcpy(&stored, data + 32, 8);
+	CHECK(spec_checksum(data, size) == stored); /* the test's checksum is the file's */
+	struct tt_hashcache *c = tt_hashcache_load(file);
+	CHECK(tt_hashcache_count(c) == 3);
+	tt_hashcache_free(c);
+
+	/* Swap the path fields of records 0 and 1 ("d/a" <-> "d/b"). */
+	unsigned char *r0 = data + 64 + 40, *r1 = data + 64 + 80 + 40, tmp8[8];
+	memcpy(tmp8, r0, 8);
+	memcpy(r0, r1, 8);
+	memcpy(r1, tmp8, 8);
+	uint64_t sum = spec_checksum(data, size);
+	memcpy(data + 32, &sum, 8);
+	spill(file, data, size);
+	c = tt_hashcache_load(file);
+	CHECK(c != NULL && tt_hashcache_count(c) == 0);
+	CHECK(tt_hashcache_find(c, "d/a", 3) == NULL);
+	tt_hashcache_free(c);
+
+	/* A NUL inside a path ("d/a" becomes "d\0a"), checksum fixed. */
+	CHECK(tt_hashcache_write(file, items.n, get_item, &items) == 0);
+	free(data);
+	data = slurp(file, &size);
+	data[64 + 3 * 80 + 1] = '\0';
+	sum = spec_checksum(data, size);
+	memcpy(data + 32, &sum, 8);
+	spill(file, data, size);
+	c = tt_hashcache_load(file);
+	CHECK(c != NULL && tt_hashcache_count(c) == 0);
+	tt_hashcache_free(c);
+	free(data);
+	free(items.paths);
+	CHECK(unlink(file) == 0);
+}
+
 static void test_format(void)
 {
 	struct items items = {.n = 1000};
@@ -251,6 +353,23 @@ static void test_format(void)
 	c = tt_hashcache_load(file);
 	CHECK(tt_hashcache_count(c) == 900); /* the flips were undone */
 	tt_hashcache_free(c);
+	/* What a crash can leave of a cache written without fsync: blocks
+	 * never written read back as zeros, the size already right. */
+	static const unsigned char zeros[4096];
+	const off_t pages[] = {0, 4096, 8 * 4096, (size - 1) / 4096 * 4096};
+	for (size_t k = 0; k < sizeof pages / sizeof pages[0]; k++) {
+		int fd = open(file, O_RDWR);
+		size_t len = size - pages[k] < 4096 ? (size_t)(size - pages[k]) : 4096;
+		CHECK(pwrite(fd, zeros, len, pages[k]) == (ssize_t)len);
+		close(fd);
+		c = tt_hashcache_load(file);
+		CHECK(c != NULL && tt_hashcache_count(c) == 0);
+		tt_hashcache_free(c);
+		CHECK(tt_hashcache_write(file, items.n, get_item, &items) == 0);
+	}
+	c = tt_hashcache_load(file);
+	CHECK(tt_hashcache_count(c) == 900);
+	tt_hashcache_free(c);
 	const off_t lengths[] = {size - 1, size / 2, 64, 10, 0};
 	for (size_t k = 0; k < sizeof lengths / sizeof lengths[0]; k++) {
 		CHECK(truncate(file, lengths[k]) == 0);
@@ -280,6 +399,8 @@ static void test_format(void)
 	CHECK(tt_hashcache_dir(c, "b", 1, &first) == 9);
 	CHECK(tt_hashcache_find(c, "b/f25", 5) != NULL && tt_hashcache_find(c, "b/f29", 5) == NULL);
 	tt_hashcache_free(c);
+
+	test_forged_layout(file);
 
 	/* Empty is a valid cache. */
 	CHECK(tt_hashcache_write(file, 0, get_item, &items) == 0);
@@ -446,11 +567,52 @@ static void test_scan_with_cache(void)
 static void test_real_clock(void)
 {
 	tt_hashcache_set_clock(NULL);
+	struct tt_scan_opts opts = {.cache_dir = cache_dir};
+	put_file("settled", "s");
+	set_times_past("settled", 3600);
+	usleep(2200 * 1000); /* its ctime too */
+	CHECK(scan_hashed(&opts, NULL) == 1);
+	char *cache_file = the_cache_file();
+	struct stat c0 = stat_of(cache_file);
 	put_file("fresh-1", "one");
 	put_file("fresh-2", "two");
-	struct tt_scan_opts opts = {.cache_dir = cache_dir};
 	CHECK(scan_hashed(&opts, NULL) == 2);
 	CHECK(scan_hashed(&opts, NULL) == 2); /* still within two seconds */
+	/* Hashing them again adds nothing the cache could keep: it is not
+	 * rewritten (a status right after an edit writes no file). */
+	struct stat c1 = stat_of(cache_file);
+	CHECK(c1.st_ino == c0.st_ino);
+	CHECK(c1.st_mtim.tv_sec == c0.st_mtim.tv_sec && c1.st_mtim.tv_nsec == c0.st_mtim.tv_nsec);
+
+	/* One file: a hash too recent to trust writes no cache file; a
+	 * record of an older state is removed. */
+	char p[512], key[600];
+	path_in(p, sizeof p, "single");
+	put_file("single", "1");
+	char *real = realpath(p, NULL);
+	snprintf(key, sizeof key, "file:%s", real);
+	free(real);
+	char *one_file = tt_hashcache_file(cache_dir, key);
+	uint64_t size = 0;
+	unsigned char sha[32], want[32];
+	CHECK(tt_scan_file(p, &opts, &size, sha) == 0);
+	CHECK(tt_scan_file(p, &opts, &size, sha) == 0);
+	tt_sha256("1", 1, want);
+	CHECK(size == 1 && memcmp(sha, want, 32) == 0);
+	CHECK(access(one_file, F_OK) != 0);
+	tt_hashcache_set_clock(clock_ahead);
+	CHECK(tt_scan_file(p, &opts, &size, sha) == 0);
+	CHECK(access(one_file, F_OK) == 0); /* settled by that clock: kept */
+	tt_hashcache_set_clock(NULL);
+	put_file("single", "22");
+	CHECK(tt_scan_file(p, &opts, &size, sha) == 0);
+	tt_sha256("22", 2, want);
+	CHECK(size == 2 && memcmp(sha, want, 32) == 0);
+	CHECK(access(one_file, F_OK) != 0); /* the old record is gone */
+	free(one_file);
+	free(cache_file);
+	path_in(p, sizeof p, "single");
+	CHECK(unlink(p) == 0);
 
 	/* Old mtimes alone do not do it (utimensat just set ctime); ctime
 	 * must age too. */

@@ -9,12 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 #include <tether/backend.h>
 
 #include "core/filehash.h"
+#include "core/hashcache.h"
 #include "core/scan.h"
 #include "util/hash.h"
 
@@ -99,6 +101,14 @@ static void check_link(const struct tt_scan_result *r, const char *path, const c
 	CHECK(e->size == 0);
 	CHECK_STR(e->link_target, target);
 	CHECK(memcmp(e->sha256, sha, 32) == 0);
+}
+
+/* A clock ten seconds ahead: what was just written counts as settled. */
+static int64_t clock_ahead(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((int64_t)ts.tv_sec + 10) * 1000000000LL + ts.tv_nsec;
 }
 
 static int same_results(const struct tt_scan_result *a, const struct tt_scan_result *b)
@@ -226,6 +236,43 @@ static void test_tree(void)
 	}
 	CHECK(line == listing + len);
 	CHECK(compared == r.count - 2); /* all but the two invalid-UTF-8 names */
+
+	/* The streamed summary: the same listing, byte for byte, and its
+	 * digest, totals and counts, from one thread or many, with the listing
+	 * kept or only hashed, with and without a hash cache (cold, then warm:
+	 * the entries then come out of the cache's records). */
+	unsigned char sha[32];
+	char want_digest[65];
+	tt_sha256(listing, len, sha);
+	tt_hex(sha, 32, want_digest);
+	char cache_dir[96];
+	snprintf(cache_dir, sizeof cache_dir, "%s.cache", root);
+	tt_hashcache_set_clock(clock_ahead);
+	for (int pass = 0; pass < 3; pass++) {
+		opts.cache_dir = pass ? cache_dir : NULL;
+		for (int threads = 1; threads <= 4; threads *= 2) {
+			for (int keep = 0; keep <= 1; keep++) {
+				struct tt_scan_summary sum;
+				opts.threads = threads;
+				CHECK(tt_scan_tree_summary(root, &opts, keep, &sum) == 0);
+				CHECK(sum.count == r.count && sum.total_size == r.total_size);
+				CHECK_STR(sum.digest, want_digest);
+				if (pass == 2)
+					CHECK(sum.files_hashed == 0); /* every file from the cache */
+				if (keep)
+					CHECK(sum.listing && sum.listing_len == len && memcmp(sum.listing, listing, len) == 0 &&
+					      sum.listing[len] == '\0');
+				else
+					CHECK(sum.listing == NULL);
+				tt_scan_summary_free(&sum);
+			}
+		}
+	}
+	tt_hashcache_set_clock(NULL);
+	opts.cache_dir = NULL;
+	char rm[160];
+	snprintf(rm, sizeof rm, "rm -rf '%s'", cache_dir);
+	CHECK(system(rm) == 0);
 	free(listing);
 	tt_scan_result_free(&r);
 	CHECK(r.entries == NULL && r.count == 0);

@@ -135,7 +135,7 @@ int tt_filehash_at(int dirfd, const char *name, int follow, unsigned char *buf,
 	/* An unconfirmed read of a file written just before it: trusted once
 	 * a second read of the same, unchanged file gives the same hash. */
 	int have_unconfirmed = 0;
-	struct stat unconfirmed_st;
+	struct stat unconfirmed_st = {0};
 	unsigned char unconfirmed_sha[32];
 	for (unsigned attempt = 1; attempt <= TT_FILEHASH_ATTEMPTS; attempt++) {
 		struct stat st;

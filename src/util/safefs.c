@@ -153,7 +153,7 @@ static int open_parent(const char *root, const char *path, int create, int *dirf
 		if (!slash)
 			break;
 		*slash = '\0';
-		int sub;
+		int sub = -1;
 		int rc = tt_safe_openat_dir(fd, s, b, &sub);
 		if (rc == TETHER_ENOTFOUND && create) {
 			tether_error_clear();
@@ -404,7 +404,7 @@ static int check_tree(int dirfd, const char *display, int depth)
 		}
 		}
 		if (!rc && S_ISDIR(m)) {
-			int sub;
+			int sub = -1;
 			rc = tt_safe_openat_dir(dirfd, e->d_name, path, &sub);
 			if (!rc)
 				rc = check_tree(sub, path, depth + 1);

@@ -21,13 +21,22 @@ How to add a clone case (any test file may import this module):
         sb.mkfifo(clone / "tether.toml")   # things git cannot carry: made in the checkout
         sb.run_all(clone, rc=3, message=r"\\.tether/cache is a symbolic link")
 
-`run_all` runs every command in COMMANDS (or `commands=`), each expected to
-exit `rc` with one `tether: error:` line matching `message`; `expect=` maps
-a command's first word ("init") to its own (rc, message). Pass
-`may_write=[...]` for further directories a case's commands may write in
-(the clone, HOME and the clone's .git are always allowed) and
-`programs={"jj"}` for executables a case may run. `sb.trace(argv, cwd)`
-returns a Trace for checks of your own (`trace.violations(...)`).
+`run_all` runs every command in COMMANDS (or `commands=`, or COMMANDS plus
+`extra=`), each expected to exit `rc` with one `tether: error:` line
+matching `message`; `expect=` maps a command (its whole argument tuple, or
+just its first word, "init") to its own (rc, message): rc None accepts any
+exit, message None checks the exit code only. `cwd=` is the dataset's
+directory when it is not the clone's top. Pass `may_write=[...]` for
+further directories a case's commands may write in (the clone, HOME and
+the clone's .git are always allowed) and `programs={"jj"}` for executables
+a case may run. `sb.trace(argv, cwd)` returns a Trace for checks of your own
+(`trace.violations(...)`).
+
+Clones that need more than a committed file (a crafted git directory, a
+crafted tree, a branch of the attacker's) build on `sb.attacker(ds_rel=)`,
+`Attacker.commit`, `sb.clone(a, branches=[...])` (local branches of the
+attacker's branches, as a victim who checked them out has) and the
+helpers `free_port()` and `literal_tree()` below.
 """
 import codecs
 import os
@@ -186,6 +195,14 @@ def parse_trace(prefix):
     return events
 
 
+def free_port():
+    """A 127.0.0.1 port nothing listens on (bound, then closed): a remote
+    there makes an attempted connection harmless but visible."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def _under(path, roots):
     p = Path(path)
     return any(p == r or r in p.parents for r in roots)
@@ -239,6 +256,18 @@ class Attacker(Repo):
         self.git("commit", "-q", "--allow-empty", "-m", message)
         return self.head()
 
+    def git_out(self, *args, data=None):
+        """git with bytes in, its output's text out."""
+        p = subprocess.run(["git", *map(str, args)], cwd=self.root, env=self.env, input=data,
+                           capture_output=True, check=True)
+        return p.stdout.decode().strip()
+
+    def literal_tree(self, entries):
+        """A tree object written as given, [(mode, name, sha)] in bytes, as
+        only a crafted one can be (git mktree refuses a name with '/')."""
+        raw = b"".join(mode + b" " + name + b"\0" + bytes.fromhex(sha) for mode, name, sha in entries)
+        return self.git_out("hash-object", "-t", "tree", "--literally", "-w", "--stdin", data=raw)
+
 
 class Sandbox:
     """One test's world: a HOME, the victim's own code repository (an object
@@ -275,31 +304,36 @@ class Sandbox:
         path.write_text(text if text is not None else f"{self.marker}\n[x]\nkey = \"{self.marker}\"\n")
         return path
 
-    def attacker(self, name="attacker"):
-        """A repository with a committed dataset naming the victim's code
-        repository as object `code`, and a file `extra.txt`."""
+    def attacker(self, name="attacker", ds_rel="."):
+        """A repository with a committed dataset (at ds_rel) naming the
+        victim's code repository as object `code`, and a file `extra.txt`
+        beside its tether.toml."""
         a = Attacker(self.tmp / name, self.home)
         a.root.mkdir()
         for args in (("init", "-q", "-b", "main"), ("config", "user.name", "Mallory"),
                      ("config", "user.email", "m@example.org"), ("config", "commit.gpgsign", "false")):
             a.git(*args)
-        self._tether(a.root, "init")
-        self._tether(a.root, "add", "code", str(self.code.root), "--kind", "git")
-        a.write("extra.txt", "extra\n")
+        ds = a.root / ds_rel
+        ds.mkdir(exist_ok=True)
+        self._tether(ds, "init")
+        self._tether(ds, "add", "code", str(self.code.root), "--kind", "git")
+        a.write(f"{ds_rel}/extra.txt", "extra\n")
         a.git("add", "-A")
         a.git("commit", "-q", "-m", "dataset")
-        self._tether(a.root, "commit", "-m", "record code")
+        self._tether(ds, "commit", "-m", "record code")
         return a
 
-    def clone(self, attacker, name=None):
+    def clone(self, attacker, name=None, branches=()):
         """The victim's clone: a plain `git clone`, committed symlinks and
-        all, with the victim's identity."""
+        all, with the victim's identity, and a local branch for each of
+        `branches` (as a victim who once checked them out has)."""
         self._n += 1
         dest = self.tmp / (name or f"clone{self._n}")
         subprocess.run(["git", "clone", "-q", str(attacker.root), str(dest)], check=True, env=self.env,
                        capture_output=True)
         for args in (("config", "user.name", "Victim"), ("config", "user.email", "v@example.org"),
-                     ("config", "commit.gpgsign", "false")):
+                     ("config", "commit.gpgsign", "false"),
+                     *(("branch", "-q", b, f"origin/{b}") for b in branches)):
             subprocess.run(["git", "-C", str(dest), *args], check=True, env=self.env)
         return dest
 
@@ -368,19 +402,24 @@ class Sandbox:
         p = subprocess.CompletedProcess(list(map(str, argv)), proc.returncode, out, err)
         return Trace(p, parse_trace(prefix))
 
-    def run_all(self, clone, rc, message, commands=COMMANDS, expect=None, may_write=(), programs=()):
-        """Every command in the clone: exit rc, one error line matching
-        message, and none of the violations above. Returns the traces."""
+    def run_all(self, clone, rc, message, commands=COMMANDS, expect=None, may_write=(), programs=(),
+                cwd=None, extra=()):
+        """Every command in the clone (run in cwd, default the clone's
+        top): exit rc, one error line matching message, and none of the
+        violations above. Returns {command tuple: Trace}."""
         clone = Path(clone).resolve()
+        cwd = Path(cwd).resolve() if cwd else clone
         allowed = [clone, self.home.resolve(), *[Path(os.path.realpath(p)) for p in may_write]]
         never = [self.trap.resolve()]
         before = self.snapshot(allowed)
-        traces = []
-        for cmd in commands:
-            want_rc, want_msg = (expect or {}).get(cmd[0], (rc, message))
+        traces = {}
+        expect = expect or {}
+        for cmd in [*commands, *extra]:
+            cmd = tuple(map(str, cmd))
+            want_rc, want_msg = expect.get(cmd, expect.get(cmd[0], (rc, message)))
             if want_rc is None:  # any exit, no message check (a benign control)
                 want_rc, want_msg = None, None
-            t = self.trace([TETHER_BIN, *cmd], clone)
+            t = self.trace([TETHER_BIN, *cmd], cwd)
             p = t.proc
             check_sanitizers(p)
             where = describe(p)
@@ -399,5 +438,5 @@ class Sandbox:
                           if ln and not ln.startswith(("tether: error:", "hint:"))]
                 assert len(errors) == 1 and not others, f"want one error line:{where}"
                 assert re.search(want_msg, errors[0]), f"message should match {want_msg!r}:{where}"
-            traces.append(t)
+            traces[cmd] = t
         return traces

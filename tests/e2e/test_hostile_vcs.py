@@ -347,3 +347,46 @@ def test_committed_config_with_a_bad_string_is_refused(tmp_path, case):
     a.commit(case)
     clone = sb.clone(a)
     sb.run_all(clone, rc=1, message=msg, expect={**INIT, **readers})
+
+
+# ---------------------------------------------------------------------------
+# What the issue implies besides: a committed URL remote, committed
+# per-checkout state (workspace, cache, journal)
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("where", ["locator", "history"])
+def test_a_committed_url_remote_is_never_used(tmp_path, where):
+    """A URL comes only from .tether/secrets.toml: `remote = "ssh://..."`
+    in a committed manifest is refused at every use, and nothing is
+    contacted: in HEAD's manifest, or only in history, where gc would
+    release a stray pin of the store with every locator naming a remote."""
+    sb = Sandbox(tmp_path)
+    a = sb.attacker()
+    url = f"ssh://git@127.0.0.1:{free_port()}/x.git"
+    path = a.root / ".tether/objects/code.toml"
+    good = path.read_text()
+    path.write_text(good.replace("[locator]\n", f'[locator]\nremote = "{url}"\n'))
+    a.commit("a URL remote")
+    if where == "history":
+        path.write_text(good)
+        a.commit("and back")
+        stray = f"tether.{a.dataset_id()[:8]}.{0:016x}"
+        sb.code.git("tag", stray)
+    clone = sb.clone(a)
+    tags = sb.code.git("tag", "-l")
+    url_refused = r'remote "ssh://[^"]+" is a URL or a path'
+    if where == "locator":
+        # Every command that opens the object; log (none named), ops and
+        # adding another object have no need to.
+        expect = {**INIT, **REPORTS, ("log",): (0, None), ("ops",): (0, None), "add": (0, None)}
+        traces = sb.run_all(clone, rc=3, message=url_refused, expect=expect)
+        assert_reported(traces, url_refused)
+    else:
+        # Only the history walks meet it: they refuse, the rest works.
+        refused = (3, url_refused)
+        expect = {**INIT, ("gc",): refused, ("gc", "--no-dry-run"): refused,
+                  ("verify", "--all-history"): (3, None), ("repair", "--all-history"): (3, None)}
+        traces = sb.run_all(clone, rc=0, message=None, may_write=[sb.code.root], expect=expect)
+        assert_reported({c: t for c, t in traces.items() if c[-1] == "--all-history"}, url_refused)
+    # The stray pin was not released (nor anything else of the store).
+    assert sb.code.git("tag", "-l") == tags

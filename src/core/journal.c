@@ -26,8 +26,10 @@ void tt_fault_point(const char *op, const char *step)
 
 /* In the directory every checkout of the repository shares, per dataset:
  * gc in any checkout must keep the pins a commit that died in another
- * one named. Falls back to the checkout's .tether/journal when there is
- * no VCS to share.
+ * one named. Never anywhere else: a VCS that cannot be opened (or is
+ * refused: a shared directory that is committed content) is an error, not
+ * a reason to read .tether/journal, which in a clone is whatever was
+ * committed there, and whose entries name stores and locators gc visits.
  *
  * Open entries (INCOMPLETE: running, or left by a process that died) sit
  * in that directory; a closed one (COMPLETE, ABORTED) is written to its
@@ -36,13 +38,17 @@ void tt_fault_point(const char *op, const char *step)
  * and an entry is never in closed/ before its closed text is there: a
  * crash between the write and the removal leaves both copies, and the
  * closed one wins. */
-static char *journal_dir(struct tether_repo *repo)
+static int journal_dir(struct tether_repo *repo, char **dir)
 {
-	if (tt_repo_vcs(repo) != 0 || !repo->common_dir) {
-		tether_error_clear();
-		return tt_path_join(repo->tether_dir, "journal");
-	}
-	return tt_strdupf("%s/tether/journal/%s", repo->common_dir, repo->id);
+	*dir = NULL;
+	int rc = tt_repo_vcs(repo);
+	if (rc)
+		return rc;
+	if (!repo->common_dir)
+		return tether_error_set(TETHER_ERROR, "the repository of %s has no shared directory for the journal",
+		                        repo->root);
+	*dir = tt_strdupf("%s/tether/journal/%s", repo->common_dir, repo->id);
+	return 0;
 }
 
 #define CLOSED_DIR "closed"
@@ -70,14 +76,16 @@ int tt_journal_begin(struct tether_repo *repo, const char *op, const char *messa
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	j->dir = journal_dir(repo);
+	int rc = journal_dir(repo, &j->dir);
+	if (rc)
+		return rc;
 	j->name = tt_strdupf("%019lld-%ld.json", (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, (long)getpid());
 	char started[32];
 	now_iso(started);
 	j->entry = json_pack("{s:s, s:s, s:s, s:s?, s:O, s:n}", "op", op, "status", "INCOMPLETE", "started", started,
 	                     "message", message, "pins", pins, "commit");
 	char *path = tt_path_join(j->dir, j->name);
-	int rc = write_entry(path, j->entry);
+	rc = write_entry(path, j->entry);
 	free(path);
 	return rc;
 }
@@ -171,31 +179,36 @@ static void sort_by_id(json_t *entries)
 	free(v);
 }
 
-static json_t *list(struct tether_repo *repo, int with_closed)
+static json_t *list_in(const char *dir, int with_closed)
 {
 	json_t *entries = json_array();
-	char *dir = journal_dir(repo);
 	read_entries(dir, 1, entries);
 	if (with_closed) {
 		char *closed = tt_path_join(dir, CLOSED_DIR);
 		read_entries(closed, 0, entries);
 		free(closed);
 	}
-	free(dir);
 	sort_by_id(entries);
 	return entries;
 }
 
+static int list(struct tether_repo *repo, int with_closed, json_t **entries)
+{
+	char *dir;
+	int rc = journal_dir(repo, &dir);
+	*entries = rc ? NULL : list_in(dir, with_closed);
+	free(dir);
+	return rc;
+}
+
 int tt_journal_list(struct tether_repo *repo, json_t **entries)
 {
-	*entries = list(repo, 1);
-	return 0;
+	return list(repo, 1, entries);
 }
 
 int tt_journal_open_entries(struct tether_repo *repo, json_t **entries)
 {
-	*entries = list(repo, 0);
-	return 0;
+	return list(repo, 0, entries);
 }
 
 static int is_incomplete(const json_t *e)
@@ -258,9 +271,12 @@ static int remove_stale_open_copies(const char *dir)
 
 int tt_journal_close_finished(struct tether_repo *repo, const char *commit)
 {
-	char *dir = journal_dir(repo);
-	int rc = remove_stale_open_copies(dir);
-	json_t *entries = list(repo, 0);
+	char *dir;
+	int rc = journal_dir(repo, &dir);
+	if (rc)
+		return rc;
+	rc = remove_stale_open_copies(dir);
+	json_t *entries = list_in(dir, 0);
 	size_t i;
 	json_t *e;
 	json_array_foreach(entries, i, e) {

@@ -40,7 +40,9 @@ void tt_repo_bctx(struct tether_repo *repo, const char *kind, const char *key,
 /* A boolean setting of tether.toml ("snapshot", "auto"), or dflt. */
 int tt_repo_config_bool(const struct tether_repo *repo, const char *table, const char *key,
                         int dflt);
-/* Refuse a .tether/secrets.toml that the VCS tracks (TETHER_EREFUSED). */
+/* Refuse a .tether/secrets.toml or .tether/workspace.toml that the VCS
+ * tracks (TETHER_EREFUSED), then load the secrets: before any command
+ * writes to a store or forks on the workspace's word. */
 int tt_repo_check_secrets(struct tether_repo *repo);
 /* Resolve a user-facing revision: NULL or "@" means the working copy
  * (id set to ""), anything else goes to the VCS. */

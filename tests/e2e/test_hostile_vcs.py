@@ -249,14 +249,24 @@ def test_a_committed_git_dir_is_not_the_datasets_repository(tmp_path):
     subprocess.run(["git", "config", "--file", str(sub / "config"), "core.worktree", ".."], check=True)
     (sub / "refs" / "tags" / ".keep").write_text("")
     shutil.copy(a.root / "tether.toml", sub / "tether.toml")
+    # And a journal of its own where tether once fell back to when the VCS
+    # could not be opened: `ops` listed it, and gc visits the stores
+    # journal entries name.
+    journal = sub / ".tether" / "journal" / a.dataset_id()
+    journal.mkdir(parents=True)
+    (journal / "0000000000000000001-1.json").write_text(
+        f'{{"op": "commit", "status": "INCOMPLETE", "started": "2024-01-01T00:00:00Z", "message": "{sb.marker}", '
+        f'"pins": [{{"kind": "git", "locator": {{"path": "{sb.trap}"}}, "pin": "{a.dataset_id()[:8]}.{0:016x}"}}], '
+        '"commit": null}\n')
     a.commit("a present")
 
     clone = sb.clone(a)
     before = files_of(clone / "sub")
-    # Commands that need the repository refuse it; verify and ops need no
-    # VCS, and the copied dataset has no objects and no extra.txt.
+    # Commands that need the repository refuse it (ops too: the journal is
+    # in its shared directory); verify needs no VCS, and the copied dataset
+    # has no objects and no extra.txt.
     sb.run_all(clone, rc=3, message="shared directory", cwd=clone / "sub", expect={
-        **INIT, ("verify",): (0, None), ("ops",): (0, None),
+        **INIT, ("verify",): (0, None),
         ("open", "code"): (1, "no object 'code'"), "add": (1, "path does not exist: extra.txt")})
     # No tether.lock, journal or cache was made (or touched) inside it.
     assert files_of(clone / "sub") == before
@@ -390,3 +400,33 @@ def test_a_committed_url_remote_is_never_used(tmp_path, where):
         assert_reported({c: t for c, t in traces.items() if c[-1] == "--all-history"}, url_refused)
     # The stray pin was not released (nor anything else of the store).
     assert sb.code.git("tag", "-l") == tags
+
+
+def test_a_committed_workspace_is_refused_before_it_steers_a_fork(tmp_path):
+    """.tether/workspace.toml is this checkout's own state: among it, the
+    head tether last left each working branch at, which is what lets a
+    fork move a branch that exists. Committed, it would let `new` move the
+    victim's working branch (their unpinned work on it) onto the clone's
+    recorded state. Every command that forks or writes a store refuses a
+    tracked one (exit 3), as it refuses a tracked secrets.toml."""
+    sb = Sandbox(tmp_path)
+    a = sb.attacker()
+    branch = f"tether.ws.{a.dataset_id()[:8]}.feature"
+    # The victim's own work on that working branch (from another checkout
+    # of the dataset), which the attacker has seen: its sha.
+    sb.code.git("checkout", "-q", "-b", branch)
+    sb.code.write("main.py", "print('unpinned work')\n")
+    work = sb.code.git_commit_all("work nobody pinned", "main.py")
+    sb.code.git("checkout", "-q", "main")
+    a.write(".tether/workspace.toml",
+            f'workspace_id = "abcd1234"\n\n[working.code.heads."{branch}"]\ndirty = false\nsha = "{work}"\n')
+    a.commit("a workspace")
+    clone = sb.clone(a)
+    tracked = (3, r"workspace\.toml is tracked by the repository: it is this checkout's own state")
+    # What reads a store's secrets (status and verify too) or may fork
+    # refuses; the readers of history (diff, log, open -r) and ops do not
+    # read the workspace's heads.
+    ok = (0, None)
+    sb.run_all(clone, rc=tracked[0], message=tracked[1], expect={
+        **INIT, "diff": ok, "log": ok, ("open", "code", "-r", "HEAD"): ok, "ops": ok})
+    assert sb.code.git("rev-parse", branch).strip() == work

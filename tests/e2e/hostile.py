@@ -39,6 +39,7 @@ attacker's branches, as a victim who checked them out has) and the
 helpers `free_port()` and `literal_tree()` below.
 """
 import codecs
+import itertools
 import os
 import re
 import shutil
@@ -46,12 +47,15 @@ import signal
 import socket
 import subprocess
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from conftest import TETHER_BIN, Repo, _new_repo, base_env, check_sanitizers, describe
 
 STRACE = shutil.which("strace") or "/usr/bin/strace"
+# How many refused commands of one clone run at once.
+JOBS = int(os.environ.get("TETHER_HOSTILE_JOBS") or 4)
 TRACED = "execve,connect,openat,open,creat,unlink,unlinkat,rmdir,rename,renameat,renameat2,mkdir,mkdirat,symlink,symlinkat,link,linkat"
 TIMEOUT = 60
 
@@ -78,6 +82,18 @@ COMMANDS = [
     ("ops",),
     ("init",),
 ]
+
+# Commands that never change the dataset, the repository or a store (a
+# cache aside, which tether writes atomically for concurrent readers).
+READ_ONLY = {"status", "diff", "log", "verify", "ops"}
+
+
+def _together(item):
+    """May this (cmd, rc, message) run beside others of its kind?"""
+    cmd, want_rc, _ = item
+    return bool(want_rc) or cmd[0] in READ_ONLY or cmd == ("gc",) or "--dry-run" in cmd or \
+        (cmd[0] == "open" and "-r" in cmd)
+
 
 WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND")
 
@@ -177,6 +193,19 @@ class Event:
             return [("change", str(_real(self._at(a[0], a[1])))),
                     ("change", str(_real(self._at(a[2], a[3]))))]
         return []
+
+
+_SECCOMP = []
+
+
+def _seccomp():
+    """--seccomp-bpf when this strace has it: the traced process then stops
+    only at the calls traced, not at every one (ASan makes many)."""
+    if not _SECCOMP:
+        ok = subprocess.run([STRACE, "-f", "-qq", "--seccomp-bpf", "-e", "trace=execve", "-o", os.devnull,
+                             "true"], capture_output=True).returncode == 0
+        _SECCOMP.append(["--seccomp-bpf"] if ok else [])
+    return _SECCOMP[0]
 
 
 LINE = re.compile(r"^(\w+)\((.*)\)\s+=\s+(.*)$", re.S)
@@ -289,6 +318,7 @@ class Sandbox:
         self.sink = self.tmp / "sink.git"
         subprocess.run(["git", "init", "-q", "--bare", str(self.sink)], check=True, env=self.env)
         self._n = 0
+        self._traces = itertools.count(1)  # next() is atomic: runs may be traced from threads
 
     def _code_repo(self):
         code = _new_repo(self.tmp, "code")
@@ -383,10 +413,9 @@ class Sandbox:
 
     def trace(self, argv, cwd, timeout=TIMEOUT):
         """Run argv under strace (following every process and thread)."""
-        self._n += 1
-        prefix = self.tmp / "traces" / f"t{self._n}"
+        prefix = self.tmp / "traces" / f"t{next(self._traces)}"
         prefix.parent.mkdir(exist_ok=True)
-        full = [STRACE, "-f", "-ff", "-qq", "-y", "-e", f"trace={TRACED}", "-o", str(prefix), "--",
+        full = [STRACE, "-f", "-ff", "-qq", "-y", *_seccomp(), "-e", f"trace={TRACED}", "-o", str(prefix), "--",
                 *map(str, argv)]
         # A session of its own, so a hang is ended with everything it started
         # (strace and the traced tether both).
@@ -406,37 +435,60 @@ class Sandbox:
                 cwd=None, extra=()):
         """Every command in the clone (run in cwd, default the clone's
         top): exit rc, one error line matching message, and none of the
-        violations above. Returns {command tuple: Trace}."""
+        violations above. Returns {command tuple: Trace}.
+
+        Commands expected to be refused (a non-zero exit) and commands
+        that only read (READ_ONLY) change nothing a later command could
+        see, so consecutive ones run together (JOBS at a time); any other,
+        expected to succeed or with its exit left open, runs alone, in
+        order, so every command sees what the writing ones before it did. Each run is traced on its own, so every check stays per
+        command but the comparison of the files outside the dataset, which
+        is per group."""
         clone = Path(clone).resolve()
         cwd = Path(cwd).resolve() if cwd else clone
         allowed = [clone, self.home.resolve(), *[Path(os.path.realpath(p)) for p in may_write]]
         never = [self.trap.resolve()]
         before = self.snapshot(allowed)
-        traces = {}
         expect = expect or {}
+        planned = []
         for cmd in [*commands, *extra]:
             cmd = tuple(map(str, cmd))
             want_rc, want_msg = expect.get(cmd, expect.get(cmd[0], (rc, message)))
             if want_rc is None:  # any exit, no message check (a benign control)
-                want_rc, want_msg = None, None
-            t = self.trace([TETHER_BIN, *cmd], cwd)
-            p = t.proc
-            check_sanitizers(p)
-            where = describe(p)
-            # What it did first, so a failure names the worst of it.
-            bad = t.violations(allowed, never, programs)
-            assert not bad, f"{' '.join(cmd)}:\n  " + "\n  ".join(bad) + where
-            after = self.snapshot(allowed)
-            changed = sorted(str(k) for k in set(before) | set(after) if before.get(k) != after.get(k))
-            assert not changed, f"{' '.join(cmd)} changed files outside the dataset: {changed}{where}"
-            assert want_rc is None or p.returncode == want_rc, f"expected exit {want_rc}:{where}"
-            assert p.returncode >= 0, f"killed by a signal:{where}"
-            assert self.marker not in p.stdout + p.stderr, f"trap content in the output:{where}"
-            if want_rc and want_msg is not None:
-                errors = [ln for ln in p.stderr.splitlines() if ln.startswith("tether: error:")]
-                others = [ln for ln in p.stderr.splitlines()
-                          if ln and not ln.startswith(("tether: error:", "hint:"))]
-                assert len(errors) == 1 and not others, f"want one error line:{where}"
-                assert re.search(want_msg, errors[0]), f"message should match {want_msg!r}:{where}"
-            traces[cmd] = t
+                want_msg = None
+            planned.append((cmd, want_rc, want_msg))
+        groups = []
+        for item in planned:
+            if groups and _together(item) and _together(groups[-1][-1]):
+                groups[-1].append(item)
+            else:
+                groups.append([item])
+        traces = {}
+        with ThreadPoolExecutor(max_workers=JOBS) as pool:
+            for group in groups:
+                runs = list(pool.map(lambda item: self.trace([TETHER_BIN, *item[0]], cwd), group))
+                after = self.snapshot(allowed)
+                changed = sorted(str(k) for k in set(before) | set(after) if before.get(k) != after.get(k))
+                for (cmd, want_rc, want_msg), t in zip(group, runs):
+                    self._check(cmd, t, want_rc, want_msg, allowed, never, programs,
+                                changed, [" ".join(c) for c, _, _ in group])
+                    traces[cmd] = t
         return traces
+
+    def _check(self, cmd, t, want_rc, want_msg, allowed, never, programs, changed, group):
+        p = t.proc
+        check_sanitizers(p)
+        where = describe(p)
+        # What it did first, so a failure names the worst of it.
+        bad = t.violations(allowed, never, programs)
+        assert not bad, f"{' '.join(cmd)}:\n  " + "\n  ".join(bad) + where
+        assert not changed, f"{' or '.join(group)} changed files outside the dataset: {changed}{where}"
+        assert want_rc is None or p.returncode == want_rc, f"expected exit {want_rc}:{where}"
+        assert p.returncode >= 0, f"killed by a signal:{where}"
+        assert self.marker not in p.stdout + p.stderr, f"trap content in the output:{where}"
+        if want_rc and want_msg is not None:
+            errors = [ln for ln in p.stderr.splitlines() if ln.startswith("tether: error:")]
+            others = [ln for ln in p.stderr.splitlines()
+                      if ln and not ln.startswith(("tether: error:", "hint:"))]
+            assert len(errors) == 1 and not others, f"want one error line:{where}"
+            assert re.search(want_msg, errors[0]), f"message should match {want_msg!r}:{where}"

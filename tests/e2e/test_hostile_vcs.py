@@ -434,3 +434,43 @@ def test_a_committed_workspace_is_refused_before_it_steers_a_fork(tmp_path):
     sb.run_all(clone, rc=tracked[0], message=tracked[1], expect={
         **INIT, "diff": ok, "log": ok, ("open", "code", "-r", "HEAD"): ok, "ops": ok})
     assert sb.code.git("rev-parse", branch).strip() == work
+
+
+def test_committed_cache_lock_and_journal_are_never_trusted(tmp_path):
+    """.tether/cache, .tether/lock and a .tether/journal force-added by the
+    attacker: the caches are keyed by commit id (HEAD's cannot be in HEAD's
+    own tree) and by stat (inode, ctime), so they are misses; the journal
+    lives only in .git, so a committed entry naming a store in the trap is
+    never listed, and gc never visits that store. Every command does its
+    work as in a clone nobody bent."""
+    sb = Sandbox(tmp_path)
+    a = sb.attacker()
+    a.write("data/f.txt", "one\n")
+    sb._tether(a.root, "add", "f", "data/f.txt", "--kind", "file", "--file", "mutable")
+    sb._tether(a.root, "commit", "-m", "f")
+    sb._tether(a.root, "status")  # its caches, current for the attacker
+    cache = a.root / ".tether" / "cache"
+    assert list(cache.iterdir())
+    # A view of HEAD's manifests claiming f is at a state it never had.
+    (cache / "head-manifests.json").write_text(
+        '{"commit": "%s", "objects": {"f": {"digest": "%s", "kind": "file", "state": {"sha256": "%s", '
+        '"size": 2, "type": "file"}}}}' % ("0" * 40, "1" * 64, "2" * 64))
+    pin = f"{a.dataset_id()[:8]}.{0:016x}"
+    journal = a.root / ".tether" / "journal" / a.dataset_id()
+    journal.mkdir(parents=True)
+    (journal / "0000000000000000001-1.json").write_text(
+        f'{{"op": "commit", "status": "INCOMPLETE", "started": "2024-01-01T00:00:00Z", "message": "{sb.marker}", '
+        f'"pins": [{{"key": "code", "kind": "git", "locator": {{"path": "{sb.trap / "store"}"}}, "pin": "{pin}"}}], '
+        '"commit": null}\n')
+    sb.trap_file("store/HEAD", "ref: refs/heads/main\n")
+    a.commit("caches, a lock and a journal")
+    clone = sb.clone(a)
+    tracked = subprocess.run(["git", "-C", clone, "ls-files", ".tether"], capture_output=True, text=True).stdout
+    assert ".tether/lock" in tracked and ".tether/cache/" in tracked and ".tether/journal/" in tracked, tracked
+    # The object is the file at its resolved path, the attacker's: it
+    # changes after the clone, so every cached hash of it is stale.
+    (a.root / "data/f.txt").write_text("two\n")
+    traces = sb.run_all(clone, rc=0, message=None, may_write=[sb.code.root], expect=INIT)
+    # status saw the real change, not a cached view; ops the real journal.
+    assert "modified" in traces[("status",)].proc.stdout, traces[("status",)].proc.stdout
+    assert sb.marker not in traces[("ops",)].proc.stdout

@@ -319,9 +319,12 @@ def test_a_string_with_a_nul_byte_is_refused(tmp_path):
             '[policy]\npin = "native"\nwrite = "fork"\n')
     a.commit("a NUL in a ref")
     clone = sb.clone(a)
+    head = subprocess.run(["git", "-C", clone, "rev-parse", "HEAD"], capture_output=True, text=True).stdout
     # `log code`: with its manifest refused, `code` is no key, so no revision.
     sb.run_all(clone, rc=1, message=r"code\.toml.*: locator\.ref holds a NUL byte", expect={
         **INIT, ("ops",): (0, None), "add": (0, None), ("log", "code"): (1, "unknown revision 'code'")})
+    # Nothing was committed.
+    assert subprocess.run(["git", "-C", clone, "rev-parse", "HEAD"], capture_output=True, text=True).stdout == head
 
 
 def test_a_nul_byte_met_only_by_the_history_walk_is_refused(tmp_path):

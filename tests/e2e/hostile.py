@@ -29,8 +29,10 @@ exit, message None checks the exit code only. `cwd=` is the dataset's
 directory when it is not the clone's top. Pass `may_write=[...]` for
 further directories a case's commands may write in (the clone, HOME and
 the clone's .git are always allowed) and `programs={"jj"}` for executables
-a case may run. `sb.trace(argv, cwd)` returns a Trace for checks of your own
-(`trace.violations(...)`).
+a case may run; `leaks=False` skips the untraced second run of each
+refusal (LeakSanitizer cannot run under strace) where another case already
+covers the same refusal path. `sb.trace(argv, cwd)` returns a Trace for
+checks of your own (`trace.violations(...)`).
 
 Clones that need more than a committed file (a crafted git directory, a
 crafted tree, a branch of the attacker's) build on `sb.attacker(ds_rel=)`,
@@ -308,9 +310,12 @@ class Sandbox:
         self.tmp = Path(tmp_path).resolve()
         self.home = self.tmp / "home"
         self.home.mkdir(exist_ok=True)
-        self.env = base_env(self.home)
-        # LeakSanitizer cannot run under ptrace; everything else stays on.
-        self.env["ASAN_OPTIONS"] = "detect_leaks=0"
+        # Untraced runs (building the clones, and run_all's second run of
+        # each refusal) keep LeakSanitizer on; under ptrace it
+        # cannot run, so traced runs turn only it off.
+        self.plain_env = base_env(self.home)
+        self.env = dict(self.plain_env)
+        self.env["ASAN_OPTIONS"] = ":".join(filter(None, [self.env.get("ASAN_OPTIONS"), "detect_leaks=0"]))
         self.marker = "TRAP-" + uuid.uuid4().hex
         self.trap = self.tmp / "trap"
         self.trap.mkdir()
@@ -385,7 +390,7 @@ class Sandbox:
         return path
 
     def _tether(self, cwd, *args):
-        p = subprocess.run([TETHER_BIN, *args], cwd=str(cwd), env=self.env, capture_output=True,
+        p = subprocess.run([TETHER_BIN, *args], cwd=str(cwd), env=self.plain_env, capture_output=True,
                            text=True, timeout=TIMEOUT)
         check_sanitizers(p)
         assert p.returncode == 0, describe(p)
@@ -432,7 +437,7 @@ class Sandbox:
         return Trace(p, parse_trace(prefix))
 
     def run_all(self, clone, rc, message, commands=COMMANDS, expect=None, may_write=(), programs=(),
-                cwd=None, extra=()):
+                cwd=None, extra=(), leaks=True):
         """Every command in the clone (run in cwd, default the clone's
         top): exit rc, one error line matching message, and none of the
         violations above. Returns {command tuple: Trace}.
@@ -441,9 +446,11 @@ class Sandbox:
         that only read (READ_ONLY) change nothing a later command could
         see, so consecutive ones run together (JOBS at a time); any other,
         expected to succeed or with its exit left open, runs alone, in
-        order, so every command sees what the writing ones before it did. Each run is traced on its own, so every check stays per
-        command but the comparison of the files outside the dataset, which
-        is per group."""
+        order, so every command sees what the writing ones before it did.
+        Each run is traced on its own, so every check stays per command but
+        the comparison of the files outside the dataset, which is per
+        group. With `leaks` (the default), each refusal then runs once more
+        untraced, with LeakSanitizer on, and must exit the same."""
         clone = Path(clone).resolve()
         cwd = Path(cwd).resolve() if cwd else clone
         allowed = [clone, self.home.resolve(), *[Path(os.path.realpath(p)) for p in may_write]]
@@ -473,7 +480,19 @@ class Sandbox:
                     self._check(cmd, t, want_rc, want_msg, allowed, never, programs,
                                 changed, [" ".join(c) for c, _, _ in group])
                     traces[cmd] = t
+                # A refusal runs again untraced, for LeakSanitizer: an error
+                # path is where a leak hides, and a refusal changed nothing.
+                refused = [(cmd, t) for (cmd, want_rc, _), t in zip(group, runs) if want_rc and leaks]
+                for (cmd, t), again in zip(refused, pool.map(lambda r: self._plain(r[0], cwd), refused)):
+                    assert again.returncode == t.proc.returncode, \
+                        f"{' '.join(cmd)}: exit {t.proc.returncode} traced, {again.returncode} untraced{describe(again)}"
         return traces
+
+    def _plain(self, cmd, cwd):
+        p = subprocess.run([TETHER_BIN, *cmd], cwd=str(cwd), env=self.plain_env, capture_output=True, text=True,
+                           errors="replace", stdin=subprocess.DEVNULL, timeout=TIMEOUT)
+        check_sanitizers(p)
+        return p
 
     def _check(self, cmd, t, want_rc, want_msg, allowed, never, programs, changed, group):
         p = t.proc

@@ -27,8 +27,10 @@ void tt_fault_point(const char *op, const char *step)
 
 /* In the directory every checkout of the repository shares, per dataset:
  * gc in any checkout must keep the pins a commit that died in another
- * one named. Falls back to the checkout's .tether/journal when there is
- * no VCS to share.
+ * one named. Never anywhere else: a VCS that cannot be opened (or is
+ * refused: a shared directory that is committed content) is an error, not
+ * a reason to read .tether/journal, which in a clone is whatever was
+ * committed there, and whose entries name stores and locators gc visits.
  *
  * Open entries (INCOMPLETE: running, or left by a process that died) sit
  * in that directory; a closed one (COMPLETE, ABORTED) is written to its
@@ -37,13 +39,17 @@ void tt_fault_point(const char *op, const char *step)
  * and an entry is never in closed/ before its closed text is there: a
  * crash between the write and the removal leaves both copies, and the
  * closed one wins. */
-static char *journal_dir(struct tether_repo *repo)
+static int journal_dir(struct tether_repo *repo, char **dir)
 {
-	if (tt_repo_vcs(repo) != 0 || !repo->common_dir) {
-		tether_error_clear();
-		return tt_path_join(repo->tether_dir, "journal");
-	}
-	return tt_strdupf("%s/tether/journal/%s", repo->common_dir, repo->id);
+	*dir = NULL;
+	int rc = tt_repo_vcs(repo);
+	if (rc)
+		return rc;
+	if (!repo->common_dir)
+		return tether_error_set(TETHER_ERROR, "the repository of %s has no shared directory for the journal",
+		                        repo->root);
+	*dir = tt_strdupf("%s/tether/journal/%s", repo->common_dir, repo->id);
+	return 0;
 }
 
 #define CLOSED_DIR "closed"
@@ -71,14 +77,16 @@ int tt_journal_begin(struct tether_repo *repo, const char *op, const char *messa
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	j->dir = journal_dir(repo);
+	int rc = journal_dir(repo, &j->dir);
+	if (rc)
+		return rc;
 	j->name = tt_strdupf("%019lld-%ld.json", (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, (long)getpid());
 	char started[32];
 	now_iso(started);
 	j->entry = json_pack("{s:s, s:s, s:s, s:s?, s:O, s:n}", "op", op, "status", "INCOMPLETE", "started", started,
 	                     "message", message, "pins", pins, "commit");
 	char *path = tt_path_join(j->dir, j->name);
-	int rc = write_entry(path, j->entry);
+	rc = write_entry(path, j->entry);
 	free(path);
 	return rc;
 }
@@ -213,17 +221,15 @@ static void sort_by_id(json_t *entries)
 	free(v);
 }
 
-static int list(struct tether_repo *repo, int with_closed, json_t **out)
+static int list_in(const char *dir, int with_closed, json_t **out)
 {
 	json_t *entries = json_array();
-	char *dir = journal_dir(repo);
 	int rc = read_entries(dir, 1, entries);
 	if (!rc && with_closed) {
 		char *closed = tt_path_join(dir, CLOSED_DIR);
 		rc = read_entries(closed, 0, entries);
 		free(closed);
 	}
-	free(dir);
 	if (rc) {
 		json_decref(entries);
 		*out = NULL;
@@ -232,6 +238,17 @@ static int list(struct tether_repo *repo, int with_closed, json_t **out)
 	sort_by_id(entries);
 	*out = entries;
 	return 0;
+}
+
+static int list(struct tether_repo *repo, int with_closed, json_t **entries)
+{
+	char *dir = NULL;
+	int rc = journal_dir(repo, &dir);
+	*entries = NULL;
+	if (!rc)
+		rc = list_in(dir, with_closed, entries);
+	free(dir);
+	return rc;
 }
 
 int tt_journal_list(struct tether_repo *repo, json_t **entries)
@@ -304,12 +321,15 @@ static int remove_stale_open_copies(const char *dir)
 
 int tt_journal_close_finished(struct tether_repo *repo, const char *commit)
 {
-	char *dir = journal_dir(repo);
-	int rc = remove_stale_open_copies(dir);
+	char *dir;
+	int rc = journal_dir(repo, &dir);
+	if (rc)
+		return rc;
+	rc = remove_stale_open_copies(dir);
 	json_t *entries = NULL;
 	/* A malformed entry is gc's and ops's to report: a commit that has
 	 * landed is not failed for it, it only leaves that entry open. */
-	if (!rc && list(repo, 0, &entries) != 0)
+	if (!rc && list_in(dir, 0, &entries) != 0)
 		tether_error_clear();
 	size_t i;
 	json_t *e;

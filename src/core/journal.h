@@ -8,7 +8,8 @@
  * <journal>/<unix-nanoseconds>-<pid>.json while open (INCOMPLETE), and
  * <journal>/closed/<same name> once closed, where <journal> is
  * tether/journal/<dataset id>/ in the directory every checkout of the
- * repository shares (.tether/journal without a VCS):
+ * repository shares (never inside the dataset: a VCS that cannot be
+ * opened is the error of every journal function):
  *   {"op": "commit", "status": "INCOMPLETE", "started": "...", "message": "...",
  *    "pins": [{"kind", "locator", "pin"}], "commit": null}
  */

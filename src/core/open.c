@@ -97,6 +97,8 @@ static int open_working(struct tether_repo *repo, const char *key, json_t **hand
 	if (!rc && wants_fork && !objs->working_ref && tt_manifest_state(&m)) {
 		struct tt_lock checkout = {-1}, shared = {-1};
 		rc = tt_repo_lock(repo, &checkout, &shared);
+		if (!rc) /* a fork on the word of a workspace.toml a clone committed: never */
+			rc = tt_repo_check_secrets(repo);
 		if (!rc)
 			rc = tt_workspace_load(repo, &ws);
 		char *bookmark = NULL;

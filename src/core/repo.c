@@ -373,25 +373,48 @@ int tt_repo_config_bool(const struct tether_repo *repo, const char *table, const
 	return v ? json_is_true(v) : dflt;
 }
 
-int tt_repo_check_secrets(struct tether_repo *repo)
+/* Refuse .tether/<name> when the VCS tracks it: a file of this checkout's
+ * own that a clone must not be able to supply. *present says whether it
+ * exists (the file itself, never one a link points at: the tracked check
+ * must be about the bytes that are read). */
+static int refuse_tracked(struct tether_repo *repo, const char *name, const char *why, const char *hint,
+                          int *present)
 {
-	/* The file itself, never one a link points at: the tracked check
-	 * below must be about the bytes that are read. */
-	char *path = tt_path_join(repo->tether_dir, "secrets.toml");
-	int present = tt_safe_exists(repo->root, path);
-	int rc = present < 0 ? present : 0;
-	if (present) {
+	char *path = tt_path_join(repo->tether_dir, name);
+	*present = tt_safe_exists(repo->root, path);
+	int rc = *present < 0 ? *present : 0;
+	if (*present > 0) {
 		rc = tt_repo_vcs(repo);
 		int tracked = 0;
-		char *vpath = rc ? NULL : tt_repo_vcs_path(repo, ".tether/secrets.toml");
+		char *rel = tt_strdupf(".tether/%s", name);
+		char *vpath = rc ? NULL : tt_repo_vcs_path(repo, rel);
 		if (!rc)
 			rc = repo->vcs->is_tracked(repo->vh, vpath, &tracked);
 		if (!rc && tracked) {
-			rc = tether_error_set(TETHER_EREFUSED, "%s is tracked by the repository: secrets must never be committed", path);
-			tether_error_set_hint("untrack it (git rm --cached %s) and rotate what it held", vpath);
+			rc = tether_error_set(TETHER_EREFUSED, "%s is tracked by the repository: %s", path, why);
+			tether_error_set_hint("untrack it (git rm --cached %s)%s", vpath, hint);
 		}
 		free(vpath);
+		free(rel);
 	}
+	free(path);
+	return rc;
+}
+
+int tt_repo_check_secrets(struct tether_repo *repo)
+{
+	/* workspace.toml holds the heads tether last left each working branch
+	 * at, the condition that lets a fork move a branch: one a clone
+	 * committed would let `new` overwrite work nobody pinned. */
+	int present = 0;
+	int rc = refuse_tracked(repo, "workspace.toml",
+	                        "it is this checkout's own state (its working branches and where tether left them) "
+	                        "and must never be committed",
+	                        ", and check the working branches it names before trusting them", &present);
+	if (!rc)
+		rc = refuse_tracked(repo, "secrets.toml", "secrets must never be committed", " and rotate what it held",
+		                    &present);
+	char *path = tt_path_join(repo->tether_dir, "secrets.toml");
 	if (!rc && present && !repo->secrets_loaded) {
 		char *data;
 		size_t len;

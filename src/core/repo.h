@@ -43,8 +43,10 @@ void tt_repo_bctx(struct tether_repo *repo, const char *kind, const char *key,
 /* A boolean setting of tether.toml ("snapshot", "auto"), or dflt. */
 int tt_repo_config_bool(const struct tether_repo *repo, const char *table, const char *key,
                         int dflt);
-/* Refuse a .tether/secrets.toml that the VCS tracks (TETHER_EREFUSED);
- * load and validate it (TETHER_ECONFIG naming file:line:col). */
+/* Refuse a .tether/secrets.toml or .tether/workspace.toml that the VCS
+ * tracks (TETHER_EREFUSED), then load and validate the secrets
+ * (TETHER_ECONFIG naming file:line:col): before any command writes to a
+ * store or forks on the workspace's word. */
 int tt_repo_check_secrets(struct tether_repo *repo);
 /* Refuse secrets of object `key` that its backend does not read, when
  * the backend declares which it reads (secret_keys): a misspelt key would

@@ -21,15 +21,27 @@ How to add a clone case (any test file may import this module):
         sb.mkfifo(clone / "tether.toml")   # things git cannot carry: made in the checkout
         sb.run_all(clone, rc=3, message=r"\\.tether/cache is a symbolic link")
 
-`run_all` runs every command in COMMANDS (or `commands=`), each expected to
-exit `rc` with one `tether: error:` line matching `message`; `expect=` maps
-a command's first word ("init") to its own (rc, message). Pass
-`may_write=[...]` for further directories a case's commands may write in
-(the clone, HOME and the clone's .git are always allowed) and
-`programs={"jj"}` for executables a case may run. `sb.trace(argv, cwd)`
-returns a Trace for checks of your own (`trace.violations(...)`).
+`run_all` runs every command in COMMANDS (or `commands=`, or COMMANDS plus
+`extra=`), each expected to exit `rc` with one `tether: error:` line
+matching `message`; `expect=` maps a command (its whole argument tuple, or
+just its first word, "init") to its own (rc, message): rc None accepts any
+exit, message None checks the exit code only. `cwd=` is the dataset's
+directory when it is not the clone's top. Pass `may_write=[...]` for
+further directories a case's commands may write in (the clone, HOME and
+the clone's .git are always allowed) and `programs={"jj"}` for executables
+a case may run; `leaks=False` skips the untraced second run of each
+refusal (LeakSanitizer cannot run under strace) where another case already
+covers the same refusal path. `sb.trace(argv, cwd)` returns a Trace for
+checks of your own (`trace.violations(...)`).
+
+Clones that need more than a committed file (a crafted git directory, a
+crafted tree, a branch of the attacker's) build on `sb.attacker(ds_rel=)`,
+`Attacker.commit`, `sb.clone(a, branches=[...])` (local branches of the
+attacker's branches, as a victim who checked them out has) and the
+helpers `free_port()` and `literal_tree()` below.
 """
 import codecs
+import itertools
 import os
 import re
 import shutil
@@ -37,12 +49,15 @@ import signal
 import socket
 import subprocess
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from conftest import TETHER_BIN, Repo, _new_repo, base_env, check_sanitizers, describe
 
 STRACE = shutil.which("strace") or "/usr/bin/strace"
+# How many refused commands of one clone run at once.
+JOBS = int(os.environ.get("TETHER_HOSTILE_JOBS") or 4)
 TRACED = "execve,connect,openat,open,creat,unlink,unlinkat,rmdir,rename,renameat,renameat2,mkdir,mkdirat,symlink,symlinkat,link,linkat"
 TIMEOUT = 60
 
@@ -69,6 +84,18 @@ COMMANDS = [
     ("ops",),
     ("init",),
 ]
+
+# Commands that never change the dataset, the repository or a store (a
+# cache aside, which tether writes atomically for concurrent readers).
+READ_ONLY = {"status", "diff", "log", "verify", "ops"}
+
+
+def _together(item):
+    """May this (cmd, rc, message) run beside others of its kind?"""
+    cmd, want_rc, _ = item
+    return bool(want_rc) or cmd[0] in READ_ONLY or cmd == ("gc",) or "--dry-run" in cmd or \
+        (cmd[0] == "open" and "-r" in cmd)
+
 
 WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND")
 
@@ -170,6 +197,19 @@ class Event:
         return []
 
 
+_SECCOMP = []
+
+
+def _seccomp():
+    """--seccomp-bpf when this strace has it: the traced process then stops
+    only at the calls traced, not at every one (ASan makes many)."""
+    if not _SECCOMP:
+        ok = subprocess.run([STRACE, "-f", "-qq", "--seccomp-bpf", "-e", "trace=execve", "-o", os.devnull,
+                             "true"], capture_output=True).returncode == 0
+        _SECCOMP.append(["--seccomp-bpf"] if ok else [])
+    return _SECCOMP[0]
+
+
 LINE = re.compile(r"^(\w+)\((.*)\)\s+=\s+(.*)$", re.S)
 
 
@@ -184,6 +224,14 @@ def parse_trace(prefix):
             if m:
                 events.append(Event(pid, m.group(1), _split_args(m.group(2)), m.group(3)))
     return events
+
+
+def free_port():
+    """A 127.0.0.1 port nothing listens on (bound, then closed): a remote
+    there makes an attempted connection harmless but visible."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def _under(path, roots):
@@ -239,6 +287,18 @@ class Attacker(Repo):
         self.git("commit", "-q", "--allow-empty", "-m", message)
         return self.head()
 
+    def git_out(self, *args, data=None):
+        """git with bytes in, its output's text out."""
+        p = subprocess.run(["git", *map(str, args)], cwd=self.root, env=self.env, input=data,
+                           capture_output=True, check=True)
+        return p.stdout.decode().strip()
+
+    def literal_tree(self, entries):
+        """A tree object written as given, [(mode, name, sha)] in bytes, as
+        only a crafted one can be (git mktree refuses a name with '/')."""
+        raw = b"".join(mode + b" " + name + b"\0" + bytes.fromhex(sha) for mode, name, sha in entries)
+        return self.git_out("hash-object", "-t", "tree", "--literally", "-w", "--stdin", data=raw)
+
 
 class Sandbox:
     """One test's world: a HOME, the victim's own code repository (an object
@@ -250,9 +310,12 @@ class Sandbox:
         self.tmp = Path(tmp_path).resolve()
         self.home = self.tmp / "home"
         self.home.mkdir(exist_ok=True)
-        self.env = base_env(self.home)
-        # LeakSanitizer cannot run under ptrace; everything else stays on.
-        self.env["ASAN_OPTIONS"] = "detect_leaks=0"
+        # Untraced runs (building the clones, and run_all's second run of
+        # each refusal) keep LeakSanitizer on; under ptrace it
+        # cannot run, so traced runs turn only it off.
+        self.plain_env = base_env(self.home)
+        self.env = dict(self.plain_env)
+        self.env["ASAN_OPTIONS"] = ":".join(filter(None, [self.env.get("ASAN_OPTIONS"), "detect_leaks=0"]))
         self.marker = "TRAP-" + uuid.uuid4().hex
         self.trap = self.tmp / "trap"
         self.trap.mkdir()
@@ -260,6 +323,7 @@ class Sandbox:
         self.sink = self.tmp / "sink.git"
         subprocess.run(["git", "init", "-q", "--bare", str(self.sink)], check=True, env=self.env)
         self._n = 0
+        self._traces = itertools.count(1)  # next() is atomic: runs may be traced from threads
 
     def _code_repo(self):
         code = _new_repo(self.tmp, "code")
@@ -275,31 +339,36 @@ class Sandbox:
         path.write_text(text if text is not None else f"{self.marker}\n[x]\nkey = \"{self.marker}\"\n")
         return path
 
-    def attacker(self, name="attacker"):
-        """A repository with a committed dataset naming the victim's code
-        repository as object `code`, and a file `extra.txt`."""
+    def attacker(self, name="attacker", ds_rel="."):
+        """A repository with a committed dataset (at ds_rel) naming the
+        victim's code repository as object `code`, and a file `extra.txt`
+        beside its tether.toml."""
         a = Attacker(self.tmp / name, self.home)
         a.root.mkdir()
         for args in (("init", "-q", "-b", "main"), ("config", "user.name", "Mallory"),
                      ("config", "user.email", "m@example.org"), ("config", "commit.gpgsign", "false")):
             a.git(*args)
-        self._tether(a.root, "init")
-        self._tether(a.root, "add", "code", str(self.code.root), "--kind", "git")
-        a.write("extra.txt", "extra\n")
+        ds = a.root / ds_rel
+        ds.mkdir(exist_ok=True)
+        self._tether(ds, "init")
+        self._tether(ds, "add", "code", str(self.code.root), "--kind", "git")
+        a.write(f"{ds_rel}/extra.txt", "extra\n")
         a.git("add", "-A")
         a.git("commit", "-q", "-m", "dataset")
-        self._tether(a.root, "commit", "-m", "record code")
+        self._tether(ds, "commit", "-m", "record code")
         return a
 
-    def clone(self, attacker, name=None):
+    def clone(self, attacker, name=None, branches=()):
         """The victim's clone: a plain `git clone`, committed symlinks and
-        all, with the victim's identity."""
+        all, with the victim's identity, and a local branch for each of
+        `branches` (as a victim who once checked them out has)."""
         self._n += 1
         dest = self.tmp / (name or f"clone{self._n}")
         subprocess.run(["git", "clone", "-q", str(attacker.root), str(dest)], check=True, env=self.env,
                        capture_output=True)
         for args in (("config", "user.name", "Victim"), ("config", "user.email", "v@example.org"),
-                     ("config", "commit.gpgsign", "false")):
+                     ("config", "commit.gpgsign", "false"),
+                     *(("branch", "-q", b, f"origin/{b}") for b in branches)):
             subprocess.run(["git", "-C", str(dest), *args], check=True, env=self.env)
         return dest
 
@@ -321,7 +390,7 @@ class Sandbox:
         return path
 
     def _tether(self, cwd, *args):
-        p = subprocess.run([TETHER_BIN, *args], cwd=str(cwd), env=self.env, capture_output=True,
+        p = subprocess.run([TETHER_BIN, *args], cwd=str(cwd), env=self.plain_env, capture_output=True,
                            text=True, timeout=TIMEOUT)
         check_sanitizers(p)
         assert p.returncode == 0, describe(p)
@@ -349,10 +418,9 @@ class Sandbox:
 
     def trace(self, argv, cwd, timeout=TIMEOUT):
         """Run argv under strace (following every process and thread)."""
-        self._n += 1
-        prefix = self.tmp / "traces" / f"t{self._n}"
+        prefix = self.tmp / "traces" / f"t{next(self._traces)}"
         prefix.parent.mkdir(exist_ok=True)
-        full = [STRACE, "-f", "-ff", "-qq", "-y", "-e", f"trace={TRACED}", "-o", str(prefix), "--",
+        full = [STRACE, "-f", "-ff", "-qq", "-y", *_seccomp(), "-e", f"trace={TRACED}", "-o", str(prefix), "--",
                 *map(str, argv)]
         # A session of its own, so a hang is ended with everything it started
         # (strace and the traced tether both).
@@ -368,36 +436,78 @@ class Sandbox:
         p = subprocess.CompletedProcess(list(map(str, argv)), proc.returncode, out, err)
         return Trace(p, parse_trace(prefix))
 
-    def run_all(self, clone, rc, message, commands=COMMANDS, expect=None, may_write=(), programs=()):
-        """Every command in the clone: exit rc, one error line matching
-        message, and none of the violations above. Returns the traces."""
+    def run_all(self, clone, rc, message, commands=COMMANDS, expect=None, may_write=(), programs=(),
+                cwd=None, extra=(), leaks=True):
+        """Every command in the clone (run in cwd, default the clone's
+        top): exit rc, one error line matching message, and none of the
+        violations above. Returns {command tuple: Trace}.
+
+        Commands expected to be refused (a non-zero exit) and commands
+        that only read (READ_ONLY) change nothing a later command could
+        see, so consecutive ones run together (JOBS at a time); any other,
+        expected to succeed or with its exit left open, runs alone, in
+        order, so every command sees what the writing ones before it did.
+        Each run is traced on its own, so every check stays per command but
+        the comparison of the files outside the dataset, which is per
+        group. With `leaks` (the default), each refusal then runs once more
+        untraced, with LeakSanitizer on, and must exit the same."""
         clone = Path(clone).resolve()
+        cwd = Path(cwd).resolve() if cwd else clone
         allowed = [clone, self.home.resolve(), *[Path(os.path.realpath(p)) for p in may_write]]
         never = [self.trap.resolve()]
         before = self.snapshot(allowed)
-        traces = []
-        for cmd in commands:
-            want_rc, want_msg = (expect or {}).get(cmd[0], (rc, message))
+        expect = expect or {}
+        planned = []
+        for cmd in [*commands, *extra]:
+            cmd = tuple(map(str, cmd))
+            want_rc, want_msg = expect.get(cmd, expect.get(cmd[0], (rc, message)))
             if want_rc is None:  # any exit, no message check (a benign control)
-                want_rc, want_msg = None, None
-            t = self.trace([TETHER_BIN, *cmd], clone)
-            p = t.proc
-            check_sanitizers(p)
-            where = describe(p)
-            # What it did first, so a failure names the worst of it.
-            bad = t.violations(allowed, never, programs)
-            assert not bad, f"{' '.join(cmd)}:\n  " + "\n  ".join(bad) + where
-            after = self.snapshot(allowed)
-            changed = sorted(str(k) for k in set(before) | set(after) if before.get(k) != after.get(k))
-            assert not changed, f"{' '.join(cmd)} changed files outside the dataset: {changed}{where}"
-            assert want_rc is None or p.returncode == want_rc, f"expected exit {want_rc}:{where}"
-            assert p.returncode >= 0, f"killed by a signal:{where}"
-            assert self.marker not in p.stdout + p.stderr, f"trap content in the output:{where}"
-            if want_rc and want_msg is not None:
-                errors = [ln for ln in p.stderr.splitlines() if ln.startswith("tether: error:")]
-                others = [ln for ln in p.stderr.splitlines()
-                          if ln and not ln.startswith(("tether: error:", "hint:"))]
-                assert len(errors) == 1 and not others, f"want one error line:{where}"
-                assert re.search(want_msg, errors[0]), f"message should match {want_msg!r}:{where}"
-            traces.append(t)
+                want_msg = None
+            planned.append((cmd, want_rc, want_msg))
+        groups = []
+        for item in planned:
+            if groups and _together(item) and _together(groups[-1][-1]):
+                groups[-1].append(item)
+            else:
+                groups.append([item])
+        traces = {}
+        with ThreadPoolExecutor(max_workers=JOBS) as pool:
+            for group in groups:
+                runs = list(pool.map(lambda item: self.trace([TETHER_BIN, *item[0]], cwd), group))
+                after = self.snapshot(allowed)
+                changed = sorted(str(k) for k in set(before) | set(after) if before.get(k) != after.get(k))
+                for (cmd, want_rc, want_msg), t in zip(group, runs):
+                    self._check(cmd, t, want_rc, want_msg, allowed, never, programs,
+                                changed, [" ".join(c) for c, _, _ in group])
+                    traces[cmd] = t
+                # A refusal runs again untraced, for LeakSanitizer: an error
+                # path is where a leak hides, and a refusal changed nothing.
+                refused = [(cmd, t) for (cmd, want_rc, _), t in zip(group, runs) if want_rc and leaks]
+                for (cmd, t), again in zip(refused, pool.map(lambda r: self._plain(r[0], cwd), refused)):
+                    assert again.returncode == t.proc.returncode, \
+                        f"{' '.join(cmd)}: exit {t.proc.returncode} traced, {again.returncode} untraced{describe(again)}"
         return traces
+
+    def _plain(self, cmd, cwd):
+        p = subprocess.run([TETHER_BIN, *cmd], cwd=str(cwd), env=self.plain_env, capture_output=True, text=True,
+                           errors="replace", stdin=subprocess.DEVNULL, timeout=TIMEOUT)
+        check_sanitizers(p)
+        return p
+
+    def _check(self, cmd, t, want_rc, want_msg, allowed, never, programs, changed, group):
+        p = t.proc
+        check_sanitizers(p)
+        where = describe(p)
+        # What it did first, so a failure names the worst of it.
+        bad = t.violations(allowed, never, programs)
+        assert not bad, f"{' '.join(cmd)}:\n  " + "\n  ".join(bad) + where
+        assert not changed, f"{' or '.join(group)} changed files outside the dataset: {changed}{where}"
+        assert want_rc is None or p.returncode == want_rc, f"expected exit {want_rc}:{where}"
+        assert p.returncode >= 0, f"killed by a signal:{where}"
+        assert self.marker not in p.stdout + p.stderr, f"trap content in the output:{where}"
+        if want_rc and want_msg is not None:
+            errors = [ln for ln in p.stderr.splitlines() if ln.startswith("tether: error:")]
+            others = [ln for ln in p.stderr.splitlines()
+                      if ln and not ln.startswith(("tether: error:", "hint:"))]
+            assert len(errors) == 1 and not others, f"want one error line:{where}"
+            assert re.search(want_msg, errors[0]), f"message should match {want_msg!r}:{where}"

@@ -253,6 +253,16 @@ def test_secrets_file_errors_name_line_and_column(plates, text, where, message):
     assert plates.head() is None
 
 
+def test_a_nul_byte_in_secrets_is_refused(plates):
+    """A URL or token in secrets.toml is handed on as a C string: one with
+    a NUL inside ("ssh://x\\u0000y" would act as "ssh://x") is refused."""
+    secrets = plates.write(".tether/secrets.toml", '[objects."raw/samples"]\nremote = "ssh://x\\u0000y"\n')
+    for argv in (["status"], ["commit", "-m", "x"], ["verify"]):
+        p = plates.tether(*argv, check_rc=1)
+        assert f"{secrets}" in p.stderr and "holds a NUL byte" in p.stderr and "remote" in p.stderr, (argv, p.stderr)
+    assert plates.head() is None
+
+
 @pytest.mark.parametrize("edit,where,message", [
     (lambda t: t + "[colour]\nred = 1\n", "colour]", "unknown key 'colour' (allowed: dataset, snapshot"),
     (lambda t: t.replace("auto = true", 'auto = "yes"'), "auto =", "snapshot.auto must be true or false"),

@@ -2,11 +2,13 @@
  * .git directory's HEAD, packed-refs, refs/heads/main, refs/tags/v1 and
  * config, written into a scratch checkout; tt_grepo_find then finds it
  * (or hands it to libgit2) and tt_gref_resolve resolves HEAD and a few
- * names through loose, symbolic and packed refs. */
+ * names through loose, symbolic and packed refs; status's HEAD probe
+ * (src/vcs/probe.c) reads the same files. */
 #include "fuzz.h"
 #include "fuzz_tmpdir.h"
 
 #include "vcs/gitrefs.h"
+#include "vcs/probe.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_write(dir, ".git/objects/pack/.keep", "", 0);
 	for (size_t i = 0; i < parts; i++)
 		fuzz_write(dir, files[i], data + off[i], len[i]);
+
+	char head[41];
+	tt_vcs_probe_head(dir, head);
 
 	struct tt_grepo r;
 	int rc = tt_grepo_find(dir, &r);

@@ -3,7 +3,9 @@
  * objects/pack/pack-<n>.{idx,pack}; every id either index lists is then
  * read through tt_godb_read (deltas within a pack, REF deltas across
  * them, loose fallback to an empty directory), and every prefix lookup
- * answered. Nothing may crash, leak or hang, whatever the bytes. */
+ * answered. Nothing may crash, leak or hang, whatever the bytes.
+ * FUZZ_GIT_VERBOSE=1 prints how many objects each input gave (for checking
+ * that the seeds still reach the delta code: make_git_seeds.sh). */
 #include "fuzz.h"
 #include "fuzz_tmpdir.h"
 
@@ -34,6 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct tt_godb *db = NULL;
 	if (tt_godb_open(objects, &db) != 0)
 		return 0;
+	unsigned listed = 0, read = 0;
 	for (int k = 0; k < 2; k++) {
 		struct tt_gpack p;
 		snprintf(path, sizeof path, "%s/%s", dir, names[2 * k]);
@@ -41,12 +44,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			continue;
 		for (uint32_t pos = 0; pos < p.count && pos < MAX_READS; pos++) {
 			const unsigned char *id = p.ids + (size_t)pos * 20;
+			listed++;
 			enum tt_gobj_type type;
 			unsigned char *out = NULL;
 			size_t out_len = 0;
 			if (tt_godb_read(db, id, &type, &out, &out_len) == 0) {
 				FUZZ_ASSERT(type >= TT_GOBJ_COMMIT && type <= TT_GOBJ_TAG && out[out_len] == '\0');
 				free(out);
+				read++;
 			}
 			char hex[41];
 			unsigned char one[20];
@@ -58,5 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		tt_gpack_close(&p);
 	}
 	tt_godb_free(db);
+	if (getenv("FUZZ_GIT_VERBOSE"))
+		fprintf(stderr, "gpack: %zu parts, %u of %u objects read\n", parts, read, listed);
 	return 0;
 }

@@ -12,7 +12,8 @@ export GIT_AUTHOR_NAME=seed GIT_AUTHOR_EMAIL=seed@example.com GIT_COMMITTER_NAME
 	GIT_COMMITTER_EMAIL=seed@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' \
 	GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' GIT_CONFIG_NOSYSTEM=1 HOME=$work
 mkdir -p "$corpus/gdelta" "$corpus/gloose" "$corpus/gpack" "$corpus/grefs"
-sep=$(printf '\n--\n')
+# the targets' part separator (a function: $(...) would drop its newline)
+sep() { printf '\n--\n'; }
 
 repo=$work/r
 git init -q -b main "$repo"
@@ -42,17 +43,17 @@ done
 git pack-refs --all
 cp .git/packed-refs "$work/packed"
 main=$(git rev-parse main)
-{ printf 'ref: refs/heads/main\n'; printf '%s' "$sep"; cat "$work/packed"; } >"$corpus/grefs/seed-packed"
-{ printf 'ref: refs/heads/main\n%s' "$sep"; printf '%s' "$sep"; printf 'ref: refs/tags/v1\n%s' "$sep";
-  printf '%s\n%s' "$main" "$sep"; cat .git/config; } >"$corpus/grefs/seed-loose-symbolic"
-{ printf '%s\n%s' "$main" "$sep"; cat "$work/packed"; printf '%s' "$sep"; printf 'ref: refs/heads/main\n'; } \
+{ printf 'ref: refs/heads/main\n'; sep; cat "$work/packed"; } >"$corpus/grefs/seed-packed"
+{ printf 'ref: refs/heads/main\n'; sep; sep; printf 'ref: refs/tags/v1\n'; sep;
+  printf '%s\n' "$main"; sep; cat .git/config; } >"$corpus/grefs/seed-loose-symbolic"
+{ printf '%s\n' "$main"; sep; cat "$work/packed"; sep; printf 'ref: refs/heads/main\n'; } \
 	>"$corpus/grefs/seed-detached-loop"
 
 # gpack: OFS deltas (gc --aggressive), REF deltas (no delta-base-offset),
 # and two packs where the second's thin REF deltas lean on the first.
 pack_input() { # idx pack [idx pack]
-	cat "$1"; printf '%s' "$sep"; cat "$2"
-	if [ $# -gt 2 ]; then printf '%s' "$sep"; cat "$3"; printf '%s' "$sep"; cat "$4"; fi
+	cat "$1"; sep; cat "$2"
+	if [ $# -gt 2 ]; then sep; cat "$3"; sep; cat "$4"; fi
 }
 git gc -q --aggressive
 p=$(ls .git/objects/pack/*.idx)

@@ -6,7 +6,7 @@ VENV ?= .venv
 MESON ?= meson
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= flatbuf icfile flexbuf icrepo
+FUZZ_TARGETS ?= flatbuf icfile flexbuf icrepo gdelta gloose gpack grefs
 FUZZ_CORPUS = tests/fuzz/corpus
 
 STRESS_KILLS ?= 300

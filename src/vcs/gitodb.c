@@ -59,10 +59,12 @@ static int oom(void)
 	return tether_error_set(TETHER_ERROR, "out of memory");
 }
 
+/* Any "<name>.idx" is a pack index, as git and libgit2 read the pack
+ * directory (a pack need not be called pack-<hash>). */
 static int is_idx_name(const char *name)
 {
 	size_t n = strlen(name);
-	return n > 9 && strncmp(name, "pack-", 5) == 0 && strcmp(name + n - 4, ".idx") == 0;
+	return n > 4 && name[0] != '.' && strcmp(name + n - 4, ".idx") == 0;
 }
 
 int tt_godb_open(const char *objects_dir, struct tt_godb **out)
@@ -194,6 +196,14 @@ static int read_loose(const struct tt_godb *db, const unsigned char id[20], enum
 		free(raw);
 		return tether_error_set(TETHER_ERROR, "damaged git object %s: bad header", path);
 	}
+	/* deflate expands at most 1032:1: refuse a declared size the file
+	 * cannot hold before allocating it */
+	if (size / TT_ZLIB_MAX_RATIO > raw_len) {
+		inflateEnd(&z);
+		free(raw);
+		return tether_error_set(TETHER_ERROR, "damaged git object %s: declares a size larger than its data can hold",
+		                        path);
+	}
 	size_t have = hlen - (size_t)(nul + 1 - head);
 	if (have > size || !(buf = malloc(size + 1))) {
 		inflateEnd(&z);
@@ -219,15 +229,22 @@ static int read_loose(const struct tt_godb *db, const unsigned char id[20], enum
 	return 0;
 }
 
-int tt_godb_read_unverified(struct tt_godb *db, const unsigned char id[20], enum tt_gobj_type *type,
-                            unsigned char **data, size_t *len, int depth)
+int tt_godb_locate(struct tt_godb *db, const unsigned char id[20], const struct tt_gpack **p, uint32_t *pos)
 {
-	(void)depth; /* a REF base found here starts its own chain, bounded per pack */
 	for (size_t i = 0; i < db->npacks; i++) {
-		long pos = tt_gpack_find(&db->packs[i], id);
-		if (pos >= 0)
-			return tt_gpack_read(db, &db->packs[i], (uint32_t)pos, type, data, len);
+		long at = tt_gpack_find(&db->packs[i], id);
+		if (at >= 0) {
+			*p = &db->packs[i];
+			*pos = (uint32_t)at;
+			return 0;
+		}
 	}
+	return 1;
+}
+
+int tt_godb_read_loose(struct tt_godb *db, const unsigned char id[20], enum tt_gobj_type *type,
+                       unsigned char **data, size_t *len)
+{
 	int rc = read_loose(db, id, type, data, len);
 	if (rc == 1) {
 		char hex[41];
@@ -237,10 +254,20 @@ int tt_godb_read_unverified(struct tt_godb *db, const unsigned char id[20], enum
 	return rc;
 }
 
+static int read_unverified(struct tt_godb *db, const unsigned char id[20], enum tt_gobj_type *type,
+                           unsigned char **data, size_t *len)
+{
+	const struct tt_gpack *p;
+	uint32_t pos;
+	if (tt_godb_locate(db, id, &p, &pos) == 0)
+		return tt_gpack_read(db, p, pos, type, data, len);
+	return tt_godb_read_loose(db, id, type, data, len);
+}
+
 int tt_godb_read(struct tt_godb *db, const unsigned char id[20], enum tt_gobj_type *type,
                  unsigned char **data, size_t *len)
 {
-	int rc = tt_godb_read_unverified(db, id, type, data, len, 0);
+	int rc = read_unverified(db, id, type, data, len);
 	if (rc < 0)
 		return rc;
 	/* The id is the SHA-1 of the object: what does not hash to it is not it. */

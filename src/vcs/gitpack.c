@@ -142,6 +142,11 @@ static int offset_of(const struct tt_gpack *p, uint32_t pos, uint64_t *off)
 /* Inflate exactly `size` bytes of zlib data starting at pack offset `at`. */
 static int inflate_at(const struct tt_gpack *p, uint64_t at, size_t size, unsigned char **out)
 {
+	size_t avail = p->pack_len - 20 - (size_t)at;
+	/* deflate expands at most 1032:1: a header declaring more than the rest
+	 * of the pack can inflate to is damage, refused before allocating it */
+	if (size / TT_ZLIB_MAX_RATIO > avail)
+		return damaged(p, "object declares a size larger than its data can hold");
 	unsigned char *buf = malloc(size + 1);
 	z_stream z;
 	int zrc;
@@ -153,7 +158,6 @@ static int inflate_at(const struct tt_gpack *p, uint64_t at, size_t size, unsign
 		free(buf);
 		return tether_error_set(TETHER_ERROR, "cannot start zlib");
 	}
-	size_t avail = p->pack_len - 20 - (size_t)at;
 	z.next_in = (unsigned char *)(uintptr_t)(p->pack + at);
 	z.avail_in = avail > UINT32_MAX ? UINT32_MAX : (uInt)avail;
 	z.next_out = buf;
@@ -169,70 +173,146 @@ static int inflate_at(const struct tt_gpack *p, uint64_t at, size_t size, unsign
 	return 0;
 }
 
-static int read_at(struct tt_godb *db, const struct tt_gpack *p, uint64_t off, enum tt_gobj_type *type,
-                   unsigned char **data, size_t *len, int depth)
+/* One delta of a chain: its pack and where its zlib data starts. */
+struct chain_link {
+	const struct tt_gpack *p;
+	uint64_t data_at;
+	size_t size;
+};
+
+/* Parse the entry header at `off`: its type, declared size, and where what
+ * follows the header starts. */
+static int entry_header(const struct tt_gpack *p, uint64_t off, int *type, size_t *size, const unsigned char **after)
 {
 	const unsigned char *q = p->pack + off, *end = p->pack + p->pack_len - 20;
 	unsigned c = *q++;
-	int t = (c >> 4) & 7;
-	uint64_t size = c & 15;
+	uint64_t s = c & 15;
 	int shift = 4;
 
-	if (depth > TT_GPACK_MAX_DEPTH)
-		return damaged(p, "delta chain too deep");
 	while (c & 0x80) {
 		if (q >= end || shift > 57)
 			return damaged(p, "bad object header");
 		c = *q++;
-		size |= (uint64_t)(c & 0x7f) << shift;
+		s |= (uint64_t)(c & 0x7f) << shift;
 		shift += 7;
 	}
-	if (size > (uint64_t)SIZE_MAX / 2)
+	if (s > (uint64_t)SIZE_MAX / 2)
 		return damaged(p, "object too large");
-	if (t >= 1 && t <= 4) {
-		*type = (enum tt_gobj_type)t;
-		*len = (size_t)size;
-		return inflate_at(p, (uint64_t)(q - p->pack), (size_t)size, data);
-	}
-	unsigned char *base = NULL, *delta = NULL;
+	*type = (c = p->pack[off]) >> 4 & 7;
+	*size = (size_t)s;
+	*after = q;
+	return 0;
+}
+
+/* Read the entry at `off`, resolving its chain of deltas. The chain is
+ * walked down to its base first, iteratively (a hostile pack's chain can be
+ * as deep as TT_GPACK_MAX_DEPTH allows, within a pack or through REF deltas
+ * across packs, and a recursion that deep overflows the stack), then the
+ * deltas are applied from the base up. */
+static int read_at(struct tt_godb *db, const struct tt_gpack *p, uint64_t off, enum tt_gobj_type *type,
+                   unsigned char **data, size_t *len)
+{
+	struct chain_link *chain = NULL;
+	size_t n = 0, cap = 0;
+	unsigned char *base = NULL;
 	size_t base_len = 0;
 	int rc;
-	if (t == 6) {
-		uint64_t back;
-		if (q >= end)
-			return damaged(p, "bad delta offset");
-		c = *q++;
-		back = c & 0x7f;
-		while (c & 0x80) {
-			if (q >= end || back > (UINT64_MAX >> 8))
-				return damaged(p, "bad delta offset");
-			c = *q++;
-			back = ((back + 1) << 7) | (c & 0x7f);
+
+	for (;;) {
+		const unsigned char *q, *end = p->pack + p->pack_len - 20;
+		int t;
+		size_t size;
+		if ((rc = entry_header(p, off, &t, &size, &q)) < 0)
+			goto out;
+		if (t >= 1 && t <= 4) {
+			*type = (enum tt_gobj_type)t;
+			base_len = size;
+			rc = inflate_at(p, (uint64_t)(q - p->pack), size, &base);
+			break;
 		}
-		if (back == 0 || back > off - 12)
-			return damaged(p, "delta base out of range");
-		rc = read_at(db, p, off - back, type, &base, &base_len, depth + 1);
-	} else if (t == 7) {
-		if (end - q < 20)
-			return damaged(p, "bad delta base id");
-		long pos = tt_gpack_find(p, q);
-		uint64_t boff = 0;
-		if (pos >= 0 && (rc = offset_of(p, (uint32_t)pos, &boff)) == 0)
-			rc = read_at(db, p, boff, type, &base, &base_len, depth + 1);
-		else if (pos < 0)
-			rc = tt_godb_read_unverified(db, q, type, &base, &base_len, depth + 1);
-		q += 20;
-	} else {
-		return damaged(p, "unknown object type");
+		if (t != 6 && t != 7) {
+			rc = damaged(p, "unknown object type");
+			goto out;
+		}
+		if (n >= TT_GPACK_MAX_DEPTH) {
+			rc = damaged(p, "delta chain too deep");
+			goto out;
+		}
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			struct chain_link *grown = realloc(chain, cap * sizeof *grown);
+			if (!grown) {
+				rc = tether_error_set(TETHER_ERROR, "out of memory");
+				goto out;
+			}
+			chain = grown;
+		}
+		if (t == 6) {
+			uint64_t back;
+			unsigned c;
+			rc = damaged(p, "bad delta offset");
+			if (q >= end)
+				goto out;
+			c = *q++;
+			back = c & 0x7f;
+			while (c & 0x80) {
+				if (q >= end || back > (UINT64_MAX >> 8))
+					goto out;
+				c = *q++;
+				back = ((back + 1) << 7) | (c & 0x7f);
+			}
+			if (back == 0 || back > off - 12) {
+				rc = damaged(p, "delta base out of range");
+				goto out;
+			}
+			chain[n++] = (struct chain_link){ p, (uint64_t)(q - p->pack), size };
+			off -= back;
+			continue;
+		}
+		if (end - q < 20) {
+			rc = damaged(p, "bad delta base id");
+			goto out;
+		}
+		const unsigned char *base_id = q;
+		chain[n++] = (struct chain_link){ p, (uint64_t)(q + 20 - p->pack), size };
+		const struct tt_gpack *bp = p;
+		long pos = tt_gpack_find(p, base_id);
+		if (pos < 0) {
+			uint32_t upos;
+			if ((rc = tt_godb_locate(db, base_id, &bp, &upos)) < 0)
+				goto out;
+			if (rc == 1) {
+				/* a loose base ends the chain */
+				rc = tt_godb_read_loose(db, base_id, type, &base, &base_len);
+				break;
+			}
+			pos = upos;
+		}
+		p = bp;
+		if ((rc = offset_of(p, (uint32_t)pos, &off)) < 0)
+			goto out;
 	}
-	if (rc < 0)
+	while (rc == 0 && n > 0) {
+		const struct chain_link *l = &chain[--n];
+		unsigned char *delta = NULL, *next = NULL;
+		size_t next_len = 0;
+		rc = inflate_at(l->p, l->data_at, l->size, &delta);
+		if (rc == 0)
+			rc = tt_gdelta_apply(base, base_len, delta, l->size, &next, &next_len);
+		free(delta);
+		free(base);
+		base = next;
+		base_len = next_len;
+	}
+out:
+	free(chain);
+	if (rc < 0) {
+		free(base);
 		return rc;
-	rc = inflate_at(p, (uint64_t)(q - p->pack), (size_t)size, &delta);
-	if (rc == 0)
-		rc = tt_gdelta_apply(base, base_len, delta, (size_t)size, data, len);
-	free(base);
-	free(delta);
-	return rc;
+	}
+	*data = base;
+	*len = base_len;
+	return 0;
 }
 
 int tt_gpack_read(struct tt_godb *db, const struct tt_gpack *p, uint32_t pos, enum tt_gobj_type *type,
@@ -240,7 +320,7 @@ int tt_gpack_read(struct tt_godb *db, const struct tt_gpack *p, uint32_t pos, en
 {
 	uint64_t off = 0;
 	int rc = offset_of(p, pos, &off);
-	return rc < 0 ? rc : read_at(db, p, off, type, data, len, 0);
+	return rc < 0 ? rc : read_at(db, p, off, type, data, len);
 }
 
 static int delta_size(const unsigned char **q, const unsigned char *end, size_t *out)
@@ -271,6 +351,14 @@ int tt_gdelta_apply(const unsigned char *base, size_t base_len, const unsigned c
 
 	if (delta_size(&q, end, &src) < 0 || delta_size(&q, end, &dst) < 0 || src != base_len)
 		return tether_error_set(TETHER_ERROR, "malformed git delta: bad header");
+	/* Each instruction takes at least a byte and makes at most 127 bytes (an
+	 * insert) or a copy of the base (at most 0xffffff of it): a declared
+	 * result no instruction stream of this length can make is refused
+	 * before it is allocated. */
+	size_t per_byte = base_len > 0xffffff ? 0xffffff : base_len < 127 ? 127 : base_len;
+	if (dst / per_byte > (size_t)(end - q))
+		return tether_error_set(TETHER_ERROR, "malformed git delta: declares a result larger than its %zu bytes can make",
+		                        delta_len);
 	if (!(buf = malloc(dst + 1)))
 		return tether_error_set(TETHER_ERROR, "out of memory");
 	while (q < end) {

@@ -29,15 +29,24 @@ long tt_gpack_find(const struct tt_gpack *p, const unsigned char id[20]);
 uint32_t tt_gpack_lower_bound(const struct tt_gpack *p, const unsigned char key[20]);
 
 /* Read the object at index position `pos`, resolving deltas (REF deltas
- * through db). Not yet hash-checked: the caller checks the result. */
+ * through db, into other packs or a loose base). Not yet hash-checked: the
+ * caller checks the result. */
 int tt_gpack_read(struct tt_godb *db, const struct tt_gpack *p, uint32_t pos, enum tt_gobj_type *type,
                   unsigned char **data, size_t *len);
 
-/* gitodb.c: read a REF delta's base from any pack or loose object. */
-int tt_godb_read_unverified(struct tt_godb *db, const unsigned char id[20], enum tt_gobj_type *type,
-                            unsigned char **data, size_t *len, int depth);
+/* gitodb.c, for REF deltas: the pack and position holding id (0), or 1
+ * when no pack has it. */
+int tt_godb_locate(struct tt_godb *db, const unsigned char id[20], const struct tt_gpack **p, uint32_t *pos);
+
+/* gitodb.c: read loose object id, unverified; TETHER_ENOTFOUND when absent. */
+int tt_godb_read_loose(struct tt_godb *db, const unsigned char id[20], enum tt_gobj_type *type,
+                       unsigned char **data, size_t *len);
 
 /* Deltas deeper than this are refused (git's own limit is 4095). */
 #define TT_GPACK_MAX_DEPTH 10000
+
+/* deflate's greatest expansion (zlib's technical notes: 1032:1): a stream
+ * of n bytes never inflates to more than n * this. */
+#define TT_ZLIB_MAX_RATIO 1032
 
 #endif

@@ -236,30 +236,50 @@ static int valid_name(const char *name)
 	return 1;
 }
 
-/* packed-refs: "<hex> <name>" lines ("#" header, "^<hex>" peeled lines). */
+/* packed-refs: "<hex> <name>" lines, a "#" header, "^<hex>" peeled lines
+ * each after the ref it peels. Any other line is damage, whichever ref is
+ * looked up: git and libgit2 refuse the whole file too, and a reader that
+ * skipped what it cannot parse would answer "no such ref" for a ref the
+ * damaged line may have held. */
 static int packed_lookup(const struct tt_grepo *r, const char *name, unsigned char id[20])
 {
 	char *path = join(r->commondir, "packed-refs"), *text = path ? slurp(path, 256u << 20) : NULL;
-	int rc = 1;
-	free(path);
-	if (!text)
+	int rc = 1, after_ref = 0;
+	unsigned char scratch[20];
+	if (!text) {
+		free(path);
 		return 1;
-	size_t n = strlen(name);
-	for (char *line = text; line && *line;) {
+	}
+	size_t n = strlen(name), lineno = 0;
+	for (char *line = text; line && *line; lineno++) {
 		char *nl = strchr(line, '\n');
 		if (nl)
 			*nl = '\0';
 		size_t ll = strlen(line);
 		if (ll && line[ll - 1] == '\r')
 			line[--ll] = '\0';
-		if (ll == 41 + n && line[40] == ' ' && memcmp(line + 41, name, n) == 0) {
-			rc = tt_goid_from_hex(line, id) == 0 ? 0
-			                                      : tether_error_set(TETHER_ERROR, "damaged packed-refs in %s",
-			                                                         r->commondir);
+		int ok;
+		if (line[0] == '#') {
+			ok = 1; /* the "# pack-refs with:" header */
+			after_ref = 0;
+		} else if (line[0] == '^') {
+			ok = after_ref && ll == 41 && tt_goid_from_hex(line + 1, scratch) == 0;
+			after_ref = 0;
+		} else {
+			ok = ll > 41 && line[40] == ' ' && tt_goid_from_hex(line, scratch) == 0;
+			after_ref = 1;
+			if (ok && rc == 1 && ll == 41 + n && memcmp(line + 41, name, n) == 0) {
+				memcpy(id, scratch, 20);
+				rc = 0;
+			}
+		}
+		if (!ok) {
+			rc = tether_error_set(TETHER_ERROR, "damaged %s line %zu: not a packed ref", path, lineno + 1);
 			break;
 		}
 		line = nl ? nl + 1 : NULL;
 	}
+	free(path);
 	free(text);
 	return rc;
 }
@@ -267,11 +287,12 @@ static int packed_lookup(const struct tt_grepo *r, const char *name, unsigned ch
 int tt_gref_resolve(const struct tt_grepo *r, const char *name, unsigned char id[20], char **symref)
 {
 	char *owned = NULL;
-	int rc = 1;
+	const char *first = name;
+	int rc = 1, depth;
 
 	if (symref)
 		*symref = NULL;
-	for (int depth = 0; depth < 10; depth++) {
+	for (depth = 0; depth < 10; depth++) {
 		if (!valid_name(name)) {
 			rc = 1;
 			break;
@@ -311,6 +332,9 @@ int tt_gref_resolve(const struct tt_grepo *r, const char *name, unsigned char id
 		free(text);
 		break;
 	}
+	if (depth == 10)
+		rc = tether_error_set(TETHER_ERROR, "symbolic ref loop (or a chain over 10 deep) at the git ref %s in %s",
+		                      first, r->gitdir);
 	free(owned);
 	if (rc != 0 && symref && rc < 0) {
 		free(*symref);

@@ -683,6 +683,7 @@ struct tree_walk {
 	tether_vcs_file_cb cb;
 	void *ud;
 	struct path_buf path; /* relative to the walked directory */
+	int depth;            /* trees entered below it */
 };
 
 static int walk_tree(struct tree_walk *w, const git_tree *tree);
@@ -702,11 +703,16 @@ static int walk_blob(struct tree_walk *w, const git_oid *id)
 static int walk_subtree(struct tree_walk *w, const git_oid *id)
 {
 	git_tree *sub = NULL;
-	int rc = lookup_tree(w->v, id, &sub);
+	int rc;
 
-	if (rc < 0)
+	if (w->depth >= TETHER_VCS_TREE_DEPTH_MAX)
+		return tether_error_set(TETHER_ERROR, "git tree at '%s' nests deeper than %d directories: no object "
+		                        "key is that deep", w->path.s, TETHER_VCS_TREE_DEPTH_MAX);
+	if ((rc = lookup_tree(w->v, id, &sub)) < 0)
 		return rc;
+	w->depth++;
 	rc = walk_tree(w, sub);
+	w->depth--;
 	git_tree_free(sub);
 	return rc;
 }

@@ -195,6 +195,7 @@ struct file_walk {
 	void *ud;
 	struct seen_set seen;
 	struct path_buf path; /* the current path relative to dir */
+	int depth;            /* trees entered below dir */
 	char commit[GIT_OID_HEXSZ + 1];
 	size_t commits;
 };
@@ -321,8 +322,15 @@ static int visit_entry(struct file_walk *w, const struct tree_entry *e)
 	if ((rc = path_buf_push(&w->path, e->name)) < 0)
 		return rc;
 	rc = seen_add(&w->seen, e->id, w->path.s, &fresh);
-	if (rc == 0 && fresh)
-		rc = e->mode == MODE_TREE ? walk_files(w, e->id) : visit_blob(w, e->id);
+	if (rc == 0 && fresh && e->mode == MODE_TREE && w->depth >= TETHER_VCS_TREE_DEPTH_MAX)
+		rc = tether_error_set(TETHER_ERROR, "a tree at '%s' of commit %.12s nests deeper than %d directories: "
+		                      "no object key is that deep", w->path.s, w->commit, TETHER_VCS_TREE_DEPTH_MAX);
+	else if (rc == 0 && fresh && e->mode == MODE_TREE) {
+		w->depth++;
+		rc = walk_files(w, e->id);
+		w->depth--;
+	} else if (rc == 0 && fresh)
+		rc = visit_blob(w, e->id);
 	path_buf_pop_to(&w->path, mark);
 	return rc;
 }

@@ -486,6 +486,7 @@ struct walk {
 	void *ud;
 	char *path;
 	size_t len, cap;
+	int depth; /* trees entered below the walked directory */
 };
 
 static int push_name(struct walk *w, const char *name)
@@ -534,8 +535,13 @@ static int walk_tree(struct walk *w, const unsigned char id[20])
 		size_t mark = w->len;
 		if ((rc = push_name(w, e.name)) < 0)
 			break;
-		if (e.mode == MODE_TREE) {
+		if (e.mode == MODE_TREE && w->depth >= TETHER_VCS_TREE_DEPTH_MAX) {
+			rc = tether_error_set(TETHER_ERROR, "git tree at '%s' nests deeper than %d directories: no object "
+			                      "key is that deep", w->path, TETHER_VCS_TREE_DEPTH_MAX);
+		} else if (e.mode == MODE_TREE) {
+			w->depth++;
 			rc = walk_tree(w, e.id);
+			w->depth--;
 		} else if (e.mode != MODE_COMMIT) {
 			struct obj b;
 			int r = read_obj(w->v, e.id, TT_GOBJ_BLOB, &b);

@@ -29,6 +29,13 @@
 
 #define TETHER_VCS_ABI 1
 
+/* How deep read_tree and history_files follow trees below the directory
+ * they walk. A tree is the clone's content, and each walker recurses once
+ * per level, so a crafted chain of nested trees must end in an error, not
+ * a stack overflow. No object key can nest deeper: a key is at most 200
+ * bytes, two per level at the least. */
+#define TETHER_VCS_TREE_DEPTH_MAX 128
+
 struct tether_vcs; /* an open repository, owned by the implementation */
 
 /* Called once per file by read_tree; return non-zero to stop the walk (that

@@ -477,3 +477,47 @@ def test_committed_cache_lock_and_journal_are_never_trusted(tmp_path):
     # status saw the real change, not a cached view; ops the real journal.
     assert "modified" in traces[("status",)].proc.stdout, traces[("status",)].proc.stdout
     assert sb.marker not in traces[("ops",)].proc.stdout
+
+
+def put_loose(git_dir, kind, body):
+    """Write one loose object straight into the object store (git's own
+    fast-import and mktree recurse per level, and cannot build what this
+    test needs); its id, raw."""
+    import hashlib
+    import zlib
+    raw = kind.encode() + b" %d\0" % len(body) + body
+    hexid = hashlib.sha1(raw).hexdigest()
+    d = Path(git_dir) / "objects" / hexid[:2]
+    d.mkdir(parents=True, exist_ok=True)
+    (d / hexid[2:]).write_bytes(zlib.compress(raw, 1))
+    return bytes.fromhex(hexid)
+
+
+DEEP = 30000  # levels: far past any key, and past what a walk recursing per level survives
+
+
+def test_trees_nested_past_any_key_end_in_an_error_not_a_crash(ds):
+    """A tree is the clone's content, and every walker (read_tree natively
+    and through libgit2, the history walk) recursed once per level: a chain
+    of nested trees under .tether/objects on some branch overflowed the
+    stack of diff, verify --all-history and gc. Now a walk stops at
+    TETHER_VCS_TREE_DEPTH_MAX levels with one line."""
+    ds.write("f.txt", "one\n")
+    ds.tether("add", "f", "f.txt", "--kind", "file", "--file", "mutable")
+    ds.tether("commit", "-m", "one")
+    git_dir = ds.root / ".git"
+    t = put_loose(git_dir, "blob", ds.manifest_path("f").read_bytes())
+    t = put_loose(git_dir, "tree", b"100644 x.toml\0" + t)
+    for _ in range(DEEP):
+        t = put_loose(git_dir, "tree", b"40000 a\0" + t)
+    dot_tether = put_loose(git_dir, "tree", b"40000 objects\0" + t)
+    config = bytes.fromhex(ds.git("rev-parse", "HEAD:tether.toml").strip())
+    root = put_loose(git_dir, "tree", b"100644 tether.toml\0" + config + b"40000 .tether\0" + dot_tether)
+    commit = ds.git("commit-tree", root.hex(), "-p", "HEAD", "-m", "deep").strip()
+    ds.git("branch", "evil", commit)
+    for args in (("diff", "HEAD", "evil"), ("verify", "--all-history"), ("gc",)):
+        p = ds.tether(*args, check_rc=1)
+        assert re.search(r"nests deeper than \d+ directories: no object key is that deep", p.stderr), p.stderr
+        assert len(p.stderr.splitlines()) == 1, p.stderr
+    # main itself is fine.
+    assert ds.tj("status")["objects"][0]["status"] == "clean"

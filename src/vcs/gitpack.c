@@ -219,9 +219,9 @@ static int read_at(struct tt_godb *db, const struct tt_gpack *p, uint64_t off, e
 	int rc;
 
 	for (;;) {
-		const unsigned char *q, *end = p->pack + p->pack_len - 20;
-		int t;
-		size_t size;
+		const unsigned char *q = NULL, *end = p->pack + p->pack_len - 20;
+		int t = 0;
+		size_t size = 0;
 		if ((rc = entry_header(p, off, &t, &size, &q)) < 0)
 			goto out;
 		if (t >= 1 && t <= 4) {

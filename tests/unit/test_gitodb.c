@@ -359,7 +359,7 @@ static void test_delta_cycles_and_bombs(void)
 	repo = mkrepo("loose-bomb");
 	sh("cd '%s'/.git/objects && mkdir -p 11 && python3 -c 'import zlib, sys\n"
 	   "sys.stdout.buffer.write(zlib.compress(b\"blob 1099511627776\\0tiny\"))' >11/%s",
-	   repo, HEX_X + 2);
+	   repo, &HEX_X[2]);
 	err = error_of_read(repo, HEX_X);
 	CHECK(contains(err, "damaged git object") && contains(err, "larger than its data can hold"));
 	free(err);

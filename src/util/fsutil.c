@@ -13,31 +13,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int tt_read_file(const char *path, char **data, size_t *len)
+int tt_read_fd(int fd, const char *display, char **data, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return tether_error_set(errno == ENOENT ? TETHER_ENOTFOUND : TETHER_EIO, "%s: %s",
-		                        path, strerror(errno));
 	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		int e = errno;
-		close(fd);
-		return tether_error_set(TETHER_EIO, "%s: %s", path, strerror(e));
-	}
-	size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096, n = 0;
+	size_t cap = fstat(fd, &st) == 0 && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096, n = 0;
 	char *buf = malloc(cap);
-	if (!buf) {
-		close(fd);
-		return tether_error_set(TETHER_EIO, "%s: out of memory", path);
-	}
+	if (!buf)
+		return tether_error_set(TETHER_EIO, "%s: out of memory", display);
 	for (;;) {
 		if (n + 1 >= cap) {
 			char *bigger = realloc(buf, cap * 2);
 			if (!bigger) {
 				free(buf);
-				close(fd);
-				return tether_error_set(TETHER_EIO, "%s: out of memory", path);
+				return tether_error_set(TETHER_EIO, "%s: out of memory", display);
 			}
 			buf = bigger;
 			cap *= 2;
@@ -48,18 +36,27 @@ int tt_read_file(const char *path, char **data, size_t *len)
 		if (r < 0) {
 			int e = errno;
 			free(buf);
-			close(fd);
-			return tether_error_set(TETHER_EIO, "%s: %s", path, strerror(e));
+			return tether_error_set(TETHER_EIO, "%s: %s", display, strerror(e));
 		}
 		if (r == 0)
 			break;
 		n += (size_t)r;
 	}
-	close(fd);
 	buf[n] = '\0';
 	*data = buf;
 	*len = n;
 	return 0;
+}
+
+int tt_read_file(const char *path, char **data, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return tether_error_set(errno == ENOENT ? TETHER_ENOTFOUND : TETHER_EIO, "%s: %s",
+		                        path, strerror(errno));
+	int rc = tt_read_fd(fd, path, data, len);
+	close(fd);
+	return rc;
 }
 
 int tt_mkdirs(const char *path, int mode)

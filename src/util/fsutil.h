@@ -7,6 +7,8 @@
 /* Read a whole file. TETHER_ENOTFOUND when it does not exist (message names
  * the path). *data is NUL-terminated; *len excludes the NUL. */
 int tt_read_file(const char *path, char **data, size_t *len);
+/* The same from an open descriptor, to its end; `display` names it in errors. */
+int tt_read_fd(int fd, const char *display, char **data, size_t *len);
 /* Write a file atomically: a temporary file in the same directory, fsync,
  * rename. The parent directories are created. */
 int tt_write_file_atomic(const char *path, const void *data, size_t len);

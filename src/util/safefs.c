@@ -177,46 +177,13 @@ static int open_parent(const char *root, const char *path, int create, int *dirf
 	return 0;
 }
 
-static int read_all(int fd, const char *display, char **data, size_t *len)
-{
-	struct stat st;
-	size_t cap = fstat(fd, &st) == 0 && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096, n = 0;
-	char *buf = malloc(cap);
-	if (!buf)
-		abort();
-	for (;;) {
-		if (n + 1 >= cap) {
-			char *bigger = realloc(buf, cap * 2);
-			if (!bigger)
-				abort();
-			buf = bigger;
-			cap *= 2;
-		}
-		ssize_t r = read(fd, buf + n, cap - n - 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int e = errno;
-			free(buf);
-			return tether_error_set(TETHER_EIO, "%s: %s", display, strerror(e));
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	buf[n] = '\0';
-	*data = buf;
-	*len = n;
-	return 0;
-}
-
 int tt_safe_readat(int dirfd, const char *name, const char *display, char **data, size_t *len)
 {
 	int fd;
 	int rc = open_regular_at(dirfd, name, display, O_RDONLY, &fd);
 	if (rc)
 		return rc;
-	rc = read_all(fd, display, data, len);
+	rc = tt_read_fd(fd, display, data, len);
 	close(fd);
 	return rc;
 }

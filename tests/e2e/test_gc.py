@@ -97,9 +97,9 @@ def forget_last_commit(ds):
     ds.git("reflog", "expire", "--expire=now", "--all")
 
 
-def test_gc_releases_a_pin_on_every_remote_the_store_is_named_with(ds, new_repo, tmp_path):
-    """Two keys on one repository, one of them with a remote: the pin they
-    share is released on the remote too, not only locally."""
+def two_keys_one_with_a_remote(ds, new_repo, tmp_path):
+    """Keys a (no remote) and b (--remote origin, a bare repository) on one
+    code repository, committed once: (code, origin)."""
     code = code_repo(new_repo)
     origin = tmp_path / "origin.git"
     code.git("init", "-q", "--bare", origin)
@@ -107,6 +107,13 @@ def test_gc_releases_a_pin_on_every_remote_the_store_is_named_with(ds, new_repo,
     ds.tether("add", "a", code.root, "--kind", "git")
     ds.tether("add", "b", code.root, "--kind", "git", "--remote", "origin")
     ds.tether("commit", "-m", "one")
+    return code, origin
+
+
+def test_gc_releases_a_pin_on_every_remote_the_store_is_named_with(ds, new_repo, tmp_path):
+    """Two keys on one repository, one of them with a remote: the pin they
+    share is released on the remote too, not only locally."""
+    code, origin = two_keys_one_with_a_remote(ds, new_repo, tmp_path)
     pin1 = ds.manifest("a")["pin"]
     code_commit(code, "2\n")
     ds.tether("commit", "-m", "two")
@@ -152,13 +159,7 @@ def test_gc_releases_a_pin_on_each_of_several_remotes(ds, new_repo, tmp_path):
 def test_gc_keeps_the_local_tag_when_the_remote_release_fails(ds, new_repo, tmp_path):
     """Remote first: when the remote cannot be reached the local tag stays,
     so the next gc finds the pin again and finishes on the remote."""
-    code = code_repo(new_repo)
-    origin = tmp_path / "origin.git"
-    code.git("init", "-q", "--bare", origin)
-    code.git("remote", "add", "origin", origin)
-    ds.tether("add", "a", code.root, "--kind", "git")
-    ds.tether("add", "b", code.root, "--kind", "git", "--remote", "origin")
-    ds.tether("commit", "-m", "one")
+    code, origin = two_keys_one_with_a_remote(ds, new_repo, tmp_path)
     code_commit(code, "2\n")
     ds.tether("commit", "-m", "two")
     pin2 = ds.manifest("a")["pin"]

@@ -8,6 +8,7 @@
 #include <tether/backend.h>
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -240,48 +241,77 @@ static int valid_name(const char *name)
  * each after the ref it peels. Any other line is damage, whichever ref is
  * looked up: git and libgit2 refuse the whole file too, and a reader that
  * skipped what it cannot parse would answer "no such ref" for a ref the
- * damaged line may have held. */
-static int packed_lookup(const struct tt_grepo *r, const char *name, unsigned char id[20])
+ * damaged line may have held. Each ref goes to fn(ud, name, id, peeled)
+ * once its peeled line (or its absence) is known; a non-zero return stops
+ * the parse and is returned. 0 when the file is absent. */
+typedef int (*packed_fn)(void *ud, const char *name, const unsigned char id[20], const unsigned char *peeled);
+
+static int packed_each(const struct tt_grepo *r, packed_fn fn, void *ud)
 {
 	char *path = join(r->commondir, "packed-refs"), *text = path ? slurp(path, 256u << 20) : NULL;
-	int rc = 1, after_ref = 0;
-	unsigned char scratch[20];
+	int rc = 0;
+	const char *pending = NULL; /* the ref whose "^" line may follow */
+	unsigned char id[20], peeled[20];
 	if (!text) {
 		free(path);
-		return 1;
+		return 0;
 	}
-	size_t n = strlen(name), lineno = 0;
-	for (char *line = text; line && *line; lineno++) {
+	size_t lineno = 0;
+	for (char *line = text; line && *line && rc == 0; lineno++) {
 		char *nl = strchr(line, '\n');
 		if (nl)
 			*nl = '\0';
 		size_t ll = strlen(line);
 		if (ll && line[ll - 1] == '\r')
 			line[--ll] = '\0';
-		int ok;
-		if (line[0] == '#') {
-			ok = 1; /* the "# pack-refs with:" header */
-			after_ref = 0;
-		} else if (line[0] == '^') {
-			ok = after_ref && ll == 41 && tt_goid_from_hex(line + 1, scratch) == 0;
-			after_ref = 0;
+		int ok = 1;
+		if (line[0] == '^') {
+			ok = pending && ll == 41 && tt_goid_from_hex(line + 1, peeled) == 0;
+			if (ok)
+				rc = fn(ud, pending, id, peeled);
+			pending = NULL;
 		} else {
-			ok = ll > 41 && line[40] == ' ' && tt_goid_from_hex(line, scratch) == 0;
-			after_ref = 1;
-			if (ok && rc == 1 && ll == 41 + n && memcmp(line + 41, name, n) == 0) {
-				memcpy(id, scratch, 20);
-				rc = 0;
+			if (pending)
+				rc = fn(ud, pending, id, NULL);
+			pending = NULL;
+			if (rc == 0 && line[0] != '#') { /* "#": the "# pack-refs with:" header */
+				ok = ll > 41 && line[40] == ' ' && tt_goid_from_hex(line, id) == 0;
+				pending = line + 41;
 			}
 		}
-		if (!ok) {
+		if (!ok)
 			rc = tether_error_set(TETHER_ERROR, "damaged %s line %zu: not a packed ref", path, lineno + 1);
-			break;
-		}
 		line = nl ? nl + 1 : NULL;
 	}
+	if (rc == 0 && pending)
+		rc = fn(ud, pending, id, NULL);
 	free(path);
 	free(text);
 	return rc;
+}
+
+struct packed_find {
+	const char *name;
+	unsigned char *id;
+	int found;
+};
+
+static int packed_match(void *ud, const char *name, const unsigned char id[20], const unsigned char *peeled)
+{
+	struct packed_find *f = ud;
+	(void)peeled;
+	if (!f->found && strcmp(name, f->name) == 0) {
+		memcpy(f->id, id, 20);
+		f->found = 1;
+	}
+	return 0; /* read on: a damaged line later refuses the file */
+}
+
+static int packed_lookup(const struct tt_grepo *r, const char *name, unsigned char id[20])
+{
+	struct packed_find f = {name, id, 0};
+	int rc = packed_each(r, packed_match, &f);
+	return rc < 0 ? rc : f.found ? 0 : 1;
 }
 
 int tt_gref_resolve(const struct tt_grepo *r, const char *name, unsigned char id[20], char **symref)
@@ -340,5 +370,165 @@ int tt_gref_resolve(const struct tt_grepo *r, const char *name, unsigned char id
 		free(*symref);
 		*symref = NULL;
 	}
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Every ref under a prefix                                            */
+/* ------------------------------------------------------------------ */
+
+struct ref_item {
+	char *name;
+	unsigned char id[20], peeled[20];
+	int has_peeled, loose, symbolic;
+};
+
+struct ref_list {
+	struct ref_item *v;
+	size_t n, cap;
+	const char *prefix;
+	size_t prefix_len;
+};
+
+static int list_add(struct ref_list *l, const char *name, const unsigned char id[20], const unsigned char *peeled,
+                    int loose, int symbolic)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 64;
+		struct ref_item *v = realloc(l->v, cap * sizeof *v);
+		if (!v)
+			return oom();
+		l->v = v;
+		l->cap = cap;
+	}
+	struct ref_item *it = &l->v[l->n];
+	memset(it, 0, sizeof *it);
+	if (!(it->name = strdup(name)))
+		return oom();
+	memcpy(it->id, id, 20);
+	if (peeled) {
+		memcpy(it->peeled, peeled, 20);
+		it->has_peeled = 1;
+	}
+	it->loose = loose;
+	it->symbolic = symbolic;
+	l->n++;
+	return 0;
+}
+
+static int packed_collect(void *ud, const char *name, const unsigned char id[20], const unsigned char *peeled)
+{
+	struct ref_list *l = ud;
+	if (strncmp(name, l->prefix, l->prefix_len) != 0 || !valid_name(name))
+		return 0;
+	return list_add(l, name, id, peeled, 0, 0);
+}
+
+/* The loose refs in `base`/`rel` (a directory, "refs/..."), recursively. A
+ * name git would not write (a "*.lock" file of a writer at work, a name
+ * with forbidden characters) is skipped, as git skips it. */
+static int loose_collect(const struct tt_grepo *r, const char *base, const char *rel, struct ref_list *l,
+                         int depth)
+{
+	char *dir = join(base, rel);
+	DIR *d = dir ? opendir(dir) : NULL;
+	int rc = 0;
+
+	if (!dir)
+		return oom();
+	if (!d) {
+		int e = errno;
+		free(dir);
+		return e == ENOENT || e == ENOTDIR ? 0 : tether_error_set(TETHER_EIO, "cannot list the git refs in %s/%s",
+		                                                           base, rel);
+	}
+	if (depth > 64) {
+		closedir(d);
+		free(dir);
+		return tether_error_set(TETHER_ERROR, "git refs nest deeper than 64 directories in %s", base);
+	}
+	struct dirent *de;
+	while (rc == 0 && (de = readdir(d))) {
+		const char *n = de->d_name;
+		size_t nl = strlen(n);
+		if (n[0] == '.' || (nl >= 5 && strcmp(n + nl - 5, ".lock") == 0))
+			continue;
+		char *name = join(rel, n);
+		char *path = name ? join(base, name) : NULL;
+		struct stat st;
+		if (!path) {
+			free(name);
+			rc = oom();
+			break;
+		}
+		if (lstat(path, &st) < 0) {
+			/* gone since the listing: a ref being deleted */
+		} else if (S_ISDIR(st.st_mode)) {
+			/* A directory only matters when the prefix can lie inside it. */
+			size_t k = strlen(name);
+			if (strncmp(name, l->prefix, k < l->prefix_len ? k : l->prefix_len) == 0)
+				rc = loose_collect(r, base, name, l, depth + 1);
+		} else if (S_ISREG(st.st_mode) && strncmp(name, l->prefix, l->prefix_len) == 0 && valid_name(name)) {
+			char *text = slurp(path, 4096);
+			char *t = text ? trim(text) : NULL;
+			unsigned char id[20];
+			if (!text) {
+				if (errno != ENOENT)
+					rc = tether_error_set(TETHER_EIO, "cannot read the git ref %s", name);
+			} else if (strncmp(t, "ref:", 4) == 0) {
+				int got = tt_gref_resolve(r, name, id, NULL);
+				/* A symbolic ref to nothing names no commit: git skips it too. */
+				if (got == 0)
+					rc = list_add(l, name, id, NULL, 1, 1);
+				else if (got < 0)
+					rc = got;
+			} else if (strlen(t) == 40 && tt_goid_from_hex(t, id) == 0) {
+				rc = list_add(l, name, id, NULL, 1, 0);
+			} else {
+				rc = tether_error_set(TETHER_ERROR, "damaged git ref %s in %s", name, base);
+			}
+			free(text);
+		}
+		free(path);
+		free(name);
+	}
+	closedir(d);
+	free(dir);
+	return rc;
+}
+
+static int by_name_loose_first(const void *pa, const void *pb)
+{
+	const struct ref_item *a = pa, *b = pb;
+	int c = strcmp(a->name, b->name);
+	return c ? c : b->loose - a->loose;
+}
+
+int tt_gref_each(const struct tt_grepo *r, const char *prefix, tt_gref_cb cb, void *ud)
+{
+	struct ref_list l = {.prefix = prefix, .prefix_len = strlen(prefix)};
+	int rc = strncmp(prefix, "refs/", 5) == 0 ? 0 : tether_error_set(TETHER_ERROR, "not a ref prefix: %s", prefix);
+
+	if (rc == 0)
+		rc = loose_collect(r, r->commondir, "refs", &l, 0);
+	/* A linked worktree keeps its own refs/worktree and refs/bisect. */
+	if (rc == 0 && strcmp(r->gitdir, r->commondir) != 0) {
+		static const char *const own[] = {"refs/worktree", "refs/bisect", "refs/rewritten"};
+		for (size_t i = 0; i < sizeof own / sizeof *own && rc == 0; i++)
+			rc = loose_collect(r, r->gitdir, own[i], &l, 1);
+	}
+	if (rc == 0)
+		rc = packed_each(r, packed_collect, &l);
+	if (rc == 0 && l.n)
+		qsort(l.v, l.n, sizeof *l.v, by_name_loose_first);
+	for (size_t i = 0; i < l.n && rc == 0; i++) {
+		const struct ref_item *it = &l.v[i];
+		if (i && strcmp(it->name, l.v[i - 1].name) == 0)
+			continue; /* a packed ref a loose one of the same name hides */
+		rc = cb(ud, it->name, it->id, it->has_peeled ? it->peeled : NULL, it->symbolic);
+	}
+	for (size_t i = 0; i < l.n; i++)
+		free(l.v[i].name);
+	free(l.v);
 	return rc;
 }

@@ -29,4 +29,18 @@ void tt_grepo_clear(struct tt_grepo *r);
  * target when `name` is symbolic, else NULL. */
 int tt_gref_resolve(const struct tt_grepo *r, const char *name, unsigned char id[20], char **symref);
 
+/* Every ref whose name starts with `prefix` (which starts "refs/"): the
+ * loose refs of the common directory (and a linked worktree's own
+ * refs/worktree, refs/bisect, refs/rewritten), then packed-refs, a loose
+ * ref hiding a packed one of the same name, in byte order of name:
+ * cb(ud, name, id, peeled, symbolic). `peeled` is packed-refs' "^" line
+ * (what an annotated tag peels to) or NULL when the file does not say;
+ * a symbolic ref comes with its target's id and symbolic = 1, one that
+ * points at nothing is left out (as git leaves it out). A name git would
+ * not write is skipped. A non-zero return from cb stops the walk and is
+ * returned; damage is < 0 with the error set. */
+typedef int (*tt_gref_cb)(void *ud, const char *name, const unsigned char id[20], const unsigned char *peeled,
+                          int symbolic);
+int tt_gref_each(const struct tt_grepo *r, const char *prefix, tt_gref_cb cb, void *ud);
+
 #endif

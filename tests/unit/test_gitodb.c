@@ -484,6 +484,100 @@ static void test_ref_damage(void)
 	free(repo);
 }
 
+/* tt_gref_each's listing, one "name id peeled|-" line per ref. */
+struct listing {
+	char text[1 << 14];
+	size_t len;
+	int stop_after;
+};
+
+static int list_line(void *ud, const char *name, const unsigned char id[20], const unsigned char *peeled,
+                     int symbolic)
+{
+	struct listing *l = ud;
+	char a[41], b[41] = "-";
+	(void)symbolic;
+	tt_goid_hex(id, a);
+	if (peeled)
+		tt_goid_hex(peeled, b);
+	l->len += (size_t)snprintf(l->text + l->len, sizeof l->text - l->len, "%s %s %s\n", name, a, b);
+	return l->stop_after && --l->stop_after == 0 ? 7 : 0;
+}
+
+static int each_ref(const char *dir, const char *prefix, struct listing *l)
+{
+	struct tt_grepo r;
+	if (tt_grepo_find(dir, &r) != 0)
+		return -100;
+	int rc = tt_gref_each(&r, prefix, list_line, l);
+	tt_grepo_clear(&r);
+	return rc;
+}
+
+/* The names and ids git lists; a peel only where packed-refs records one
+ * (git for-each-ref peels every tag, so its peel column is checked only
+ * for the packed tags). */
+static int lists_as_git(const char *dir, const char *prefix)
+{
+	const char *pattern = strcmp(prefix, "refs/tags/tether.") == 0 ? "refs/tags/tether.*" : prefix;
+	struct listing l = {0};
+	int rc = each_ref(dir, prefix, &l);
+	char *want = out("git -C '%s' for-each-ref --format='%%(refname) %%(objectname)' '%s' | sort", dir, pattern);
+	char *got = out("printf '%%s' '%s' | cut -d' ' -f1,2 | sort", l.text);
+	int ok = rc == 0 && strcmp(want, got) == 0;
+	if (!ok)
+		fprintf(stderr, "  refs %s in %s: rc %d\n got:\n%s\n git:\n%s\n", prefix, dir, rc, got, want);
+	free(want);
+	free(got);
+	return ok;
+}
+
+static void test_each_ref(void)
+{
+	char *repo = mkrepo("eachref");
+	fill_history(repo);
+	sh("cd '%s' && git tag -a tether.a -m a HEAD~1 && git tag tether.b HEAD~2 && git tag other HEAD && "
+	   "git branch side HEAD~3 && git pack-refs --all && git tag tether.c HEAD~4 && "
+	   "git branch -f side HEAD~5 && git branch deep/x/y HEAD && git symbolic-ref refs/heads/alias refs/heads/main",
+	   repo);
+	CHECK(lists_as_git(repo, "refs/"));
+	CHECK(lists_as_git(repo, "refs/tags/tether."));
+	CHECK(lists_as_git(repo, "refs/heads/"));
+	struct listing l = {0};
+	CHECK(each_ref(repo, "refs/tags/tether.", &l) == 0);
+	/* byte order; the packed annotated tag comes with its peel, the loose
+	 * side branch hides the packed one (HEAD~5, not HEAD~3) */
+	char *a = out("git -C '%s' rev-parse tether.a tether.a^{} tether.b tether.c", repo);
+	char want[256];
+	char ta[41], tp[41], tb[41], tc[41];
+	CHECK(sscanf(a, "%40s %40s %40s %40s", ta, tp, tb, tc) == 4);
+	snprintf(want, sizeof want, "refs/tags/tether.a %s %s\nrefs/tags/tether.b %s -\nrefs/tags/tether.c %s -\n", ta,
+	         tp, tb, tc);
+	CHECK_STR(l.text, want);
+	free(a);
+	/* a lock file of a writer at work is no ref; a stop from the callback
+	 * is returned */
+	sh("cd '%s' && cp .git/refs/tags/tether.c .git/refs/tags/tether.d.lock", repo);
+	CHECK(lists_as_git(repo, "refs/tags/"));
+	struct listing two = {.stop_after = 2};
+	CHECK(each_ref(repo, "refs/", &two) == 7);
+	/* damage: a loose ref that is not an id, a packed-refs line that is no ref */
+	put(repo, ".git/refs/tags/tether.e", "not an id\n");
+	struct listing bad = {0};
+	CHECK(each_ref(repo, "refs/tags/", &bad) < 0 && contains(tether_error_last(), "damaged git ref refs/tags/tether.e"));
+	CHECK(each_ref(repo, "refs/heads/", &bad) == 0); /* not under the prefix: not read */
+	sh("rm '%s/.git/refs/tags/tether.e' && printf 'junk\n' >>'%s/.git/packed-refs'", repo, repo);
+	CHECK(each_ref(repo, "refs/tags/", &bad) < 0 && contains(tether_error_last(), "packed-refs"));
+	/* a worktree lists the common refs */
+	sh("git -C '%s' checkout -q main~0 2>/dev/null; sed -i '$d' '%s/.git/packed-refs' && "
+	   "git -C '%s' worktree add -q -b wtb '%s/wt2' HEAD~1",
+	   repo, repo, repo, scratch);
+	char wt[PATH_MAX];
+	snprintf(wt, sizeof wt, "%s/wt2", scratch);
+	CHECK(lists_as_git(wt, "refs/"));
+	free(repo);
+}
+
 int main(void)
 {
 	char tmpl[] = "/tmp/tether-gitodb-XXXXXX";
@@ -502,6 +596,7 @@ int main(void)
 	test_delta_cycles_and_bombs();
 	test_refs();
 	test_ref_damage();
+	test_each_ref();
 	sh("rm -rf '%s'", scratch);
 	CHECK_DONE();
 }

@@ -129,22 +129,20 @@ static int note_workspace(struct collect *c)
 	return rc;
 }
 
-/* Every pin every journal entry names, open or closed. */
+/* Every store a journal entry names, open or closed. */
 static int note_journal(struct collect *c)
 {
-	json_t *entries = NULL, *e, *pin;
-	size_t i, j;
-	int rc = tt_journal_list(c->repo, &entries);
-	json_array_foreach(entries, i, e) {
-		json_array_foreach(json_object_get(e, "pins"), j, pin) {
-			if (rc)
-				break;
-			const char *key = json_string_value(json_object_get(pin, "key"));
-			rc = note(c, json_string_value(json_object_get(pin, "kind")), json_object_get(pin, "locator"),
-			          key_secrets(c->repo, key) ? key : NULL, 0);
-		}
+	json_t *pins = NULL, *pin;
+	size_t j;
+	int rc = tt_journal_pin_stores(c->repo, &pins);
+	json_array_foreach(pins, j, pin) {
+		if (rc)
+			break;
+		const char *key = json_string_value(json_object_get(pin, "key"));
+		rc = note(c, json_string_value(json_object_get(pin, "kind")), json_object_get(pin, "locator"),
+		          key_secrets(c->repo, key) ? key : NULL, 0);
 	}
-	json_decref(entries);
+	json_decref(pins);
 	return rc;
 }
 

@@ -1,6 +1,7 @@
 #include "core/journal.h"
 
 #include "core/validate.h"
+#include "format/cjson.h"
 #include "util/fsutil.h"
 
 #include <dirent.h>
@@ -168,6 +169,21 @@ static int entry_check(const json_t *entry, const char *path)
 	return rc;
 }
 
+/* The entry in file `name` of `dir`, checked: *out NULL (and 0) for a
+ * torn write of our own, whose atomic rename never happened. */
+static int load_entry(const char *dir, const char *name, json_t **out)
+{
+	char *path = tt_path_join(dir, name);
+	json_t *entry = json_load_file(path, 0, NULL);
+	int rc = 0;
+	*out = NULL;
+	if (json_is_object(entry) && !(rc = entry_check(entry, path)))
+		*out = json_incref(entry);
+	json_decref(entry);
+	free(path);
+	return rc;
+}
+
 /* Append the entries of one directory to *entries, each with "id" (its file
  * name). An open entry whose closed copy exists is a close that died
  * before removing it: left out, the closed copy counts. */
@@ -188,19 +204,10 @@ static int read_entries(const char *dir, int open, json_t *entries)
 			if (twin)
 				continue;
 		}
-		char *path = tt_path_join(dir, e->d_name);
-		json_t *entry = json_load_file(path, 0, NULL);
-		if (!json_is_object(entry)) {
-			free(path);
-			json_decref(entry);
-			continue; /* a torn write of our own: the atomic rename never happened */
-		}
-		rc = entry_check(entry, path);
-		free(path);
-		if (rc) {
-			json_decref(entry);
-			break;
-		}
+		json_t *entry = NULL;
+		rc = load_entry(dir, e->d_name, &entry);
+		if (rc || !entry)
+			continue;
 		json_object_set_new(entry, "id", json_stringn(e->d_name, strlen(e->d_name) - 5));
 		json_array_append_new(entries, entry);
 	}
@@ -348,5 +355,188 @@ int tether_ops(tether_repo *repo, json_t **report)
 	json_t *entries;
 	int rc = tt_journal_list(repo, &entries);
 	*report = rc ? NULL : json_pack("{s:o}", "ops", entries);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* The stores the journal names, for gc                                */
+/* ------------------------------------------------------------------ */
+
+/* What gc needs of the closed entries is small (the few distinct stores
+ * their pins were made in) but reading it from the entries means parsing
+ * one file per commit ever made. So <journal>/closed.index summarises
+ * them: {"format": 1, "entries": [names, sorted], "pins": [the first pin
+ * of each distinct (kind, key, locator)]}. It is a cache of what the
+ * entries say, kept beside them where a clone cannot put one: an entry
+ * in closed/ that the index does not cover is read and the index
+ * rewritten; an index that covers an entry no longer there, or that does
+ * not parse or check as an entry does, is rebuilt from the entries. */
+#define CLOSED_INDEX "closed.index"
+
+static int by_string(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The entry names in closed/, sorted. */
+static int closed_names(const char *closed, char ***out, size_t *n)
+{
+	DIR *d = opendir(closed);
+	char **v = NULL;
+	size_t cap = 0;
+	*n = 0;
+	*out = NULL;
+	if (!d)
+		return 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!is_entry_name(e->d_name))
+			continue;
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 64;
+			char **grown = realloc(v, cap * sizeof *v);
+			if (!grown)
+				abort();
+			v = grown;
+		}
+		v[(*n)++] = strdup(e->d_name);
+	}
+	closedir(d);
+	if (*n)
+		qsort(v, *n, sizeof *v, by_string);
+	*out = v;
+	return 0;
+}
+
+/* Add each pin of `entry_pins` whose (kind, key, locator) is new. */
+static void add_distinct(json_t *pins, json_t *seen, const json_t *entry_pins)
+{
+	size_t i;
+	json_t *p;
+	json_array_foreach(entry_pins, i, p) {
+		json_t *id = json_pack("{s:O, s:O?, s:O}", "kind", json_object_get(p, "kind"), "key",
+		                       json_object_get(p, "key"), "locator", json_object_get(p, "locator"));
+		char *text = tt_cjson(id);
+		if (text && !json_object_get(seen, text)) {
+			json_object_set_new(seen, text, json_true());
+			json_object_set(id, "pin", json_object_get(p, "pin"));
+			json_array_append(pins, id);
+		}
+		free(text);
+		json_decref(id);
+	}
+}
+
+/* The index, if it is one this code wrote and every entry it covers is
+ * still in `names`: its covered names (sorted) and pins; else NULL. */
+static json_t *load_index(const char *path, char **names, size_t n)
+{
+	json_t *index = json_load_file(path, 0, NULL);
+	json_t *covered = json_object_get(index, "entries");
+	int ok = json_is_object(index) && json_integer_value(json_object_get(index, "format")) == 1 &&
+	         json_is_array(covered) && json_is_array(json_object_get(index, "pins"));
+	size_t i, j = 0;
+	json_t *name;
+	json_array_foreach(covered, i, name) {
+		const char *s = json_string_value(name);
+		while (ok && s && j < n && strcmp(names[j], s) < 0)
+			j++;
+		ok = ok && s && j < n && strcmp(names[j], s) == 0 && (i == 0 || strcmp(s, json_string_value(
+		                                                                          json_array_get(covered, i - 1))) > 0);
+		if (!ok)
+			break;
+	}
+	if (ok) {
+		json_t *as_entry = json_pack("{s:O}", "pins", json_object_get(index, "pins"));
+		ok = entry_check(as_entry, path) == 0;
+		json_decref(as_entry);
+		tether_error_clear(); /* a bad cache is rebuilt, not an error */
+	}
+	if (!ok) {
+		json_decref(index);
+		return NULL;
+	}
+	return index;
+}
+
+int tt_journal_pin_stores(struct tether_repo *repo, json_t **out)
+{
+	char *dir = NULL;
+	int rc = journal_dir(repo, &dir);
+	*out = NULL;
+	if (rc)
+		return rc;
+	char *closed = tt_path_join(dir, CLOSED_DIR), *index_path = tt_path_join(dir, CLOSED_INDEX);
+	char **names = NULL;
+	size_t n = 0;
+	rc = closed_names(closed, &names, &n);
+	json_t *index = rc ? NULL : load_index(index_path, names, n);
+	json_t *covered = index ? json_incref(json_object_get(index, "entries")) : json_array();
+	json_t *pins = index ? json_incref(json_object_get(index, "pins")) : json_array();
+	json_t *seen = json_object();
+	json_t *marked = json_array(); /* the index's pins are distinct already: this only marks them seen */
+	add_distinct(marked, seen, pins);
+	json_decref(marked);
+	size_t before = json_array_size(covered), c = 0;
+	/* The entries the index does not cover (both lists sorted). */
+	json_t *fresh = json_array();
+	for (size_t i = 0; i < n && !rc; i++) {
+		const char *have = c < before ? json_string_value(json_array_get(covered, c)) : NULL;
+		if (have && strcmp(have, names[i]) == 0) {
+			c++;
+			continue;
+		}
+		json_t *entry = NULL;
+		rc = load_entry(closed, names[i], &entry);
+		if (rc || !entry)
+			continue; /* torn: not covered, read again next time */
+		add_distinct(pins, seen, json_object_get(entry, "pins"));
+		json_array_append_new(fresh, json_string(names[i]));
+		json_decref(entry);
+	}
+	if (!rc && json_array_size(fresh)) {
+		/* merge the two sorted name lists */
+		json_t *all = json_array();
+		size_t a = 0, b = 0, nb = json_array_size(fresh);
+		while (a < before || b < nb) {
+			const char *x = a < before ? json_string_value(json_array_get(covered, a)) : NULL;
+			const char *y = b < nb ? json_string_value(json_array_get(fresh, b)) : NULL;
+			if (y && (!x || strcmp(y, x) < 0)) {
+				json_array_append(all, json_array_get(fresh, b++));
+			} else {
+				json_array_append(all, json_array_get(covered, a++));
+			}
+		}
+		json_t *doc = json_pack("{s:i, s:o, s:O}", "format", 1, "entries", all, "pins", pins);
+		char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+		/* A cache: failing to write it (a read-only repository) costs the
+		 * next gc the reads again, nothing else. */
+		if (text && tt_write_cache_file(index_path, text, strlen(text)) != 0)
+			tether_error_clear();
+		free(text);
+		json_decref(doc);
+	}
+	/* The open entries, read every time: they are few, and change. */
+	json_t *open = json_array();
+	if (!rc)
+		rc = read_entries(dir, 1, open);
+	size_t i;
+	json_t *e;
+	json_array_foreach(open, i, e) add_distinct(pins, seen, json_object_get(e, "pins"));
+	json_decref(open);
+	json_decref(fresh);
+	json_decref(seen);
+	json_decref(covered);
+	json_decref(index);
+	for (size_t k = 0; k < n; k++)
+		free(names[k]);
+	free(names);
+	free(closed);
+	free(index_path);
+	free(dir);
+	if (rc)
+		json_decref(pins);
+	else
+		*out = pins;
 	return rc;
 }

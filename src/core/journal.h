@@ -34,6 +34,12 @@ int tt_journal_list(struct tether_repo *repo, json_t **entries);
 /* The entries not closed yet (the only ones that can be INCOMPLETE), oldest
  * first: what gc reads. */
 int tt_journal_open_entries(struct tether_repo *repo, json_t **entries);
+/* One pin ({"kind", "key"?, "locator", "pin"}) for each distinct (kind,
+ * key, locator) that any entry, open or closed, names: the stores the
+ * journal's pins were made in, which gc visits. The closed entries are
+ * summarised in <journal>/closed.index, a cache rebuilt from them when it
+ * does not cover them (journal.c says how). */
+int tt_journal_pin_stores(struct tether_repo *repo, json_t **pins);
 /* Close INCOMPLETE entries whose work a later commit finished, and move
  * entries an earlier tether closed in place into closed/. */
 int tt_journal_close_finished(struct tether_repo *repo, const char *commit);

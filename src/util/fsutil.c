@@ -98,7 +98,7 @@ int tt_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-int tt_write_file_atomic(const char *path, const void *data, size_t len)
+static int write_replace(const char *path, const void *data, size_t len, int durable)
 {
 	char *dir = strdup(path);
 	if (!dir)
@@ -120,7 +120,7 @@ int tt_write_file_atomic(const char *path, const void *data, size_t len)
 		free(tmp);
 		return rc;
 	}
-	if (tt_write_all(fd, data, len) != 0 || fsync(fd) != 0) {
+	if (tt_write_all(fd, data, len) != 0 || (durable && fsync(fd) != 0)) {
 		int rc = tether_error_set(TETHER_EIO, "cannot write %s: %s", path, strerror(errno));
 		close(fd);
 		unlink(tmp);
@@ -136,6 +136,16 @@ int tt_write_file_atomic(const char *path, const void *data, size_t len)
 	}
 	free(tmp);
 	return 0;
+}
+
+int tt_write_file_atomic(const char *path, const void *data, size_t len)
+{
+	return write_replace(path, data, len, 1);
+}
+
+int tt_write_cache_file(const char *path, const void *data, size_t len)
+{
+	return write_replace(path, data, len, 0);
 }
 
 char *tt_path_join(const char *a, const char *b)

@@ -12,6 +12,10 @@ int tt_read_fd(int fd, const char *display, char **data, size_t *len);
 /* Write a file atomically: a temporary file in the same directory, fsync,
  * rename. The parent directories are created. */
 int tt_write_file_atomic(const char *path, const void *data, size_t len);
+/* The same without the fsync, for a cache a reader checks and can rebuild:
+ * after a crash it is the old file, the new one, or a torn one the reader
+ * refuses, never a mix of the two. */
+int tt_write_cache_file(const char *path, const void *data, size_t len);
 /* write() all of buf, through EINTR and short writes: 0, or -1 with errno. */
 int tt_write_all(int fd, const void *buf, size_t len);
 /* mkdir -p. */

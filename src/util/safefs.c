@@ -179,7 +179,7 @@ static int open_parent(const char *root, const char *path, int create, int *dirf
 
 int tt_safe_readat(int dirfd, const char *name, const char *display, char **data, size_t *len)
 {
-	int fd;
+	int fd = -1;
 	int rc = open_regular_at(dirfd, name, display, O_RDONLY, &fd);
 	if (rc)
 		return rc;

@@ -1,5 +1,7 @@
 """gc and verify --all-history: history walks over every ref."""
 
+import json
+
 
 def commit_twice(plates):
     plates.tether("commit", "-m", "baseline")
@@ -200,3 +202,65 @@ def test_gc_releases_pins_in_a_store_only_a_deleted_branch_named(ds, new_repo):
     assert r["errors"] == [] and [x["done"] for x in r["release"]] == [True]
     assert git_tags(exp_code) == []
     assert git_tags(main_code) == [f"tether.{ds.manifest('main')['pin']}"]
+
+
+def journal_top(ds):
+    """The journal directory of ds (in .git/, beside the walk's cache)."""
+    tops = list((ds.root / ".git" / "tether" / "journal").iterdir())
+    assert len(tops) == 1
+    return tops[0]
+
+
+def exp_branch_gone(ds, new_repo, name):
+    """A commit on a branch that is then deleted: only its (closed) journal
+    entry names the store it pinned in. Returns (code repository, pin)."""
+    ds.git("checkout", "-q", "-b", name)
+    code = code_repo(new_repo, f"{name}-code")
+    ds.tether("add", name, code.root, "--kind", "git")
+    ds.tether("commit", "-m", name)
+    pin = ds.manifest(name)["pin"]
+    ds.git("checkout", "-q", "main")
+    ds.git("branch", "-q", "-D", name)
+    ds.git("reflog", "expire", "--expire=now", "--all")
+    return code, pin
+
+
+def test_gc_journal_index_is_a_cache_of_the_closed_entries(ds, new_repo):
+    """gc reads the closed entries' stores from closed.index, a summary it
+    keeps beside them: an entry closed since is read and added, a damaged
+    index is rebuilt, and one that covers an entry no longer there is not
+    believed."""
+    main_code = code_repo(new_repo, "main-code")
+    ds.tether("add", "main", main_code.root, "--kind", "git")
+    ds.tether("commit", "-m", "main")
+    assert ds.tj("gc")["stores"] == 1
+    top = journal_top(ds)
+    index = top / "closed.index"
+    first = json.loads(index.read_text())
+    assert first["format"] == 1 and len(first["entries"]) == 1
+    assert [p["locator"]["path"] for p in first["pins"]] == [str(main_code.root)]
+
+    # An entry closed after the index was written: read, and then covered.
+    exp_code, exp_pin = exp_branch_gone(ds, new_repo, "exp")
+    r = ds.tj("gc")
+    assert r["stores"] == 2 and [x["pin"] for x in r["release"]] == [exp_pin]
+    second = json.loads(index.read_text())
+    assert len(second["entries"]) == 2 and len(second["pins"]) == 2
+    assert sorted(second["entries"]) == second["entries"]
+
+    # Damaged (torn, or not tether's): rebuilt from the entries, no error.
+    for bad in ("{\"format\": 1, \"entries\": [", "[]",
+                json.dumps({"format": 1, "entries": second["entries"],
+                            "pins": [{"kind": "git", "locator": {"path": "/x"}, "pin": "../../x"}]})):
+        index.write_text(bad)
+        r = ds.tj("gc")
+        assert r["stores"] == 2 and [x["pin"] for x in r["release"]] == [exp_pin]
+        assert json.loads(index.read_text()) == second
+
+    # An index that covers an entry that is gone is not believed: the
+    # store only that entry named is no longer visited.
+    gone = top / "closed" / second["entries"][1]
+    assert "exp" in gone.read_text()
+    gone.unlink()
+    assert ds.tj("gc")["stores"] == 1
+    assert json.loads(index.read_text())["entries"] == second["entries"][:1]

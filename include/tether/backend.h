@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 /* 2: pin reports whether it created the reference (int *created). */
-#define TETHER_BACKEND_ABI 2
+#define TETHER_BACKEND_ABI 3
 
 /* Tiers: each includes the ones above it. */
 #define TETHER_CAP_FINGERPRINT (1u << 0)
@@ -90,6 +90,16 @@ struct tether_verify_item {
 struct tether_policy_option {
 	const char *key;
 	const char *const *choices; /* NULL-terminated */
+};
+
+/* A listing handed over in pieces (diff_streams): read(ud, buf, cap, &got)
+ * puts up to cap bytes in buf (got 0 at the end) and returns 0, or
+ * non-zero with the error set. Any read may fail, the last one included:
+ * the content is checked against its name as it ends, so a reader acts
+ * only on a source it read to its end. */
+struct tether_listing_source {
+	int (*read)(void *ud, char *buf, size_t cap, size_t *got);
+	void *ud;
 };
 
 struct tether_backend {
@@ -230,6 +240,14 @@ struct tether_backend {
 	 * engine refuses any other key there, naming the file and line. NULL:
 	 * not declared, unchecked. Appended last, as above. */
 	const char *const *secret_keys;
+	/* Optional (NULL: the engine hands diff the listings whole). diff with
+	 * each listing handed over in pieces as it is read (NULL when missing),
+	 * so that the listings of a million files are merged without being
+	 * held: the same result diff gives. An error from a source is the
+	 * call's error. Appended last (TETHER_BACKEND_ABI 3). */
+	int (*diff_streams)(const struct tether_bctx *, const json_t *locator, const json_t *a, const json_t *b,
+	                    const struct tether_listing_source *listing_a,
+	                    const struct tether_listing_source *listing_b, size_t max_entries, json_t **diff);
 };
 
 /* Register a backend (a third party's, or one from a module). Refuses a

@@ -303,6 +303,8 @@ static int listing_step(struct tt_listing_reader *r, const char *side, const str
 	size_t n = tt_listing_reader_lineno(r);
 	if (rc == TT_LISTING_NOMEM)
 		return tether_error_set(TETHER_ERROR, "listing of %s: out of memory at line %zu", side, n);
+	if (rc == TT_LISTING_SOURCE)
+		return tt_listing_reader_source_rc(r); /* its message names the listing */
 	if (rc == TT_LISTING_UNORDERED)
 		return tether_error_set(TETHER_ECONFIG, "listing of %s, line %zu: path out of order or repeated "
 		                        "(a listing is sorted by path, each path once)", side, n);
@@ -319,12 +321,11 @@ static int cmp_paths(const struct tt_listing_line *x, const struct tt_listing_li
 /* Two sorted listings merged in one pass: each line is decoded into the
  * reader's buffers and dropped, so memory does not grow with the listing,
  * and only the differences become entries. */
-static int diff_listings(const char *la, size_t na, const char *lb, size_t nb, size_t max, json_t **diff)
+static int diff_listings(struct tt_listing_reader *ra, struct tt_listing_reader *rb, size_t max, json_t **diff)
 {
-	struct tt_listing_reader *ra = tt_listing_reader_new(la, na), *rb = tt_listing_reader_new(lb, nb);
 	struct diff_acc acc = {.entries = json_array(), .max = max};
 	const struct tt_listing_line *a = NULL, *b = NULL;
-	int rc = !ra || !rb || !acc.entries ? tether_error_set(TETHER_ERROR, "listing diff: out of memory") : 0;
+	int rc = !acc.entries ? tether_error_set(TETHER_ERROR, "listing diff: out of memory") : 0;
 	if (!rc)
 		rc = listing_step(ra, "the 'from' side", &a);
 	if (!rc)
@@ -346,8 +347,6 @@ static int diff_listings(const char *la, size_t na, const char *lb, size_t nb, s
 				rc = listing_step(rb, "the 'to' side", &b);
 		}
 	}
-	tt_listing_reader_free(ra);
-	tt_listing_reader_free(rb);
 	if (rc) {
 		json_decref(acc.entries);
 		return rc;
@@ -359,15 +358,45 @@ static int diff_listings(const char *la, size_t na, const char *lb, size_t nb, s
 	return 0;
 }
 
+/* Two directory states with both listings: merged; anything else: what
+ * the states themselves say. */
+static int diff_states(const json_t *locator, const json_t *a, const json_t *b, struct tt_listing_reader *ra,
+                       struct tt_listing_reader *rb, size_t max_entries, json_t **diff);
+
 static int file_diff(const struct tether_bctx *ctx, const json_t *locator, const json_t *a, const json_t *b,
                      const char *listing_a, size_t len_a, const char *listing_b, size_t len_b,
                      size_t max_entries, json_t **diff)
 {
 	(void)ctx;
-	(void)locator;
+	struct tt_listing_reader *ra = listing_a ? tt_listing_reader_new(listing_a, len_a) : NULL;
+	struct tt_listing_reader *rb = listing_b ? tt_listing_reader_new(listing_b, len_b) : NULL;
+	int rc = (listing_a && !ra) || (listing_b && !rb) ? tether_error_set(TETHER_ERROR, "listing diff: out of memory")
+	                                                  : diff_states(locator, a, b, ra, rb, max_entries, diff);
+	tt_listing_reader_free(ra);
+	tt_listing_reader_free(rb);
+	return rc;
+}
+
+static int file_diff_streams(const struct tether_bctx *ctx, const json_t *locator, const json_t *a,
+                             const json_t *b, const struct tether_listing_source *listing_a,
+                             const struct tether_listing_source *listing_b, size_t max_entries, json_t **diff)
+{
+	(void)ctx;
+	struct tt_listing_reader *ra = listing_a ? tt_listing_reader_from(listing_a->read, listing_a->ud) : NULL;
+	struct tt_listing_reader *rb = listing_b ? tt_listing_reader_from(listing_b->read, listing_b->ud) : NULL;
+	int rc = (listing_a && !ra) || (listing_b && !rb) ? tether_error_set(TETHER_ERROR, "listing diff: out of memory")
+	                                                  : diff_states(locator, a, b, ra, rb, max_entries, diff);
+	tt_listing_reader_free(ra);
+	tt_listing_reader_free(rb);
+	return rc;
+}
+
+static int diff_states(const json_t *locator, const json_t *a, const json_t *b, struct tt_listing_reader *ra,
+                       struct tt_listing_reader *rb, size_t max_entries, json_t **diff)
+{
 	const char *ta = str_field(a, "type"), *tb = str_field(b, "type");
-	if (strcmp(ta, "dir") == 0 && strcmp(tb, "dir") == 0 && listing_a && listing_b)
-		return diff_listings(listing_a, len_a, listing_b, len_b, max_entries, diff);
+	if (strcmp(ta, "dir") == 0 && strcmp(tb, "dir") == 0 && ra && rb)
+		return diff_listings(ra, rb, max_entries, diff);
 	struct diff_acc acc = {.entries = json_array(), .max = max_entries};
 	char *summary = describe_change(a, b);
 	const char *uri = json_string_value(json_object_get(locator, "uri"));
@@ -489,6 +518,7 @@ const struct tether_backend tt_backend_file = {
 	.verify = file_verify,
 	.open = file_open,
 	.diff = file_diff,
+	.diff_streams = file_diff_streams,
 	.policy_options = file_policy_options,
 	.check_state = file_check_state,
 };

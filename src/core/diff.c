@@ -1,6 +1,7 @@
 /* tether diff A B: which objects were added, removed or changed between two
  * revisions, and with --content what changed inside each, natively. */
 #include "core/engine.h"
+#include "core/listing_stream.h"
 
 #include "core/pinid.h"
 #include "core/registry.h"
@@ -76,23 +77,61 @@ static json_t *side_json(const struct side *s)
  * from before listings existed, or a listing removed by hand). The working
  * side's is lent from its snapshot (*owned = NULL: not copied, it can be
  * large); a commit's is read and handed over in *owned. */
-static const char *load_listing(struct tether_repo *repo, const struct side *s, const struct tt_manifest *m,
-                                size_t *len, char **owned)
+static int load_listing(struct tether_repo *repo, const struct side *s, const struct tt_manifest *m, size_t *len,
+                        char **owned, const char **text)
 {
 	const char *hex = tt_manifest_listing(m);
 	*owned = NULL;
+	*text = NULL;
 	if (s->objs) {
 		struct tt_obj *o = &s->objs[m - s->set.v];
 		if (o->fp.listing) {
 			*len = o->fp.listing_len;
-			return o->fp.listing;
+			*text = o->fp.listing;
+			return 0;
 		}
 	}
-	if (hex && tt_listing_load(repo, s->id, hex, owned, len) != 0) {
+	int rc = hex ? tt_listing_load(repo, s->id, hex, owned, len) : 0;
+	if (rc == TETHER_ENOTFOUND) {
 		tether_error_clear();
 		*owned = NULL;
+		return 0;
 	}
-	return *owned;
+	if (rc) {
+		free(*owned);
+		*owned = NULL;
+	}
+	*text = *owned;
+	return rc;
+}
+
+/* Both sides are commits: their listings are read in pieces (two threads
+ * reading ahead) while the backend merges them. A listing that cannot be
+ * opened counts as missing, as load_listing has it. */
+static int streamed_diff(struct tether_repo *repo, const struct tether_backend *be, const struct tether_bctx *ctx,
+                         const struct side *a, const struct side *b, const struct tt_manifest *ma,
+                         const struct tt_manifest *mb, size_t max, json_t **out)
+{
+	const char *ha = tt_manifest_listing(ma), *hb = tt_manifest_listing(mb);
+	struct tt_listing_stream *sa = NULL, *sb = NULL;
+	int rc = ha ? tt_listing_stream_open(repo, a->id, ha, &sa) : 0;
+	if (rc == TETHER_ENOTFOUND) {
+		tether_error_clear();
+		rc = 0;
+	}
+	if (!rc && hb && (rc = tt_listing_stream_open(repo, b->id, hb, &sb)) == TETHER_ENOTFOUND) {
+		tether_error_clear();
+		rc = 0;
+	}
+	struct tether_listing_source src_a = {tt_listing_stream_fill, sa}, src_b = {tt_listing_stream_fill, sb};
+	if (!rc)
+		rc = be->diff_streams(ctx, tt_manifest_locator(mb), tt_manifest_state(ma), tt_manifest_state(mb),
+		                      sa ? &src_a : NULL, sb ? &src_b : NULL, max, out);
+	if (rc)
+		rc = tether_error_set(rc, "%s: %s", mb->key, tether_error_last());
+	tt_listing_stream_close(sa);
+	tt_listing_stream_close(sb);
+	return rc;
 }
 
 static int content_diff(struct tether_repo *repo, const struct side *a, const struct side *b,
@@ -108,12 +147,17 @@ static int content_diff(struct tether_repo *repo, const struct side *a, const st
 		return 0;
 	struct tether_bctx ctx;
 	tt_repo_bctx(repo, be->kind, mb->key, &ctx);
+	if (be->diff_streams && *a->id && *b->id && strcmp(a->id, "unborn") != 0 && strcmp(b->id, "unborn") != 0)
+		return streamed_diff(repo, be, &ctx, a, b, ma, mb, max, out);
 	size_t la = 0, lb = 0;
-	char *own_a, *own_b;
-	const char *ta = load_listing(repo, a, ma, &la, &own_a);
-	const char *tb = load_listing(repo, b, mb, &lb, &own_b);
-	int rc = be->diff(&ctx, tt_manifest_locator(mb), tt_manifest_state(ma), tt_manifest_state(mb), ta, la, tb, lb,
-	                  max, out);
+	char *own_a = NULL, *own_b = NULL;
+	const char *ta, *tb = NULL;
+	int rc = load_listing(repo, a, ma, &la, &own_a, &ta);
+	if (!rc)
+		rc = load_listing(repo, b, mb, &lb, &own_b, &tb);
+	if (!rc)
+		rc = be->diff(&ctx, tt_manifest_locator(mb), tt_manifest_state(ma), tt_manifest_state(mb), ta, la, tb, lb,
+		              max, out);
 	if (rc)
 		rc = tether_error_set(rc, "%s: %s", mb->key, tether_error_last());
 	free(own_a);

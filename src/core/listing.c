@@ -56,8 +56,10 @@ int tt_listing_load(struct tether_repo *repo, const char *id, const char *hex, c
 	}
 	if (!rc) {
 		rc = check_hash(where, hex, *text, *len);
-		if (rc)
+		if (rc) {
 			free(*text);
+			*text = NULL;
+		}
 	}
 	free(rel);
 	free(where);

@@ -347,6 +347,12 @@ struct tt_listing_reader {
 	size_t prev_len, cap;
 	int have_prev;
 	struct tt_listing_line line;
+	/* a source: the text comes in pieces into win (p and end point there) */
+	tt_listing_fill_fn fill;
+	void *ud;
+	char *win;
+	size_t win_cap;
+	int eof, source_rc;
 };
 
 struct tt_listing_reader *tt_listing_reader_new(const char *text, size_t len)
@@ -356,6 +362,23 @@ struct tt_listing_reader *tt_listing_reader_new(const char *text, size_t len)
 		return NULL;
 	r->p = text;
 	r->end = text + len;
+	r->eof = 1;
+	return r;
+}
+
+#define WINDOW (256 * 1024)
+
+struct tt_listing_reader *tt_listing_reader_from(tt_listing_fill_fn fill, void *ud)
+{
+	struct tt_listing_reader *r = calloc(1, sizeof *r);
+	if (!r || !(r->win = malloc(WINDOW))) {
+		free(r);
+		return NULL;
+	}
+	r->win_cap = WINDOW;
+	r->fill = fill;
+	r->ud = ud;
+	r->p = r->end = r->win;
 	return r;
 }
 
@@ -365,7 +388,13 @@ void tt_listing_reader_free(struct tt_listing_reader *r)
 		return;
 	bufs_free(&r->b);
 	free(r->prev);
+	free(r->win);
 	free(r);
+}
+
+int tt_listing_reader_source_rc(const struct tt_listing_reader *r)
+{
+	return r->source_rc;
 }
 
 size_t tt_listing_reader_lineno(const struct tt_listing_reader *r)
@@ -373,12 +402,46 @@ size_t tt_listing_reader_lineno(const struct tt_listing_reader *r)
 	return r->lineno;
 }
 
+/* A whole line in [p, end), or the source's end: what is left moves to
+ * the start of the window, which grows for a line longer than it. */
+static int fill_line(struct tt_listing_reader *r, const char **nl)
+{
+	size_t scanned = 0;
+	while (!(*nl = memchr(r->p + scanned, '\n', (size_t)(r->end - r->p) - scanned)) && !r->eof) {
+		size_t have = (size_t)(r->end - r->p);
+		scanned = have;
+		memmove(r->win, r->p, have);
+		if (have == r->win_cap) {
+			char *grown = realloc(r->win, 2 * r->win_cap);
+			if (!grown)
+				return TT_LISTING_NOMEM;
+			r->win = grown;
+			r->win_cap *= 2;
+		}
+		size_t got = 0;
+		if ((r->source_rc = r->fill(r->ud, r->win + have, r->win_cap - have, &got)) != 0)
+			return TT_LISTING_SOURCE;
+		r->p = r->win;
+		r->end = r->win + have + got;
+		if (!got)
+			r->eof = 1;
+	}
+	return 0;
+}
+
 int tt_listing_reader_next(struct tt_listing_reader *r, const struct tt_listing_line **line)
 {
+	const char *nl = NULL;
 	*line = NULL;
+	if (r->fill) {
+		int frc = fill_line(r, &nl);
+		if (frc)
+			return frc;
+	} else if (r->p != r->end) {
+		nl = memchr(r->p, '\n', (size_t)(r->end - r->p));
+	}
 	if (r->p == r->end)
 		return 0;
-	const char *nl = memchr(r->p, '\n', (size_t)(r->end - r->p));
 	size_t n = nl ? (size_t)(nl - r->p) : (size_t)(r->end - r->p);
 	r->lineno++;
 	if (r->cap < n + 1) {

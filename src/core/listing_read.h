@@ -46,11 +46,19 @@ enum {
 	TT_LISTING_MALFORMED = -1,
 	TT_LISTING_UNORDERED = -2,
 	TT_LISTING_NOMEM = -3,
+	TT_LISTING_SOURCE = -4, /* the source failed: its message is set */
 };
 struct tt_listing_reader;
 struct tt_listing_reader *tt_listing_reader_new(const char *text, size_t len);
+/* The same over a text that comes in pieces: fill(ud, buf, cap, &got) puts
+ * up to cap bytes in buf (got 0 at the end) and returns 0, or non-zero
+ * with the error set. Memory: the longest line and a 256 KiB window. */
+typedef int (*tt_listing_fill_fn)(void *ud, char *buf, size_t cap, size_t *got);
+struct tt_listing_reader *tt_listing_reader_from(tt_listing_fill_fn fill, void *ud);
 int tt_listing_reader_next(struct tt_listing_reader *r, const struct tt_listing_line **line);
 size_t tt_listing_reader_lineno(const struct tt_listing_reader *r);
+/* After TT_LISTING_SOURCE: what the source's fill returned. */
+int tt_listing_reader_source_rc(const struct tt_listing_reader *r);
 void tt_listing_reader_free(struct tt_listing_reader *r);
 
 /* A name as a report shows it: the name itself when it is valid UTF-8,

@@ -174,10 +174,12 @@ static int scan_fail(struct scan *s, int code, const char *fmt, ...)
 /* The path as the user knows it, for messages. */
 static void full_path(const struct scan *s, const char *rel, char *out, size_t size)
 {
-	if (rel[0] == '\0')
-		snprintf(out, size, "%s", s->root);
-	else
-		snprintf(out, size, "%s%s%s", s->root, s->root_has_slash ? "" : "/", rel);
+	/* A message may cut a long path short: the length is looked at only
+	 * so that the compiler knows the cut is meant. */
+	int n = rel[0] == '\0' ? snprintf(out, size, "%s", s->root)
+	                       : snprintf(out, size, "%s%s%s", s->root, s->root_has_slash ? "" : "/", rel);
+	if (n < 0 && size)
+		out[0] = '\0';
 }
 
 static int fail_errno(struct scan *s, const char *what, const char *rel, int err)

@@ -21,6 +21,7 @@
 #include "vcs/git_path.h"
 #include "vcs/gitodb.h"
 #include "vcs/gitrefs.h"
+#include "vcs/gitstream.h"
 
 #include <tether/backend.h>
 
@@ -478,6 +479,73 @@ static int native_read_file(struct tether_vcs *v, const char *id, const char *pa
 	if (rc == 0)
 		return 0;
 	FORWARD(v, read_file(v->full, id, path, data, len));
+}
+
+/* A file read piece by piece: a git object stream, or (when libgit2 had
+ * to read it) the whole file, handed out from memory. */
+struct tether_vcs_stream {
+	struct tt_gstream *g;
+	char *whole;
+	size_t len, at;
+};
+
+static int native_open_stream(struct tether_vcs *v, const char *id, const char *path, struct tether_vcs_stream **out)
+{
+	unsigned char tree[20];
+	struct entry e;
+	char *norm = NULL;
+	struct tether_vcs_stream *s = calloc(1, sizeof *s);
+	int rc = s ? 1 : oom();
+
+	*out = NULL;
+	if (s && native(v) && (rc = tt_git_path_normalize(path, &norm)) == 0) {
+		rc = commit_tree_of(v, id, tree);
+		if (rc == 0)
+			rc = find_entry(v, tree, norm, &e);
+		if (rc == 0 && (e.mode == MODE_TREE || e.mode == MODE_COMMIT))
+			rc = 1;
+		enum tt_gobj_type type;
+		size_t size;
+		if (rc == 0 && (rc = tt_gstream_open(v->odb, e.id, &type, &size, &s->g)) == 0 && type != TT_GOBJ_BLOB) {
+			tt_gstream_close(s->g);
+			s->g = NULL;
+			rc = 1;
+		}
+		if (rc == TETHER_ENOTFOUND) {
+			tether_error_clear();
+			rc = 1;
+		}
+	}
+	free(norm);
+	/* anything this reader does not answer: read_file's answer, whole */
+	if (rc == 1)
+		rc = native_read_file(v, id, path, &s->whole, &s->len);
+	if (rc) {
+		free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+static int native_read_stream(struct tether_vcs_stream *s, char *buf, size_t cap, size_t *got)
+{
+	if (s->g)
+		return tt_gstream_read(s->g, (unsigned char *)buf, cap, got);
+	size_t n = s->len - s->at < cap ? s->len - s->at : cap;
+	memcpy(buf, s->whole + s->at, n);
+	s->at += n;
+	*got = n;
+	return 0;
+}
+
+static void native_close_stream(struct tether_vcs_stream *s)
+{
+	if (!s)
+		return;
+	tt_gstream_close(s->g);
+	free(s->whole);
+	free(s);
 }
 
 struct walk {
@@ -956,6 +1024,9 @@ const struct tether_vcs_ops tt_git_native_ops = {
 	.close = native_close,
 	.resolve = native_resolve,
 	.read_file = native_read_file,
+	.open_stream = native_open_stream,
+	.read_stream = native_read_stream,
+	.close_stream = native_close_stream,
 	.read_tree = native_read_tree,
 	.log = native_log,
 	.commit_paths = native_commit_paths,

@@ -117,7 +117,7 @@ void tt_godb_free(struct tt_godb *db)
 	free(db);
 }
 
-static void loose_path(const struct tt_godb *db, const unsigned char id[20], char *path, size_t cap)
+void tt_godb_loose_path(const struct tt_godb *db, const unsigned char id[20], char *path, size_t cap)
 {
 	char hex[41];
 	tt_goid_hex(id, hex);
@@ -158,7 +158,7 @@ static int read_loose(const struct tt_godb *db, const unsigned char id[20], enum
 	z_stream z;
 	int fd, zrc, t = 0;
 
-	loose_path(db, id, path, sizeof path);
+	tt_godb_loose_path(db, id, path, sizeof path);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 1 : tether_error_set(TETHER_EIO, "cannot open %s", path);

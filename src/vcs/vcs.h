@@ -27,7 +27,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#define TETHER_VCS_ABI 1
+#define TETHER_VCS_ABI 2
 
 /* How deep read_tree and history_files follow trees below the directory
  * they walk. A tree is the clone's content, and each walker recurses once
@@ -37,6 +37,7 @@
 #define TETHER_VCS_TREE_DEPTH_MAX 128
 
 struct tether_vcs; /* an open repository, owned by the implementation */
+struct tether_vcs_stream; /* a file being read piece by piece */
 
 /* Called once per file by read_tree; return non-zero to stop the walk (that
  * value is returned by read_tree). */
@@ -235,6 +236,19 @@ struct tether_vcs_ops {
 	 * jj: `jj op restore` of that operation, which takes back the new
 	 * change and any bookmark made on it. */
 	int (*return_to)(struct tether_vcs *, const json_t *pos, const char *created_branch);
+
+	/* read_file piece by piece, for a file too big to hold whole (a
+	 * listing of a million files, which diff merges as it reads): open
+	 * gives a stream, each read fills buf with up to cap bytes (*got 0 at
+	 * the end), close frees it. The content is checked as read_file
+	 * checks it, by the end at the latest: the read that reaches the end
+	 * fails when it does not match, so a caller acts only on a stream it
+	 * read to its end. open and close are called on the handle's thread;
+	 * the reads of two streams may run on two threads at once. NULL: the
+	 * engine reads the file whole with read_file. Appended last (ABI 2). */
+	int (*open_stream)(struct tether_vcs *, const char *id, const char *path, struct tether_vcs_stream **s);
+	int (*read_stream)(struct tether_vcs_stream *, char *buf, size_t cap, size_t *got);
+	void (*close_stream)(struct tether_vcs_stream *);
 };
 
 /* A VCS module exports this. */

@@ -311,3 +311,59 @@ def test_a_listing_out_of_order_repeated_or_malformed_is_refused(ds, doctor, lin
     assert len(p.stdout.splitlines()) == 1, p.stdout
     p = ds.tether("diff", "HEAD", "HEAD~2", "--content", check_rc=1)
     assert f"listing of the 'from' side, line {line}" in p.stderr and what in p.stderr, p.stderr
+
+
+def test_a_listing_bigger_than_the_read_ahead_diffs_exactly(ds):
+    """Listings of commits are read in pieces (256 KiB chunks, a thread
+    each) and merged as they come: a listing of several chunks, with lines
+    cut at every chunk boundary, diffs as the files say."""
+    names = [f"d{i // 100:02d}/file-with-a-long-name-{i:05d}.txt" for i in range(6000)]
+    for n in names:
+        ds.write(f"data/big/{n}", n)
+    ds.tether("add", "big", "data/big", "--kind", "file", "--file", "mutable")
+    ds.tether("commit", "-m", "6000 files")
+    assert ds.listing_path(ds.manifest("big")["listing"]).stat().st_size > 3 * 256 * 1024 / 2
+    changed = names[::997]
+    for n in changed:
+        ds.write(f"data/big/{n}", n + " changed")
+    os.remove(ds.p(f"data/big/{names[1]}"))
+    ds.write("data/big/d59/zz-last.txt", "new")
+    ds.tether("commit", "-m", "some changed")
+    c = ds.tj("diff", "HEAD~1", "HEAD", "--content")["objects"][0]["content"]
+    want = sorted([{"path": n, "change": "modified", "size": len(n) + 8, "size_delta": 8} for n in changed]
+                  + [{"path": names[1], "change": "removed", "size": len(names[1]), "size_delta": -len(names[1])},
+                     {"path": "d59/zz-last.txt", "change": "added", "size": 3, "size_delta": 3}],
+                  key=lambda e: e["path"].encode())
+    assert c["entries"] == want
+    assert c["totals"] == {"added": 1, "removed": 1, "modified": len(changed), "size_delta": 8 * len(changed) - len(names[1]) + 3}
+
+
+def test_a_committed_listing_that_does_not_match_its_name_is_an_error(ds):
+    """A listing is named by the SHA-256 of its bytes: one whose bytes were
+    changed (by hand, or by whoever prepared the clone) is refused, naming
+    it, whether read in pieces (two commits) or whole (a commit and the
+    working copy); the diff reports the object as an error, not as if its
+    files had changed."""
+    def doctor(lines):
+        lines[0] = lines[0].replace(b'"s":2', b'"s":3')
+        return lines
+    for name in "abc":
+        ds.write(f"data/d/{name}", f"{name}\n")
+    ds.tether("add", "d", "data/d", "--kind", "file", "--file", "mutable")
+    ds.tether("commit", "-m", "c1")
+    ds.write("data/d/b", "changed\n")
+    ds.tether("commit", "-m", "c2")
+    listing = ds.manifest("d")["listing"]
+    path = ds.listing_path(listing)
+    path.write_bytes(b"".join(doctor(path.read_bytes().splitlines(keepends=True))))
+    ds.git("add", "-A", ".tether")
+    ds.git("commit", "-q", "-m", "listing changed under its name")
+    for a, b in (("HEAD~2", "HEAD"), ("HEAD", "HEAD~2")):
+        p = ds.tether("diff", a, b, "--content", check_rc=1)
+        assert f"{listing}.jsonl: listing is corrupt" in p.stderr, p.stderr
+        assert "(error: d: " in p.stdout and len(p.stdout.splitlines()) == 1, p.stdout
+    # against the working copy, whose listing is the live one: the commit's
+    # listing is read whole, and refused the same way
+    ds.write("data/d/c", "changed too\n")
+    p = ds.tether("diff", "HEAD", "--content", check_rc=1)
+    assert f"{listing}.jsonl: listing is corrupt" in p.stderr, p.stderr

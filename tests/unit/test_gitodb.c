@@ -16,6 +16,7 @@
 #include "vcs/gitodb.h"
 #include "vcs/gitpack.h"
 #include "vcs/gitrefs.h"
+#include "vcs/gitstream.h"
 
 #include <tether.h>
 #include <tether/backend.h>
@@ -92,8 +93,34 @@ static struct tt_godb *open_db(const char *repo)
 	return rc == 0 ? db : NULL;
 }
 
+/* Object id read through a stream, `chunk` bytes a read: 0 with the whole
+ * content (malloc'd) when every read, the last one included, succeeded. */
+static int stream_all(struct tt_godb *db, const unsigned char id[20], size_t chunk, enum tt_gobj_type *t,
+                      unsigned char **data, size_t *len)
+{
+	struct tt_gstream *s = NULL;
+	size_t size = 0, have = 0, got = 1;
+	int rc = tt_gstream_open(db, id, t, &size, &s);
+	unsigned char *buf = rc ? NULL : malloc(size + chunk);
+	while (!rc && got) {
+		rc = tt_gstream_read(s, buf + have, chunk, &got);
+		have += got;
+		if (have > size)
+			rc = -99;
+	}
+	tt_gstream_close(s);
+	if (rc || have != size) {
+		free(buf);
+		return rc ? rc : -98;
+	}
+	*data = buf;
+	*len = have;
+	return 0;
+}
+
 /* Every object of the repository, read natively and compared byte for byte
- * with `git cat-file --batch`. Returns how many objects matched. */
+ * with `git cat-file --batch`, whole and streamed in pieces of odd sizes.
+ * Returns how many objects matched. */
 static int same_as_cat_file(const char *repo, const char *objects_dir)
 {
 	char batch[PATH_MAX];
@@ -120,8 +147,17 @@ static int same_as_cat_file(const char *repo, const char *objects_dir)
 		unsigned char *data = NULL;
 		size_t dlen = 0;
 		tt_goid_from_hex(hex, id);
-		if (tt_godb_read(db, id, &t, &data, &dlen) == 0 && strcmp(tt_gobj_type_name(t), type) == 0 &&
-		    dlen == size && memcmp(data, content, size) == 0) {
+		int same = tt_godb_read(db, id, &t, &data, &dlen) == 0 && strcmp(tt_gobj_type_name(t), type) == 0 &&
+		           dlen == size && memcmp(data, content, size) == 0;
+		static const size_t chunks[] = {1, 7, 4096, 1 << 20};
+		for (size_t c = 0; same && c < sizeof chunks / sizeof *chunks; c++) {
+			unsigned char *streamed = NULL;
+			size_t slen = 0;
+			same = stream_all(db, id, chunks[c], &t, &streamed, &slen) == 0 &&
+			       strcmp(tt_gobj_type_name(t), type) == 0 && slen == size && memcmp(streamed, content, size) == 0;
+			free(streamed);
+		}
+		if (same) {
 			matched++;
 		} else {
 			fprintf(stderr, "  %s %s differs: %s\n", hex, type, tether_error_last());
@@ -366,6 +402,63 @@ static void test_delta_cycles_and_bombs(void)
 	free(repo);
 }
 
+/* What streaming `hex` says: the error of the read that failed. */
+static char *error_of_stream(const char *repo, const char *hex, size_t chunk)
+{
+	struct tt_godb *db = open_db(repo);
+	unsigned char id[20], *data = NULL;
+	enum tt_gobj_type t;
+	size_t len;
+	tt_goid_from_hex(hex, id);
+	int rc = db ? stream_all(db, id, chunk, &t, &data, &len) : -1;
+	free(data);
+	tt_godb_free(db);
+	return strdup(rc < 0 ? tether_error_last() : "(no error)");
+}
+
+/* A damaged loose object: every read before the end may hand bytes over,
+ * the one that reaches the end fails; nothing damaged reads to its end. */
+static void test_stream_damage(void)
+{
+	char *repo = mkrepo("streambad");
+	sh("cd '%s' && seq 1 20000 >big.txt", repo);
+	commit_all(repo, "big");
+	char *hex = out("git -C '%s' rev-parse HEAD:big.txt", repo), path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/.git/objects/%.2s/%s", repo, hex, hex + 2);
+	sh("cp '%s' '%s/good.obj' && chmod u+w '%s'", path, scratch, path);
+	char *err = error_of_stream(repo, hex, 4096);
+	CHECK_STR(err, "(no error)");
+	free(err);
+	/* the same bytes with one changed, deflated again: it no longer
+	 * hashes to its id */
+	sh("chmod u+w '%s' && python3 -c 'import zlib, sys\np = sys.argv[1]\n"
+	   "b = bytearray(zlib.decompress(open(p, \"rb\").read()))\nb[-3] ^= 1\n"
+	   "open(p, \"wb\").write(zlib.compress(bytes(b)))' '%s'",
+	   path, path);
+	err = error_of_stream(repo, hex, 4096);
+	CHECK(contains(err, "is damaged: its content hashes to"));
+	free(err);
+	/* cut short; a size larger than the data; trailing data; not zlib */
+	static const char *const scripts[] = {
+	    "d = open(p, \"rb\").read()\nopen(p, \"wb\").write(d[: len(d) // 2])",
+	    "b = zlib.decompress(open(p, \"rb\").read())\nh, _, c = b.partition(b\"\\0\")\n"
+	    "open(p, \"wb\").write(zlib.compress(b\"blob %d\\0\" % (len(c) + 5) + c))",
+	    "b = zlib.decompress(open(p, \"rb\").read())\nopen(p, \"wb\").write(zlib.compress(b + b\"extra\"))",
+	    "open(p, \"wb\").write(b\"this is not zlib at all\")",
+	};
+	static const char *const says[] = {"ends before its data does", "shorter than its header says",
+	                                   "longer than its header says", "not a zlib stream"};
+	for (size_t i = 0; i < sizeof scripts / sizeof *scripts; i++) {
+		sh("cp '%s/good.obj' '%s' && python3 -c 'import zlib, sys\np = sys.argv[1]\n%s' '%s'", scratch, path,
+		   scripts[i], path);
+		err = error_of_stream(repo, hex, i == 1 ? 1 << 20 : 4096);
+		CHECK(contains(err, says[i]));
+		free(err);
+	}
+	free(hex);
+	free(repo);
+}
+
 /* Resolve `name` in the checkout at `dir`: 0/1 as tt_gref_resolve, the id
  * in hex, the first symbolic target. */
 static int resolve(const char *dir, const char *name, char hex[41], char **symref)
@@ -597,6 +690,7 @@ int main(void)
 	test_refs();
 	test_ref_damage();
 	test_each_ref();
+	test_stream_damage();
 	sh("rm -rf '%s'", scratch);
 	CHECK_DONE();
 }

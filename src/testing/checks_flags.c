@@ -112,6 +112,70 @@ static int check_diff_max(struct conf_run *r)
 	return 0;
 }
 
+/* A listing handed out `piece` bytes a read, failing at its end when
+ * `fail_at_end` (as a listing that does not hash to its name does). */
+struct piecewise {
+	const char *text;
+	size_t len, at, piece;
+	int fail_at_end;
+};
+
+static int piece_read(void *ud, char *buf, size_t cap, size_t *got)
+{
+	struct piecewise *p = ud;
+	size_t n = p->len - p->at;
+	if (n > p->piece)
+		n = p->piece;
+	if (n > cap)
+		n = cap;
+	if (!n && p->fail_at_end)
+		return tether_error_set(TETHER_ECONFIG, "conformance: this listing fails at its end");
+	memcpy(buf, p->text + p->at, n);
+	p->at += n;
+	*got = n;
+	return 0;
+}
+
+static int check_diff_streams(struct conf_run *r)
+{
+	if (!r->b->diff_streams)
+		return 0;
+	struct recorded a, b;
+	json_t *whole;
+	int rc = record(r, r->loc, &a);
+	for (int i = 0; i < 2 && !rc; i++)
+		rc = conf_mutate(r, r->loc, NULL);
+	if (!rc)
+		rc = record(r, r->loc, &b);
+	if (!rc)
+		rc = diff(r, &a, &b, 2000, &whole);
+	static const size_t pieces[] = {1, 3, 4096};
+	for (size_t i = 0; !rc && i < sizeof pieces / sizeof *pieces; i++) {
+		struct piecewise pa = {a.listing, a.len, 0, pieces[i], 0}, pb = {b.listing, b.len, 0, pieces[i], 0};
+		struct tether_listing_source sa = {piece_read, &pa}, sb = {piece_read, &pb};
+		json_t *d = NULL;
+		tether_error_clear();
+		rc = r->b->diff_streams(&r->s->ctx, r->loc, a.state, b.state, a.listing ? &sa : NULL,
+		                        b.listing ? &sb : NULL, 2000, &d);
+		conf_keep(r, d);
+		if (rc)
+			return conf_call_failed(r, "diff_streams", rc);
+		if (!json_equal(d, whole))
+			return conf_fail(r, "diff_streams (pieces of %zu bytes) gave %s where diff gave %s", pieces[i],
+			                 conf_show(r, d), conf_show(r, whole));
+	}
+	if (rc || !a.listing || !b.listing)
+		return rc;
+	/* A source that fails is the call's failure, never a diff of what came before it. */
+	struct piecewise pa = {a.listing, a.len, 0, 4096, 0}, pb = {b.listing, b.len, 0, 4096, 1};
+	struct tether_listing_source sa = {piece_read, &pa}, sb = {piece_read, &pb};
+	json_t *d = NULL;
+	rc = r->b->diff_streams(&r->s->ctx, r->loc, a.state, b.state, &sa, &sb, 2000, &d);
+	conf_keep(r, d);
+	tether_error_clear();
+	return rc ? 0 : conf_fail(r, "diff_streams succeeded over a listing whose source failed at its end");
+}
+
 static int history(struct conf_run *r, int max, json_t **out)
 {
 	json_t *h = NULL;
@@ -318,6 +382,7 @@ const struct conf_check conf_checks_flags[] = {
 	{"diff: the result has unit, summary, entries, totals and truncated", TETHER_CAP_DIFF, NULL, 0, check_diff_shape},
 	{"diff: a state against itself has no entries", TETHER_CAP_DIFF, NULL, 0, check_diff_self},
 	{"diff: respects max_entries, and says it truncated", TETHER_CAP_DIFF, NULL, 0, check_diff_max},
+	{"diff: diff_streams gives diff's answer, and fails with its source", TETHER_CAP_DIFF, NULL, 0, check_diff_streams},
 	{"history: lists the newest state first after a mutate", TETHER_CAP_HISTORY, NULL, 0, check_history_order},
 	{"history: max_count limits the list", TETHER_CAP_HISTORY, NULL, 0, check_history_max},
 	{"create: create_store then delete_store of an untouched store succeeds", TETHER_CAP_CREATE, NULL, CONF_OWN_OBJECTS,

@@ -137,6 +137,17 @@ static int verify_many_trusting(const struct tether_bctx *ctx, struct tether_ver
 	return 0;
 }
 
+/* A streamed diff that sees no change. */
+static int diff_streams_blind(const struct tether_bctx *ctx, const json_t *loc, const json_t *a, const json_t *b,
+                              const struct tether_listing_source *la, const struct tether_listing_source *lb,
+                              size_t max, json_t **diff)
+{
+	(void)ctx, (void)loc, (void)a, (void)b, (void)la, (void)lb, (void)max;
+	*diff = json_pack("{s:s, s:s, s:[], s:n, s:b}", "unit", "keys", "summary", "no change", "entries", "totals",
+	                  "truncated", 0);
+	return 0;
+}
+
 struct lie {
 	const char *what;
 	const char *caught_by; /* the check that must fail */
@@ -160,6 +171,7 @@ static void lie_maturity(struct tether_backend *b) { b->maturity = "beta"; }
 static void lie_caps(struct tether_backend *b) { b->caps |= TETHER_CAP_MERGE; } /* without merge */
 static void lie_no_verify(struct tether_backend *b) { b->verify = NULL; }          /* PIN without it */
 static void lie_verify_many(struct tether_backend *b) { b->verify_many = verify_many_trusting; }
+static void lie_diff_streams(struct tether_backend *b) { b->diff_streams = diff_streams_blind; }
 
 static const struct lie lies[] = {
 	{"a fingerprint with an undeclared counter", "fingerprint: deterministic", lie_fingerprint},
@@ -179,6 +191,7 @@ static const struct lie lies[] = {
 	{"MERGE declared without merge", "backend: the struct is well formed", lie_caps},
 	{"PIN declared without verify (and no check may crash on it)", "pin: pin creates a ref", lie_no_verify},
 	{"verify_many vouching for every state", "pin: verify_many answers as verify does", lie_verify_many},
+	{"diff_streams seeing no change", "diff: diff_streams gives diff's answer", lie_diff_streams},
 };
 
 /* Run the suite on `b`; the report goes into *text (malloc'd). */

@@ -8,6 +8,7 @@
 #include "fuzz_tmpdir.h"
 
 #include "vcs/gitodb.h"
+#include "vcs/gitstream.h"
 
 #include <nettle/sha1.h>
 #include <zlib.h>
@@ -52,7 +53,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	enum tt_gobj_type type;
 	unsigned char *out = NULL;
 	size_t out_len = 0;
-	if (tt_godb_read(db, id, &type, &out, &out_len) == 0) {
+	int whole = tt_godb_read(db, id, &type, &out, &out_len);
+	/* The same object streamed in pieces of 1 to 16 bytes: read to its end
+	 * exactly when the whole read succeeds, with the same bytes. */
+	struct tt_gstream *st = NULL;
+	enum tt_gobj_type stype;
+	size_t ssize = 0, have = 0, got = 1, piece = (size_t)(data[0] >> 4) + 1;
+	int streamed = tt_gstream_open(db, id, &stype, &ssize, &st);
+	unsigned char *sbuf = streamed ? NULL : malloc(ssize + 16);
+	FUZZ_ASSERT(streamed || sbuf);
+	while (!streamed && got) {
+		streamed = tt_gstream_read(st, sbuf + have, piece, &got);
+		have += got;
+		FUZZ_ASSERT(have <= ssize);
+	}
+	tt_gstream_close(st);
+	FUZZ_ASSERT((whole == 0) == (streamed == 0));
+	if (whole == 0)
+		FUZZ_ASSERT(stype == type && have == out_len && memcmp(sbuf, out, out_len) == 0);
+	free(sbuf);
+	if (whole == 0) {
 		/* only a well-formed header gets here: the content is what follows it */
 		const unsigned char *nul = memchr(body, '\0', body_len);
 		FUZZ_ASSERT(!raw && nul && (size_t)(body + body_len - nul - 1) == out_len);

@@ -107,7 +107,11 @@ static int parse_header(struct tt_gstream *s, const char *head, size_t n, enum t
 		return damaged(s, "bad header");
 	*type = (enum tt_gobj_type)t;
 	s->size = (size_t)size;
-	sha1_update(&s->sha, (size_t)(nul - head) + 1, (const uint8_t *)head);
+	/* The id hashes the header as git writes it ("blob 12", no leading
+	 * zeros), as tt_godb_read checks it: one spelled otherwise is not it. */
+	char canonical[64];
+	int hl = snprintf(canonical, sizeof canonical, "%s %zu", type_names[t], s->size);
+	sha1_update(&s->sha, (size_t)hl + 1, (const uint8_t *)canonical);
 	s->rest_at = (size_t)(nul + 1 - head);
 	return 0;
 }

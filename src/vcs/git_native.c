@@ -6,8 +6,10 @@
  * packed-refs, worktrees). libgit2 -- whose Debian build, with mbedTLS,
  * parses the whole CA bundle when it initialises, and pulls in some twenty
  * libraries -- is loaded only when an operation needs it: writes
- * (commit_paths, switch_to, return_to), the index (is_tracked), the history
- * walks behind gc and verify (each_commit, history_files, list_bookmarks),
+ * (commit_paths, switch_to, return_to), the index (is_tracked),
+ * list_bookmarks, a history walk (each_commit, history_files, which
+ * git_native_walk.c serves) over refs libgit2 might list otherwise
+ * (gitrefs.h, tt_gref_each_as_libgit2) or from a HEAD it cannot peel,
  * a revision in syntax this reader does not parse, a log that meets a merge
  * (git's topological-and-time order is libgit2's job), any error (so its
  * wording stays libgit2's), and a repository layout gitrefs.h lists as not
@@ -18,6 +20,7 @@
  * Network operations never happen in this module: push and fetch live in
  * the git backend, on libgit2, with its certificate checks untouched. */
 #include "vcs/git_native.h"
+#include "vcs/git_native_walk.h"
 #include "vcs/git_path.h"
 #include "vcs/gitodb.h"
 #include "vcs/gitrefs.h"
@@ -920,6 +923,9 @@ static int native_is_tracked(struct tether_vcs *v, const char *path, int *tracke
 
 static int native_each_commit(struct tether_vcs *v, int (*cb)(void *ud, const char *id), void *ud)
 {
+	int to_libgit2 = 1, rc = native(v) ? tt_native_each_commit(&v->repo, v->odb, cb, ud, &to_libgit2) : 0;
+	if (rc < 0 || !to_libgit2)
+		return rc;
 	FORWARD(v, each_commit(v->full, cb, ud));
 }
 
@@ -936,6 +942,11 @@ static int native_list_bookmarks(struct tether_vcs *v, json_t **names)
 static int native_history_files(struct tether_vcs *v, const char *dir, const char *cache_path,
                                 tether_vcs_history_cb cb, void *ud, size_t *commits)
 {
+	int to_libgit2 = 1,
+	    rc = native(v) ? tt_native_history_files(&v->repo, v->odb, dir, cache_path, cb, ud, commits, &to_libgit2)
+	                   : 0;
+	if (rc < 0 || !to_libgit2)
+		return rc;
 	FORWARD(v, history_files(v->full, dir, cache_path, cb, ud, commits));
 }
 

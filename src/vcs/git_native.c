@@ -487,30 +487,9 @@ struct walk {
 	struct tether_vcs *v;
 	tether_vcs_file_cb cb;
 	void *ud;
-	char *path;
-	size_t len, cap;
-	int depth; /* trees entered below the walked directory */
+	struct path_buf path; /* relative to the walked directory */
+	int depth;            /* trees entered below the walked directory */
 };
-
-static int push_name(struct walk *w, const char *name)
-{
-	size_t n = strlen(name), need = w->len + 1 + n + 1;
-	if (need > w->cap) {
-		size_t cap = w->cap ? w->cap : 256;
-		while (cap < need)
-			cap *= 2;
-		char *s = realloc(w->path, cap);
-		if (!s)
-			return oom();
-		w->path = s;
-		w->cap = cap;
-	}
-	if (w->len)
-		w->path[w->len++] = '/';
-	memcpy(w->path + w->len, name, n + 1);
-	w->len += n;
-	return 0;
-}
 
 /* Git sorts tree entries as if directory names ended in '/', so a
  * depth-first walk in entry order gives full paths in byte order. Returns
@@ -535,12 +514,12 @@ static int walk_tree(struct walk *w, const unsigned char id[20])
 			rc = more < 0 ? bad_tree(id) : 0;
 			break;
 		}
-		size_t mark = w->len;
-		if ((rc = push_name(w, e.name)) < 0)
+		size_t mark = w->path.len;
+		if ((rc = path_buf_push(&w->path, e.name)) < 0)
 			break;
 		if (e.mode == MODE_TREE && w->depth >= TETHER_VCS_TREE_DEPTH_MAX) {
 			rc = tether_error_set(TETHER_ERROR, "git tree at '%s' nests deeper than %d directories: no object "
-			                      "key is that deep", w->path, TETHER_VCS_TREE_DEPTH_MAX);
+			                      "key is that deep", w->path.s, TETHER_VCS_TREE_DEPTH_MAX);
 		} else if (e.mode == MODE_TREE) {
 			w->depth++;
 			rc = walk_tree(w, e.id);
@@ -549,17 +528,16 @@ static int walk_tree(struct walk *w, const unsigned char id[20])
 			struct obj b;
 			int r = read_obj(w->v, e.id, TT_GOBJ_BLOB, &b);
 			if (r == 0) {
-				rc = w->cb(w->ud, w->path, (const char *)b.data, b.len);
+				rc = w->cb(w->ud, w->path.s, (const char *)b.data, b.len);
 				free(b.data);
 			} else if (r == 1) {
 				tt_goid_hex(e.id, hex);
-				rc = tether_error_set(TETHER_ERROR, "git blob %s at '%s' is missing", hex, w->path);
+				rc = tether_error_set(TETHER_ERROR, "git blob %s at '%s' is missing", hex, w->path.s);
 			} else {
 				rc = r;
 			}
 		}
-		w->len = mark;
-		w->path[mark] = '\0';
+		path_buf_pop_to(&w->path, mark);
 		if (rc)
 			break;
 	}
@@ -590,7 +568,7 @@ static int native_read_tree(struct tether_vcs *v, const char *id, const char *di
 	if (rc == 0) {
 		struct walk w = { .v = v, .cb = cb, .ud = ud };
 		rc = walk_tree(&w, e.id);
-		free(w.path);
+		free(w.path.s);
 		free(norm);
 		return rc;
 	}

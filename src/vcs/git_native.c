@@ -6,8 +6,10 @@
  * packed-refs, worktrees). libgit2 -- whose Debian build, with mbedTLS,
  * parses the whole CA bundle when it initialises, and pulls in some twenty
  * libraries -- is loaded only when an operation needs it: writes
- * (commit_paths, switch_to, return_to), the index (is_tracked), the history
- * walks behind gc and verify (each_commit, history_files, list_bookmarks),
+ * (commit_paths, switch_to, return_to), the index (is_tracked),
+ * list_bookmarks, a history walk (each_commit, history_files, which
+ * git_native_walk.c serves) over refs libgit2 might list otherwise
+ * (gitrefs.h, tt_gref_each_as_libgit2) or from a HEAD it cannot peel,
  * a revision in syntax this reader does not parse, a log that meets a merge
  * (git's topological-and-time order is libgit2's job), any error (so its
  * wording stays libgit2's), and a repository layout gitrefs.h lists as not
@@ -18,6 +20,7 @@
  * Network operations never happen in this module: push and fetch live in
  * the git backend, on libgit2, with its certificate checks untouched. */
 #include "vcs/git_native.h"
+#include "vcs/git_native_walk.h"
 #include "vcs/git_path.h"
 #include "vcs/gitodb.h"
 #include "vcs/gitrefs.h"
@@ -552,30 +555,9 @@ struct walk {
 	struct tether_vcs *v;
 	tether_vcs_file_cb cb;
 	void *ud;
-	char *path;
-	size_t len, cap;
-	int depth; /* trees entered below the walked directory */
+	struct path_buf path; /* relative to the walked directory */
+	int depth;            /* trees entered below the walked directory */
 };
-
-static int push_name(struct walk *w, const char *name)
-{
-	size_t n = strlen(name), need = w->len + 1 + n + 1;
-	if (need > w->cap) {
-		size_t cap = w->cap ? w->cap : 256;
-		while (cap < need)
-			cap *= 2;
-		char *s = realloc(w->path, cap);
-		if (!s)
-			return oom();
-		w->path = s;
-		w->cap = cap;
-	}
-	if (w->len)
-		w->path[w->len++] = '/';
-	memcpy(w->path + w->len, name, n + 1);
-	w->len += n;
-	return 0;
-}
 
 /* Git sorts tree entries as if directory names ended in '/', so a
  * depth-first walk in entry order gives full paths in byte order. Returns
@@ -600,12 +582,12 @@ static int walk_tree(struct walk *w, const unsigned char id[20])
 			rc = more < 0 ? bad_tree(id) : 0;
 			break;
 		}
-		size_t mark = w->len;
-		if ((rc = push_name(w, e.name)) < 0)
+		size_t mark = w->path.len;
+		if ((rc = path_buf_push(&w->path, e.name)) < 0)
 			break;
 		if (e.mode == MODE_TREE && w->depth >= TETHER_VCS_TREE_DEPTH_MAX) {
 			rc = tether_error_set(TETHER_ERROR, "git tree at '%s' nests deeper than %d directories: no object "
-			                      "key is that deep", w->path, TETHER_VCS_TREE_DEPTH_MAX);
+			                      "key is that deep", w->path.s, TETHER_VCS_TREE_DEPTH_MAX);
 		} else if (e.mode == MODE_TREE) {
 			w->depth++;
 			rc = walk_tree(w, e.id);
@@ -614,17 +596,16 @@ static int walk_tree(struct walk *w, const unsigned char id[20])
 			struct obj b;
 			int r = read_obj(w->v, e.id, TT_GOBJ_BLOB, &b);
 			if (r == 0) {
-				rc = w->cb(w->ud, w->path, (const char *)b.data, b.len);
+				rc = w->cb(w->ud, w->path.s, (const char *)b.data, b.len);
 				free(b.data);
 			} else if (r == 1) {
 				tt_goid_hex(e.id, hex);
-				rc = tether_error_set(TETHER_ERROR, "git blob %s at '%s' is missing", hex, w->path);
+				rc = tether_error_set(TETHER_ERROR, "git blob %s at '%s' is missing", hex, w->path.s);
 			} else {
 				rc = r;
 			}
 		}
-		w->len = mark;
-		w->path[mark] = '\0';
+		path_buf_pop_to(&w->path, mark);
 		if (rc)
 			break;
 	}
@@ -655,7 +636,7 @@ static int native_read_tree(struct tether_vcs *v, const char *id, const char *di
 	if (rc == 0) {
 		struct walk w = { .v = v, .cb = cb, .ud = ud };
 		rc = walk_tree(&w, e.id);
-		free(w.path);
+		free(w.path.s);
 		free(norm);
 		return rc;
 	}
@@ -988,6 +969,9 @@ static int native_is_tracked(struct tether_vcs *v, const char *path, int *tracke
 
 static int native_each_commit(struct tether_vcs *v, int (*cb)(void *ud, const char *id), void *ud)
 {
+	int to_libgit2 = 1, rc = native(v) ? tt_native_each_commit(&v->repo, v->odb, cb, ud, &to_libgit2) : 0;
+	if (rc < 0 || !to_libgit2)
+		return rc;
 	FORWARD(v, each_commit(v->full, cb, ud));
 }
 
@@ -1004,6 +988,11 @@ static int native_list_bookmarks(struct tether_vcs *v, json_t **names)
 static int native_history_files(struct tether_vcs *v, const char *dir, const char *cache_path,
                                 tether_vcs_history_cb cb, void *ud, size_t *commits)
 {
+	int to_libgit2 = 1,
+	    rc = native(v) ? tt_native_history_files(&v->repo, v->odb, dir, cache_path, cb, ud, commits, &to_libgit2)
+	                   : 0;
+	if (rc < 0 || !to_libgit2)
+		return rc;
 	FORWARD(v, history_files(v->full, dir, cache_path, cb, ud, commits));
 }
 

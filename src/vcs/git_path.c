@@ -46,3 +46,34 @@ int tt_git_path_normalize(const char *in, char **out)
 	*out = res;
 	return 0;
 }
+
+int path_buf_push(struct path_buf *pb, const char *name)
+{
+	size_t n = strlen(name);
+	size_t need = pb->len + (pb->len ? 1 : 0) + n + 1;
+
+	if (need > pb->cap) {
+		size_t cap = pb->cap ? pb->cap : 256;
+		char *s;
+
+		while (cap < need)
+			cap *= 2;
+		s = realloc(pb->s, cap);
+		if (!s)
+			return tether_error_set(TETHER_ERROR, "out of memory");
+		pb->s = s;
+		pb->cap = cap;
+	}
+	if (pb->len)
+		pb->s[pb->len++] = '/';
+	memcpy(pb->s + pb->len, name, n + 1);
+	pb->len += n;
+	return 0;
+}
+
+void path_buf_pop_to(struct path_buf *pb, size_t mark)
+{
+	pb->len = mark;
+	if (pb->s)
+		pb->s[mark] = '\0';
+}

@@ -9,4 +9,15 @@
  * repository's own files. *out is malloc'd. */
 int tt_git_path_normalize(const char *in, char **out);
 
+#include <stddef.h>
+
+/* A growable path for recursive walks, '/'-separated: push a component
+ * (its length before the push is the mark to pop back to). */
+struct path_buf {
+	char *s;
+	size_t len, cap;
+};
+int path_buf_push(struct path_buf *pb, const char *name);
+void path_buf_pop_to(struct path_buf *pb, size_t mark);
+
 #endif

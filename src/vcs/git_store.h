@@ -11,6 +11,7 @@
 #ifndef TETHER_VCS_GIT_STORE_H
 #define TETHER_VCS_GIT_STORE_H
 
+#include "vcs/git_path.h"
 #include "vcs/vcs.h"
 
 #include <git2.h>
@@ -34,14 +35,6 @@ void *tt_git_store_owner(const struct tether_vcs *v);
 /* The repository a handle reads. */
 git_repository *tt_git_store_repository(struct tether_vcs *v);
 
-/* git.c: a growable path for recursive walks, '/'-separated: push a
- * component (its length before the push is the mark to pop back to). */
-struct path_buf {
-	char *s;
-	size_t len, cap;
-};
-int path_buf_push(struct path_buf *pb, const char *name);
-void path_buf_pop_to(struct path_buf *pb, size_t mark);
 
 /* git_history.c. Every commit reachable from the given tips (full ids),
  * each once, in the order of a history walk: cb(ud, id), as

@@ -37,15 +37,15 @@ static const char MAGIC[8] = {'T', 'T', 'W', 'A', 'L', 'K', '2', '\n'};
 #define MAX_TOTAL ((size_t)256 << 20)
 
 struct commit_dir {
-	git_oid commit, tree;
+	unsigned char commit[20], tree[20];
 };
 
 struct raw_object {
-	git_oid id;
-	git_object_t type;
+	unsigned char id[20];
+	enum tt_gobj_type type;
 	size_t size;
 	const unsigned char *data;
-	git_odb_object *owned; /* an object added this run: a reference of our own */
+	unsigned char *owned; /* an object added this run: a copy of our own */
 };
 
 /* Open addressing over oids: slot values are index + 1, 0 is empty. */
@@ -67,20 +67,20 @@ struct walk_cache {
 	int rewrite;                          /* the file must be written whole */
 };
 
-static size_t oid_hash(const git_oid *id)
+static size_t oid_hash(const unsigned char id[20])
 {
 	uint64_t h;
-	memcpy(&h, id->id, sizeof h); /* an object id is already a uniform digest */
+	memcpy(&h, id, sizeof h); /* an object id is already a uniform digest */
 	return (size_t)h;
 }
 
 /* The slot for id: its entry, or the empty slot where it would go. */
-static size_t *index_slot(const struct oid_index *ix, const git_oid *id, const void *base, size_t stride)
+static size_t *index_slot(const struct oid_index *ix, const unsigned char id[20], const void *base, size_t stride)
 {
 	size_t mask = ix->cap - 1;
 	for (size_t i = oid_hash(id) & mask;; i = (i + 1) & mask) {
 		size_t v = ix->slots[i];
-		if (!v || git_oid_equal((const git_oid *)(const void *)((const char *)base + (v - 1) * stride), id))
+		if (!v || memcmp((const unsigned char *)base + (v - 1) * stride, id, 20) == 0)
 			return &ix->slots[i];
 	}
 }
@@ -96,13 +96,12 @@ static int index_add(struct oid_index *ix, const void *base, size_t stride, size
 		for (size_t i = 0; i < ix->cap; i++) {
 			size_t v = ix->slots[i];
 			if (v)
-				*index_slot(&bigger, (const git_oid *)(const void *)((const char *)base + (v - 1) * stride),
-				            base, stride) = v;
+				*index_slot(&bigger, (const unsigned char *)base + (v - 1) * stride, base, stride) = v;
 		}
 		free(ix->slots);
 		*ix = bigger;
 	}
-	const git_oid *id = (const git_oid *)(const void *)((const char *)base + n * stride);
+	const unsigned char *id = (const unsigned char *)base + n * stride;
 	size_t *slot = index_slot(ix, id, base, stride);
 	if (!*slot) {
 		*slot = n + 1;
@@ -111,7 +110,7 @@ static int index_add(struct oid_index *ix, const void *base, size_t stride, size
 	return 0;
 }
 
-static size_t index_find(const struct oid_index *ix, const void *base, size_t stride, const git_oid *id)
+static size_t index_find(const struct oid_index *ix, const void *base, size_t stride, const unsigned char id[20])
 {
 	return ix->cap ? *index_slot(ix, id, base, stride) : 0;
 }
@@ -120,7 +119,7 @@ static size_t index_find(const struct oid_index *ix, const void *base, size_t st
 /* Adding                                                              */
 /* ------------------------------------------------------------------ */
 
-static int add_commit(struct walk_cache *c, const git_oid *commit, const git_oid *tree)
+static int add_commit(struct walk_cache *c, const unsigned char commit[20], const unsigned char tree[20])
 {
 	if (index_find(&c->commit_index, c->commits, sizeof *c->commits, commit))
 		return 1; /* known (two writers appended it) */
@@ -133,16 +132,16 @@ static int add_commit(struct walk_cache *c, const git_oid *commit, const git_oid
 		c->capcommits = cap;
 		/* The index holds positions, not pointers: it survives the move. */
 	}
-	git_oid_cpy(&c->commits[c->ncommits].commit, commit);
-	git_oid_cpy(&c->commits[c->ncommits].tree, tree);
+	memcpy(c->commits[c->ncommits].commit, commit, 20);
+	memcpy(c->commits[c->ncommits].tree, tree, 20);
 	if (index_add(&c->commit_index, c->commits, sizeof *c->commits, c->ncommits) < 0)
 		return -1;
 	c->ncommits++;
 	return 0;
 }
 
-static int add_object(struct walk_cache *c, const git_oid *id, git_object_t type, const unsigned char *data,
-                      size_t size, git_odb_object *owned)
+static int add_object(struct walk_cache *c, const unsigned char id[20], enum tt_gobj_type type,
+                      const unsigned char *data, size_t size, unsigned char *owned)
 {
 	if (index_find(&c->object_index, c->objects, sizeof *c->objects, id))
 		return 1;
@@ -155,7 +154,7 @@ static int add_object(struct walk_cache *c, const git_oid *id, git_object_t type
 		c->capobjects = cap;
 	}
 	c->objects[c->nobjects] = (struct raw_object){.type = type, .size = size, .data = data, .owned = owned};
-	git_oid_cpy(&c->objects[c->nobjects].id, id);
+	memcpy(c->objects[c->nobjects].id, id, 20);
 	if (index_add(&c->object_index, c->objects, sizeof *c->objects, c->nobjects) < 0)
 		return -1;
 	c->nobjects++;
@@ -191,7 +190,7 @@ static int take_u32(struct reader *r, uint32_t *v)
 
 static int known_type(unsigned t)
 {
-	return t == GIT_OBJECT_TREE || t == GIT_OBJECT_BLOB;
+	return t == TT_GOBJ_TREE || t == TT_GOBJ_BLOB;
 }
 
 static int checked(const unsigned char *data, size_t len, const unsigned char *hex)
@@ -220,25 +219,19 @@ static int parse_entries(struct walk_cache *c, struct reader *r)
 	if (take_u32(r, &n) < 0)
 		return -1;
 	for (uint32_t i = 0; i < n; i++) {
-		git_oid commit, tree;
-		if (take(r, 2 * GIT_OID_RAWSZ, &b) < 0)
+		if (take(r, 2 * 20, &b) < 0)
 			return -1;
-		git_oid_fromraw(&commit, b);
-		git_oid_fromraw(&tree, b + GIT_OID_RAWSZ);
-		if (add_commit(c, &commit, &tree) < 0)
+		if (add_commit(c, b, b + 20) < 0)
 			return -1;
 	}
 	if (take_u32(r, &n) < 0)
 		return -1;
 	for (uint32_t i = 0; i < n; i++) {
-		git_oid id;
 		uint32_t size;
 		const unsigned char *bytes;
-		if (take(r, GIT_OID_RAWSZ + 1, &b) < 0 || !known_type(b[GIT_OID_RAWSZ]) || take_u32(r, &size) < 0 ||
-		    take(r, size, &bytes) < 0)
+		if (take(r, 20 + 1, &b) < 0 || !known_type(b[20]) || take_u32(r, &size) < 0 || take(r, size, &bytes) < 0)
 			return -1;
-		git_oid_fromraw(&id, b);
-		if (add_object(c, &id, (git_object_t)b[GIT_OID_RAWSZ], bytes, size, NULL) < 0)
+		if (add_object(c, b, (enum tt_gobj_type)b[20], bytes, size, NULL) < 0)
 			return -1;
 	}
 	return r->p == r->end ? 0 : -1;
@@ -272,7 +265,7 @@ static void parse(struct walk_cache *c, const unsigned char *data, size_t len)
 static void forget_entries(struct walk_cache *c)
 {
 	for (size_t i = 0; i < c->nobjects; i++)
-		git_odb_object_free(c->objects[i].owned);
+		free(c->objects[i].owned);
 	free(c->commit_index.slots);
 	free(c->object_index.slots);
 	memset(&c->commit_index, 0, sizeof c->commit_index);
@@ -333,21 +326,22 @@ void wc_free(struct walk_cache *c)
 /* Lookups                                                             */
 /* ------------------------------------------------------------------ */
 
-int wc_commit_dir(const struct walk_cache *c, const git_oid *commit, git_oid *tree)
+int wc_commit_dir(const struct walk_cache *c, const unsigned char commit[20], unsigned char tree[20])
 {
 	size_t v = index_find(&c->commit_index, c->commits, sizeof *c->commits, commit);
 	if (!v)
 		return 0;
-	git_oid_cpy(tree, &c->commits[v - 1].tree);
+	memcpy(tree, c->commits[v - 1].tree, 20);
 	return 1;
 }
 
-void wc_put_commit_dir(struct walk_cache *c, const git_oid *commit, const git_oid *tree)
+void wc_put_commit_dir(struct walk_cache *c, const unsigned char commit[20], const unsigned char tree[20])
 {
 	add_commit(c, commit, tree);
 }
 
-const void *wc_object(const struct walk_cache *c, const git_oid *id, git_object_t *type, size_t *size)
+const unsigned char *wc_object(const struct walk_cache *c, const unsigned char id[20], enum tt_gobj_type *type,
+                               size_t *size)
 {
 	size_t v = index_find(&c->object_index, c->objects, sizeof *c->objects, id);
 	if (!v)
@@ -357,16 +351,16 @@ const void *wc_object(const struct walk_cache *c, const git_oid *id, git_object_
 	return c->objects[v - 1].data;
 }
 
-void wc_put_object(struct walk_cache *c, const git_oid *id, git_odb_object *obj)
+void wc_put_object(struct walk_cache *c, const unsigned char id[20], enum tt_gobj_type type,
+                   const unsigned char *data, size_t size)
 {
-	git_object_t type = git_odb_object_type(obj);
-	size_t size = git_odb_object_size(obj);
-	git_odb_object *ref = NULL;
+	unsigned char *copy;
 	if (!known_type((unsigned)type) || size > MAX_OBJECT || c->bytes + size > MAX_TOTAL ||
-	    git_odb_object_dup(&ref, obj) < 0)
+	    index_find(&c->object_index, c->objects, sizeof *c->objects, id) || !(copy = malloc(size ? size : 1)))
 		return;
-	if (add_object(c, id, type, git_odb_object_data(ref), size, ref) != 0)
-		git_odb_object_free(ref);
+	memcpy(copy, data, size);
+	if (add_object(c, id, type, copy, size, copy) != 0)
+		free(copy);
 }
 
 /* ------------------------------------------------------------------ */
@@ -445,13 +439,13 @@ static void put_segment(struct writer *w, const struct walk_cache *c, size_t fro
 	put_u32(w, 0); /* its length, filled in below */
 	put_u32(w, c->ncommits - from_commit);
 	for (size_t i = from_commit; i < c->ncommits; i++) {
-		put(w, c->commits[i].commit.id, GIT_OID_RAWSZ);
-		put(w, c->commits[i].tree.id, GIT_OID_RAWSZ);
+		put(w, c->commits[i].commit, 20);
+		put(w, c->commits[i].tree, 20);
 	}
 	put_u32(w, c->nobjects - from_object);
 	for (size_t i = from_object; i < c->nobjects; i++) {
 		unsigned char type = (unsigned char)c->objects[i].type;
-		put(w, c->objects[i].id.id, GIT_OID_RAWSZ);
+		put(w, c->objects[i].id, 20);
 		put(w, &type, 1);
 		put_u32(w, c->objects[i].size);
 		put(w, c->objects[i].data, c->objects[i].size);
@@ -517,9 +511,9 @@ static void rewrite_file(struct walk_cache *c, const struct writer *w)
 /* What put_segment will write, so that the buffer is allocated once. */
 static size_t segment_size(const struct walk_cache *c, size_t from_commit, size_t from_object)
 {
-	size_t n = 4 + 4 + (c->ncommits - from_commit) * 2 * GIT_OID_RAWSZ + 4 + 64;
+	size_t n = 4 + 4 + (c->ncommits - from_commit) * 2 * 20 + 4 + 64;
 	for (size_t i = from_object; i < c->nobjects; i++)
-		n += GIT_OID_RAWSZ + 1 + 4 + c->objects[i].size;
+		n += 20 + 1 + 4 + c->objects[i].size;
 	return n;
 }
 

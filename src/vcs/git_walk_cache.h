@@ -17,7 +17,7 @@
 #ifndef TETHER_VCS_GIT_WALK_CACHE_H
 #define TETHER_VCS_GIT_WALK_CACHE_H
 
-#include <git2.h>
+#include "vcs/gitodb.h"
 
 #include <stddef.h>
 
@@ -30,14 +30,16 @@ void wc_free(struct walk_cache *c);
 
 /* A commit's tree at the directory: 1 and *tree (zero when the commit has
  * no such directory) when known, else 0. */
-int wc_commit_dir(const struct walk_cache *c, const git_oid *commit, git_oid *tree);
-void wc_put_commit_dir(struct walk_cache *c, const git_oid *commit, const git_oid *tree);
+int wc_commit_dir(const struct walk_cache *c, const unsigned char commit[20], unsigned char tree[20]);
+void wc_put_commit_dir(struct walk_cache *c, const unsigned char commit[20], const unsigned char tree[20]);
 
 /* A raw object (a tree or blob under the directory): its bytes and type
  * when known, else NULL. The bytes live as long as the cache. */
-const void *wc_object(const struct walk_cache *c, const git_oid *id, git_object_t *type, size_t *size);
-/* Keep a raw object (a reference to it; very large ones are not kept). */
-void wc_put_object(struct walk_cache *c, const git_oid *id, git_odb_object *obj);
+const unsigned char *wc_object(const struct walk_cache *c, const unsigned char id[20], enum tt_gobj_type *type,
+                               size_t *size);
+/* Keep a raw tree or blob (a copy; very large ones are not kept). */
+void wc_put_object(struct walk_cache *c, const unsigned char id[20], enum tt_gobj_type type,
+                   const unsigned char *data, size_t size);
 
 /* Write the cache back, atomically, when anything was added since it was
  * loaded. A cache that cannot be written is not an error: the next walk

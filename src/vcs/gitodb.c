@@ -26,34 +26,6 @@ struct tt_godb {
 	size_t npacks;
 };
 
-static const char *const type_names[] = { NULL, "commit", "tree", "blob", "tag" };
-
-const char *tt_gobj_type_name(enum tt_gobj_type type)
-{
-	return type >= TT_GOBJ_COMMIT && type <= TT_GOBJ_TAG ? type_names[type] : "unknown";
-}
-
-void tt_goid_hex(const unsigned char id[20], char hex[41])
-{
-	static const char digits[] = "0123456789abcdef";
-	for (int i = 0; i < 20; i++) {
-		hex[2 * i] = digits[id[i] >> 4];
-		hex[2 * i + 1] = digits[id[i] & 15];
-	}
-	hex[40] = '\0';
-}
-
-int tt_goid_from_hex(const char *s, unsigned char id[20])
-{
-	for (int i = 0; i < 20; i++) {
-		int hi = tt_hex_digit(s[2 * i]), lo = hi < 0 ? -1 : tt_hex_digit(s[2 * i + 1]);
-		if (lo < 0)
-			return -1;
-		id[i] = (unsigned char)(hi << 4 | lo);
-	}
-	return 0;
-}
-
 static int oom(void)
 {
 	return tether_error_set(TETHER_ERROR, "out of memory");
@@ -181,8 +153,8 @@ static int read_loose(const struct tt_godb *db, const unsigned char id[20], enum
 	char *space = nul ? memchr(head, ' ', (size_t)(nul - head)) : NULL;
 	if (space) {
 		for (int i = 1; i <= 4; i++)
-			if ((size_t)(space - head) == strlen(type_names[i]) &&
-			    memcmp(head, type_names[i], (size_t)(space - head)) == 0)
+			if ((size_t)(space - head) == strlen(tt_gobj_type_name(i)) &&
+			    memcmp(head, tt_gobj_type_name(i), (size_t)(space - head)) == 0)
 				t = i;
 		char *endp;
 		errno = 0;

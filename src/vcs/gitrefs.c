@@ -388,6 +388,9 @@ struct ref_list {
 	size_t n, cap;
 	const char *prefix;
 	size_t prefix_len;
+	/* as_libgit2: a ref this reader would skip or refuse, which libgit2
+	 * might list, sets doubt instead (the caller then asks libgit2). */
+	int as_libgit2, doubt;
 };
 
 static int list_add(struct ref_list *l, const char *name, const unsigned char id[20], const unsigned char *peeled,
@@ -419,8 +422,12 @@ static int list_add(struct ref_list *l, const char *name, const unsigned char id
 static int packed_collect(void *ud, const char *name, const unsigned char id[20], const unsigned char *peeled)
 {
 	struct ref_list *l = ud;
-	if (strncmp(name, l->prefix, l->prefix_len) != 0 || !valid_name(name))
+	if (strncmp(name, l->prefix, l->prefix_len) != 0)
 		return 0;
+	if (!valid_name(name)) {
+		l->doubt = 1;
+		return 0;
+	}
 	return list_add(l, name, id, peeled, 0, 0);
 }
 
@@ -451,8 +458,12 @@ static int loose_collect(const struct tt_grepo *r, const char *base, const char 
 	while (rc == 0 && (de = readdir(d))) {
 		const char *n = de->d_name;
 		size_t nl = strlen(n);
-		if (n[0] == '.' || (nl >= 5 && strcmp(n + nl - 5, ".lock") == 0))
+		if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0 || (nl >= 5 && strcmp(n + nl - 5, ".lock") == 0))
 			continue;
+		if (n[0] == '.') {
+			l->doubt = 1; /* git skips it; libgit2 1.5's iterator lists it */
+			continue;
+		}
 		char *name = join(rel, n);
 		char *path = name ? join(base, name) : NULL;
 		struct stat st;
@@ -468,7 +479,11 @@ static int loose_collect(const struct tt_grepo *r, const char *base, const char 
 			size_t k = strlen(name);
 			if (strncmp(name, l->prefix, k < l->prefix_len ? k : l->prefix_len) == 0)
 				rc = loose_collect(r, base, name, l, depth + 1);
-		} else if (S_ISREG(st.st_mode) && strncmp(name, l->prefix, l->prefix_len) == 0 && valid_name(name)) {
+		} else if (strncmp(name, l->prefix, l->prefix_len) != 0) {
+			/* outside the prefix */
+		} else if (!S_ISREG(st.st_mode) || !valid_name(name)) {
+			l->doubt = 1; /* a symlink, a name git would not write */
+		} else {
 			char *text = slurp(path, 4096);
 			char *t = text ? trim(text) : NULL;
 			unsigned char id[20];
@@ -480,10 +495,16 @@ static int loose_collect(const struct tt_grepo *r, const char *base, const char 
 				/* A symbolic ref to nothing names no commit: git skips it too. */
 				if (got == 0)
 					rc = list_add(l, name, id, NULL, 1, 1);
+				else if (got < 0 && l->as_libgit2)
+					l->doubt = 1;
 				else if (got < 0)
 					rc = got;
+				else
+					l->doubt = 1; /* libgit2 refuses the walk over it */
 			} else if (strlen(t) == 40 && tt_goid_from_hex(t, id) == 0) {
 				rc = list_add(l, name, id, NULL, 1, 0);
+			} else if (l->as_libgit2) {
+				l->doubt = 1; /* libgit2's iterator skips it, and lists a packed one it hid */
 			} else {
 				rc = tether_error_set(TETHER_ERROR, "damaged git ref %s in %s", name, base);
 			}
@@ -504,31 +525,68 @@ static int by_name_loose_first(const void *pa, const void *pb)
 	return c ? c : b->loose - a->loose;
 }
 
-int tt_gref_each(const struct tt_grepo *r, const char *prefix, tt_gref_cb cb, void *ud)
+/* Does the config set core.ignorecase or core.precomposeunicode? libgit2
+ * then lists loose refs in another order. Read coarsely: any mention of
+ * either key with a true-looking value counts. */
+static int config_folds_names(const struct tt_grepo *r)
 {
-	struct ref_list l = {.prefix = prefix, .prefix_len = strlen(prefix)};
+	char *path = join(r->commondir, "config"), *text = path ? slurp(path, 1 << 20) : NULL, *save = NULL;
+	int folds = 0;
+	for (char *line = text ? strtok_r(text, "\n", &save) : NULL; line && !folds; line = strtok_r(NULL, "\n", &save)) {
+		for (char *c = line; *c; c++)
+			*c = (char)tolower((unsigned char)*c);
+		folds = (strstr(line, "ignorecase") || strstr(line, "precomposeunicode")) &&
+		        (strstr(line, "true") || strstr(line, "yes") || strstr(line, "on") || strchr(line, '1'));
+	}
+	free(text);
+	free(path);
+	return folds;
+}
+
+static int each_ref(const struct tt_grepo *r, const char *prefix, int as_libgit2, tt_gref_cb cb, void *ud)
+{
+	struct ref_list l = {.prefix = prefix, .prefix_len = strlen(prefix), .as_libgit2 = as_libgit2};
 	int rc = strncmp(prefix, "refs/", 5) == 0 ? 0 : tether_error_set(TETHER_ERROR, "not a ref prefix: %s", prefix);
 
 	if (rc == 0)
 		rc = loose_collect(r, r->commondir, "refs", &l, 0);
-	/* A linked worktree keeps its own refs/worktree and refs/bisect. */
-	if (rc == 0 && strcmp(r->gitdir, r->commondir) != 0) {
+	/* A linked worktree keeps its own refs/worktree and refs/bisect
+	 * (which libgit2 1.5's iterator does not list). */
+	if (rc == 0 && !as_libgit2 && strcmp(r->gitdir, r->commondir) != 0) {
 		static const char *const own[] = {"refs/worktree", "refs/bisect", "refs/rewritten"};
 		for (size_t i = 0; i < sizeof own / sizeof *own && rc == 0; i++)
 			rc = loose_collect(r, r->gitdir, own[i], &l, 1);
 	}
 	if (rc == 0)
 		rc = packed_each(r, packed_collect, &l);
+	if (rc == 0 && as_libgit2 && (l.doubt || config_folds_names(r)))
+		rc = 1;
 	if (rc == 0 && l.n)
 		qsort(l.v, l.n, sizeof *l.v, by_name_loose_first);
-	for (size_t i = 0; i < l.n && rc == 0; i++) {
-		const struct ref_item *it = &l.v[i];
-		if (i && strcmp(it->name, l.v[i - 1].name) == 0)
-			continue; /* a packed ref a loose one of the same name hides */
-		rc = cb(ud, it->name, it->id, it->has_peeled ? it->peeled : NULL, it->symbolic);
+	/* Byte order of name; as libgit2, every loose ref first, then the
+	 * packed ones that no loose one hides. */
+	for (int pass = 0; pass < (as_libgit2 ? 2 : 1) && rc == 0; pass++) {
+		for (size_t i = 0; i < l.n && rc == 0; i++) {
+			const struct ref_item *it = &l.v[i];
+			if (i && strcmp(it->name, l.v[i - 1].name) == 0)
+				continue; /* a packed ref a loose one of the same name hides */
+			if (as_libgit2 && it->loose != (pass == 0))
+				continue;
+			rc = cb(ud, it->name, it->id, it->has_peeled ? it->peeled : NULL, it->symbolic);
+		}
 	}
 	for (size_t i = 0; i < l.n; i++)
 		free(l.v[i].name);
 	free(l.v);
 	return rc;
+}
+
+int tt_gref_each(const struct tt_grepo *r, const char *prefix, tt_gref_cb cb, void *ud)
+{
+	return each_ref(r, prefix, 0, cb, ud);
+}
+
+int tt_gref_each_as_libgit2(const struct tt_grepo *r, const char *prefix, tt_gref_cb cb, void *ud)
+{
+	return each_ref(r, prefix, 1, cb, ud);
 }

@@ -43,4 +43,14 @@ typedef int (*tt_gref_cb)(void *ud, const char *name, const unsigned char id[20]
                           int symbolic);
 int tt_gref_each(const struct tt_grepo *r, const char *prefix, tt_gref_cb cb, void *ud);
 
+/* The refs libgit2 1.5's reference iterator lists (as git_revwalk_push_glob
+ * walks them), in its order: the common directory's loose refs in byte
+ * order of name, then the packed refs no loose one hides (a linked
+ * worktree's own refs are not listed). 1, with nothing handed over, when
+ * libgit2 might list differently or refuse: a loose ref this reader skips
+ * or finds damaged (a dot-file, a symlink, a name git would not write), a
+ * symbolic ref to nothing, a packed ref with such a name, or a config that
+ * folds names (core.ignorecase, core.precomposeunicode). */
+int tt_gref_each_as_libgit2(const struct tt_grepo *r, const char *prefix, tt_gref_cb cb, void *ud);
+
 #endif

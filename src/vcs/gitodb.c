@@ -3,6 +3,7 @@
  * gitpack.c. What a read returns is checked against its id here, once. */
 #include "vcs/gitodb.h"
 #include "vcs/gitpack.h"
+#include "vcs/gitcache.h"
 
 #include "util/hex.h"
 
@@ -24,7 +25,17 @@ struct tt_godb {
 	char *dir;
 	struct tt_gpack *packs;
 	size_t npacks;
+	struct tt_gcache *cache;
 };
+
+/* What the delta base cache may hold (git's core.deltaBaseCacheLimit
+ * defaults to 96 MiB; a history walk's manifests need far less). */
+#define CACHE_BUDGET (16u << 20)
+
+struct tt_gcache *tt_godb_cache(struct tt_godb *db)
+{
+	return db->cache;
+}
 
 static int oom(void)
 {
@@ -47,7 +58,9 @@ int tt_godb_open(const char *objects_dir, struct tt_godb **out)
 	struct dirent *e;
 	int rc = 0;
 
-	if (!db || !(db->dir = strdup(objects_dir))) {
+	if (!db || !(db->dir = strdup(objects_dir)) || !(db->cache = tt_gcache_new(CACHE_BUDGET))) {
+		if (db)
+			free(db->dir);
 		free(db);
 		return oom();
 	}
@@ -86,6 +99,7 @@ void tt_godb_free(struct tt_godb *db)
 		tt_gpack_close(&db->packs[i]);
 	free(db->packs);
 	free(db->dir);
+	tt_gcache_free(db->cache);
 	free(db);
 }
 

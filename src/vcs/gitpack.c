@@ -3,6 +3,7 @@
  * offsets with the high bit pointing into a 64-bit table; pack: "PACK",
  * version 2 or 3, entries of a type-and-size header then zlib data). */
 #include "vcs/gitpack.h"
+#include "vcs/gitcache.h"
 
 #include <tether/backend.h>
 
@@ -176,7 +177,7 @@ static int inflate_at(const struct tt_gpack *p, uint64_t at, size_t size, unsign
 /* One delta of a chain: its pack and where its zlib data starts. */
 struct chain_link {
 	const struct tt_gpack *p;
-	uint64_t data_at;
+	uint64_t entry_at, data_at; /* the entry, and its delta's zlib data */
 	size_t size;
 };
 
@@ -222,12 +223,20 @@ static int read_at(struct tt_godb *db, const struct tt_gpack *p, uint64_t off, e
 		const unsigned char *q = NULL, *end = p->pack + p->pack_len - 20;
 		int t = 0;
 		size_t size = 0;
+		/* an entry resolved by an earlier read ends the chain here */
+		if (tt_gcache_get(tt_godb_cache(db), p, off, type, &base, &base_len)) {
+			rc = 0;
+			break;
+		}
 		if ((rc = entry_header(p, off, &t, &size, &q)) < 0)
 			goto out;
 		if (t >= 1 && t <= 4) {
 			*type = (enum tt_gobj_type)t;
 			base_len = size;
 			rc = inflate_at(p, (uint64_t)(q - p->pack), size, &base);
+			/* the bottom of a chain: the base the next read of its chain needs */
+			if (rc == 0 && n)
+				tt_gcache_put(tt_godb_cache(db), p, off, *type, base, base_len);
 			break;
 		}
 		if (t != 6 && t != 7) {
@@ -265,7 +274,7 @@ static int read_at(struct tt_godb *db, const struct tt_gpack *p, uint64_t off, e
 				rc = damaged(p, "delta base out of range");
 				goto out;
 			}
-			chain[n++] = (struct chain_link){ p, (uint64_t)(q - p->pack), size };
+			chain[n++] = (struct chain_link){ p, off, (uint64_t)(q - p->pack), size };
 			off -= back;
 			continue;
 		}
@@ -274,7 +283,7 @@ static int read_at(struct tt_godb *db, const struct tt_gpack *p, uint64_t off, e
 			goto out;
 		}
 		const unsigned char *base_id = q;
-		chain[n++] = (struct chain_link){ p, (uint64_t)(q + 20 - p->pack), size };
+		chain[n++] = (struct chain_link){ p, off, (uint64_t)(q + 20 - p->pack), size };
 		const struct tt_gpack *bp = p;
 		long pos = tt_gpack_find(p, base_id);
 		if (pos < 0) {
@@ -303,6 +312,8 @@ static int read_at(struct tt_godb *db, const struct tt_gpack *p, uint64_t off, e
 		free(base);
 		base = next;
 		base_len = next_len;
+		if (rc == 0)
+			tt_gcache_put(tt_godb_cache(db), l->p, l->entry_at, *type, base, base_len);
 	}
 out:
 	free(chain);

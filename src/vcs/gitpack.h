@@ -42,6 +42,9 @@ int tt_godb_locate(struct tt_godb *db, const unsigned char id[20], const struct 
 int tt_godb_read_loose(struct tt_godb *db, const unsigned char id[20], enum tt_gobj_type *type,
                        unsigned char **data, size_t *len);
 
+/* gitodb.c: the database's cache of resolved pack entries (gitcache.h). */
+struct tt_gcache *tt_godb_cache(struct tt_godb *db);
+
 /* gitodb.c: where loose object id would be (objects/xx/<38 hex>). */
 void tt_godb_loose_path(const struct tt_godb *db, const unsigned char id[20], char *path, size_t cap);
 

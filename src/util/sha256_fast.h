@@ -6,9 +6,9 @@
  *
  * libcrypto.so.3 is an optional run-time dependency: it is opened with
  * dlopen, once per process (never at start-up, never for a few small
- * files), and
- * when it is missing, fails to load or is refused by TETHER_NO_LIBCRYPTO=1
- * (read once, at the first large file), Nettle hashes everything, silently.
+ * files), and when it is missing, fails to load or is refused by
+ * TETHER_NO_LIBCRYPTO=1 (read once, at the first large file), Nettle
+ * hashes everything, silently.
  * Thread-safe: every stream owns its own state. */
 #ifndef TETHER_UTIL_SHA256_FAST_H
 #define TETHER_UTIL_SHA256_FAST_H

@@ -8,9 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <nettle/sha2.h>
-
 #include "core/journal.h"
+#include "util/sha256_fast.h"
 
 static _Atomic(tt_filehash_hook_fn) mid_read_hook;
 
@@ -54,23 +53,27 @@ static int64_t ns_of(struct timespec ts)
 _Static_assert(READ_MOVED != TT_FILEHASH_NOT_REGULAR && READ_MOVED != TT_FILEHASH_UNSTABLE,
                "a read's outcome is not a result of tt_filehash_at");
 
-/* Read the open file to its end into the hash. Returns 0 or -errno. */
-static int hash_fd(int fd, const char *name, unsigned char *buf, atomic_uint_fast64_t *progress,
-                   unsigned char sha256[32], uint64_t *total)
+/* Read the open file to its end into the hash (libcrypto's for a large
+ * file: sha256_fast.h). Returns 0 or -errno. */
+static int hash_fd(int fd, const char *name, uint64_t size, unsigned char *buf,
+                   atomic_uint_fast64_t *progress, unsigned char sha256[32], uint64_t *total)
 {
-	struct sha256_ctx ctx;
-	sha256_init(&ctx);
+	struct tt_sha256_stream ctx;
+	tt_sha256_begin(&ctx, size);
 	*total = 0;
 	int first = 1;
 	for (;;) {
 		ssize_t n = read(fd, buf, TT_FILEHASH_BUFFER_SIZE);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0)
-			return -errno;
+		if (n < 0) {
+			int err = errno;
+			tt_sha256_end(&ctx, NULL);
+			return -err;
+		}
 		if (n == 0)
 			break;
-		sha256_update(&ctx, (size_t)n, buf);
+		tt_sha256_update(&ctx, buf, (size_t)n);
 		*total += (uint64_t)n;
 		if (progress)
 			atomic_fetch_add_explicit(progress, (uint64_t)n, memory_order_relaxed);
@@ -78,7 +81,10 @@ static int hash_fd(int fd, const char *name, unsigned char *buf, atomic_uint_fas
 			mid_read(name);
 		first = 0;
 	}
-	sha256_digest(&ctx, 32, sha256);
+	/* libcrypto failing mid-stream (it does not, short of a broken
+	 * install) leaves no digest to trust: an I/O error of this file. */
+	if (tt_sha256_end(&ctx, sha256) != 0)
+		return -EIO;
 	return 0;
 }
 
@@ -107,7 +113,7 @@ static int read_once(int dirfd, const char *name, int follow, unsigned char *buf
 	if ((size_t)before.st_size > TT_FILEHASH_BUFFER_SIZE)
 		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	uint64_t total = 0;
-	int rc = hash_fd(fd, name, buf, progress, out->sha256, &total);
+	int rc = hash_fd(fd, name, (uint64_t)before.st_size, buf, progress, out->sha256, &total);
 	if (rc == 0 && fstat(fd, &after) != 0)
 		rc = -errno;
 	close(fd);

@@ -173,33 +173,70 @@ int gb_rd_tag_target(const struct gb_obj *o, const char *refname, const unsigned
 	return GB_FORWARD;
 }
 
-struct each_tag {
-	gb_tag_cb cb;
-	void *ud;
-	int stop; /* what cb returned to stop the walk */
+/* The tags as tt_gref_each lists them (byte order of name), to be handed
+ * out in libgit2's iterator order: the loose ones first, then the packed
+ * ones no loose one hides, each part in byte order. */
+struct listed {
+	char *name;
+	unsigned char id[GB_OID_SIZE], peeled[GB_OID_SIZE];
+	int has_peeled, symbolic, loose;
 };
 
-static int each_tag_ref(void *ud, const char *name, const unsigned char id[20], const unsigned char *peeled,
-                        int symbolic)
-{
-	struct each_tag *e = ud;
+struct listing {
+	const struct gb_native *n;
+	struct listed *v;
+	size_t len, cap;
+};
 
-	e->stop = e->cb(e->ud, name + strlen("refs/tags/"), symbolic ? NULL : id, symbolic ? NULL : peeled);
-	return e->stop;
+static int collect_tag(void *ud, const char *name, const unsigned char id[20], const unsigned char *peeled,
+                       int symbolic)
+{
+	struct listing *l = ud;
+	struct stat st;
+	if (l->len == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 64;
+		struct listed *v = realloc(l->v, cap * sizeof *v);
+		if (!v)
+			return gb_fail_oom();
+		l->v = v;
+		l->cap = cap;
+	}
+	struct listed *t = &l->v[l->len];
+	char *path = gb_strdupf("%s/%s", l->n->repo.commondir, name);
+	memset(t, 0, sizeof *t);
+	t->loose = path && lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+	free(path);
+	if (!(t->name = strdup(name)))
+		return gb_fail_oom();
+	memcpy(t->id, id, GB_OID_SIZE);
+	if ((t->has_peeled = peeled != NULL))
+		memcpy(t->peeled, peeled, GB_OID_SIZE);
+	t->symbolic = symbolic;
+	l->len++;
+	return 0;
 }
 
 int gb_rd_each_tag(const struct gb_obj *o, gb_tag_cb cb, void *ud)
 {
-	struct each_tag e = {cb, ud, 0};
-	int rc = tt_gref_each(&o->native->repo, "refs/tags/" GB_TAG_PREFIX, each_tag_ref, &e);
+	struct listing l = {o->native, NULL, 0, 0};
+	int rc = tt_gref_each(&o->native->repo, "refs/tags/" GB_TAG_PREFIX, collect_tag, &l);
 
-	if (rc != 0 && rc == e.stop)
-		return rc;
+	/* damage (or no memory): libgit2 words it */
 	if (rc != 0) {
 		tether_error_clear();
-		return GB_FORWARD;
+		rc = GB_FORWARD;
 	}
-	return 0;
+	for (int loose = 1; rc == 0 && loose >= 0; loose--)
+		for (size_t i = 0; i < l.len && rc == 0; i++) {
+			const struct listed *t = &l.v[i];
+			if (t->loose == loose)
+				rc = cb(ud, t->name + strlen("refs/tags/"), t->symbolic ? NULL : t->id,
+				        !t->symbolic && t->has_peeled ? t->peeled : NULL);
+		}
+	for (size_t i = 0; i < l.len; i++)
+		free(l.v[i].name);
+	free(l.v);
+	return rc;
 }
 
 static int is_alnum(char c)

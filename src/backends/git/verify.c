@@ -168,10 +168,10 @@ static int verify_listed(const struct gb_obj *o, const struct tag_list *tags, st
 	if (rc != 0)
 		return rc;
 	const struct listed_tag *t = find_tag(tags, tag);
-	if (!t) {
-		item->detail = tag_missing(o, tag);
-		return 0;
-	}
+	/* Not listed: absent, or a symbolic ref leading nowhere (which a
+	 * listing may leave out); the lookup tells them apart as verify does. */
+	if (!t)
+		return verify_tag(o, tag, NULL, id, &item->detail);
 	if (t->direct && memcmp(t->target, id, GB_OID_SIZE) == 0)
 		return 0;
 	return verify_tag(o, tag, t->direct && t->has_peeled ? t->peeled : NULL, id, &item->detail);

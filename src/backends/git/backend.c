@@ -4,14 +4,18 @@
  * tether-backend-git.so (front.c) loads on first need: the front answers
  * the reads of history itself, without libgit2.
  *
- * Everything goes through libgit2, never the git command line. libgit2 runs
- * no hooks, has no fsmonitor, runs no filter, merge or diff drivers nor
- * credential helpers, and has no ext:: transport; that is how tether
- * guarantees that a hostile repository's configuration runs nothing.
+ * Everything goes through libgit2 here (the front reads refs and objects in
+ * C), never the git command line. libgit2 runs no hooks, has no fsmonitor,
+ * runs no filter, merge or diff drivers nor credential helpers, and has no
+ * ext:: transport; that is how tether guarantees that a hostile
+ * repository's configuration runs nothing.
  *
- * This file holds the backend's description, locators and identity. The
- * other files hold one job each: state.c (fingerprint), pin.c (pins and
- * their pushes), verify.c (whether recorded states are still held),
+ * This file holds the backend's description, opening a locator's
+ * repository and make_locator. The other files hold one job each:
+ * locator.c (locators, states, pin refs; shared with the front), state.c
+ * (fingerprint), pin.c (pins and their pushes), verify.c (whether
+ * recorded states are still held; shared), read_libgit2.c (the shared
+ * code's reader), place.c and place_libgit2.c (where a repository is),
  * fork.c (working branches and handles), merge.c (promote and
  * merge), worktree.c (checkouts), diff.c (diff and history), create.c
  * (stores tether creates). */

@@ -80,9 +80,9 @@ struct item {
 
 #define MAX_ITEMS 16
 
-static json_t *locator_for(const char *remote)
+static json_t *locator_for(const char *path, const char *remote)
 {
-	json_t *loc = json_pack("{s:s}", "path", code);
+	json_t *loc = json_pack("{s:s}", "path", path);
 	if (remote)
 		json_object_set_new(loc, "remote", json_string(remote));
 	return loc;
@@ -91,7 +91,7 @@ static json_t *locator_for(const char *remote)
 /* Every answer of one module, one line per question. */
 static char *answers(const struct tether_backend *b, const struct item *items, size_t n, const char *remote)
 {
-	json_t *loc = locator_for(remote);
+	json_t *loc = locator_for(code, remote);
 	json_t *states[MAX_ITEMS], *refs[MAX_ITEMS];
 	struct tether_verify_item many[MAX_ITEMS];
 	char *out = NULL;
@@ -134,6 +134,40 @@ static char *answers(const struct tether_backend *b, const struct item *items, s
 	free(text);
 	json_decref(identity);
 	json_decref(loc);
+	fclose(f);
+	return out;
+}
+
+/* Where a locator leads: verify and list_pins for each path, with the
+ * dataset at `dataset_root`. */
+static char *place_answers(const struct tether_backend *b, const char *const *paths, const char *dataset_root,
+                           const char *sha)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	struct tether_bctx c = ctx;
+
+	c.dataset_root = dataset_root;
+	for (size_t i = 0; paths[i]; i++) {
+		json_t *loc = locator_for(paths[i], NULL), *state = json_pack("{s:s}", "sha", sha);
+		json_t *ref = json_pack("{s:s}", "tag", "tether.lw-loose"), *pins = NULL;
+		int ok = -1;
+		char *detail = NULL;
+		tether_error_clear();
+		int rc = b->verify(&c, loc, state, ref, &ok, &detail);
+		fprintf(f, "%s: verify rc %d ok %d detail %s error %s\n", paths[i], rc, ok, detail ? detail : "-",
+		        rc ? tether_error_last() : "-");
+		tether_error_clear();
+		rc = b->list_pins(&c, loc, &pins);
+		fprintf(f, "%s: list_pins rc %d n %zu error %s\n", paths[i], rc, json_array_size(pins),
+		        rc ? tether_error_last() : "-");
+		free(detail);
+		json_decref(pins);
+		json_decref(loc);
+		json_decref(state);
+		json_decref(ref);
+	}
 	fclose(f);
 	return out;
 }
@@ -237,6 +271,37 @@ int main(int argc, char **argv)
 	     code);
 	char *full_hard = answers(*full, hard, 4, NULL);
 	char *full_dotted = answers(*full, q, 2, "my.remote");
+	/* Places: through a link, /proc, a directory inside a checkout, a
+	 * path that is not there, a repository inside another one, and the
+	 * dataset's checkout around the repository (the libgit2 module's
+	 * cache of checked repositories must not skip that check for another
+	 * dataset). */
+	char link[1300], proc[1300], sub[1300], missing[1300], inner[1300], inside[1300];
+	snprintf(link, sizeof link, "%s/link", scratch);
+	snprintf(proc, sizeof proc, "/proc/self");
+	snprintf(sub, sizeof sub, "%s/sub", code);
+	snprintf(missing, sizeof missing, "%s/missing", scratch);
+	snprintf(inner, sizeof inner, "%s/outer/inner", scratch);
+	snprintf(inside, sizeof inside, "%s/ds", code);
+	MUST("cd '%s' && ln -s code link && mkdir code/sub code/ds && git init -q outer && cd outer && "
+	     "git init -q inner && git -C inner -c user.name=a -c user.email=a@b commit -q --allow-empty -m i && git -C inner tag tether.lw-loose",
+	     scratch);
+	if (chdir(scratch) != 0)
+		return 2;
+	char cwdcode[1300];
+	snprintf(cwdcode, sizeof cwdcode, "/proc/self/cwd/code");
+	const char *places[] = {link, proc, cwdcode, sub, missing, inner, NULL};
+	char *front_places = place_answers(front, places, dataset, c1);
+	char *full_places = place_answers(*full, places, dataset, c1);
+	CHECK_STR(front_places, full_places);
+	CHECK(strstr(front_places, "under /proc: refused") && strstr(front_places, "is not a git repository"));
+	const char *own[] = {code, NULL};
+	char *front_inside = place_answers(front, own, inside, c1);
+	char *full_inside = place_answers(*full, own, inside, c1);
+	CHECK_STR(front_inside, full_inside);
+	CHECK(strstr(front_inside, "a git object must live outside the dataset's own checkout"));
+	free(front_places), free(full_places), free(front_inside), free(full_inside);
+
 	CHECK_STR(front_native, full_native);
 	CHECK_STR(front_remote, full_remote);
 	CHECK_STR(front_hard, full_hard);

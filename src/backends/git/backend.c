@@ -120,7 +120,7 @@ void gb_close(struct gb_obj *o)
 #define REPO_CACHE_SIZE 8
 
 struct repo_cache {
-	char *path[REPO_CACHE_SIZE];
+	char *path[REPO_CACHE_SIZE]; /* cache_key: the path and the dataset */
 	git_repository *repo[REPO_CACHE_SIZE];
 	unsigned next;
 };
@@ -161,31 +161,42 @@ static struct repo_cache *thread_repo_cache(void)
 	return c;
 }
 
+/* What a cached repository was checked for: its path, and the dataset
+ * whose checkout it was checked against (place.c's checks depend on it). */
+static char *cache_key(const struct tether_bctx *ctx, const struct gb_obj *o)
+{
+	return gb_strdupf("%s\n%s", o->path, ctx && ctx->dataset_root ? ctx->dataset_root : "");
+}
+
 int gb_open_cached(const struct tether_bctx *ctx, const json_t *locator, struct gb_obj *o)
 {
 	int rc = gb_parse_locator(locator, o);
 	if (rc < 0)
 		return rc;
 	struct repo_cache *c = thread_repo_cache();
-	for (unsigned i = 0; c && i < REPO_CACHE_SIZE; i++) {
-		if (c->path[i] && strcmp(c->path[i], o->path) == 0) {
+	char *key = c ? cache_key(ctx, o) : NULL;
+	for (unsigned i = 0; key && i < REPO_CACHE_SIZE; i++) {
+		if (c->path[i] && strcmp(c->path[i], key) == 0) {
 			/* The repository we hold passed every check of a fresh
-			 * open in this process; the locator's own is made again. */
+			 * open for this dataset in this process; the locator's
+			 * own is made again. */
+			free(key);
 			o->repo = c->repo[i];
 			o->cached = 1;
 			return gb_refuse_url_remote(o, TETHER_EREFUSED);
 		}
 	}
 	rc = open_checked(ctx, o, TETHER_EREFUSED);
-	char *path = rc == 0 && c ? strdup(o->path) : NULL;
-	if (path) {
+	if (rc == 0 && key) {
 		unsigned slot = c->next++ % REPO_CACHE_SIZE;
 		free(c->path[slot]);
 		git_repository_free(c->repo[slot]);
-		c->path[slot] = path;
+		c->path[slot] = key;
 		c->repo[slot] = o->repo;
 		o->cached = 1;
+		key = NULL;
 	}
+	free(key);
 	return rc;
 }
 

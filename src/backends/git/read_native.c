@@ -38,14 +38,16 @@ static int has(const char *dir, const char *name, mode_t type)
 }
 
 /* What libgit2 checks before it takes a git directory (a HEAD file, the
- * objects and refs directories, the caller's own directories). */
+ * objects and refs directories, the caller's own directories: any other
+ * owner is libgit2's to judge, with safe.directory). */
 static int libgit2_would_take(const struct tt_grepo *r)
 {
 	struct stat st;
 
 	return has(r->gitdir, "HEAD", S_IFREG) && has(r->commondir, "objects", S_IFDIR) &&
 	       has(r->commondir, "refs", S_IFDIR) && stat(r->gitdir, &st) == 0 && st.st_uid == geteuid() &&
-	       stat(r->commondir, &st) == 0 && st.st_uid == geteuid();
+	       stat(r->commondir, &st) == 0 && st.st_uid == geteuid() && stat(r->workdir, &st) == 0 &&
+	       st.st_uid == geteuid();
 }
 
 void gb_close(struct gb_obj *o)

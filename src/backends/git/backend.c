@@ -1,15 +1,21 @@
 /* The `git` backend: a git repository as a data object, to pin the code
- * (or any git-tracked data) that produced a dataset. Built as the module
- * tether-backend-git.so.
+ * (or any git-tracked data) that produced a dataset. This is its libgit2
+ * implementation, the module tether-gitbe-libgit2.so, which the front
+ * tether-backend-git.so (front.c) loads on first need: the front answers
+ * the reads of history itself, without libgit2.
  *
- * Everything goes through libgit2, never the git command line. libgit2 runs
- * no hooks, has no fsmonitor, runs no filter, merge or diff drivers nor
- * credential helpers, and has no ext:: transport; that is how tether
- * guarantees that a hostile repository's configuration runs nothing.
+ * Everything goes through libgit2 here (the front reads refs and objects in
+ * C), never the git command line. libgit2 runs no hooks, has no fsmonitor,
+ * runs no filter, merge or diff drivers nor credential helpers, and has no
+ * ext:: transport; that is how tether guarantees that a hostile
+ * repository's configuration runs nothing.
  *
- * This file holds the backend's description, locators and identity. The
- * other files hold one job each: state.c (fingerprint), pin.c (pins and
- * their pushes), verify.c (whether recorded states are still held),
+ * This file holds the backend's description, opening a locator's
+ * repository and make_locator. The other files hold one job each:
+ * locator.c (locators, states, pin refs; shared with the front), state.c
+ * (fingerprint), pin.c (pins and their pushes), verify.c (whether
+ * recorded states are still held; shared), read_libgit2.c (the shared
+ * code's reader), place.c and place_libgit2.c (where a repository is),
  * fork.c (working branches and handles), merge.c (promote and
  * merge), worktree.c (checkouts), diff.c (diff and history), create.c
  * (stores tether creates). */
@@ -19,86 +25,6 @@
 #include <stdlib.h>
 #include <pthread.h>
 #include <string.h>
-
-/* ------------------------------------------------------------------ */
-/* Reading a locator                                                   */
-/* ------------------------------------------------------------------ */
-
-static int optional_string(const json_t *locator, const char *key, const char **out)
-{
-	json_t *v = json_object_get(locator, key);
-
-	*out = NULL;
-	if (!v)
-		return 0;
-	if (!json_is_string(v) || !*json_string_value(v))
-		return tether_error_set(TETHER_ECONFIG, "git locator: \"%s\" must be a non-empty string", key);
-	*out = json_string_value(v);
-	return 0;
-}
-
-/* "true"/"false" as strings (the command line) or booleans (TOML). */
-static int parse_flag(const json_t *v, const char *key, int code, int *out)
-{
-	const char *s = json_string_value(v);
-
-	*out = 0;
-	if (!v)
-		return 0;
-	if (json_is_boolean(v)) {
-		*out = json_is_true(v);
-		return 0;
-	}
-	if (s && (strcmp(s, "true") == 0 || strcmp(s, "false") == 0)) {
-		*out = strcmp(s, "true") == 0;
-		return 0;
-	}
-	return tether_error_set(code, "git: \"%s\" must be true or false", key);
-}
-
-static int read_locator(const json_t *locator, struct gb_obj *o)
-{
-	int rc;
-
-	memset(o, 0, sizeof *o);
-	if (!json_is_object(locator))
-		return tether_error_set(TETHER_ECONFIG, "git locator is not a table");
-	if ((rc = optional_string(locator, "path", &o->path)) < 0 ||
-	    (rc = optional_string(locator, "ref", &o->ref)) < 0 ||
-	    (rc = optional_string(locator, "at", &o->at)) < 0 ||
-	    (rc = optional_string(locator, "remote", &o->remote)) < 0 ||
-	    (rc = optional_string(locator, "branch", &o->branch)) < 0 ||
-	    (rc = parse_flag(json_object_get(locator, "allow_dirty"), "allow_dirty", TETHER_ECONFIG,
-	                     &o->allow_dirty)) < 0)
-		return rc;
-	if (!o->path || o->path[0] != '/')
-		return tether_error_set(TETHER_ECONFIG, "git locator has no absolute \"path\"");
-	if (!o->ref)
-		o->ref = "HEAD";
-	return 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* Checks made at `tether add` and again at every use                  */
-/* ------------------------------------------------------------------ */
-
-static int refuse_url_remote(const struct gb_obj *o, int code)
-{
-	int valid = 0;
-
-	if (!o->remote)
-		return 0;
-	if (gb_looks_like_url(o->remote))
-		return tether_error_set(code,
-		                        "git repository %s: remote \"%s\" is a URL or a path; a committed "
-		                        "remote must be the name of a remote the repository has configured "
-		                        "(a URL goes in .tether/secrets.toml as [objects.\"<key>\"] remote)",
-		                        o->path, o->remote);
-	if (git_remote_name_is_valid(&valid, o->remote) < 0 || !valid)
-		return tether_error_set(code, "git repository %s: \"%s\" is not a valid remote name",
-		                        o->path, o->remote);
-	return 0;
-}
 
 static char *workdir_of(git_repository *repo)
 {
@@ -146,7 +72,7 @@ static int open_checked(const struct tether_bctx *ctx, struct gb_obj *o, int cod
 	int rc = gb_libgit2_ready();
 
 	if (rc == 0)
-		rc = refuse_url_remote(o, code);
+		rc = gb_refuse_url_remote(o, code);
 	if (rc == 0)
 		rc = open_repository(o, code);
 	if (rc == 0)
@@ -160,16 +86,9 @@ static int open_checked(const struct tether_bctx *ctx, struct gb_obj *o, int cod
  * everything `tether add` checked is checked again here. */
 int gb_open(const struct tether_bctx *ctx, const json_t *locator, struct gb_obj *o)
 {
-	int rc = read_locator(locator, o);
+	int rc = gb_parse_locator(locator, o);
 
 	return rc < 0 ? rc : open_checked(ctx, o, TETHER_EREFUSED);
-}
-
-int gb_check_locator(const json_t *locator, struct gb_obj *o)
-{
-	int rc = read_locator(locator, o);
-
-	return rc < 0 ? rc : refuse_url_remote(o, TETHER_EREFUSED);
 }
 
 /* A locator for a repository that need not exist yet (create_store): the
@@ -179,9 +98,9 @@ int gb_read_locator(const struct tether_bctx *ctx, const json_t *locator, struct
 	int rc = gb_libgit2_ready();
 
 	if (rc == 0)
-		rc = read_locator(locator, o);
+		rc = gb_parse_locator(locator, o);
 	if (rc == 0)
-		rc = refuse_url_remote(o, TETHER_EREFUSED);
+		rc = gb_refuse_url_remote(o, TETHER_EREFUSED);
 	if (rc == 0)
 		rc = gb_refuse_create_place(ctx, o);
 	return rc;
@@ -201,7 +120,7 @@ void gb_close(struct gb_obj *o)
 #define REPO_CACHE_SIZE 8
 
 struct repo_cache {
-	char *path[REPO_CACHE_SIZE];
+	char *path[REPO_CACHE_SIZE]; /* cache_key: the path and the dataset */
 	git_repository *repo[REPO_CACHE_SIZE];
 	unsigned next;
 };
@@ -242,31 +161,42 @@ static struct repo_cache *thread_repo_cache(void)
 	return c;
 }
 
+/* What a cached repository was checked for: its path, and the dataset
+ * whose checkout it was checked against (place.c's checks depend on it). */
+static char *cache_key(const struct tether_bctx *ctx, const struct gb_obj *o)
+{
+	return gb_strdupf("%s\n%s", o->path, ctx && ctx->dataset_root ? ctx->dataset_root : "");
+}
+
 int gb_open_cached(const struct tether_bctx *ctx, const json_t *locator, struct gb_obj *o)
 {
-	int rc = read_locator(locator, o);
+	int rc = gb_parse_locator(locator, o);
 	if (rc < 0)
 		return rc;
 	struct repo_cache *c = thread_repo_cache();
-	for (unsigned i = 0; c && i < REPO_CACHE_SIZE; i++) {
-		if (c->path[i] && strcmp(c->path[i], o->path) == 0) {
+	char *key = c ? cache_key(ctx, o) : NULL;
+	for (unsigned i = 0; key && i < REPO_CACHE_SIZE; i++) {
+		if (c->path[i] && strcmp(c->path[i], key) == 0) {
 			/* The repository we hold passed every check of a fresh
-			 * open in this process; the locator's own is made again. */
+			 * open for this dataset in this process; the locator's
+			 * own is made again. */
+			free(key);
 			o->repo = c->repo[i];
 			o->cached = 1;
-			return refuse_url_remote(o, TETHER_EREFUSED);
+			return gb_refuse_url_remote(o, TETHER_EREFUSED);
 		}
 	}
 	rc = open_checked(ctx, o, TETHER_EREFUSED);
-	char *path = rc == 0 && c ? strdup(o->path) : NULL;
-	if (path) {
+	if (rc == 0 && key) {
 		unsigned slot = c->next++ % REPO_CACHE_SIZE;
 		free(c->path[slot]);
 		git_repository_free(c->repo[slot]);
-		c->path[slot] = path;
+		c->path[slot] = key;
 		c->repo[slot] = o->repo;
 		o->cached = 1;
+		key = NULL;
 	}
+	free(key);
 	return rc;
 }
 
@@ -375,8 +305,8 @@ static int fill_from_options(const json_t *options, struct gb_obj *o)
 	o->remote = json_string_value(json_object_get(options, "remote"));
 	if (!o->ref)
 		o->ref = "HEAD";
-	return parse_flag(json_object_get(options, "allow_dirty"), "allow_dirty", TETHER_EUSAGE,
-	                  &o->allow_dirty);
+	return gb_parse_flag(json_object_get(options, "allow_dirty"), "allow_dirty", TETHER_EUSAGE,
+	                     &o->allow_dirty);
 }
 
 /* Checks that need the open repository; the locator stores its checkout
@@ -441,68 +371,37 @@ static int gb_make_locator(const struct tether_bctx *ctx, const char *uri, const
 
 static int gb_identity(const struct tether_bctx *ctx, const json_t *locator, json_t **identity)
 {
-	struct gb_obj o;
-	int rc = read_locator(locator, &o);
+	int rc = gb_libgit2_ready();
 
-	(void)ctx;
-	if (rc == 0)
-		rc = gb_libgit2_ready();
-	if (rc == 0)
-		rc = refuse_url_remote(&o, TETHER_EREFUSED);
-	if (rc < 0)
-		return rc;
-	*identity = json_pack("{s:s}", "path", o.path);
-	return *identity ? 0 : gb_fail_oom();
+	return rc < 0 ? rc : gb_identity_do(ctx, locator, identity);
+}
+
+static int gb_list_pins(const struct tether_bctx *ctx, const json_t *locator, json_t **pin_refs)
+{
+	return gb_list_pins_do(ctx, locator, pin_refs);
+}
+
+static int gb_verify(const struct tether_bctx *ctx, const json_t *locator, const json_t *state,
+                     const json_t *pin_ref, int *ok, char **detail)
+{
+	return gb_verify_do(ctx, locator, state, pin_ref, ok, detail);
+}
+
+static int gb_verify_many(const struct tether_bctx *ctx, struct tether_verify_item *items, size_t n)
+{
+	return gb_verify_many_do(ctx, items, n);
 }
 
 /* ------------------------------------------------------------------ */
 /* The backend                                                         */
 /* ------------------------------------------------------------------ */
 
-static const char *const gb_volatile_keys[] = {"dirty", "change_id", NULL};
-/* A remote URL: never committed (docs/CLI.md, the git backend). */
-static const char *const gb_secret_keys[] = {"remote", NULL};
-
-static int is_lower_hex(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return 1;
-}
-
-/* {sha, dirty?, change_id?}: what read_state writes, and nothing else. */
-static int gb_check_state(const json_t *state, const char **bad)
-{
-	const char *k;
-	json_t *v;
-	*bad = "sha";
-	const char *sha = json_string_value(json_object_get(state, "sha"));
-	size_t n = sha ? strlen(sha) : 0;
-	if (!sha || !((n == 40 || n == 64) && is_lower_hex(sha, n)))
-		return tether_error_set(TETHER_ECONFIG, "sha must be a commit id (40 or 64 lower-case hex digits)%s",
-		                        json_object_get(state, "sha") ? "" : ", and is missing");
-	json_object_foreach((json_t *)state, k, v) {
-		*bad = k;
-		if (strcmp(k, "dirty") == 0 && !json_is_boolean(v))
-			return tether_error_set(TETHER_ECONFIG, "dirty must be true or false");
-		if (strcmp(k, "change_id") == 0 && !json_is_string(v))
-			return tether_error_set(TETHER_ECONFIG, "change_id must be a string");
-		if (strcmp(k, "sha") != 0 && strcmp(k, "dirty") != 0 && strcmp(k, "change_id") != 0)
-			return tether_error_set(TETHER_ECONFIG, "'%s' is not a key of a git state (sha, dirty, change_id)", k);
-	}
-	return 0;
-}
-
 const struct tether_backend tt_backend_git = {
 	.abi = TETHER_BACKEND_ABI,
 	.kind = "git",
 	.maturity = "stable",
-	.summary = "git repositories: pin the code that produced a dataset",
-	.caps = TETHER_CAP_FINGERPRINT | TETHER_CAP_ADDRESSABLE | TETHER_CAP_PIN | TETHER_CAP_FORK |
-	        TETHER_CAP_CHEAP_FINGERPRINT | TETHER_CAP_ATOMIC_REF | TETHER_CAP_CONDITIONAL_REF |
-	        TETHER_CAP_DIFF | TETHER_CAP_HISTORY | TETHER_CAP_PROMOTE | TETHER_CAP_MERGE |
-	        TETHER_CAP_CREATE,
+	.summary = GB_SUMMARY,
+	.caps = GB_CAPS,
 	.volatile_keys = gb_volatile_keys,
 	.make_locator = gb_make_locator,
 	.identity = gb_identity,
@@ -526,4 +425,6 @@ const struct tether_backend tt_backend_git = {
 	.secret_keys = gb_secret_keys,
 };
 
-TETHER_API tether_backend_module_t tether_backend_module = {&tt_backend_git, NULL};
+/* What the front (front.c) looks up after loading this module. Not
+ * tether_backend_module: this module is no kind of its own. */
+TETHER_API const struct tether_backend *const tether_gitbe_libgit2 = &tt_backend_git;

@@ -113,23 +113,6 @@ static int push_refspec(const struct gb_obj *o, const struct push_target *t, con
 /* The local tag                                                       */
 /* ------------------------------------------------------------------ */
 
-int gb_tag_refname(const struct gb_obj *o, const char *tag, char **refname)
-{
-	int valid = 0;
-
-	if (!tag || strncmp(tag, GB_TAG_PREFIX, strlen(GB_TAG_PREFIX)) != 0)
-		return tether_error_set(TETHER_EREFUSED, "git repository %s: '%s' is not a tether pin tag",
-		                        o->path, tag ? tag : "(none)");
-	if (!(*refname = gb_strdupf("refs/tags/%s", tag)))
-		return gb_fail_oom();
-	if (git_reference_name_is_valid(&valid, *refname) < 0 || !valid) {
-		free(*refname);
-		*refname = NULL;
-		return tether_error_set(TETHER_EUSAGE, "'%s' is not a valid git tag name", tag);
-	}
-	return 0;
-}
-
 int gb_tag_target(git_repository *repo, const char *refname, git_oid *out)
 {
 	git_reference *ref = NULL;
@@ -212,17 +195,6 @@ static int publish_tag(const struct tether_bctx *ctx, const struct gb_obj *o, co
 
 /* {"tag", "pin", "sha", "remote"?}: "pin" is the pin id the tag holds,
  * which is how gc tells whose pin it is. */
-static json_t *make_pin_ref(const struct gb_obj *o, const char *tag, const git_oid *id)
-{
-	char hex[GB_HEX_SIZE];
-	json_t *ref = json_pack("{s:s, s:s, s:s}", "tag", tag, "pin", tag + strlen(GB_TAG_PREFIX), "sha",
-	                        gb_hex(id, hex));
-
-	if (ref && o->remote)
-		json_object_set_new(ref, "remote", json_string(o->remote));
-	return ref;
-}
-
 static int pin_open(const struct tether_bctx *ctx, const struct gb_obj *o, const json_t *state,
                     const char *pin_id, json_t **pin_ref, int *created)
 {
@@ -245,7 +217,7 @@ static int pin_open(const struct tether_bctx *ctx, const struct gb_obj *o, const
 		rc = publish_tag(ctx, o, refname, *created);
 	if (rc < 0)
 		*created = 0; /* publish_tag took back the tag it made */
-	if (rc == 0 && !(*pin_ref = make_pin_ref(o, tag, &id)))
+	if (rc == 0 && !(*pin_ref = gb_make_pin_ref(o, tag, id.id)))
 		rc = gb_fail_oom();
 	git_commit_free(commit);
 	free(tag);
@@ -304,46 +276,4 @@ int gb_unpin(const struct tether_bctx *ctx, const json_t *locator, const json_t 
 	free(refname);
 	gb_close(&o);
 	return rc;
-}
-
-/* ------------------------------------------------------------------ */
-/* list_pins                                                           */
-/* ------------------------------------------------------------------ */
-
-/* One pass over the tags: the iterator hands each reference with its
- * target already read, and tether's pins are lightweight tags whose target
- * is the commit, so listing 1000 pins reads 1000 small files, not 2000
- * files and 1000 objects. (verify peels; a listing only names.) */
-int gb_list_pins(const struct tether_bctx *ctx, const json_t *locator, json_t **pin_refs)
-{
-	struct gb_obj o;
-	git_reference_iterator *it = NULL;
-	git_reference *ref = NULL;
-	int rc = gb_open(ctx, locator, &o);
-
-	if (rc < 0)
-		return rc;
-	json_t *refs = json_array();
-	rc = refs ? git_reference_iterator_glob_new(&it, o.repo, "refs/tags/" GB_TAG_PREFIX "*") : -1;
-	while (rc == 0 && (rc = git_reference_next(&ref, it)) == 0) {
-		const git_oid *target = git_reference_target(ref);
-		json_t *pin = target ? make_pin_ref(&o, git_reference_name(ref) + strlen("refs/tags/"), target) : NULL;
-		git_reference_free(ref);
-		if (target && (!pin || json_array_append_new(refs, pin) < 0))
-			rc = gb_fail_oom();
-	}
-	git_reference_iterator_free(it);
-	if (rc == GIT_ITEROVER)
-		rc = 0;
-	else if (rc < 0 && refs)
-		rc = tt_git_fail(rc, "git repository %s: cannot list its tags", o.path);
-	else if (rc < 0)
-		rc = gb_fail_oom();
-	gb_close(&o);
-	if (rc < 0) {
-		json_decref(refs);
-		return rc;
-	}
-	*pin_refs = refs;
-	return 0;
 }

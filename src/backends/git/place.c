@@ -8,8 +8,11 @@
  * paths (the locator's, the git directory's, the common directory's, the
  * work tree's), and a repository is refused when any of them lies in the
  * dataset's checkout, or when its git directory is content that an
- * enclosing git repository tracks. Run at `add` and at every open. */
-#include "backends/git/gitbe.h"
+ * enclosing git repository tracks. Run at `add` and at every open, by both
+ * of the backend's modules on what their reader opened (gitbe_read.h); the
+ * question whether an enclosing repository tracks a path is the reader's
+ * (gb_rd_tracked_by). */
+#include "backends/git/gitbe_read.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -17,7 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static char *resolved(const char *path)
+char *gb_resolved(const char *path)
 {
 	char *r = path ? realpath(path, NULL) : NULL;
 	size_t n = r ? strlen(r) : 0;
@@ -37,7 +40,7 @@ int gb_resolve_path(struct gb_obj *o, int code)
 	int err;
 
 	free(o->real);
-	o->real = resolved(o->path);
+	o->real = gb_resolved(o->path);
 	err = errno;
 	if (!o->real && (err == ENOENT || err == ENOTDIR))
 		return tether_error_set(code == TETHER_EREFUSED ? TETHER_ENOTFOUND : code,
@@ -70,7 +73,7 @@ static int has_entry(const char *dir, const char *name)
  * checkout. NULL when there is none. */
 static char *checkout_top_of(const char *dataset_root)
 {
-	char *cur = resolved(dataset_root);
+	char *cur = gb_resolved(dataset_root);
 
 	while (cur) {
 		char *slash;
@@ -95,79 +98,20 @@ static char *dataset_checkout(const struct tether_bctx *ctx)
 	if (!ctx || !ctx->dataset_root)
 		return NULL;
 	top = checkout_top_of(ctx->dataset_root);
-	return top ? top : resolved(ctx->dataset_root);
+	return top ? top : gb_resolved(ctx->dataset_root);
 }
 
-static int is_at_or_under(const char *path, const char *dir)
+int gb_is_at_or_under(const char *path, const char *dir)
 {
 	size_t n = strlen(dir);
 
 	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/' || (n == 1 && dir[0] == '/'));
 }
 
-/* Is `rel` (a path in the repository's work tree) in its index or in
- * HEAD's tree? A directory counts when anything under it does. */
-static int tracked_in(git_repository *repo, const char *rel)
-{
-	git_index *index = NULL;
-	git_reference *head = NULL;
-	git_commit *commit = NULL;
-	git_tree *tree = NULL;
-	git_tree_entry *entry = NULL;
-	char *prefix = gb_strdupf("%s/", rel);
-	size_t pos;
-	int tracked = 0;
-
-	if (prefix && git_repository_index(&index, repo) == 0)
-		tracked = git_index_find_prefix(&pos, index, prefix) == 0;
-	if (!tracked && git_repository_head(&head, repo) == 0 &&
-	    git_commit_lookup(&commit, repo, git_reference_target(head)) == 0 &&
-	    git_commit_tree(&tree, commit) == 0)
-		tracked = git_tree_entry_bypath(&entry, tree, rel) == 0;
-	git_tree_entry_free(entry);
-	git_tree_free(tree);
-	git_commit_free(commit);
-	git_reference_free(head);
-	git_index_free(index);
-	free(prefix);
-	return tracked;
-}
-
-/* The work tree of a repository enclosing `dir` that tracks it, or NULL:
- * every repository whose checkout holds `dir`, nearest first, is asked. */
-static char *tracked_by(const char *dir)
-{
-	char *cur = strdup(dir);
-	char *by = NULL;
-
-	while (cur && !by) {
-		char *slash = strrchr(cur, '/');
-		git_repository *r = NULL;
-
-		if (!slash || cur[1] == '\0')
-			break;
-		slash[slash == cur ? 1 : 0] = '\0';
-		if (git_repository_open_ext(&r, cur, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) == 0) {
-			char *gitdir = resolved(git_repository_path(r));
-			char *top = resolved(git_repository_workdir(r));
-
-			if (top && gitdir && strcmp(gitdir, dir) != 0 && is_at_or_under(dir, top) &&
-			    strcmp(dir, top) != 0 && tracked_in(r, dir + strlen(top) + (strcmp(top, "/") != 0)))
-				by = top;
-			else
-				free(top);
-			free(gitdir);
-			git_repository_free(r);
-		}
-	}
-	free(cur);
-	return by;
-}
-
 static int refuse_in_checkout(const struct gb_obj *o, const char *what, const char *path,
                               const char *top, int code)
 {
-	if (!path || !top || !(is_at_or_under(path, top) || is_at_or_under(top, path)))
+	if (!path || !top || !(gb_is_at_or_under(path, top) || gb_is_at_or_under(top, path)))
 		return 0;
 	return tether_error_set(code,
 	                        "git repository %s and the dataset's checkout %s are inside one "
@@ -178,10 +122,10 @@ static int refuse_in_checkout(const struct gb_obj *o, const char *what, const ch
 
 static int refuse_committed(const struct gb_obj *o, const char *what, const char *path, int code)
 {
-	char *by = path ? tracked_by(path) : NULL;
-	int rc = 0;
+	char *by = NULL;
+	int rc = path ? gb_rd_tracked_by(path, &by) : 0;
 
-	if (by)
+	if (rc == 0 && by)
 		rc = tether_error_set(code,
 		                      "git repository %s: its %s %s is committed content of the git "
 		                      "repository at %s: a clone may not choose a repository's "
@@ -191,11 +135,14 @@ static int refuse_committed(const struct gb_obj *o, const char *what, const char
 	return rc;
 }
 
-int gb_refuse_untrusted_place(const struct tether_bctx *ctx, const struct gb_obj *o, int code)
+/* The checks on a repository as its reader found it: `gitdir`,
+ * `commondir` and `workdir` are what it opened (resolved here). */
+int gb_refuse_place(const struct tether_bctx *ctx, const struct gb_obj *o, const char *gitdir_path,
+                    const char *common_path, const char *workdir_path, int code)
 {
-	char *gitdir = resolved(git_repository_path(o->repo));
-	char *common = resolved(git_repository_commondir(o->repo));
-	char *workdir = resolved(git_repository_workdir(o->repo));
+	char *gitdir = gb_resolved(gitdir_path);
+	char *common = gb_resolved(common_path);
+	char *workdir = gb_resolved(workdir_path);
 	char *top = dataset_checkout(ctx);
 	int rc = 0;
 
@@ -231,7 +178,7 @@ int gb_refuse_create_place(const struct tether_bctx *ctx, const struct gb_obj *o
 	char *head = strdup(o->path), *real = NULL, *full = NULL;
 	int rc = head ? 0 : gb_fail_oom();
 
-	while (rc == 0 && !(real = resolved(head))) {
+	while (rc == 0 && !(real = gb_resolved(head))) {
 		char *slash = strrchr(head, '/');
 
 		if (!slash || slash == head) {

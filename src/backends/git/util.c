@@ -1,5 +1,4 @@
-/* The git backend's small helpers: libgit2 start-up, errors, strings and
- * paths. Local copies, because a module sees only libtether's TETHER_API
+/* The git backend's small helpers on libgit2: start-up, ids, paths. Local copies, because a module sees only libtether's TETHER_API
  * functions. */
 #include "backends/git/gitbe.h"
 #include "util/git_error.h"
@@ -29,44 +28,10 @@ int gb_libgit2_ready(void)
 	return 0;
 }
 
-int gb_fail_oom(void)
-{
-	return tether_error_set(TETHER_ERROR, "out of memory");
-}
-
-char *gb_strdupf(const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-	char *s;
-
-	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return NULL;
-	s = malloc((size_t)n + 1);
-	if (!s)
-		return NULL;
-	va_start(ap, fmt);
-	vsnprintf(s, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	return s;
-}
-
 /* The same resolution as every local locator: libtether's. */
 char *gb_path_resolve(const char *path, const char *cwd)
 {
 	return tether_path_resolve(path, cwd);
-}
-
-/* A committed `remote` must be the name of a configured remote. Anything
- * that reads as a URL, an scp-style address or a path is not one: those
- * go in .tether/secrets.toml, which is never committed. */
-int gb_looks_like_url(const char *remote)
-{
-	return strstr(remote, "://") || strchr(remote, ':') || strchr(remote, '\\') ||
-	       remote[0] == '/' || remote[0] == '.' || remote[0] == '~';
 }
 
 const char *gb_hex(const git_oid *id, char buf[GB_HEX_SIZE])
@@ -74,26 +39,15 @@ const char *gb_hex(const git_oid *id, char buf[GB_HEX_SIZE])
 	return git_oid_tostr(buf, GB_HEX_SIZE, id);
 }
 
-static int is_full_hex(const char *s)
-{
-	size_t i;
-
-	for (i = 0; i < GIT_OID_HEXSZ; i++)
-		if (!s[i] || !strchr("0123456789abcdefABCDEF", s[i]))
-			return 0;
-	return s[i] == '\0';
-}
-
 /* holder["sha"] as an object id; `what` names the holder in the message. */
 int gb_parse_sha(const json_t *holder, const char *what, git_oid *out)
 {
-	const char *sha = json_string_value(json_object_get(holder, "sha"));
+	unsigned char raw[GB_OID_SIZE];
+	int rc = gb_parse_sha20(holder, what, raw);
 
-	if (!sha || !is_full_hex(sha))
-		return tether_error_set(TETHER_ECONFIG, "the %s has no valid \"sha\" (40 hex digits)", what);
-	if (git_oid_fromstr(out, sha) < 0)
-		return tt_git_fail(-1, "cannot parse sha %s", sha);
-	return 0;
+	if (rc == 0)
+		git_oid_fromraw(out, raw);
+	return rc;
 }
 
 /* The remote URL of this object in .tether/secrets.toml, or NULL. */

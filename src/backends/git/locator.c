@@ -1,0 +1,247 @@
+/* The git backend's locators, states and pin refs: what both of its
+ * modules read the same way, without libgit2 (gitbe_read.h). */
+#include "backends/git/gitbe_read.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const gb_volatile_keys[] = {"dirty", "change_id", NULL};
+/* A remote URL: never committed (docs/CLI.md, the git backend). */
+const char *const gb_secret_keys[] = {"remote", NULL};
+
+int gb_fail_oom(void)
+{
+	return tether_error_set(TETHER_ERROR, "out of memory");
+}
+
+char *gb_strdupf(const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+	char *s;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return NULL;
+	s = malloc((size_t)n + 1);
+	if (!s)
+		return NULL;
+	va_start(ap, fmt);
+	vsnprintf(s, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+/* A committed `remote` must be the name of a configured remote. Anything
+ * that reads as a URL, an scp-style address or a path is not one: those
+ * go in .tether/secrets.toml, which is never committed. */
+int gb_looks_like_url(const char *remote)
+{
+	return strstr(remote, "://") || strchr(remote, ':') || strchr(remote, '\\') ||
+	       remote[0] == '/' || remote[0] == '.' || remote[0] == '~';
+}
+
+const char *gb_hex20(const unsigned char id[GB_OID_SIZE], char buf[GB_HEX_SIZE])
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (int i = 0; i < GB_OID_SIZE; i++) {
+		buf[2 * i] = digits[id[i] >> 4];
+		buf[2 * i + 1] = digits[id[i] & 15];
+	}
+	buf[2 * GB_OID_SIZE] = '\0';
+	return buf;
+}
+
+static int hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int gb_parse_sha20(const json_t *holder, const char *what, unsigned char out[GB_OID_SIZE])
+{
+	const char *sha = json_string_value(json_object_get(holder, "sha"));
+	size_t i;
+
+	for (i = 0; sha && i < 2 * GB_OID_SIZE && hex_value(sha[i]) >= 0; i++)
+		;
+	if (!sha || i != 2 * GB_OID_SIZE || sha[i])
+		return tether_error_set(TETHER_ECONFIG, "the %s has no valid \"sha\" (40 hex digits)", what);
+	for (i = 0; i < GB_OID_SIZE; i++)
+		out[i] = (unsigned char)(hex_value(sha[2 * i]) << 4 | hex_value(sha[2 * i + 1]));
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Reading a locator                                                   */
+/* ------------------------------------------------------------------ */
+
+static int optional_string(const json_t *locator, const char *key, const char **out)
+{
+	json_t *v = json_object_get(locator, key);
+
+	*out = NULL;
+	if (!v)
+		return 0;
+	if (!json_is_string(v) || !*json_string_value(v))
+		return tether_error_set(TETHER_ECONFIG, "git locator: \"%s\" must be a non-empty string", key);
+	*out = json_string_value(v);
+	return 0;
+}
+
+/* "true"/"false" as strings (the command line) or booleans (TOML). */
+int gb_parse_flag(const json_t *v, const char *key, int code, int *out)
+{
+	const char *s = json_string_value(v);
+
+	*out = 0;
+	if (!v)
+		return 0;
+	if (json_is_boolean(v)) {
+		*out = json_is_true(v);
+		return 0;
+	}
+	if (s && (strcmp(s, "true") == 0 || strcmp(s, "false") == 0)) {
+		*out = strcmp(s, "true") == 0;
+		return 0;
+	}
+	return tether_error_set(code, "git: \"%s\" must be true or false", key);
+}
+
+int gb_parse_locator(const json_t *locator, struct gb_obj *o)
+{
+	int rc;
+
+	memset(o, 0, sizeof *o);
+	if (!json_is_object(locator))
+		return tether_error_set(TETHER_ECONFIG, "git locator is not a table");
+	if ((rc = optional_string(locator, "path", &o->path)) < 0 ||
+	    (rc = optional_string(locator, "ref", &o->ref)) < 0 ||
+	    (rc = optional_string(locator, "at", &o->at)) < 0 ||
+	    (rc = optional_string(locator, "remote", &o->remote)) < 0 ||
+	    (rc = optional_string(locator, "branch", &o->branch)) < 0 ||
+	    (rc = gb_parse_flag(json_object_get(locator, "allow_dirty"), "allow_dirty", TETHER_ECONFIG,
+	                        &o->allow_dirty)) < 0)
+		return rc;
+	if (!o->path || o->path[0] != '/')
+		return tether_error_set(TETHER_ECONFIG, "git locator has no absolute \"path\"");
+	if (!o->ref)
+		o->ref = "HEAD";
+	return 0;
+}
+
+/* Made at `tether add` and again at every use. */
+int gb_refuse_url_remote(const struct gb_obj *o, int code)
+{
+	int valid = 0, rc;
+
+	if (!o->remote)
+		return 0;
+	if (gb_looks_like_url(o->remote))
+		return tether_error_set(code,
+		                        "git repository %s: remote \"%s\" is a URL or a path; a committed "
+		                        "remote must be the name of a remote the repository has configured "
+		                        "(a URL goes in .tether/secrets.toml as [objects.\"<key>\"] remote)",
+		                        o->path, o->remote);
+	if ((rc = gb_rd_remote_name_valid(o->remote, &valid)) != 0)
+		return rc;
+	if (!valid)
+		return tether_error_set(code, "git repository %s: \"%s\" is not a valid remote name",
+		                        o->path, o->remote);
+	return 0;
+}
+
+/* A locator's checks that need no repository (verify_many: the
+ * repository is open). */
+int gb_check_locator(const json_t *locator, struct gb_obj *o)
+{
+	int rc = gb_parse_locator(locator, o);
+
+	return rc < 0 ? rc : gb_refuse_url_remote(o, TETHER_EREFUSED);
+}
+
+int gb_identity_do(const struct tether_bctx *ctx, const json_t *locator, json_t **identity)
+{
+	struct gb_obj o;
+	int rc = gb_check_locator(locator, &o);
+
+	(void)ctx;
+	if (rc != 0)
+		return rc;
+	*identity = json_pack("{s:s}", "path", o.path);
+	return *identity ? 0 : gb_fail_oom();
+}
+
+static int is_lower_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/* {sha, dirty?, change_id?}: what read_state writes, and nothing else. */
+int gb_check_state(const json_t *state, const char **bad)
+{
+	const char *k;
+	json_t *v;
+	*bad = "sha";
+	const char *sha = json_string_value(json_object_get(state, "sha"));
+	size_t n = sha ? strlen(sha) : 0;
+	if (!sha || !((n == 40 || n == 64) && is_lower_hex(sha, n)))
+		return tether_error_set(TETHER_ECONFIG, "sha must be a commit id (40 or 64 lower-case hex digits)%s",
+		                        json_object_get(state, "sha") ? "" : ", and is missing");
+	json_object_foreach((json_t *)state, k, v) {
+		*bad = k;
+		if (strcmp(k, "dirty") == 0 && !json_is_boolean(v))
+			return tether_error_set(TETHER_ECONFIG, "dirty must be true or false");
+		if (strcmp(k, "change_id") == 0 && !json_is_string(v))
+			return tether_error_set(TETHER_ECONFIG, "change_id must be a string");
+		if (strcmp(k, "sha") != 0 && strcmp(k, "dirty") != 0 && strcmp(k, "change_id") != 0)
+			return tether_error_set(TETHER_ECONFIG, "'%s' is not a key of a git state (sha, dirty, change_id)", k);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Pin tags                                                            */
+/* ------------------------------------------------------------------ */
+
+/* refs/tags/<tag>, refusing a name that is no tether pin tag. */
+int gb_tag_refname(const struct gb_obj *o, const char *tag, char **refname)
+{
+	int valid = 0, rc;
+
+	if (!tag || strncmp(tag, GB_TAG_PREFIX, strlen(GB_TAG_PREFIX)) != 0)
+		return tether_error_set(TETHER_EREFUSED, "git repository %s: '%s' is not a tether pin tag",
+		                        o->path, tag ? tag : "(none)");
+	if (!(*refname = gb_strdupf("refs/tags/%s", tag)))
+		return gb_fail_oom();
+	if ((rc = gb_rd_refname_valid(*refname, &valid)) != 0 || !valid) {
+		free(*refname);
+		*refname = NULL;
+		return rc ? rc : tether_error_set(TETHER_EUSAGE, "'%s' is not a valid git tag name", tag);
+	}
+	return 0;
+}
+
+json_t *gb_make_pin_ref(const struct gb_obj *o, const char *tag, const unsigned char id[GB_OID_SIZE])
+{
+	char hex[GB_HEX_SIZE];
+	json_t *ref = json_pack("{s:s, s:s, s:s}", "tag", tag, "pin", tag + strlen(GB_TAG_PREFIX), "sha",
+	                        gb_hex20(id, hex));
+
+	if (ref && o->remote)
+		json_object_set_new(ref, "remote", json_string(o->remote));
+	return ref;
+}

@@ -1,6 +1,8 @@
+#define _GNU_SOURCE
 #include "util/pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -27,11 +29,16 @@ static void *pool_worker(void *arg)
 static int default_threads;
 static pthread_once_t default_threads_once = PTHREAD_ONCE_INIT;
 
-/* sysconf reads /sys on every call: once per process is enough. */
+/* The CPUs this process may run on (taskset, a cgroup's cpuset), which is
+ * one system call; sysconf's count of online CPUs opens and reads a file
+ * under /sys, and counts CPUs the process may not use. Once per process. */
 static void find_default_threads(void)
 {
 	const char *env = getenv("TETHER_THREADS");
 	int t = env && *env ? atoi(env) : 0;
+	cpu_set_t set;
+	if (t <= 0 && sched_getaffinity(0, sizeof set, &set) == 0)
+		t = CPU_COUNT(&set);
 	if (t <= 0) {
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 		t = cpus > 0 ? (int)cpus : 1;

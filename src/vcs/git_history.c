@@ -40,11 +40,12 @@ struct id_walk {
 	void *ud;
 };
 
-static int pass_hex(void *ud, const unsigned char id[20])
+static int pass_hex(void *ud, const unsigned char id[20], const unsigned char *tree)
 {
 	struct id_walk *w = ud;
 	char hex[41];
 
+	(void)tree;
 	tt_goid_hex(id, hex);
 	return w->cb(w->ud, hex);
 }
@@ -363,7 +364,7 @@ static int is_zero(const unsigned char id[20])
 	return memcmp(id, zero, 20) == 0;
 }
 
-static int visit_commit(void *ud, const unsigned char id[20])
+static int visit_commit(void *ud, const unsigned char id[20], const unsigned char *tree)
 {
 	struct file_walk *w = ud;
 	unsigned char root[20], dir_id[20];
@@ -373,7 +374,9 @@ static int visit_commit(void *ud, const unsigned char id[20])
 	w->commits++;
 	tt_goid_hex(id, w->commit);
 	if (!w->cache || !wc_commit_dir(w->cache, id, dir_id)) {
-		if ((rc = commit_tree(w, id, root)) < 0)
+		if (tree)
+			memcpy(root, tree, 20);
+		else if ((rc = commit_tree(w, id, root)) < 0)
 			return rc;
 		if ((rc = find_dir(w, root, dir_id)) < 0)
 			return rc;

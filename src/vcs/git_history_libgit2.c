@@ -52,7 +52,8 @@ static int start_walk(const struct lg2_src *s, git_revwalk **out)
 	return 0;
 }
 
-static int lg2_commits(void *ud, int (*cb)(void *cbud, const unsigned char id[20]), void *cbud)
+static int lg2_commits(void *ud, int (*cb)(void *cbud, const unsigned char id[20], const unsigned char *tree),
+                       void *cbud)
 {
 	git_revwalk *walk = NULL;
 	git_oid oid;
@@ -61,7 +62,7 @@ static int lg2_commits(void *ud, int (*cb)(void *cbud, const unsigned char id[20
 	if (rc < 0)
 		return rc;
 	while (!stop && (rc = git_revwalk_next(&oid, walk)) == 0)
-		stop = cb(cbud, oid.id);
+		stop = cb(cbud, oid.id, NULL);
 	git_revwalk_free(walk);
 	if (stop)
 		return stop;

@@ -37,13 +37,14 @@ static void native_release(void *ud, void *keep)
 	free(keep);
 }
 
-static int native_commits(void *ud, int (*cb)(void *cbud, const unsigned char id[20]), void *cbud)
+static int native_commits(void *ud, int (*cb)(void *cbud, const unsigned char id[20], const unsigned char *tree),
+                          void *cbud)
 {
 	const struct native_src *s = ud;
 	int rc = 0;
 
 	for (size_t i = 0; i < s->n && rc == 0; i++)
-		rc = cb(cbud, s->ids + 20 * i);
+		rc = cb(cbud, s->ids + 40 * i, s->ids + 40 * i + 20);
 	return rc;
 }
 

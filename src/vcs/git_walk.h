@@ -23,10 +23,13 @@ struct tt_walk_src {
 	int (*read)(void *ud, const unsigned char id[20], enum tt_gobj_type *type, const unsigned char **data,
 	            size_t *len, void **keep);
 	void (*release)(void *ud, void *keep);
-	/* Every commit of the walk, each once, in order: cb(cbud, id). A
-	 * non-zero return from cb stops the walk and is returned; < 0 with the
-	 * error set when the walk cannot go on. */
-	int (*commits)(void *ud, int (*cb)(void *cbud, const unsigned char id[20]), void *cbud);
+	/* Every commit of the walk, each once, in order: cb(cbud, id, tree),
+	 * tree being the commit's tree id when the source read the commit
+	 * already (so the walk need not read it again), else NULL. A non-zero
+	 * return from cb stops the walk and is returned; < 0 with the error
+	 * set when the walk cannot go on. */
+	int (*commits)(void *ud, int (*cb)(void *cbud, const unsigned char id[20], const unsigned char *tree),
+	               void *cbud);
 };
 
 /* tether_vcs_ops.each_commit over src's commits (hex ids). */

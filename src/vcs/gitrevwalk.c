@@ -98,7 +98,7 @@ int tt_gcommit_parse(const unsigned char *data, size_t len, struct tt_gcommit *c
 /* ------------------------------------------------------------------ */
 
 struct node {
-	unsigned char id[20];
+	unsigned char id[20], tree[20];
 	int64_t time;
 	size_t first_parent, nparents; /* into walk.edges */
 	unsigned parsed : 1, seen : 1, added : 1;
@@ -221,6 +221,7 @@ static int parse_node(struct walk *w, size_t n)
 	if (rc == 0) {
 		struct node *node = &w->nodes[n]; /* lookup may have moved the array */
 		node->time = c.time;
+		memcpy(node->tree, c.tree, 20);
 		node->first_parent = w->nedges - c.nparents;
 		node->nparents = c.nparents;
 		node->parsed = 1;
@@ -402,8 +403,10 @@ int tt_grevwalk_all(const struct tt_grepo *r, struct tt_godb *db, unsigned char 
 				}
 			}
 		}
-		if (rc == 0 && (rc = grow((void **)&out, &cap, 20 * (nout + 1), 1)) == 0)
-			memcpy(out + 20 * nout++, w.nodes[c].id, 20);
+		if (rc == 0 && (rc = grow((void **)&out, &cap, 40 * (nout + 1), 1)) == 0) {
+			memcpy(out + 40 * nout, w.nodes[c].id, 20);
+			memcpy(out + 40 * nout++ + 20, w.nodes[c].tree, 20);
+		}
 	}
 	walk_free(&w);
 	if (rc != 0) {

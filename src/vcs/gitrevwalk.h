@@ -39,7 +39,8 @@ struct tt_gcommit {
 int tt_gcommit_parse(const unsigned char *data, size_t len, struct tt_gcommit *c, const char **why);
 
 /* The commits of the walk from every ref and HEAD: 0 with *ids (malloc'd,
- * 20 bytes each, *n of them; NULL when none), 1 when libgit2 must walk
+ * *n records of 40 bytes: each commit's id, then its tree's, which the
+ * walk has read already; NULL when none), 1 when libgit2 must walk
  * this repository (its refs are ones tt_gref_each_as_libgit2 leaves to
  * libgit2, or HEAD is damaged or names no commit), < 0 on damage. */
 int tt_grevwalk_all(const struct tt_grepo *r, struct tt_godb *db, unsigned char **ids, size_t *n);

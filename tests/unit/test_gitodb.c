@@ -441,8 +441,8 @@ static void test_stream_damage(void)
 	/* cut short; a size larger than the data; trailing data; not zlib */
 	static const char *const scripts[] = {
 	    "d = open(p, \"rb\").read()\nopen(p, \"wb\").write(d[: len(d) // 2])",
-	    "b = zlib.decompress(open(p, \"rb\").read())\nh, _, c = b.partition(b\"\\0\")\n"
-	    "open(p, \"wb\").write(zlib.compress(b\"blob %d\\0\" % (len(c) + 5) + c))",
+	    ("b = zlib.decompress(open(p, \"rb\").read())\nh, _, c = b.partition(b\"\\0\")\n"
+	     "open(p, \"wb\").write(zlib.compress(b\"blob %d\\0\" % (len(c) + 5) + c))"),
 	    "b = zlib.decompress(open(p, \"rb\").read())\nopen(p, \"wb\").write(zlib.compress(b + b\"extra\"))",
 	    "open(p, \"wb\").write(b\"this is not zlib at all\")",
 	};

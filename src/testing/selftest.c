@@ -7,12 +7,13 @@
 #include "core/registry.h"
 #include "testing/harnesses.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const struct tether_backend *honest = &tt_backend_memory;
-static unsigned long reads;
+static atomic_ulong reads; /* the threads check calls it from several threads */
 
 /* Each lie replaces one function of the memory backend. */
 
@@ -21,7 +22,7 @@ static int fingerprint_drifts(const struct tether_bctx *ctx, const json_t *loc, 
 {
 	int rc = honest->fingerprint(ctx, loc, policy, out);
 	if (!rc) /* a read counter that is not declared volatile */
-		json_object_set_new(out->state, "reads", json_integer((json_int_t)++reads));
+		json_object_set_new(out->state, "reads", json_integer((json_int_t)atomic_fetch_add(&reads, 1) + 1));
 	return rc;
 }
 

@@ -1291,8 +1291,9 @@ static void *work_on(void *arg)
 		json_t *ref = NULL, *h = NULL;
 		char id[32];
 
+		int created = -1; /* this thread's own: the workers run at once */
 		snprintf(id, sizeof id, "ds.c%d", i);
-		if (be->fingerprint(&ctx, loc, NULL, &fp) < 0 || be->pin(&ctx, loc, fp.state, id, &ref, &last_created) < 0 ||
+		if (be->fingerprint(&ctx, loc, NULL, &fp) < 0 || be->pin(&ctx, loc, fp.state, id, &ref, &created) < 0 ||
 		    be->history(&ctx, loc, 0, &h) < 0 || be->unpin(&ctx, loc, ref) < 0)
 			w->failures++;
 		json_decref(fp.state);

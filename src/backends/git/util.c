@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static pthread_once_t libgit2_once = PTHREAD_ONCE_INIT;
 static int libgit2_init_rc;
@@ -16,6 +17,11 @@ static int libgit2_init_rc;
 static void libgit2_init_once(void)
 {
 	libgit2_init_rc = git_libgit2_init();
+	/* git_signature_now asks libc for the local time zone, whose first use
+	 * reads TZ and fills libc's zone state: done here, once, rather than by
+	 * the first of several pins racing on several threads (ThreadSanitizer
+	 * reports that race; later reads only look the state up). */
+	tzset();
 }
 
 /* libgit2's globals are set up once per process and never torn down: the

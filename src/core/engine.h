@@ -13,6 +13,7 @@ struct tt_obj {
 	struct tether_bctx ctx;
 	json_t *working_ref; /* from workspace.toml, or NULL: the base branch */
 	json_t *locator;     /* the manifest's, with the working ref merged in */
+	int threads_alone;   /* ctx.threads when it is snapshotted alone */
 	/* Filled by tt_objs_snapshot. */
 	struct tether_fingerprint fp;
 	int rc;             /* fingerprint result */
@@ -25,8 +26,9 @@ struct tt_obj {
  * bad locator fails with the manifest named. */
 int tt_objs_prepare(struct tether_repo *repo, struct tt_manifest_set *set, int progress,
                     struct tt_obj **objs);
-/* Fingerprint every object concurrently and classify it against its
- * recorded state. Per-object failures land in obj->rc / obj->error. */
+/* Fingerprint every object and classify it against its recorded state:
+ * one by one on this thread for the first millisecond, then the rest
+ * concurrently. Per-object failures land in obj->rc / obj->error. */
 void tt_objs_snapshot(struct tt_obj *objs, size_t n);
 void tt_objs_free(struct tt_obj *objs, size_t n);
 /* The pin id of an object's fingerprinted state (obj->fp.state). */

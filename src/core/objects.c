@@ -8,8 +8,10 @@
 #include "util/fsutil.h"
 #include "util/pool.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int tt_objs_prepare(struct tether_repo *repo, struct tt_manifest_set *set, int progress, struct tt_obj **out)
 {
@@ -33,7 +35,9 @@ int tt_objs_prepare(struct tether_repo *repo, struct tt_manifest_set *set, int p
 			break;
 		tt_repo_bctx(repo, kind, o->m->key, &o->ctx);
 		o->ctx.progress = progress;
-		/* Objects already run concurrently: each backend gets a share. */
+		/* Objects run concurrently (all but those tt_objs_snapshot takes
+		 * first, alone): each backend gets a share. */
+		o->threads_alone = o->ctx.threads;
 		if (set->n > 1)
 			o->ctx.threads = o->ctx.threads / (int)set->n > 0 ? o->ctx.threads / (int)set->n : 1;
 		rc = tt_object_caps(o->b, &o->ctx, tt_manifest_locator(o->m), tt_manifest_policy(o->m), &o->caps);
@@ -89,9 +93,38 @@ static void snapshot_one(void *ud, size_t i)
 	classify(o);
 }
 
+/* Most snapshots are of objects whose caches vouch for them (a settled
+ * file is a stat and a cache lookup): tens of microseconds each, less
+ * than starting a thread costs, and a thread the machine is slow to
+ * schedule makes the whole command wait for it. So objects are taken one
+ * by one on this thread, each with the whole thread budget for its own
+ * work, until a millisecond has passed; what remains then is fanned out,
+ * each object with its share. An object that is slow (a first scan, a
+ * remote store) thus runs alone with every thread, and the others follow
+ * it concurrently. */
+#define INLINE_BUDGET_NS 1000000
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 void tt_objs_snapshot(struct tt_obj *objs, size_t n)
 {
-	tt_pool_run(n, 0, snapshot_one, objs);
+	int64_t start = now_ns();
+	size_t i = 0;
+	while (i < n && (i == 0 || now_ns() - start < INLINE_BUDGET_NS)) {
+		int share = objs[i].ctx.threads;
+		if (objs[i].threads_alone > 0)
+			objs[i].ctx.threads = objs[i].threads_alone;
+		snapshot_one(objs, i);
+		objs[i].ctx.threads = share;
+		i++;
+	}
+	if (i < n)
+		tt_pool_run(n - i, 0, snapshot_one, objs + i);
 }
 
 void tt_objs_free(struct tt_obj *objs, size_t n)

@@ -272,17 +272,23 @@ def test_an_unreachable_store_does_not_hide_the_other_objects(plates, new_repo):
     assert ds.tj("diff", "HEAD", "HEAD")["errors"] == 0
 
 
-def commit_doctored_listing(ds, doctor):
-    """Two commits of a directory of three files (a, b, c, then b changed),
-    then a plain git commit whose listing for the second is doctor(lines),
-    stored under its own digest and named by the manifest, as a hostile
-    clone could: the digest checks pass, the lines are what is tested."""
+def two_commits_of_d(ds):
+    """Two commits of a directory object d of three files (a, b, c, then b
+    changed)."""
     for name in "abc":
         ds.write(f"data/d/{name}", f"{name}\n")
     ds.tether("add", "d", "data/d", "--kind", "file", "--file", "mutable")
     ds.tether("commit", "-m", "c1")
     ds.write("data/d/b", "changed\n")
     ds.tether("commit", "-m", "c2")
+
+
+def commit_doctored_listing(ds, doctor):
+    """two_commits_of_d, then a plain git commit whose listing for the
+    second is doctor(lines), stored under its own digest and named by the
+    manifest, as a hostile clone could: the digest checks pass, the lines
+    are what is tested."""
+    two_commits_of_d(ds)
     old = ds.manifest("d")["listing"]
     lines = ds.listing_path(old).read_bytes().splitlines(keepends=True)
     text = b"".join(doctor(lines))
@@ -347,12 +353,7 @@ def test_a_committed_listing_that_does_not_match_its_name_is_an_error(ds):
     def doctor(lines):
         lines[0] = lines[0].replace(b'"s":2', b'"s":3')
         return lines
-    for name in "abc":
-        ds.write(f"data/d/{name}", f"{name}\n")
-    ds.tether("add", "d", "data/d", "--kind", "file", "--file", "mutable")
-    ds.tether("commit", "-m", "c1")
-    ds.write("data/d/b", "changed\n")
-    ds.tether("commit", "-m", "c2")
+    two_commits_of_d(ds)
     listing = ds.manifest("d")["listing"]
     path = ds.listing_path(listing)
     path.write_bytes(b"".join(doctor(path.read_bytes().splitlines(keepends=True))))

@@ -1,6 +1,7 @@
 /* The git backend's locators, states and pin refs: what both of its
  * modules read the same way, without libgit2 (gitbe_read.h). */
 #include "backends/git/gitbe_read.h"
+#include "util/hex.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -57,28 +58,17 @@ const char *gb_hex20(const unsigned char id[GB_OID_SIZE], char buf[GB_HEX_SIZE])
 	return buf;
 }
 
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int gb_parse_sha20(const json_t *holder, const char *what, unsigned char out[GB_OID_SIZE])
 {
 	const char *sha = json_string_value(json_object_get(holder, "sha"));
 	size_t i;
 
-	for (i = 0; sha && i < 2 * GB_OID_SIZE && hex_value(sha[i]) >= 0; i++)
+	for (i = 0; sha && i < 2 * GB_OID_SIZE && tt_hex_digit(sha[i]) >= 0; i++)
 		;
 	if (!sha || i != 2 * GB_OID_SIZE || sha[i])
 		return tether_error_set(TETHER_ECONFIG, "the %s has no valid \"sha\" (40 hex digits)", what);
 	for (i = 0; i < GB_OID_SIZE; i++)
-		out[i] = (unsigned char)(hex_value(sha[2 * i]) << 4 | hex_value(sha[2 * i + 1]));
+		out[i] = (unsigned char)(tt_hex_digit(sha[2 * i]) << 4 | tt_hex_digit(sha[2 * i + 1]));
 	return 0;
 }
 

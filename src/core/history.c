@@ -9,6 +9,7 @@
 #include "format/cjson.h"
 #include "util/fsutil.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,11 +46,103 @@ static void note_manifest(struct tt_history *h, const struct tt_manifest *m, con
 	free(id);
 }
 
+/* The manifests the walk hands over are parsed on a second thread while
+ * the walk reads on (reading and parsing are about half of a cold walk
+ * each), then recorded here in the order the walk met them, so the answer,
+ * and the first error, are the walk's order's. */
+struct blob {
+	char *commit, *key, *name, *data;
+	size_t len;
+	struct tt_manifest m;
+	int rc;      /* tt_manifest_parse's */
+	char *error; /* its message, and hint */
+	char *hint;
+	int done;    /* parsed (under the walk's lock) */
+};
+
 struct walk {
 	struct tt_history *h;
 	const char *dir;
-	int rc;
+	pthread_mutex_t mu;
+	pthread_cond_t more;
+	struct blob **v;
+	size_t n, cap, next; /* next: the first not yet taken by a parser */
+	size_t recorded;     /* blobs before it are recorded (or dropped) and freed */
+	int finished, started;
+	int rc;              /* the first blob that did not parse: its code, */
+	char *error, *hint;  /* message and hint, set as the error at the end */
+	pthread_t parser;
 };
+
+/* A parser takes blobs in order until the walk has finished and none are
+ * left: the second thread while the walk runs, then both. */
+static void parse_all(struct walk *w)
+{
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		while (w->next == w->n && !w->finished)
+			pthread_cond_wait(&w->more, &w->mu);
+		if (w->next == w->n)
+			break;
+		struct blob *b = w->v[w->next++];
+		pthread_mutex_unlock(&w->mu);
+		tether_error_clear();
+		b->rc = tt_manifest_parse(b->key, b->data, b->len, b->name, &b->m);
+		if (b->rc) {
+			b->error = strdup(tether_error_last());
+			b->hint = tether_error_hint() ? strdup(tether_error_hint()) : NULL;
+		}
+		pthread_mutex_lock(&w->mu);
+		b->done = 1;
+	}
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* Record the parsed blobs at the front, in order, and free them: memory
+ * holds only what is in flight. After a blob that did not parse, the rest
+ * are dropped: its error is the walk's. */
+static void record_ready(struct walk *w)
+{
+	for (;;) {
+		pthread_mutex_lock(&w->mu);
+		struct blob *b = w->recorded < w->n && w->v[w->recorded]->done ? w->v[w->recorded] : NULL;
+		if (b)
+			w->v[w->recorded++] = NULL;
+		pthread_mutex_unlock(&w->mu);
+		if (!b)
+			return;
+		if (!w->rc && b->rc) {
+			/* kept aside: the walk goes on, and clears the error slot */
+			w->rc = b->rc;
+			w->error = b->error;
+			w->hint = b->hint;
+			b->error = b->hint = NULL;
+		}
+		if (!w->rc) {
+			note_manifest(w->h, &b->m, b->commit);
+			w->h->manifests_read++;
+		}
+		if (!b->rc)
+			tt_manifest_free(&b->m);
+		free(b->commit);
+		free(b->key);
+		free(b->name);
+		free(b->data);
+		free(b->error);
+		free(b->hint);
+		free(b);
+	}
+}
+
+static void *parser_main(void *arg)
+{
+	parse_all(arg);
+	return NULL;
+}
+
+/* The second thread starts only for a history with this many manifests:
+ * fewer parse in less time than a thread takes to start. */
+#define PARSER_AFTER 16
 
 /* One manifest blob the walk has not met before at its path. */
 static int on_manifest(void *ud, const char *commit, const char *path, const char *data, size_t len)
@@ -58,20 +151,65 @@ static int on_manifest(void *ud, const char *commit, const char *path, const cha
 	size_t pl = strlen(path);
 	if (pl <= 5 || strcmp(path + pl - 5, ".toml") != 0)
 		return 0;
-	char *key = strndup(path, pl - 5);
-	char *name = tt_strdupf("%s/%s at %.12s", w->dir, path, commit);
-	struct tt_manifest m;
-	int rc = tt_manifest_parse(key, data, len, name, &m);
-	free(key);
-	free(name);
-	if (rc) {
-		w->rc = rc;
-		return 1;
+	struct blob *b = calloc(1, sizeof *b);
+	if (!b || !(b->data = malloc(len + 1)))
+		abort();
+	memcpy(b->data, data, len);
+	b->data[len] = '\0';
+	b->len = len;
+	b->commit = strdup(commit);
+	b->key = strndup(path, pl - 5);
+	b->name = tt_strdupf("%s/%s at %.12s", w->dir, path, commit);
+	pthread_mutex_lock(&w->mu);
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 64;
+		struct blob **grown = realloc(w->v, cap * sizeof *grown);
+		if (!grown)
+			abort();
+		w->v = grown;
+		w->cap = cap;
 	}
-	note_manifest(w->h, &m, commit);
-	tt_manifest_free(&m);
-	w->h->manifests_read++;
+	/* Slots before `recorded` are empty: move the live ones down first. */
+	if (w->recorded) {
+		memmove(w->v, w->v + w->recorded, (w->n - w->recorded) * sizeof *w->v);
+		w->n -= w->recorded;
+		w->next -= w->recorded;
+		w->recorded = 0;
+	}
+	w->v[w->n++] = b;
+	pthread_cond_signal(&w->more);
+	if (!w->started && w->n >= PARSER_AFTER && pthread_create(&w->parser, NULL, parser_main, w) == 0)
+		w->started = 1;
+	pthread_mutex_unlock(&w->mu);
+	record_ready(w);
 	return 0;
+}
+
+/* The walk is over: parse what is left (with the second thread, when it
+ * runs), then record every manifest in the walk's order. The first that
+ * did not parse is the error, as it was when the walk stopped at it (it
+ * came before whatever error the walk met later). */
+static int finish(struct walk *w, int walk_rc)
+{
+	pthread_mutex_lock(&w->mu);
+	w->finished = 1;
+	pthread_cond_broadcast(&w->more);
+	pthread_mutex_unlock(&w->mu);
+	parse_all(w);
+	if (w->started)
+		pthread_join(w->parser, NULL);
+	record_ready(w);
+	free(w->v);
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->more);
+	if (!w->rc)
+		return walk_rc;
+	tether_error_set(w->rc, "%s", w->error ? w->error : "cannot read a manifest");
+	if (w->hint)
+		tether_error_set_hint("%s", w->hint);
+	free(w->error);
+	free(w->hint);
+	return w->rc;
 }
 
 int tt_history_collect(struct tether_repo *repo, struct tt_history *h)
@@ -96,9 +234,9 @@ int tt_history_collect(struct tether_repo *repo, struct tt_history *h)
 	char *cache = repo->common_dir ? tt_strdupf("%s/tether/cache/%s/history-walk", repo->common_dir, repo->id)
 	                               : NULL;
 	struct walk w = {.h = h, .dir = dir};
-	rc = repo->vcs->history_files(repo->vh, dir, cache, on_manifest, &w, &h->commits);
-	if (w.rc)
-		rc = w.rc;
+	pthread_mutex_init(&w.mu, NULL);
+	pthread_cond_init(&w.more, NULL);
+	rc = finish(&w, repo->vcs->history_files(repo->vh, dir, cache, on_manifest, &w, &h->commits));
 	free(cache);
 	free(dir);
 	return rc;

@@ -295,3 +295,34 @@ def test_a_secret_the_objects_backend_does_not_read_is_refused(plates, new_repo)
                 in p.stderr), (argv, p.stderr)
     assert plates.head() is None
     assert code.git("tag", "-l") == ""
+
+
+def test_the_first_bad_manifest_of_a_long_history_is_the_one_named(ds):
+    """A walk of many manifests parses them on a second thread as it reads
+    (from the sixteenth on) and records them in the walk's order: of two
+    bad manifests in history, gc and verify --all-history name the one the
+    walk meets first (the newer commit: walks go newest first), as a walk
+    that stopped at it did."""
+    for i in range(24):
+        ds.write(f"data/f{i:02d}.txt", f"{i}\n")
+        ds.tether("add", f"o{i:02d}", f"data/f{i:02d}.txt", "--kind", "file", "--file", "mutable")
+    ds.tether("commit", "-m", "24 objects")
+    for i in range(24):  # 24 commits, each one changed manifest: 48 distinct blobs
+        ds.write(f"data/f{i:02d}.txt", f"{i} changed\n")
+        ds.tether("commit", "-m", f"o{i:02d} changed")
+    bads = []
+    for key in ("o03", "o17"):
+        path = ds.manifest_path(key)
+        text = path.read_text()
+        bad_text = re.sub(r"size = (\d+)", r'size = "\1"', text, count=1)
+        path.write_text(bad_text)
+        ds.git_commit_all(f"a bad {key}, committed by hand", path)
+        bads.append((key, ds.head(), bad_text))
+        path.write_text(text)
+        ds.git_commit_all(f"{key} fixed", path)
+    key, bad, bad_text = bads[1]  # the newer one: first in the walk
+    name = f".tether/objects/{key}.toml at {bad[:12]}:{line_col(bad_text, 'size =')}"
+    for argv in (["gc"], ["verify", "--all-history"]):
+        p = ds.tether(*argv, check_rc=1)
+        assert name in p.stderr and "size must be a non-negative integer, not a string" in p.stderr, (argv, p.stderr)
+        assert "o03.toml" not in p.stderr

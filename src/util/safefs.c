@@ -110,16 +110,44 @@ static int bad_component(const char *c, size_t n)
 	return n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.');
 }
 
-/* The directory that holds path's last component, reached from root one
- * verified component at a time. *buf is a copy of path (freed by the
- * caller) and *leaf points at its last component, or at "" when path is
- * root itself. ENOTFOUND when a directory on the way is missing (and not
- * created). */
-static int open_parent(const char *root, const char *path, int create, int *dirfd, char **buf,
-                       const char **leaf)
+/* The directory `name` under dirfd, made first when it is missing and
+ * `create` says so. */
+static int open_dir_at(int dirfd, const char *name, const char *display, int create, int *fd)
 {
-	*dirfd = -1;
-	*buf = NULL;
+	int rc = tt_safe_openat_dir(dirfd, name, display, fd);
+	if (rc == TETHER_ENOTFOUND && create) {
+		tether_error_clear();
+		if (mkdirat(dirfd, name, 0777) != 0 && errno != EEXIST)
+			rc = tether_error_set(TETHER_EIO, "cannot create %s: %s", display, strerror(errno));
+		else
+			rc = tt_safe_openat_dir(dirfd, name, display, fd);
+	}
+	return rc;
+}
+
+/* The directory that holds a path's last component: fd, a copy of the
+ * path (buf) and, in it, that component (leaf; "" when the path is the
+ * root itself). parent_close releases it, whatever open_parent returned. */
+struct parent {
+	int fd;
+	char *buf;
+	const char *leaf;
+};
+
+static void parent_close(struct parent *p)
+{
+	if (p->fd >= 0)
+		close(p->fd);
+	free(p->buf);
+}
+
+/* Reach path's parent from root one verified component at a time.
+ * ENOTFOUND when a directory on the way is missing (and not created). */
+static int open_parent(const char *root, const char *path, int create, struct parent *p)
+{
+	p->fd = -1;
+	p->buf = NULL;
+	p->leaf = "";
 	size_t rl = strlen(root);
 	while (rl > 1 && root[rl - 1] == '/')
 		rl--;
@@ -136,9 +164,7 @@ static int open_parent(const char *root, const char *path, int create, int *dirf
 	while (*s == '/')
 		s++;
 	if (!*s) {
-		*dirfd = fd;
-		*buf = b;
-		*leaf = s;
+		*p = (struct parent){fd, b, s};
 		return 0;
 	}
 	for (;;) {
@@ -154,14 +180,7 @@ static int open_parent(const char *root, const char *path, int create, int *dirf
 			break;
 		*slash = '\0';
 		int sub = -1;
-		int rc = tt_safe_openat_dir(fd, s, b, &sub);
-		if (rc == TETHER_ENOTFOUND && create) {
-			tether_error_clear();
-			if (mkdirat(fd, s, 0777) != 0 && errno != EEXIST)
-				rc = tether_error_set(TETHER_EIO, "cannot create %s: %s", b, strerror(errno));
-			else
-				rc = tt_safe_openat_dir(fd, s, b, &sub);
-		}
+		int rc = open_dir_at(fd, s, b, create, &sub);
 		*slash = '/';
 		close(fd);
 		if (rc) {
@@ -171,9 +190,7 @@ static int open_parent(const char *root, const char *path, int create, int *dirf
 		fd = sub;
 		s = slash + 1;
 	}
-	*dirfd = fd;
-	*buf = b;
-	*leaf = s;
+	*p = (struct parent){fd, b, s};
 	return 0;
 }
 
@@ -190,15 +207,11 @@ int tt_safe_readat(int dirfd, const char *name, const char *display, char **data
 
 int tt_safe_read(const char *root, const char *path, char **data, size_t *len)
 {
-	int dirfd;
-	char *buf;
-	const char *leaf;
-	int rc = open_parent(root, path, 0, &dirfd, &buf, &leaf);
+	struct parent p;
+	int rc = open_parent(root, path, 0, &p);
 	if (!rc)
-		rc = *leaf ? tt_safe_readat(dirfd, leaf, path, data, len) : refuse(path, S_IFDIR, 0);
-	if (dirfd >= 0)
-		close(dirfd);
-	free(buf);
+		rc = *p.leaf ? tt_safe_readat(p.fd, p.leaf, path, data, len) : refuse(path, S_IFDIR, 0);
+	parent_close(&p);
 	return rc;
 }
 
@@ -232,105 +245,76 @@ static int write_atomic_at(int dirfd, const char *leaf, const char *display, con
 
 int tt_safe_write_atomic(const char *root, const char *path, const void *data, size_t len)
 {
-	int dirfd;
-	char *buf;
-	const char *leaf;
-	int rc = open_parent(root, path, 1, &dirfd, &buf, &leaf);
+	struct parent p;
+	int rc = open_parent(root, path, 1, &p);
 	if (!rc)
-		rc = *leaf ? write_atomic_at(dirfd, leaf, path, data, len) : refuse(path, S_IFDIR, 0);
-	if (dirfd >= 0)
-		close(dirfd);
-	free(buf);
+		rc = *p.leaf ? write_atomic_at(p.fd, p.leaf, path, data, len) : refuse(path, S_IFDIR, 0);
+	parent_close(&p);
 	return rc;
 }
 
 int tt_safe_remove(const char *root, const char *path)
 {
-	int dirfd;
-	char *buf;
-	const char *leaf;
-	int rc = open_parent(root, path, 0, &dirfd, &buf, &leaf);
+	struct parent p;
+	int rc = open_parent(root, path, 0, &p);
 	if (rc == TETHER_ENOTFOUND) {
 		tether_error_clear();
 		return 0; /* its directory is gone, and it with it */
 	}
 	struct stat st;
-	if (!rc && !*leaf)
+	if (!rc && !*p.leaf)
 		rc = refuse(path, S_IFDIR, 0);
-	else if (!rc && fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+	else if (!rc && fstatat(p.fd, p.leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		/* Unlinking a link removes the link, never its target. */
 		if (S_ISDIR(st.st_mode))
 			rc = refuse(path, st.st_mode, 0);
-		else if (unlinkat(dirfd, leaf, 0) != 0 && errno != ENOENT)
+		else if (unlinkat(p.fd, p.leaf, 0) != 0 && errno != ENOENT)
 			rc = tether_error_set(TETHER_EIO, "cannot remove %s: %s", path, strerror(errno));
 	}
-	if (dirfd >= 0)
-		close(dirfd);
-	free(buf);
+	parent_close(&p);
 	return rc;
 }
 
 int tt_safe_exists(const char *root, const char *path)
 {
-	int dirfd;
-	char *buf;
-	const char *leaf;
-	int rc = open_parent(root, path, 0, &dirfd, &buf, &leaf);
+	struct parent p;
+	int rc = open_parent(root, path, 0, &p);
 	if (rc == TETHER_ENOTFOUND) {
 		tether_error_clear();
 		return 0;
 	}
 	struct stat st;
-	if (!rc && !*leaf)
+	if (!rc && !*p.leaf)
 		rc = refuse(path, S_IFDIR, 0);
-	else if (!rc && fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0)
+	else if (!rc && fstatat(p.fd, p.leaf, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		rc = S_ISREG(st.st_mode) ? 1 : refuse(path, st.st_mode, 0);
 	else if (!rc && errno != ENOENT)
 		rc = tether_error_set(TETHER_EIO, "%s: %s", path, strerror(errno));
-	if (dirfd >= 0)
-		close(dirfd);
-	free(buf);
+	parent_close(&p);
 	return rc;
 }
 
 int tt_safe_open_file(const char *root, const char *path, int flags, int *fd)
 {
-	int dirfd;
-	char *buf;
-	const char *leaf;
-	int rc = open_parent(root, path, (flags & O_CREAT) != 0, &dirfd, &buf, &leaf);
+	struct parent p;
+	int rc = open_parent(root, path, (flags & O_CREAT) != 0, &p);
 	if (!rc)
-		rc = *leaf ? open_regular_at(dirfd, leaf, path, flags, fd) : refuse(path, S_IFDIR, 0);
-	if (dirfd >= 0)
-		close(dirfd);
-	free(buf);
+		rc = *p.leaf ? open_regular_at(p.fd, p.leaf, path, flags, fd) : refuse(path, S_IFDIR, 0);
+	parent_close(&p);
 	return rc;
 }
 
 int tt_safe_open_dir(const char *root, const char *path, int create, int *fd)
 {
-	int dirfd;
-	char *buf;
-	const char *leaf;
-	int rc = open_parent(root, path, create, &dirfd, &buf, &leaf);
-	if (!rc && !*leaf) {
-		*fd = dirfd;
-		free(buf);
-		return 0;
+	struct parent p;
+	int rc = open_parent(root, path, create, &p);
+	if (!rc && !*p.leaf) {
+		*fd = p.fd; /* the root itself: handed over, not closed */
+		p.fd = -1;
+	} else if (!rc) {
+		rc = open_dir_at(p.fd, p.leaf, path, create, fd);
 	}
-	if (!rc) {
-		rc = tt_safe_openat_dir(dirfd, leaf, path, fd);
-		if (rc == TETHER_ENOTFOUND && create) {
-			tether_error_clear();
-			if (mkdirat(dirfd, leaf, 0777) != 0 && errno != EEXIST)
-				rc = tether_error_set(TETHER_EIO, "cannot create %s: %s", path, strerror(errno));
-			else
-				rc = tt_safe_openat_dir(dirfd, leaf, path, fd);
-		}
-	}
-	if (dirfd >= 0)
-		close(dirfd);
-	free(buf);
+	parent_close(&p);
 	return rc;
 }
 

@@ -93,3 +93,29 @@ char *path_in(const char *dir, const char *rel)
 		exit(2);
 	return p;
 }
+
+char *git_repo_at(const char *parent, const char *name)
+{
+	char *dir = malloc(PATH_MAX);
+	if (!dir)
+		exit(2);
+	snprintf(dir, PATH_MAX, "%s/%s", parent, name);
+	sh("git init -q -b main '%s' && git -C '%s' config user.name 'Test User' && "
+	   "git -C '%s' config user.email test@example.com",
+	   dir, dir, dir);
+	return dir;
+}
+
+int git_next_date(void)
+{
+	static int minutes;
+	return 1700000000 + ++minutes * 60;
+}
+
+void git_commit_all(const char *repo, const char *message)
+{
+	int t = git_next_date();
+	sh("cd '%s' && git add -A && GIT_AUTHOR_DATE='@%d +0000' GIT_COMMITTER_DATE='@%d +0000' "
+	   "git commit -q -m '%s'",
+	   repo, t, t, message);
+}

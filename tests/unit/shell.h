@@ -17,4 +17,13 @@ void put(const char *dir, const char *rel, const char *content);
 /* dir/rel in one of four rotating static buffers. */
 char *path_in(const char *dir, const char *rel);
 
+/* A fresh git repository parent/name (malloc'd) on branch main, with an
+ * identity. */
+char *git_repo_at(const char *parent, const char *name);
+/* Commit dates for tests, one minute apart and increasing (seconds since
+ * the epoch), so the order of commits never rests on the clock. */
+int git_next_date(void);
+/* `git add -A && git commit -m message`, dated git_next_date(). */
+void git_commit_all(const char *repo, const char *message);
+
 #endif

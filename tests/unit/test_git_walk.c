@@ -193,11 +193,7 @@ static void check_same(const char *dir, const char *what)
 
 static char *mkrepo(const char *name)
 {
-	char *dir = malloc(PATH_MAX);
-	snprintf(dir, PATH_MAX, "%s/%s", scratch, name);
-	sh("git init -q -b main '%s' && git -C '%s' config user.name T && git -C '%s' config user.email t@e", dir, dir,
-	   dir);
-	return dir;
+	return git_repo_at(scratch, name);
 }
 
 /* A commit at time t that changes d/<file> (and sometimes d/sub/x). */

@@ -33,23 +33,9 @@
 #define CRAFT "python3 " TETHER_SOURCE_ROOT "/tests/unit/gitpack_craft.py"
 
 static char scratch[PATH_MAX / 2];
-static int fake_clock;
-
 static char *mkrepo(const char *name)
 {
-	char *dir = malloc(PATH_MAX);
-	snprintf(dir, PATH_MAX, "%s/%s", scratch, name);
-	sh("git init -q -b main '%s' && git -C '%s' config user.name T && git -C '%s' config user.email t@e",
-	   dir, dir, dir);
-	return dir;
-}
-
-static void commit_all(const char *repo, const char *message)
-{
-	fake_clock++;
-	sh("cd '%s' && git add -A && GIT_AUTHOR_DATE='@%d +0000' GIT_COMMITTER_DATE='@%d +0000' "
-	   "git commit -q -m '%s'",
-	   repo, 1700000000 + fake_clock * 60, 1700000000 + fake_clock * 60, message);
+	return git_repo_at(scratch, name);
 }
 
 /* Six commits over files that change a little each time, so packs delta. */
@@ -59,7 +45,7 @@ static void fill_history(const char *repo)
 		sh("cd '%s' && seq 1 300 | sed 's/^%d$/changed %d/' >a.txt && printf 'line %d\\n' >>b.txt && "
 		   "head -c 3000 /dev/urandom >bin-%d && mkdir -p d/e && seq %d 200 >d/e/f.txt",
 		   repo, i * 40 + 7, i, i, i, i);
-		commit_all(repo, "work");
+		git_commit_all(repo, "work");
 	}
 	sh("cd '%s' && git tag -a v1 -m 'tag one' && git tag light HEAD~2", repo);
 }
@@ -223,7 +209,7 @@ static void test_loose_and_packed(void)
 
 	/* loose and packed at once */
 	sh("cd '%s' && echo new >new.txt", repo);
-	commit_all(repo, "one more, loose");
+	git_commit_all(repo, "one more, loose");
 	CHECK(same_repo(repo) == count_objects(repo));
 	free(repo);
 }
@@ -282,7 +268,7 @@ static char *damaged_pack(const char *name, const char *script, char **blob)
 {
 	char *repo = mkrepo(name);
 	sh("cd '%s' && printf 'MARKER-%s-0123456789\\n' >m.txt", repo, name);
-	commit_all(repo, "m");
+	git_commit_all(repo, "m");
 	*blob = out("git -C '%s' rev-parse HEAD:m.txt", repo);
 	sh("git -C '%s' -c pack.compression=0 gc -q", repo);
 	sh("cd '%s'/.git/objects/pack && python3 -c 'import glob, zlib\n"
@@ -422,7 +408,7 @@ static void test_stream_damage(void)
 {
 	char *repo = mkrepo("streambad");
 	sh("cd '%s' && seq 1 20000 >big.txt", repo);
-	commit_all(repo, "big");
+	git_commit_all(repo, "big");
 	char *hex = out("git -C '%s' rev-parse HEAD:big.txt", repo), path[PATH_MAX];
 	snprintf(path, sizeof path, "%s/.git/objects/%.2s/%s", repo, hex, hex + 2);
 	sh("cp '%s' '%s/good.obj' && chmod u+w '%s'", path, scratch, path);

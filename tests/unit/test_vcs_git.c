@@ -25,31 +25,14 @@ extern tether_vcs_module_t tether_vcs_module;
 
 static const struct tether_vcs_ops *ops;
 static char scratch[1024]; /* realpath'd; every repository lives here */
-static int fake_clock;         /* commits made with git get increasing dates */
 
 /* ---------------------------------------------------------------- */
 /* Helpers                                                           */
 /* ---------------------------------------------------------------- */
 
-/* A fresh repository scratch/name on branch main, with an identity. */
 static char *mkrepo(const char *name)
 {
-	char *dir = malloc(PATH_MAX);
-
-	snprintf(dir, PATH_MAX, "%s/%s", scratch, name);
-	sh("git init -q -b main '%s' && git -C '%s' config user.name 'Test User' && "
-	   "git -C '%s' config user.email test@example.com",
-	   dir, dir, dir);
-	return dir;
-}
-
-/* `git add -A && git commit` with a date one minute after the last. */
-static void commit_all(const char *repo, const char *message)
-{
-	fake_clock++;
-	sh("cd '%s' && git add -A && GIT_AUTHOR_DATE='@%d +0000' GIT_COMMITTER_DATE='@%d +0000' "
-	   "git commit -q -m '%s'",
-	   repo, 1700000000 + fake_clock * 60, 1700000000 + fake_clock * 60, message);
+	return git_repo_at(scratch, name);
 }
 
 static char *rev_parse(const char *repo, const char *rev)
@@ -112,7 +95,7 @@ static void test_open(void)
 	struct tether_vcs *v = NULL;
 
 	put(repo, "a/b/file", "x\n");
-	commit_all(repo, "first");
+	git_commit_all(repo, "first");
 
 	CHECK(ops->open(path_in(repo, "a/b"), &v, &workdir, &common) == 0);
 	CHECK_STR(workdir, repo);
@@ -147,7 +130,7 @@ static void test_open_worktree(void)
 
 	snprintf(wt, sizeof wt, "%s/wt-linked", scratch);
 	put(repo, "ds/tether.toml", "v = 1\n");
-	commit_all(repo, "first");
+	git_commit_all(repo, "first");
 	sh("git -C '%s' worktree add -q -b side '%s'", repo, wt);
 
 	CHECK(ops->open(path_in(wt, "ds"), &v, &workdir, &common) == 0);
@@ -197,7 +180,7 @@ static void test_resolve(void)
 		char n[16];
 		snprintf(n, sizeof n, "%d\n", i);
 		put(repo, "f", n);
-		commit_all(repo, "step");
+		git_commit_all(repo, "step");
 	}
 	sh("git -C '%s' tag -a -m tagged v1 HEAD~1", repo);
 	v = open_at(repo);
@@ -263,9 +246,9 @@ static void test_read(void)
 	put(repo, "ds-x", "dash"); /* sorts between "ds" and "ds/..." */
 	put(repo, "ds.txt", "dot");
 	sh("ln -s a.toml '%s'", path_in(repo, "ds/link"));
-	commit_all(repo, "first");
+	git_commit_all(repo, "first");
 	put(repo, "ds/a.toml", "A2");
-	commit_all(repo, "second");
+	git_commit_all(repo, "second");
 	v = open_at(repo);
 	CHECK(ops->resolve(v, "HEAD~1", c1) == 0);
 	CHECK(ops->resolve(v, "HEAD", c2) == 0);
@@ -462,7 +445,7 @@ static void test_history_cache(const char *repo, struct tether_vcs *v, size_t al
 	static char before[1 << 20];
 	memcpy(before, cache_buf, whole);
 	put(repo, "ds/new.toml", "N");
-	commit_all(repo, "five");
+	git_commit_all(repo, "five");
 	char *more = walk_text(v, "ds", cache, &walked, &rc);
 	CHECK(rc == 0 && strstr(more, "\"path\":\"new.toml\"") != NULL);
 	size_t grown = read_cache(cache);
@@ -530,21 +513,21 @@ static void test_history(void)
 	put(repo, "ds/a.toml", "A");
 	put(repo, "ds/sub/b.toml", "B");
 	put(repo, "other", "1");
-	commit_all(repo, "one");
+	git_commit_all(repo, "one");
 	put(repo, "ds/a.toml", "A2");
-	commit_all(repo, "two");
+	git_commit_all(repo, "two");
 	put(repo, "other", "2");
-	commit_all(repo, "three: ds unchanged");
+	git_commit_all(repo, "three: ds unchanged");
 	put(repo, "ds/a.toml", "A");
 	put(repo, "ds/b2.toml", "B");
-	commit_all(repo, "four: a.toml back to A, the content of b.toml at a second path");
+	git_commit_all(repo, "four: a.toml back to A, the content of b.toml at a second path");
 	/* A branch, and a commit only a tag reaches. */
 	sh("git -C '%s' switch -q -c side HEAD~3", repo);
 	put(repo, "ds/c.toml", "C");
-	commit_all(repo, "side");
+	git_commit_all(repo, "side");
 	sh("git -C '%s' switch -q --detach", repo);
 	put(repo, "ds/t.toml", "T");
-	commit_all(repo, "tagged");
+	git_commit_all(repo, "tagged");
 	sh("git -C '%s' tag only-tag && git -C '%s' switch -q main", repo, repo);
 
 	v = open_at(repo);
@@ -603,31 +586,31 @@ static void test_log(void)
 	char *a, *c, *e;
 
 	put(repo, "ds/x", "1");
-	commit_all(repo, "A: add ds/x");
+	git_commit_all(repo, "A: add ds/x");
 	a = rev_parse(repo, "HEAD");
 	put(repo, "other", "1");
-	commit_all(repo, "B: other");
+	git_commit_all(repo, "B: other");
 	put(repo, "ds/y", "1");
-	commit_all(repo, "C: add ds/y");
+	git_commit_all(repo, "C: add ds/y");
 	c = rev_parse(repo, "HEAD");
 	put(repo, "other", "2");
-	commit_all(repo, "D: other");
+	git_commit_all(repo, "D: other");
 	sh("git -C '%s' checkout -q -b side", repo);
 	put(repo, "ds/x", "2");
-	int e_time = 1700000000 + ++fake_clock * 60;
+	int e_time = git_next_date();
 	sh("cd '%s' && git add -A && GIT_AUTHOR_DATE='@%d +0000' GIT_COMMITTER_DATE='@%d +0000' "
 	   "git commit -q -m 'E: change ds/x' -m 'the body'",
 	   repo, e_time, e_time);
 	e = rev_parse(repo, "HEAD");
 	sh("git -C '%s' checkout -q main", repo);
 	put(repo, "other", "3");
-	commit_all(repo, "F: other");
+	git_commit_all(repo, "F: other");
 	/* The merge takes ds from side unchanged: it changes nothing under ds
 	 * relative to side, so it is not a ds commit. */
-	fake_clock++;
+	int m_time = git_next_date();
 	sh("cd '%s' && GIT_AUTHOR_DATE='@%d +0000' GIT_COMMITTER_DATE='@%d +0000' "
 	   "git merge -q --no-ff -m 'M: merge' side",
-	   repo, 1700000000 + fake_clock * 60, 1700000000 + fake_clock * 60);
+	   repo, m_time, m_time);
 	v = open_at(repo);
 
 	CHECK(ops->log(v, "HEAD", "ds", 0, &commits) == 0);
@@ -797,7 +780,7 @@ static void test_commit_keeps_user_changes(void)
 	put(repo, "c.txt", "c\n");
 	put(repo, "d.txt", "d\n");
 	put(repo, "e.txt", "e\n");
-	commit_all(repo, "base");
+	git_commit_all(repo, "base");
 	char *parent = rev_parse(repo, "HEAD");
 
 	make_user_changes(repo);
@@ -892,7 +875,7 @@ static void test_commit_ignores_no_rule(void)
 	char id[41];
 
 	put(repo, ".gitignore", "*.toml\nds/\n");
-	commit_all(repo, "base");
+	git_commit_all(repo, "base");
 	put_dataset(repo);
 	v = open_at(repo);
 	CHECK(commit_one(v, "ds", "tether: despite ignores", id) == 0);
@@ -950,7 +933,7 @@ static void test_commit_refusals(void)
 	char id[41];
 
 	put_dataset(repo);
-	commit_all(repo, "base");
+	git_commit_all(repo, "base");
 	put(repo, "ds/tether.toml", "changed\n");
 	char *head = rev_parse(repo, "HEAD");
 	v = open_at(repo);
@@ -1049,7 +1032,7 @@ static void test_current_branch(void)
 	struct tether_vcs *v;
 
 	put(repo, "f", "1\n");
-	commit_all(repo, "first");
+	git_commit_all(repo, "first");
 	v = open_at(repo);
 	check_branch(v, "main");
 	sh("git -C '%s' checkout -q --detach", repo);
@@ -1086,9 +1069,9 @@ static void test_return_to(void)
 	ops->close(v);
 
 	put(repo, "f", "1\n");
-	commit_all(repo, "first");
+	git_commit_all(repo, "first");
 	put(repo, "f", "2\n");
-	commit_all(repo, "second");
+	git_commit_all(repo, "second");
 	v = open_at(repo);
 	CHECK(ops->resolve(v, "HEAD~1", c1) == 0 && ops->resolve(v, "HEAD", c2) == 0);
 	put(repo, "notes", "uncommitted\n");
@@ -1138,7 +1121,7 @@ static void test_is_tracked(void)
 
 	put(repo, "ds/tether.toml", "x\n");
 	put(repo, "ds/gone-from-index", "x\n");
-	commit_all(repo, "first");
+	git_commit_all(repo, "first");
 	sh("git -C '%s' rm -q --cached ds/gone-from-index", repo);
 	put(repo, "ds/staged-new", "x\n");
 	sh("git -C '%s' add ds/staged-new", repo);

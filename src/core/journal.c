@@ -408,19 +408,27 @@ static int closed_names(const char *closed, char ***out, size_t *n)
 	return 0;
 }
 
-/* Add each pin of `entry_pins` whose (kind, key, locator) is new. */
-static void add_distinct(json_t *pins, json_t *seen, const json_t *entry_pins)
+/* A pin's store as {kind, key?, locator}: what makes two pins' stores one. */
+static json_t *store_of(const json_t *pin)
+{
+	return json_pack("{s:O, s:O?, s:O}", "kind", json_object_get(pin, "kind"), "key", json_object_get(pin, "key"),
+	                 "locator", json_object_get(pin, "locator"));
+}
+
+/* Note in `seen` the store of each of `pins`, and append to `out` (when
+ * not NULL) the first pin of each store not seen before. */
+static void add_distinct(json_t *out, json_t *seen, const json_t *pins)
 {
 	size_t i;
 	json_t *p;
-	json_array_foreach(entry_pins, i, p) {
-		json_t *id = json_pack("{s:O, s:O?, s:O}", "kind", json_object_get(p, "kind"), "key",
-		                       json_object_get(p, "key"), "locator", json_object_get(p, "locator"));
+	json_array_foreach(pins, i, p) {
+		json_t *id = store_of(p);
 		char *text = tt_cjson(id);
 		if (text && !json_object_get(seen, text)) {
 			json_object_set_new(seen, text, json_true());
 			json_object_set(id, "pin", json_object_get(p, "pin"));
-			json_array_append(pins, id);
+			if (out)
+				json_array_append(out, id);
 		}
 		free(text);
 		json_decref(id);
@@ -474,9 +482,7 @@ int tt_journal_pin_stores(struct tether_repo *repo, json_t **out)
 	json_t *covered = index ? json_incref(json_object_get(index, "entries")) : json_array();
 	json_t *pins = index ? json_incref(json_object_get(index, "pins")) : json_array();
 	json_t *seen = json_object();
-	json_t *marked = json_array(); /* the index's pins are distinct already: this only marks them seen */
-	add_distinct(marked, seen, pins);
-	json_decref(marked);
+	add_distinct(NULL, seen, pins); /* the index's pins, distinct already: only seen */
 	size_t before = json_array_size(covered), c = 0;
 	/* The entries the index does not cover (both lists sorted). */
 	json_t *fresh = json_array();

@@ -9,8 +9,7 @@
 #include "core/listing_stream.h"
 
 #include "util/fsutil.h"
-
-#include <nettle/sha2.h>
+#include "util/hash.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -75,11 +74,11 @@ static void *read_ahead(void *arg)
 		if (!rc)
 			sha256_update(&sha, c->len, (const uint8_t *)c->data);
 		int end = !rc && !got;
-		char digest[SHA256_DIGEST_SIZE], hex[65];
+		unsigned char digest[SHA256_DIGEST_SIZE];
+		char hex[65];
 		if (end) {
-			sha256_digest(&sha, sizeof digest, (uint8_t *)digest);
-			for (size_t i = 0; i < sizeof digest; i++)
-				snprintf(hex + 2 * i, 3, "%02x", (unsigned char)digest[i]);
+			sha256_digest(&sha, sizeof digest, digest);
+			tt_hex(digest, sizeof digest, hex);
 		}
 		pthread_mutex_lock(&s->mu);
 		if (rc) {

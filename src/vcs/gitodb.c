@@ -142,7 +142,7 @@ static int read_loose(const struct tt_godb *db, const unsigned char id[20], enum
 	unsigned char *raw = NULL, *buf = NULL;
 	size_t raw_len = 0, hlen, size = 0;
 	z_stream z;
-	int fd, zrc, t = 0;
+	int fd, zrc;
 
 	tt_godb_loose_path(db, id, path, sizeof path);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -163,21 +163,9 @@ static int read_loose(const struct tt_godb *db, const unsigned char id[20], enum
 	z.avail_out = sizeof head;
 	zrc = inflate(&z, Z_SYNC_FLUSH);
 	hlen = sizeof head - z.avail_out;
-	char *nul = (zrc == Z_OK || zrc == Z_STREAM_END) ? memchr(head, '\0', hlen) : NULL;
-	char *space = nul ? memchr(head, ' ', (size_t)(nul - head)) : NULL;
-	if (space) {
-		for (int i = 1; i <= 4; i++)
-			if ((size_t)(space - head) == strlen(tt_gobj_type_name(i)) &&
-			    memcmp(head, tt_gobj_type_name(i), (size_t)(space - head)) == 0)
-				t = i;
-		char *endp;
-		errno = 0;
-		unsigned long long s = strtoull(space + 1, &endp, 10);
-		if (endp != nul || errno || space[1] < '0' || space[1] > '9' || s > SIZE_MAX / 2)
-			t = 0;
-		size = (size_t)s;
-	}
-	if (!t) {
+	enum tt_gobj_type t = 0;
+	size_t head_len = zrc == Z_OK || zrc == Z_STREAM_END ? tt_gobj_parse_header(head, hlen, &t, &size) : 0;
+	if (!head_len) {
 		inflateEnd(&z);
 		free(raw);
 		return tether_error_set(TETHER_ERROR, "damaged git object %s: bad header", path);
@@ -190,13 +178,13 @@ static int read_loose(const struct tt_godb *db, const unsigned char id[20], enum
 		return tether_error_set(TETHER_ERROR, "damaged git object %s: declares a size larger than its data can hold",
 		                        path);
 	}
-	size_t have = hlen - (size_t)(nul + 1 - head);
+	size_t have = hlen - head_len;
 	if (have > size || !(buf = malloc(size + 1))) {
 		inflateEnd(&z);
 		free(raw);
 		return have > size ? tether_error_set(TETHER_ERROR, "damaged git object %s: too long", path) : oom();
 	}
-	memcpy(buf, nul + 1, have);
+	memcpy(buf, head + head_len, have);
 	z.next_out = buf + have;
 	z.avail_out = (uInt)(size - have + 1);
 	if (zrc != Z_STREAM_END)
@@ -209,7 +197,7 @@ static int read_loose(const struct tt_godb *db, const unsigned char id[20], enum
 		return tether_error_set(TETHER_ERROR, "damaged git object %s: wrong size", path);
 	}
 	buf[size] = '\0';
-	*type = (enum tt_gobj_type)t;
+	*type = t;
 	*data = buf;
 	*len = size;
 	return 0;

@@ -37,6 +37,12 @@ int tt_godb_prefix(struct tt_godb *db, const char *hex, size_t n, unsigned char 
 /* The name of a type ("commit", ...), for messages and the hash header. */
 const char *tt_gobj_type_name(enum tt_gobj_type type);
 
+/* A loose object's header, "<type> <size>\0", at the start of the n
+ * inflated bytes at head: its length with the NUL, and *type and *size;
+ * 0 when it is not one (an unknown type, a size that is not plain
+ * decimal or too large to hold). */
+size_t tt_gobj_parse_header(const char *head, size_t n, enum tt_gobj_type *type, size_t *size);
+
 /* Hex conversions for 20-byte ids. from_hex: 0 when s holds 40 hex digits. */
 void tt_goid_hex(const unsigned char id[20], char hex[41]);
 int tt_goid_from_hex(const char *s, unsigned char id[20]);

@@ -5,11 +5,35 @@
 
 #include "util/hex.h"
 
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
 static const char *const type_names[] = { NULL, "commit", "tree", "blob", "tag" };
 
 const char *tt_gobj_type_name(enum tt_gobj_type type)
 {
 	return type >= TT_GOBJ_COMMIT && type <= TT_GOBJ_TAG ? type_names[type] : "unknown";
+}
+
+size_t tt_gobj_parse_header(const char *head, size_t n, enum tt_gobj_type *type, size_t *size)
+{
+	const char *nul = memchr(head, '\0', n), *space = nul ? memchr(head, ' ', (size_t)(nul - head)) : NULL;
+	int t = 0;
+	if (!space || space[1] < '0' || space[1] > '9')
+		return 0;
+	for (int i = TT_GOBJ_COMMIT; i <= TT_GOBJ_TAG; i++)
+		if ((size_t)(space - head) == strlen(type_names[i]) && memcmp(head, type_names[i], (size_t)(space - head)) == 0)
+			t = i;
+	char *endp;
+	errno = 0;
+	unsigned long long s = strtoull(space + 1, &endp, 10);
+	if (!t || endp != nul || errno || s > SIZE_MAX / 2)
+		return 0;
+	*type = (enum tt_gobj_type)t;
+	*size = (size_t)s;
+	return (size_t)(nul - head) + 1;
 }
 
 void tt_goid_hex(const unsigned char id[20], char hex[41])

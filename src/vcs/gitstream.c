@@ -88,31 +88,18 @@ static int inflate_some(struct tt_gstream *s, unsigned char *out, size_t cap, si
 	return 0;
 }
 
-static const char *const type_names[] = {NULL, "commit", "tree", "blob", "tag"};
-
 /* "<type> <size>\0" at the start of the inflated bytes. */
 static int parse_header(struct tt_gstream *s, const char *head, size_t n, enum tt_gobj_type *type)
 {
-	const char *nul = memchr(head, '\0', n), *space = nul ? memchr(head, ' ', (size_t)(nul - head)) : NULL;
-	int t = 0;
-	if (!space)
+	size_t head_len = tt_gobj_parse_header(head, n, type, &s->size);
+	if (!head_len)
 		return damaged(s, "bad header");
-	for (int i = 1; i <= 4; i++)
-		if ((size_t)(space - head) == strlen(type_names[i]) && memcmp(head, type_names[i], (size_t)(space - head)) == 0)
-			t = i;
-	char *endp;
-	errno = 0;
-	unsigned long long size = strtoull(space + 1, &endp, 10);
-	if (!t || endp != nul || errno || space[1] < '0' || space[1] > '9' || size > SIZE_MAX / 2)
-		return damaged(s, "bad header");
-	*type = (enum tt_gobj_type)t;
-	s->size = (size_t)size;
 	/* The id hashes the header as git writes it ("blob 12", no leading
 	 * zeros), as tt_godb_read checks it: one spelled otherwise is not it. */
 	char canonical[64];
-	int hl = snprintf(canonical, sizeof canonical, "%s %zu", type_names[t], s->size);
+	int hl = snprintf(canonical, sizeof canonical, "%s %zu", tt_gobj_type_name(*type), s->size);
 	sha1_update(&s->sha, (size_t)hl + 1, (const uint8_t *)canonical);
-	s->rest_at = (size_t)(nul + 1 - head);
+	s->rest_at = head_len;
 	return 0;
 }
 

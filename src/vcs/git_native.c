@@ -453,34 +453,38 @@ static int commit_tree_of(struct tether_vcs *v, const char *id, unsigned char tr
 /* Files and trees                                                     */
 /* ------------------------------------------------------------------ */
 
-static int native_read_file(struct tether_vcs *v, const char *id, const char *path, char **data, size_t *len)
+/* The entry of file `path` in commit `id`: 0, 1 when libgit2 must answer
+ * (not read natively, absent, or not a file: libgit2's path says so in
+ * its words), < 0 on damage. */
+static int file_entry(struct tether_vcs *v, const char *id, const char *path, struct entry *e)
 {
 	unsigned char tree[20];
+	char *norm = NULL;
+	int rc = native(v) ? tt_git_path_normalize(path, &norm) : 1;
+
+	if (rc == 0)
+		rc = commit_tree_of(v, id, tree);
+	if (rc == 0)
+		rc = find_entry(v, tree, norm, e);
+	if (rc == 0 && (e->mode == MODE_TREE || e->mode == MODE_COMMIT))
+		rc = 1;
+	free(norm);
+	return rc;
+}
+
+static int native_read_file(struct tether_vcs *v, const char *id, const char *path, char **data, size_t *len)
+{
 	struct entry e;
 	struct obj o;
-	char *norm = NULL;
-	int rc;
+	int rc = file_entry(v, id, path, &e);
 
-	if (!native(v))
-		FORWARD(v, read_file(v->full, id, path, data, len));
-	if ((rc = tt_git_path_normalize(path, &norm)) < 0)
-		return rc;
-	rc = commit_tree_of(v, id, tree);
-	if (rc == 0)
-		rc = find_entry(v, tree, norm, &e);
-	/* absent or not a file: libgit2's path says so in its words */
-	if (rc == 0 && (e.mode == MODE_TREE || e.mode == MODE_COMMIT))
-		rc = 1;
 	if (rc == 0 && (rc = read_obj(v, e.id, TT_GOBJ_BLOB, &o)) == 0) {
 		*data = (char *)o.data;
 		if (len)
 			*len = o.len;
 	}
-	free(norm);
-	if (rc < 0)
+	if (rc <= 0)
 		return rc;
-	if (rc == 0)
-		return 0;
 	FORWARD(v, read_file(v->full, id, path, data, len));
 }
 
@@ -494,32 +498,22 @@ struct tether_vcs_stream {
 
 static int native_open_stream(struct tether_vcs *v, const char *id, const char *path, struct tether_vcs_stream **out)
 {
-	unsigned char tree[20];
 	struct entry e;
-	char *norm = NULL;
 	struct tether_vcs_stream *s = calloc(1, sizeof *s);
-	int rc = s ? 1 : oom();
+	int rc = s ? file_entry(v, id, path, &e) : oom();
+	enum tt_gobj_type type;
+	size_t size;
 
 	*out = NULL;
-	if (s && native(v) && (rc = tt_git_path_normalize(path, &norm)) == 0) {
-		rc = commit_tree_of(v, id, tree);
-		if (rc == 0)
-			rc = find_entry(v, tree, norm, &e);
-		if (rc == 0 && (e.mode == MODE_TREE || e.mode == MODE_COMMIT))
-			rc = 1;
-		enum tt_gobj_type type;
-		size_t size;
-		if (rc == 0 && (rc = tt_gstream_open(v->odb, e.id, &type, &size, &s->g)) == 0 && type != TT_GOBJ_BLOB) {
-			tt_gstream_close(s->g);
-			s->g = NULL;
-			rc = 1;
-		}
-		if (rc == TETHER_ENOTFOUND) {
-			tether_error_clear();
-			rc = 1;
-		}
+	if (rc == 0 && (rc = tt_gstream_open(v->odb, e.id, &type, &size, &s->g)) == 0 && type != TT_GOBJ_BLOB) {
+		tt_gstream_close(s->g);
+		s->g = NULL;
+		rc = 1;
 	}
-	free(norm);
+	if (rc == TETHER_ENOTFOUND) {
+		tether_error_clear();
+		rc = 1;
+	}
 	/* anything this reader does not answer: read_file's answer, whole */
 	if (rc == 1)
 		rc = native_read_file(v, id, path, &s->whole, &s->len);

@@ -85,3 +85,13 @@ def test_refs_left_to_libgit2_get_libgit2s_walk(ds, tmp_path):
     assert "history" in p.stderr
     ds.git("update-ref", "-d", "--no-deref", "refs/heads/dangling")
     assert ds.tj("gc")["commits"] == native["commits"]
+
+
+def test_commands_open_no_dev_urandom(ds, tmp_path):
+    """libtether seeds jansson's hash tables from the kernel's AT_RANDOM
+    bytes: no command opens /dev/urandom (jansson would, on its first
+    object, in every command)."""
+    history(ds)
+    for args in (["status"], ["gc"], ["log", "-n", "1"]):
+        _, paths = opened(ds, tmp_path, *args)
+        assert "/dev/urandom" not in paths, args

@@ -2,17 +2,20 @@
 PREFIX ?= /usr/local
 BUILD ?= build
 CHECK_BUILD ?= build-check
+TSAN_BUILD ?= build-tsan
 VENV ?= .venv
 MESON ?= meson
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= flatbuf icfile flexbuf icrepo gdelta gloose gpack grefs
+FUZZ_TARGETS ?= flatbuf icfile flexbuf icrepo gdelta gloose gpack grefs gcommit toml docs
 FUZZ_CORPUS = tests/fuzz/corpus
+# The toml target also starts from the whole toml-test suite (read only, recursive).
+TOML_TEST_SUITE = ../shared/data/toml-test/tests
 
 STRESS_KILLS ?= 300
 STRESS_SEED ?=
 
-.PHONY: all demo check stress unit e2e install bench clean fuzz fuzz-merge
+.PHONY: all demo check check-asan check-tsan stress unit e2e install bench clean fuzz fuzz-merge
 
 all: $(BUILD)/build.ninja
 	$(MESON) compile -C $(BUILD)
@@ -23,11 +26,35 @@ $(BUILD)/build.ninja:
 demo: all
 	scripts/demo $(BUILD)/tether
 
-# Every test, in a build instrumented with AddressSanitizer and UBSan.
-check: $(CHECK_BUILD)/build.ninja
+# Every test, in a build instrumented with AddressSanitizer and UBSan (gcc),
+# then the unit and conformance tests again in a clang build with
+# ThreadSanitizer (every warning an error in both). A required tool that is
+# missing fails the run (scripts/check-test-tools, and TETHER_REQUIRE_TOOLS=1
+# turns a test's "skipped: no jj" into a failure): green means all of it ran.
+check:
+	scripts/check-test-tools
+	$(MAKE) check-asan
+	$(MAKE) check-tsan
+
+check-asan: $(CHECK_BUILD)/build.ninja
 	$(MESON) compile -C $(CHECK_BUILD)
-	$(MESON) test -C $(CHECK_BUILD) --print-errorlogs
-	PATH="$$HOME/.cargo/bin:$$PATH" TETHER_BIN=$(CURDIR)/$(CHECK_BUILD)/tether $(VENV)/bin/python -m pytest -q tests/e2e
+	TETHER_REQUIRE_TOOLS=1 $(MESON) test -C $(CHECK_BUILD) --print-errorlogs
+	PATH="$$HOME/.cargo/bin:$$PATH" TETHER_REQUIRE_TOOLS=1 TETHER_BIN=$(CURDIR)/$(CHECK_BUILD)/tether \
+		$(VENV)/bin/python -m pytest -q tests/e2e
+
+# The e2e suite is not run under ThreadSanitizer: it drives the CLI, whose
+# threads the unit and conformance tests already exercise, and TSan's
+# slowdown would double `make check`.
+check-tsan: $(TSAN_BUILD)/build.ninja
+	$(MESON) compile -C $(TSAN_BUILD)
+	TETHER_REQUIRE_TOOLS=1 $(MESON) test -C $(TSAN_BUILD) --print-errorlogs --suite unit --suite conformance
+
+$(CHECK_BUILD)/build.ninja:
+	CC=$${CC:-gcc} $(MESON) setup $(CHECK_BUILD) --buildtype=debug -Db_sanitize=address,undefined \
+		-Db_lundef=false -Dwerror=true
+
+$(TSAN_BUILD)/build.ninja:
+	CC=clang $(MESON) setup $(TSAN_BUILD) --buildtype=debug -Db_sanitize=thread -Db_lundef=false -Dwerror=true
 
 # The random-kill test of test_crash.py, with many more kills than `make check` runs:
 # each SIGKILLs `tether commit` at a random instant, re-runs it, and checks that
@@ -36,10 +63,6 @@ stress: $(CHECK_BUILD)/build.ninja
 	$(MESON) compile -C $(CHECK_BUILD)
 	TETHER_STRESS_KILLS=$(STRESS_KILLS) TETHER_STRESS_SEED=$(STRESS_SEED) TETHER_BIN=$(CURDIR)/$(CHECK_BUILD)/tether \
 		$(VENV)/bin/python -m pytest -q tests/e2e/test_crash.py -k test_random_kills_during_commit
-
-$(CHECK_BUILD)/build.ninja:
-	CC=$${CC:-gcc} $(MESON) setup $(CHECK_BUILD) --buildtype=debug -Db_sanitize=address,undefined \
-		-Db_lundef=false -Dwerror=true
 
 # libFuzzer (needs clang: Debian clang) on each target for FUZZ_SECONDS, from the committed
 # corpus (tests/fuzz/corpus/<target>/, read only) and keeping what it finds
@@ -51,9 +74,10 @@ fuzz: $(FUZZ_BUILD)/build.ninja
 	mkdir -p $(FUZZ_BUILD)/crashes
 	status=0; for t in $(FUZZ_TARGETS); do \
 		mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
+		extra=; if [ $$t = toml ]; then extra=$(TOML_TEST_SUITE); fi; \
 		$(FUZZ_BUILD)/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 			-rss_limit_mb=2048 -timeout=10 -artifact_prefix=$(FUZZ_BUILD)/crashes/$$t- \
-			$(FUZZ_BUILD)/corpus/$$t $(FUZZ_CORPUS)/$$t || status=1; \
+			$(FUZZ_BUILD)/corpus/$$t $(FUZZ_CORPUS)/$$t $$extra || status=1; \
 	done; exit $$status
 
 fuzz-merge: $(FUZZ_BUILD)/build.ninja
@@ -76,4 +100,4 @@ bench: all
 	bench/run $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(CHECK_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(CHECK_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

@@ -58,9 +58,13 @@ grep -q '^ok   fork: a stale expect is refused' "$work/good.out" || fail "the su
 # The same suite as a library: the backend's own test program links
 # libtether-testing (and, through its .pc, libtether). In a sanitizer build
 # those libraries need the sanitizer runtimes linked into the program too.
+# ($CC is the compiler that built them, which meson test passes: a
+# sanitizer's runtime is the compiler's own.)
 san=""
 if nm -D "$build/libtether.so" 2>/dev/null | grep -q __asan_init; then
 	san="-fsanitize=address,undefined"
+elif nm -D "$build/libtether.so" 2>/dev/null | grep -q __tsan_init; then
+	san="-fsanitize=thread"
 fi
 # shellcheck disable=SC2086
 $cc $strict $san "$src/direct.c" "$src/dirsnap.c" "$src/harness.c" $(pkg-config --cflags --libs tether-testing) \

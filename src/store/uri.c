@@ -158,7 +158,7 @@ int tether_store_check_committed(const char *uri)
 {
 	char *canon = NULL;
 	if (!uri)
-		return tether_error_set(TETHER_EREFUSED, "a committed store URI is missing");
+		return tether_error_set(TETHER_EREFUSED, "a committed store URI is missing: refused");
 	int rc = tether_store_canonical(uri, NULL, &canon);
 	if (rc == 0 && strcmp(canon, uri) != 0)
 		rc = tether_error_set(TETHER_EREFUSED, "committed store URI '%s' is not as tether records it ('%s'): "

@@ -47,9 +47,47 @@ char *tt_store_scheme_of(const char *uri)
 	return s;
 }
 
+/* uri for a message: what may be a secret (user:password@, a query that
+ * may be a signature, a fragment) replaced by "***". malloc'd. */
+static char *redacted(const char *uri)
+{
+	size_t n = strlen(uri);
+	char *o = malloc(n + 8);
+	if (!o)
+		return NULL;
+	const char *sep = strstr(uri, "://");
+	const char *host = sep ? sep + 3 : uri;
+	const char *slash = strchr(host, '/');
+	const char *at = NULL;
+	for (const char *p = host; *p && (!slash || p < slash); p++)
+		if (*p == '@')
+			at = p;
+	size_t k = 0;
+	if (sep && at) {
+		memcpy(o, uri, (size_t)(host - uri));
+		k = (size_t)(host - uri);
+		memcpy(o + k, "***", 3);
+		k += 3;
+		uri = at;
+	}
+	const char *q = strpbrk(uri, "?#");
+	size_t keep = q ? (size_t)(q - uri) + 1 : strlen(uri);
+	memcpy(o + k, uri, keep);
+	k += keep;
+	if (q) {
+		memcpy(o + k, "***", 3);
+		k += 3;
+	}
+	o[k] = '\0';
+	return o;
+}
+
 static int bad(const char *uri, const char *why)
 {
-	return tether_error_set(TETHER_EUSAGE, "store URI '%s': %s", uri, why);
+	char *shown = redacted(uri);
+	int rc = tether_error_set(TETHER_EUSAGE, "store URI '%s': %s", shown ? shown : "(out of memory)", why);
+	free(shown);
+	return rc;
 }
 
 static int has_control(const char *s)
@@ -162,7 +200,7 @@ int tether_store_check_committed(const char *uri)
 	int rc = tether_store_canonical(uri, NULL, &canon);
 	if (rc == 0 && strcmp(canon, uri) != 0)
 		rc = tether_error_set(TETHER_EREFUSED, "committed store URI '%s' is not as tether records it ('%s'): "
-		                      "refused", uri, canon);
+		                      "refused", uri, canon); /* canonical: nothing secret in it */
 	else if (rc)
 		rc = tether_error_set(TETHER_EREFUSED, "committed %s: refused", tether_error_last());
 	free(canon);
@@ -172,7 +210,7 @@ int tether_store_check_committed(const char *uri)
 	const struct tether_store_ops *ops = NULL;
 	rc = scheme ? tt_store_find_ops(scheme, &ops) : oom();
 	if (rc == TETHER_EUSAGE)
-		rc = tether_error_set(TETHER_EREFUSED, "committed store URI '%s': %s", uri, tether_error_last());
+		rc = tether_error_set(TETHER_EREFUSED, "committed store URI '%s': %s: refused", uri, tether_error_last());
 	free(scheme);
 	return rc;
 }

@@ -56,6 +56,11 @@ static void test_canonical(void)
 	canon_refused("", "empty");
 	canon_refused("s3://user:secret@bucket/p", "credentials");
 	canon_refused("s3://AKIA@bucket/p", "credentials");
+	/* The message never repeats a secret. */
+	canon_refused("s3://key:hunter2@bucket/p", "s3://***@bucket/p");
+	CHECK(!strstr(tether_error_last(), "hunter2"));
+	canon_refused("az://acct/c?sig=hunter2", "az://acct/c?***");
+	CHECK(!strstr(tether_error_last(), "hunter2"));
 	canon_refused("s3://bucket/p?X-Amz-Signature=1", "query");
 	canon_refused("az://acct/c?sv=2020&sig=abc", "query");
 	canon_refused("gs://bucket/p#frag", "query or fragment");

@@ -93,7 +93,7 @@ int tether_fault_store_set(const char *spec)
 			action = ACT_TEAR;
 		else if (strncmp(a, "delay=", 6) == 0) {
 			ms = strtol(a + 6, &end, 10);
-			if (*end || ms < 0 || ms > 60000)
+			if (a[6] < '0' || a[6] > '9' || *end || ms > 60000)
 				goto bad;
 			action = ACT_DELAY;
 		} else

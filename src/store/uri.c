@@ -103,8 +103,6 @@ static int canonical_local(const char *uri, const char *path, const char *cwd, c
 {
 	if (!*path)
 		return bad(uri, "names no path");
-	if (strchr(path, '\\'))
-		return bad(uri, "a backslash is not a path separator here");
 	if (!cwd && path[0] != '/')
 		return bad(uri, "a store must be an absolute path or SCHEME://...");
 	/* "s3:/bucket": a scheme with one slash is a typo, not a file. */

@@ -93,11 +93,17 @@ static int ic_make_locator(const struct tether_bctx *ctx, const char *uri, const
 	int create = json_is_true(json_object_get(options, "create"));
 	if (create && at)
 		return tether_error_set(TETHER_EUSAGE, "--create makes an empty repository: it has no history for --at");
+	/* The form the locator records (opening it then says whether this
+	 * build has a store for its scheme). */
 	char *path = NULL;
-	if ((rc = tether_store_canonical(uri, cwd, &path)) || (rc = tether_store_check_committed(path))) {
+	if ((rc = tether_store_canonical(uri, cwd, &path)))
+		return rc;
+	tether_store *store = NULL;
+	if (create && (rc = tether_store_open(path, ctx ? ctx->secrets : NULL, &store))) {
 		free(path);
-		return rc == TETHER_EREFUSED ? tether_error_set(TETHER_EUSAGE, "%s", tether_error_last()) : rc;
+		return rc; /* no store for the scheme: refused before create_store */
 	}
+	tether_store_close(store);
 	*locator = json_pack("{s:s, s:s}", "uri", path, "branch", branch ? branch : "main");
 	if (*locator && at)
 		json_object_set_new(*locator, "at", json_string(at));

@@ -34,6 +34,10 @@ enum {
 	TETHER_ECONFIG = -6,   /* malformed tether.toml / manifest          exit 1 */
 	TETHER_EIO = -7,       /* operating-system or store failure         exit 1 */
 	TETHER_ENOREPO = -8,   /* not inside a repository / dataset         exit 1 */
+	/* From byte stores (tether/store.h); a backend passes them on. */
+	TETHER_EAUTH = -9,      /* a store refused the credentials          exit 1 */
+	TETHER_ETRANSIENT = -10, /* a store failure worth retrying (timeout,
+	                          * throttling, a lost connection)          exit 1 */
 };
 
 TETHER_API const char *tether_version(void);

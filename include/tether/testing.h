@@ -75,6 +75,26 @@ TETHER_API int tether_conformance_run(const struct tether_harness *h, FILE *out)
 TETHER_API int tether_conformance_run_counts(const struct tether_harness *h, FILE *out,
                                              struct tether_conformance_counts *counts);
 
+/* The fault-injecting store, for testing a backend's error paths.
+ * Registered, it serves URIs fault+file:///PATH: the local store at PATH,
+ * with a fault on the N-th call of chosen operations. A harness whose
+ * locators name their store under "uri" runs over it with
+ * `tether-conformance KIND --fault-store`, which adds the checks that a
+ * store failure surfaces as an error and leaves nothing half-written.
+ * Registering reads a first fault from $TETHER_STORE_FAULT. */
+TETHER_API int tether_fault_store_register(void);
+/* Set the fault and restart the count; NULL or "" clears it. The spec is
+ * OPS:N[+]:ACTION. OPS: get, head, put, copy, delete, list, or read (get,
+ * head, list), write (put, copy, delete), any; comma-separated. N: the
+ * call (counting from 1 since the fault was set) that faults; N+ that one
+ * and every later one. ACTION: fail (TETHER_EIO, not done), transient
+ * (TETHER_ETRANSIENT, not done), auth (TETHER_EAUTH, not done), tear
+ * (done, then reported as TETHER_ETRANSIENT), delay=MS (done, MS late).
+ * TETHER_EUSAGE for a malformed spec. */
+TETHER_API int tether_fault_store_set(const char *spec);
+/* How many calls faulted since the fault was set. */
+TETHER_API unsigned long tether_fault_store_fired(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -36,6 +36,10 @@ static const char *describe_code(int err)
 		return "input/output failure";
 	case TETHER_ENOREPO:
 		return "not inside a tether dataset";
+	case TETHER_EAUTH:
+		return "the store refused the credentials";
+	case TETHER_ETRANSIENT:
+		return "the store failed for now (try again)";
 	default:
 		return "failed";
 	}

@@ -21,8 +21,6 @@
  * rename always brings a new inode, so an overwrite always changes it. */
 #include "store/store_impl.h"
 
-#include <tether/backend.h>
-
 #include "util/fsutil.h"
 
 #include <dirent.h>
@@ -40,12 +38,12 @@ struct local {
 	char *root;
 };
 
-static const char *root_of(const struct tt_store *s)
+static const char *root_of(const void *s)
 {
-	return ((const struct local *)s->impl)->root;
+	return ((const struct local *)s)->root;
 }
 
-static char *path_of(const struct tt_store *s, const char *key)
+static char *path_of(const void *s, const char *key)
 {
 	return tt_path_join(root_of(s), key);
 }
@@ -61,7 +59,7 @@ static int fail_errno(const char *what, const char *path, int e)
 	                        strerror(e));
 }
 
-static void version_of(const struct stat *st, struct tt_version *v)
+static void version_of(const struct stat *st, struct tether_store_version *v)
 {
 	if (v)
 		snprintf(v->token, sizeof v->token, "%llx-%llx-%lld.%09ld-%lld", (unsigned long long)st->st_dev,
@@ -69,8 +67,8 @@ static void version_of(const struct stat *st, struct tt_version *v)
 		         (long long)st->st_size);
 }
 
-static int local_get(struct tt_store *s, const char *key, uint8_t **data, size_t *len,
-                     struct tt_version *version)
+static int local_get(void *s, const char *key, uint64_t offset, uint64_t length, uint8_t **data,
+                     size_t *len, struct tether_store_version *version)
 {
 	char *path = path_of(s, key);
 	if (!path)
@@ -86,27 +84,28 @@ static int local_get(struct tt_store *s, const char *key, uint8_t **data, size_t
 	struct stat st;
 	int rc = 0;
 	uint8_t *buf = NULL;
-	size_t n = 0;
+	size_t n = 0, want = 0;
 	if (fstat(fd, &st) != 0) {
 		rc = fail_errno("cannot stat", path, errno);
 	} else if (!S_ISREG(st.st_mode)) {
 		rc = tether_error_set(TETHER_EIO, "%s is not a regular file", path);
-	} else if (!(buf = malloc(st.st_size > 0 ? (size_t)st.st_size : 1))) {
-		rc = oom();
 	} else {
-		while (n < (size_t)st.st_size) {
-			ssize_t r = read(fd, buf + n, (size_t)st.st_size - n);
+		uint64_t size = (uint64_t)st.st_size;
+		uint64_t from = offset < size ? offset : size;
+		uint64_t avail = size - from;
+		want = (size_t)(length < avail ? length : avail);
+		if (!(buf = malloc(want ? want : 1)))
+			rc = oom();
+		while (rc == 0 && n < want) {
+			ssize_t r = pread(fd, buf + n, want - n, (off_t)(from + n));
 			if (r < 0 && errno == EINTR)
 				continue;
-			if (r < 0) {
+			if (r < 0)
 				rc = fail_errno("cannot read", path, errno);
-				break;
-			}
-			if (r == 0) {
+			else if (r == 0)
 				rc = tether_error_set(TETHER_EIO, "%s shrank while it was read", path);
-				break;
-			}
-			n += (size_t)r;
+			else
+				n += (size_t)r;
 		}
 	}
 	close(fd);
@@ -121,7 +120,7 @@ static int local_get(struct tt_store *s, const char *key, uint8_t **data, size_t
 	return 0;
 }
 
-static int local_head(struct tt_store *s, const char *key, int *exists, struct tt_version *version,
+static int local_head(void *s, const char *key, int *exists, struct tether_store_version *version,
                       uint64_t *size)
 {
 	char *path = path_of(s, key);
@@ -240,10 +239,10 @@ static void unlock_dir(int fd)
 }
 
 /* Is path at version `want` ("" = absent)? */
-static int matches(const char *path, const struct tt_version *want, int *ok)
+static int matches(const char *path, const struct tether_store_version *want, int *ok)
 {
 	struct stat st;
-	struct tt_version now = {{0}};
+	struct tether_store_version now = {{0}};
 	if (stat(path, &st) == 0)
 		version_of(&st, &now);
 	else if (errno != ENOENT)
@@ -252,24 +251,24 @@ static int matches(const char *path, const struct tt_version *want, int *ok)
 	return 0;
 }
 
-static int local_put(struct tt_store *s, const char *key, const void *data, size_t len,
-                     enum tt_put_mode mode, const struct tt_version *expect,
-                     struct tt_version *new_version)
+static int local_put(void *s, const char *key, const void *data, size_t len,
+                     enum tether_put_mode mode, const struct tether_store_version *expect,
+                     struct tether_store_version *new_version)
 {
 	char *path = path_of(s, key), *staging = NULL;
 	if (!path)
 		return oom();
 	int rc = write_staging(path, data, len, &staging), lockfd = -1;
-	if (rc == 0 && mode != TT_PUT_OVERWRITE)
+	if (rc == 0 && mode != TETHER_PUT_OVERWRITE)
 		rc = lock_dir(path, &lockfd);
-	if (rc == 0 && mode == TT_PUT_IF_ABSENT) {
+	if (rc == 0 && mode == TETHER_PUT_IF_ABSENT) {
 		if (link(staging, path) != 0)
 			rc = errno == EEXIST ? tether_error_set(TETHER_EREFUSED, "%s already exists", path)
 			                     : fail_errno("cannot create", path, errno);
 		unlink(staging);
 	} else if (rc == 0) {
 		int ok = 1;
-		if (mode == TT_PUT_IF_MATCH && (rc = matches(path, expect, &ok)) == 0 && !ok)
+		if (mode == TETHER_PUT_IF_MATCH && (rc = matches(path, expect, &ok)) == 0 && !ok)
 			rc = tether_error_set(TETHER_EREFUSED, "%s changed since it was read", path);
 		if (rc == 0 && rename(staging, path) != 0)
 			rc = fail_errno("cannot replace", path, errno);
@@ -290,19 +289,19 @@ static int local_put(struct tt_store *s, const char *key, const void *data, size
 }
 
 /* Copy by bytes, for filesystems without hard links. */
-static int copy_bytes(struct tt_store *s, const char *from, const char *to)
+static int copy_bytes(void *s, const char *from, const char *to)
 {
 	uint8_t *data = NULL;
 	size_t len = 0;
-	int rc = local_get(s, from, &data, &len, NULL);
+	int rc = local_get(s, from, 0, TETHER_STORE_TO_END, &data, &len, NULL);
 	if (rc == 0)
-		rc = local_put(s, to, data, len, TT_PUT_IF_ABSENT, NULL, NULL);
+		rc = local_put(s, to, data, len, TETHER_PUT_IF_ABSENT, NULL, NULL);
 	free(data);
 	return rc;
 }
 
-static int local_copy(struct tt_store *s, const char *from, const char *to,
-                      const struct tt_version *if_match)
+static int local_copy(void *s, const char *from, const char *to,
+                      const struct tether_store_version *if_match)
 {
 	char *src = path_of(s, from), *dst = path_of(s, to), *dst_dir = dst ? dir_of(dst) : NULL;
 	int rc = src && dst && dst_dir ? tt_mkdirs(dst_dir, 0777) : oom(), lockfd = -1, fallback = 0;
@@ -332,7 +331,7 @@ static int local_copy(struct tt_store *s, const char *from, const char *to,
 	return rc;
 }
 
-static int local_del(struct tt_store *s, const char *key)
+static int local_del(void *s, const char *key)
 {
 	char *path = path_of(s, key);
 	if (!path)
@@ -349,7 +348,7 @@ static int cmp_keys(const void *a, const void *b)
 
 struct listing {
 	char **keys;
-	size_t n, cap, max;
+	size_t n, cap;
 };
 
 static int add_key(struct listing *l, char *key)
@@ -378,9 +377,9 @@ static int walk(const char *dir, const char *rel, struct listing *l, int depth)
 		return errno == ENOENT || errno == ENOTDIR ? 0 : fail_errno("cannot list", dir, errno);
 	int rc = 0;
 	struct dirent *e;
-	while (rc == 0 && (!l->max || l->n < l->max) && (errno = 0, e = readdir(d))) {
+	while (rc == 0 && (errno = 0, e = readdir(d))) {
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
-		    tt_store_is_staging_name(e->d_name))
+		    tether_store_is_staging_name(e->d_name))
 			continue;
 		char *path = tt_path_join(dir, e->d_name);
 		char *key = *rel ? tt_strdupf("%s/%s", rel, e->d_name) : strdup(e->d_name);
@@ -404,24 +403,31 @@ static int walk(const char *dir, const char *rel, struct listing *l, int depth)
 	return rc;
 }
 
-static int local_list(struct tt_store *s, const char *prefix, size_t max_keys, json_t *keys)
+/* A page: every key under prefix is walked and sorted (a directory's
+ * entries come in no order), then the ones after start_after handed out.
+ * The stores tether keeps locally hold thousands of keys, not millions. */
+static int local_list(void *s, const char *prefix, const char *start_after, size_t max_keys,
+                      tether_store_key_fn emit, void *ud, int *more)
 {
 	char *dir = *prefix ? path_of(s, prefix) : strdup(root_of(s));
-	struct listing l = {.max = max_keys};
+	struct listing l = {0};
 	int rc = dir ? walk(dir, prefix, &l, 0) : oom();
 	if (rc == 0 && l.n)
 		qsort(l.keys, l.n, sizeof *l.keys, cmp_keys);
-	for (size_t i = 0; i < l.n; i++) {
-		if (rc == 0 && json_array_append_new(keys, json_string(l.keys[i])) != 0)
-			rc = oom();
+	size_t i = 0, emitted = 0;
+	while (i < l.n && strcmp(l.keys[i], start_after) <= 0)
+		i++;
+	for (; rc == 0 && i < l.n && emitted < max_keys; i++, emitted++)
+		rc = emit(ud, l.keys[i]);
+	*more = rc == 0 && i < l.n;
+	for (i = 0; i < l.n; i++)
 		free(l.keys[i]);
-	}
 	free(l.keys);
 	free(dir);
 	return rc;
 }
 
-static int local_root_exists(struct tt_store *s, int *exists)
+static int local_root_exists(void *s, int *exists)
 {
 	struct stat st;
 	if (lstat(root_of(s), &st) == 0) {
@@ -431,7 +437,7 @@ static int local_root_exists(struct tt_store *s, int *exists)
 	return errno == ENOENT || errno == ENOTDIR ? 0 : fail_errno("cannot stat", root_of(s), errno);
 }
 
-static int local_make_root(struct tt_store *s)
+static int local_make_root(void *s)
 {
 	return tt_mkdirs(root_of(s), 0777);
 }
@@ -466,7 +472,7 @@ static int remove_empty_tree(const char *dir, int depth)
 	return rc;
 }
 
-static int local_remove_root(struct tt_store *s)
+static int local_remove_root(void *s)
 {
 	int rc = remove_empty_tree(root_of(s), 0);
 	if (rc)
@@ -478,16 +484,34 @@ static int local_remove_root(struct tt_store *s)
 	return fail_errno("cannot remove", root_of(s), errno);
 }
 
-static void local_close(struct tt_store *s)
+static void local_close(void *s)
 {
-	struct local *l = s->impl;
+	struct local *l = s;
 	if (l)
 		free(l->root);
 	free(l);
 }
 
-static const struct tt_store_ops local_ops = {
-	.atomic_cas = 0,
+/* uri is canonical: a plain absolute path. */
+static int local_open(const char *uri, const json_t *options, void **impl)
+{
+	(void)options;
+	struct local *l = calloc(1, sizeof *l);
+	if (!l || !(l->root = strdup(uri))) {
+		free(l);
+		return oom();
+	}
+	*impl = l;
+	return 0;
+}
+
+const struct tether_store_ops tt_store_local_ops = {
+	.version = TETHER_STORE_OPS_VERSION,
+	.size = sizeof(struct tether_store_ops),
+	.scheme = "file",
+	.flags = 0,
+	.open = local_open,
+	.close = local_close,
 	.get = local_get,
 	.head = local_head,
 	.put = local_put,
@@ -497,17 +521,4 @@ static const struct tt_store_ops local_ops = {
 	.root_exists = local_root_exists,
 	.make_root = local_make_root,
 	.remove_root = local_remove_root,
-	.close = local_close,
 };
-
-int tt_store_local_open(const char *path, struct tt_store *s)
-{
-	struct local *l = calloc(1, sizeof *l);
-	if (!l || !(l->root = tt_path_normalize(path))) {
-		free(l);
-		return oom();
-	}
-	s->impl = l;
-	s->ops = &local_ops;
-	return 0;
-}

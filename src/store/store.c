@@ -1,15 +1,21 @@
-/* The byte-store interface: key checks, then the implementation the URI
- * names. Keys come from backends, but parts of them (a tag's name in an
- * Icechunk 1.x ref path) come from manifests a clone brought, so a key that
- * could leave the root is refused here, once, for every implementation. */
+/* The byte-store front (include/tether/store.h): open by URI, check every
+ * key and argument once, then call the implementation the scheme names.
+ * Keys come from backends, but parts of them (a tag's name in an Icechunk
+ * 1.x ref path) come from manifests a clone brought, so a key that could
+ * leave the root is refused here, for every implementation. */
 #include "store/store_impl.h"
-
-#include <tether/backend.h>
 
 #include <stdlib.h>
 #include <string.h>
 
-int tt_store_is_staging_name(const char *name)
+#define DEFAULT_PAGE 1000
+
+static int oom(void)
+{
+	return tether_error_set(TETHER_EIO, "out of memory");
+}
+
+int tether_store_is_staging_name(const char *name)
 {
 	const char *hash = strrchr(name, '#');
 	if (!hash || !hash[1])
@@ -28,150 +34,299 @@ static int key_ok(const char *key, int allow_empty)
 		const char *end = strchr(seg, '/');
 		size_t n = end ? (size_t)(end - seg) : strlen(seg);
 		if (n == 0)
-			return 0; /* "a//b", "a/" */
+			return 0; /* "a//b" */
 		if ((n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
 			return 0;
 		if (memchr(seg, '\\', n))
 			return 0;
+		for (size_t i = 0; i < n; i++)
+			if ((unsigned char)seg[i] < 0x20)
+				return 0;
 		if (!end)
-			return !tt_store_is_staging_name(seg);
+			return !tether_store_is_staging_name(seg);
 		seg = end + 1;
 	}
 	return 1;
 }
 
-static int bad_key(const struct tt_store *s, const char *key)
+static int bad_key(const struct tether_store *s, const char *key)
 {
 	return tether_error_set(TETHER_EUSAGE, "%s: \"%s\" is not a valid key in a store", s->uri,
 	                        key ? key : "(null)");
 }
 
-int tt_store_open(const char *uri, const json_t *options, struct tt_store **out)
+int tether_store_open(const char *uri, const json_t *options, tether_store **out)
 {
-	(void)options;
 	*out = NULL;
-	const char *path = uri;
-	if (uri && strncmp(uri, "file://", 7) == 0)
-		path = uri + 7;
-	if (!path || path[0] != '/') {
-		const char *colon = uri ? strstr(uri, "://") : NULL;
-		if (colon)
-			return tether_error_set(TETHER_EUSAGE, "%s: %.*s:// stores are not supported by this build",
-			                        uri, (int)(colon - uri), uri);
-		return tether_error_set(TETHER_EUSAGE, "%s: a store root must be an absolute path",
-		                        uri ? uri : "(null)");
+	char *canon = NULL, *scheme = NULL;
+	int rc = tether_store_canonical(uri, NULL, &canon);
+	if (rc)
+		return rc;
+	const struct tether_store_ops *ops = NULL;
+	scheme = tt_store_scheme_of(canon);
+	rc = scheme ? tt_store_find_ops(scheme, &ops) : oom();
+	free(scheme);
+	struct tether_store *s = rc ? NULL : calloc(1, sizeof *s);
+	if (!rc && !s)
+		rc = oom();
+	if (!rc) {
+		s->ops = ops;
+		s->uri = canon;
+		canon = NULL;
+		rc = ops->open(s->uri, options, &s->impl);
 	}
-	struct tt_store *s = calloc(1, sizeof *s);
-	if (!s || !(s->uri = strdup(uri))) {
-		free(s);
-		return tether_error_set(TETHER_EIO, "out of memory");
-	}
-	int rc = tt_store_local_open(path, s);
 	if (rc) {
-		free(s->uri);
+		if (s)
+			free(s->uri);
 		free(s);
+		free(canon);
 		return rc;
 	}
 	*out = s;
 	return 0;
 }
 
-void tt_store_close(struct tt_store *s)
+void tether_store_close(tether_store *s)
 {
 	if (!s)
 		return;
-	s->ops->close(s);
+	s->ops->close(s->impl);
 	free(s->uri);
 	free(s);
 }
 
-const char *tt_store_uri(const struct tt_store *s)
+const char *tether_store_uri(const tether_store *s)
 {
 	return s->uri;
 }
 
-int tt_store_atomic_cas(const struct tt_store *s)
+unsigned tether_store_flags(const tether_store *s)
 {
-	return s->ops->atomic_cas;
+	return s->ops->flags;
 }
 
-int tt_store_get(struct tt_store *s, const char *key, uint8_t **data, size_t *len,
-                 struct tt_version *version)
+int tether_store_get_range(tether_store *s, const char *key, uint64_t offset, uint64_t length, uint8_t **data,
+                           size_t *len, struct tether_store_version *version)
 {
 	*data = NULL;
 	*len = 0;
 	if (!key_ok(key, 0))
 		return bad_key(s, key);
-	return s->ops->get(s, key, data, len, version);
+	int rc = s->ops->get(s->impl, key, offset, length, data, len, version);
+	if (rc) {
+		free(*data);
+		*data = NULL;
+		*len = 0;
+	}
+	return rc;
 }
 
-int tt_store_head(struct tt_store *s, const char *key, int *exists, struct tt_version *version,
-                  uint64_t *size)
+int tether_store_get(tether_store *s, const char *key, uint8_t **data, size_t *len,
+                     struct tether_store_version *version)
+{
+	return tether_store_get_range(s, key, 0, TETHER_STORE_TO_END, data, len, version);
+}
+
+int tether_store_head(tether_store *s, const char *key, int *exists, struct tether_store_version *version,
+                      uint64_t *size)
 {
 	*exists = 0;
 	if (!key_ok(key, 0))
 		return bad_key(s, key);
-	return s->ops->head(s, key, exists, version, size);
+	return s->ops->head(s->impl, key, exists, version, size);
 }
 
-int tt_store_put(struct tt_store *s, const char *key, const void *data, size_t len,
-                 enum tt_put_mode mode, const struct tt_version *expect,
-                 struct tt_version *new_version)
+int tether_store_put(tether_store *s, const char *key, const void *data, size_t len, enum tether_put_mode mode,
+                     const struct tether_store_version *expect, struct tether_store_version *new_version)
 {
 	if (!key_ok(key, 0))
 		return bad_key(s, key);
-	if (mode == TT_PUT_IF_MATCH && (!expect || !expect->token[0]))
-		return tether_error_set(TETHER_ERROR, "%s/%s: a conditional write needs the version it read",
-		                        s->uri, key);
-	return s->ops->put(s, key, data, len, mode, expect, new_version);
+	if (mode != TETHER_PUT_OVERWRITE && mode != TETHER_PUT_IF_ABSENT && mode != TETHER_PUT_IF_MATCH)
+		return tether_error_set(TETHER_EUSAGE, "%s/%s: put mode %d is none of tether's", s->uri, key, (int)mode);
+	if (mode == TETHER_PUT_IF_MATCH && (!expect || !expect->token[0]))
+		return tether_error_set(TETHER_EUSAGE, "%s/%s: a conditional write needs the version it read", s->uri,
+		                        key);
+	return s->ops->put(s->impl, key, data, len, mode, expect, new_version);
 }
 
-int tt_store_copy(struct tt_store *s, const char *from, const char *to,
-                  const struct tt_version *if_match)
+/* copy for an implementation without one: read, then create. The
+ * condition is checked on what was read, so it holds for the bytes copied. */
+static int copy_by_get_put(tether_store *s, const char *from, const char *to,
+                           const struct tether_store_version *if_match)
+{
+	uint8_t *data = NULL;
+	size_t len = 0;
+	struct tether_store_version v;
+	int rc = s->ops->get(s->impl, from, 0, TETHER_STORE_TO_END, &data, &len, &v);
+	if (rc == 0 && if_match && strcmp(v.token, if_match->token) != 0)
+		rc = tether_error_set(TETHER_EREFUSED, "%s/%s changed since it was read", s->uri, from);
+	if (rc == 0)
+		rc = s->ops->put(s->impl, to, data, len, TETHER_PUT_IF_ABSENT, NULL, NULL);
+	free(data);
+	return rc;
+}
+
+int tether_store_copy(tether_store *s, const char *from, const char *to,
+                      const struct tether_store_version *if_match)
 {
 	if (!key_ok(from, 0))
 		return bad_key(s, from);
 	if (!key_ok(to, 0))
 		return bad_key(s, to);
-	return s->ops->copy(s, from, to, if_match);
+	if (TT_STORE_HAS(s->ops, copy))
+		return s->ops->copy(s->impl, from, to, if_match);
+	return copy_by_get_put(s, from, to, if_match);
 }
 
-int tt_store_delete(struct tt_store *s, const char *key)
+int tether_store_delete(tether_store *s, const char *key)
 {
 	if (!key_ok(key, 0))
 		return bad_key(s, key);
-	return s->ops->del(s, key);
+	return s->ops->del(s->impl, key);
 }
 
-int tt_store_list(struct tt_store *s, const char *prefix, size_t max_keys, json_t **keys)
+static int count_key(void *ud, const char *key)
 {
-	*keys = NULL;
-	if (!key_ok(prefix ? prefix : "", 1))
-		return bad_key(s, prefix);
-	json_t *out = json_array();
-	if (!out)
-		return tether_error_set(TETHER_EIO, "out of memory");
-	int rc = s->ops->list(s, prefix ? prefix : "", max_keys, out);
-	if (rc) {
-		json_decref(out);
-		return rc;
-	}
-	*keys = out;
+	(void)key;
+	++*(size_t *)ud;
 	return 0;
 }
 
-int tt_store_root_exists(struct tt_store *s, int *exists)
+int tether_store_root_exists(tether_store *s, int *exists)
 {
 	*exists = 0;
-	return s->ops->root_exists(s, exists);
+	if (TT_STORE_HAS(s->ops, root_exists))
+		return s->ops->root_exists(s->impl, exists);
+	size_t n = 0;
+	int more = 0;
+	int rc = s->ops->list(s->impl, "", "", 1, count_key, &n, &more);
+	*exists = rc == 0 && n > 0;
+	return rc;
 }
 
-int tt_store_make_root(struct tt_store *s)
+int tether_store_make_root(tether_store *s)
 {
-	return s->ops->make_root(s);
+	return TT_STORE_HAS(s->ops, make_root) ? s->ops->make_root(s->impl) : 0;
 }
 
-int tt_store_remove_root(struct tt_store *s)
+int tether_store_remove_root(tether_store *s)
 {
-	return s->ops->remove_root(s);
+	if (TT_STORE_HAS(s->ops, remove_root))
+		return s->ops->remove_root(s->impl);
+	int exists = 0;
+	int rc = tether_store_root_exists(s, &exists);
+	if (rc == 0 && exists)
+		rc = tether_error_set(TETHER_EREFUSED, "%s still holds objects: not removed", s->uri);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Paged listing                                                       */
+/* ------------------------------------------------------------------ */
+
+struct tether_store_iter {
+	tether_store *s;
+	char *prefix;
+	char *after;   /* the last key handed out (the next page starts after it) */
+	size_t page;   /* keys per request */
+	char **keys;   /* the current page */
+	size_t n, next;
+	int more;      /* the store has keys after this page */
+	int started;
+};
+
+static int add_key(void *ud, const char *key)
+{
+	struct tether_store_iter *it = ud;
+	if (it->n == it->page)
+		return tether_error_set(TETHER_EIO, "%s: the store listed more keys than asked for", it->s->uri);
+	/* Each key must follow the last: a store that lists out of order or
+	 * twice would make a paged walk skip or repeat keys. */
+	const char *last = it->n ? it->keys[it->n - 1] : it->after;
+	if (strcmp(key, last) <= 0 || !key_ok(key, 0))
+		return tether_error_set(TETHER_EIO, "%s: the store listed \"%s\" out of order or invalid", it->s->uri,
+		                        key);
+	size_t pl = strlen(it->prefix);
+	if (pl && (strncmp(key, it->prefix, pl) != 0 || key[pl] != '/'))
+		return tether_error_set(TETHER_EIO, "%s: the store listed \"%s\", which is not under %s/", it->s->uri,
+		                        key, it->prefix);
+	if (!(it->keys[it->n] = strdup(key)))
+		return oom();
+	it->n++;
+	return 0;
+}
+
+static void drop_page(struct tether_store_iter *it)
+{
+	for (size_t i = 0; i < it->n; i++)
+		free(it->keys[i]);
+	it->n = it->next = 0;
+}
+
+static int fetch_page(struct tether_store_iter *it)
+{
+	drop_page(it);
+	it->more = 0;
+	int rc = it->s->ops->list(it->s->impl, it->prefix, it->after, it->page, add_key, it, &it->more);
+	if (rc)
+		drop_page(it);
+	it->started = 1;
+	return rc;
+}
+
+int tether_store_list(tether_store *s, const char *prefix, const char *start_after, size_t page_size,
+                      tether_store_iter **out)
+{
+	*out = NULL;
+	if (!key_ok(prefix ? prefix : "", 1))
+		return bad_key(s, prefix);
+	if (start_after && *start_after && !key_ok(start_after, 0))
+		return bad_key(s, start_after);
+	struct tether_store_iter *it = calloc(1, sizeof *it);
+	if (!it)
+		return oom();
+	it->s = s;
+	it->page = page_size ? page_size : DEFAULT_PAGE;
+	it->prefix = strdup(prefix ? prefix : "");
+	it->after = strdup(start_after ? start_after : "");
+	it->keys = calloc(it->page, sizeof *it->keys);
+	if (!it->prefix || !it->after || !it->keys) {
+		tether_store_iter_free(it);
+		return oom();
+	}
+	*out = it;
+	return 0;
+}
+
+int tether_store_next(tether_store_iter *it, const char **key)
+{
+	*key = NULL;
+	if (it->next == it->n) {
+		if (it->started && !it->more)
+			return 0;
+		int rc = fetch_page(it);
+		if (rc)
+			return rc;
+		if (it->n == 0)
+			return 0;
+	}
+	const char *k = it->keys[it->next++];
+	char *after = strdup(k);
+	if (!after)
+		return oom();
+	free(it->after);
+	it->after = after;
+	*key = k;
+	return 0;
+}
+
+void tether_store_iter_free(tether_store_iter *it)
+{
+	if (!it)
+		return;
+	drop_page(it);
+	free(it->keys);
+	free(it->prefix);
+	free(it->after);
+	free(it);
 }

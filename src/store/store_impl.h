@@ -1,40 +1,31 @@
-/* What a byte-store implementation provides (store.c dispatches to it). */
+/* Inside the byte-store layer (include/tether/store.h is its public face):
+ * an open store, the registry, and the built-in local store. */
 #ifndef TETHER_STORE_IMPL_H
 #define TETHER_STORE_IMPL_H
 
-#include "store/store.h"
+#include <tether/backend.h>
+#include <tether/store.h>
 
-struct tt_store_ops {
-	int atomic_cas;
-	int (*get)(struct tt_store *, const char *key, uint8_t **data, size_t *len,
-	           struct tt_version *version);
-	int (*head)(struct tt_store *, const char *key, int *exists, struct tt_version *version,
-	            uint64_t *size);
-	int (*put)(struct tt_store *, const char *key, const void *data, size_t len,
-	           enum tt_put_mode mode, const struct tt_version *expect,
-	           struct tt_version *new_version);
-	int (*copy)(struct tt_store *, const char *from, const char *to,
-	            const struct tt_version *if_match);
-	int (*del)(struct tt_store *, const char *key);
-	int (*list)(struct tt_store *, const char *prefix, size_t max_keys, json_t *keys);
-	int (*root_exists)(struct tt_store *, int *exists);
-	int (*make_root)(struct tt_store *);
-	int (*remove_root)(struct tt_store *);
-	void (*close)(struct tt_store *);
-};
+#include <stddef.h>
 
-struct tt_store {
-	const struct tt_store_ops *ops;
-	char *uri;
+struct tether_store {
+	const struct tether_store_ops *ops;
+	char *uri; /* canonical */
 	void *impl;
 };
 
-/* A name ending in '#' and digits: the staging file of a write in
- * progress (Icechunk's local storage names them so, and so do we), never
- * listed and never a key. */
-int tt_store_is_staging_name(const char *name);
+/* Does ops (as its implementation's size says) carry member m, set? */
+#define TT_STORE_HAS(ops, m)                                                                     \
+	((ops)->size >= offsetof(struct tether_store_ops, m) + sizeof((ops)->m) && (ops)->m != NULL)
 
-/* local.c */
-int tt_store_local_open(const char *path, struct tt_store *s);
+/* local.c: file:// and plain absolute paths. */
+extern const struct tether_store_ops tt_store_local_ops;
+
+/* registry.c: tether_store_find with the error's code. */
+int tt_store_find_ops(const char *scheme, const struct tether_store_ops **out);
+
+/* uri.c: the scheme of a URI ("file" for a local path), malloc'd
+ * lowercase, or NULL when the URI names none validly. */
+char *tt_store_scheme_of(const char *uri);
 
 #endif

@@ -12,6 +12,7 @@ static const struct conf_check *const tables[] = {
 	conf_checks_pin,
 	conf_checks_fork,
 	conf_checks_flags,
+	conf_checks_store,
 };
 
 /* Undo in reverse: working refs and pins before the object that holds

@@ -26,12 +26,15 @@ static const struct {
 
 static void usage(FILE *f)
 {
-	fputs("usage: tether-conformance KIND [--harness MODULE.so]\n"
+	fputs("usage: tether-conformance KIND [--harness MODULE.so] [--fault-store]\n"
 	      "\n"
 	      "Run tether's backend conformance suite against the backend of kind KIND (found\n"
 	      "built in, or as tether-backend-KIND.so on $TETHER_MODULE_PATH). MODULE.so is a\n"
 	      "harness exporting `const struct tether_harness *tether_harness_entry(void)`;\n"
 	      "without it the built-in harness for KIND is used (memory, file, git, icechunk).\n"
+	      "With --fault-store the harness's objects (their locator's \"uri\", a local path)\n"
+	      "are put on the fault-injecting store, fault+file://PATH, and the store checks\n"
+	      "run: a store failure must surface as an error and leave nothing half-written.\n"
 	      "Prints one line per check and \"N passed, N failed\"; exits 1 on any failure.\n",
 	      f);
 }
@@ -93,6 +96,7 @@ static const struct tether_harness *builtin_harness(const char *kind)
 int main(int argc, char **argv)
 {
 	const char *kind = NULL, *module_path = NULL;
+	int fault_store = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 			usage(stdout);
@@ -101,6 +105,8 @@ int main(int argc, char **argv)
 			module_path = argv[++i];
 		} else if (strncmp(argv[i], "--harness=", 10) == 0) {
 			module_path = argv[i] + 10;
+		} else if (strcmp(argv[i], "--fault-store") == 0) {
+			fault_store = 1;
 		} else if (argv[i][0] != '-' && !kind) {
 			kind = argv[i];
 		} else {
@@ -119,6 +125,11 @@ int main(int argc, char **argv)
 		if (module)
 			dlclose(module);
 		return 1;
+	}
+	if (fault_store && !(found = tt_fault_harness(found))) {
+		if (module)
+			dlclose(module);
+		return error("cannot start the fault store", "", tether_error_last());
 	}
 	struct tether_harness h = *found;
 	if (!h.backend) {

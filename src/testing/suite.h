@@ -73,6 +73,7 @@ extern const struct conf_check conf_checks_basic[];
 extern const struct conf_check conf_checks_pin[];
 extern const struct conf_check conf_checks_fork[];
 extern const struct conf_check conf_checks_flags[];
+extern const struct conf_check conf_checks_store[];
 
 /* The first function the capabilities in `caps` call for that the backend
  * lacks ("PIN needs unpin"), or NULL when none is missing. */

@@ -202,8 +202,30 @@ def test_add_refuses_what_is_no_repository_and_a_missing_branch(ds, tmp_path, st
     p = add(ds, "y", store, "--option", "branch=nope", check_rc=2)
     assert 'no branch "nope"' in p.stderr
     p = add(ds, "z", "s3://bucket/prefix", check_rc=2)
-    assert "s3://" in p.stderr
+    assert "no store for s3://" in p.stderr
+    p = add(ds, "z", "s3://bucket/prefix", "--create", check_rc=2)
+    assert "no store for s3://" in p.stderr
+    p = add(ds, "z", "s3://AKIAEXAMPLE:secret@bucket/prefix", check_rc=2)
+    assert "credentials" in p.stderr and "secret" not in p.stderr.replace("secrets.toml", "")
+    p = add(ds, "z", "az://account/container?sig=abc", check_rc=2)
+    assert "query" in p.stderr
     assert ds.objects_files() == []
+
+
+@pytest.mark.parametrize("uri", ["{store}/../{name}", "{store}/", "file://{store}", "relative/{name}",
+                                 "s3://user:pw@bucket/{name}", "nosuch://bucket/{name}"])
+def test_a_committed_uri_tether_would_not_record_is_refused(ds, store, uri):
+    """A clone is untrusted: its locator may name only what `add` records."""
+    add(ds, "img", store)
+    ds.tether("commit", "-m", "img")
+    bad = uri.format(store=store, name=store.name)
+    path = ds.manifest_path("img")
+    text = path.read_text()
+    assert f'uri = "{store}"' in text
+    path.write_text(text.replace(f'uri = "{store}"', f'uri = "{bad}"'))
+    p = ds.tether("verify", check_rc=3)
+    assert "refused" in p.stdout + p.stderr
+    assert tags(store) == [pin_tag(ds, "img")]  # nothing written
 
 
 # ---------------------------------------------------------------------------

@@ -32,11 +32,11 @@ static int new_repo(char path[300], json_t **locator)
 
 static int read_model(const char *path, struct ic_repo *r)
 {
-	struct tt_store *s = NULL;
-	int rc = tt_store_open(path, NULL, &s);
+	tether_store *s = NULL;
+	int rc = tether_store_open(path, NULL, &s);
 	if (rc == 0)
 		rc = ic_repo_read(s, r, NULL);
-	tt_store_close(s);
+	tether_store_close(s);
 	return rc;
 }
 
@@ -390,7 +390,7 @@ static void test_refusals(void)
 }
 
 /* A spec-1 snapshot file naming `parent`, written under snapshots/. */
-static int put_v1_snapshot(struct tt_store *s, const struct ic_id *id, const struct ic_id *parent)
+static int put_v1_snapshot(tether_store *s, const struct ic_id *id, const struct ic_id *parent)
 {
 	struct fbb b;
 	fbb_init(&b);
@@ -416,7 +416,7 @@ static int put_v1_snapshot(struct tt_store *s, const struct ic_id *id, const str
 	ic_id_text(id, text);
 	snprintf(key, sizeof key, "snapshots/%s", text);
 	if (rc == 0)
-		rc = tt_store_put(s, key, file, len, TT_PUT_OVERWRITE, NULL, NULL);
+		rc = tether_store_put(s, key, file, len, TETHER_PUT_OVERWRITE, NULL, NULL);
 	free(fb);
 	free(file);
 	return rc;
@@ -428,17 +428,17 @@ static void test_v1_parent_loop(void)
 {
 	char path[300], ref[128];
 	snprintf(path, sizeof path, "%s/v1loop", scratch);
-	struct tt_store *s = NULL;
+	tether_store *s = NULL;
 	struct ic_id a, b;
 	memset(a.b, 1, sizeof a.b);
 	memset(b.b, 2, sizeof b.b);
 	char ta[IC_ID_CHARS + 1];
 	ic_id_text(&a, ta);
 	snprintf(ref, sizeof ref, "{\"snapshot\":\"%s\"}", ta);
-	CHECK(tt_store_open(path, NULL, &s) == 0);
-	CHECK(tt_store_put(s, "refs/branch.main/ref.json", ref, strlen(ref), TT_PUT_OVERWRITE, NULL, NULL) == 0);
+	CHECK(tether_store_open(path, NULL, &s) == 0);
+	CHECK(tether_store_put(s, "refs/branch.main/ref.json", ref, strlen(ref), TETHER_PUT_OVERWRITE, NULL, NULL) == 0);
 	CHECK(put_v1_snapshot(s, &a, &b) == 0 && put_v1_snapshot(s, &b, &a) == 0);
-	tt_store_close(s);
+	tether_store_close(s);
 	struct ic_repository repo;
 	CHECK(ic_repository_open(path, NULL, &repo) == 0 && repo.spec == 1);
 	json_t *chain = NULL;

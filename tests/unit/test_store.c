@@ -3,7 +3,7 @@
  * staging files, key checks, and removing an emptied root. */
 #include "check.h"
 
-#include "store/store.h"
+#include <tether/store.h>
 
 #include <tether/backend.h>
 
@@ -16,17 +16,17 @@
 
 static char root[256];
 
-static int put(struct tt_store *s, const char *key, const char *text, enum tt_put_mode mode,
-               const struct tt_version *expect)
+static int put(tether_store *s, const char *key, const char *text, enum tether_put_mode mode,
+               const struct tether_store_version *expect)
 {
-	return tt_store_put(s, key, text, strlen(text), mode, expect, NULL);
+	return tether_store_put(s, key, text, strlen(text), mode, expect, NULL);
 }
 
-static int get_is(struct tt_store *s, const char *key, const char *want)
+static int get_is(tether_store *s, const char *key, const char *want)
 {
 	uint8_t *data = NULL;
 	size_t len = 0;
-	int ok = tt_store_get(s, key, &data, &len, NULL) == 0 && len == strlen(want) && memcmp(data, want, len) == 0;
+	int ok = tether_store_get(s, key, &data, &len, NULL) == 0 && len == strlen(want) && memcmp(data, want, len) == 0;
 	free(data);
 	return ok;
 }
@@ -55,128 +55,197 @@ static int no_staging(const char *dir)
 
 static void test_open(void)
 {
-	struct tt_store *s = NULL;
-	CHECK(tt_store_open("relative/path", NULL, &s) == TETHER_EUSAGE && !s);
-	CHECK(tt_store_open("s3://bucket/prefix", NULL, &s) == TETHER_EUSAGE && !s);
+	tether_store *s = NULL;
+	CHECK(tether_store_open("relative/path", NULL, &s) == TETHER_EUSAGE && !s);
+	CHECK(tether_store_open("s3://bucket/prefix", NULL, &s) == TETHER_EUSAGE && !s);
 	CHECK(strstr(tether_error_last(), "s3://") != NULL);
 	char uri[300];
 	snprintf(uri, sizeof uri, "file://%s/nothing-yet", root);
-	CHECK(tt_store_open(uri, NULL, &s) == 0);
+	CHECK(tether_store_open(uri, NULL, &s) == 0);
 	int exists = 1;
-	CHECK(tt_store_head(s, "repo", &exists, NULL, NULL) == 0 && !exists);
-	CHECK(tt_store_atomic_cas(s) == 0);
-	tt_store_close(s);
+	CHECK(tether_store_head(s, "repo", &exists, NULL, NULL) == 0 && !exists);
+	CHECK((tether_store_flags(s) & TETHER_STORE_ATOMIC_CAS) == 0);
+	tether_store_close(s);
 }
 
-static void test_put_modes(struct tt_store *s)
+static void test_put_modes(tether_store *s)
 {
-	struct tt_version v1, v2, v3;
-	CHECK(put(s, "a/b/obj", "one", TT_PUT_IF_ABSENT, NULL) == 0);
+	struct tether_store_version v1, v2, v3;
+	CHECK(put(s, "a/b/obj", "one", TETHER_PUT_IF_ABSENT, NULL) == 0);
 	CHECK(get_is(s, "a/b/obj", "one"));
-	CHECK(put(s, "a/b/obj", "two", TT_PUT_IF_ABSENT, NULL) == TETHER_EREFUSED);
+	CHECK(put(s, "a/b/obj", "two", TETHER_PUT_IF_ABSENT, NULL) == TETHER_EREFUSED);
 	CHECK(get_is(s, "a/b/obj", "one"));
 	uint8_t *data = NULL;
 	size_t len = 0;
-	CHECK(tt_store_get(s, "a/b/obj", &data, &len, &v1) == 0 && v1.token[0]);
+	CHECK(tether_store_get(s, "a/b/obj", &data, &len, &v1) == 0 && v1.token[0]);
 	free(data);
-	CHECK(tt_store_put(s, "a/b/obj", "two", 3, TT_PUT_IF_MATCH, &v1, &v2) == 0);
+	CHECK(tether_store_put(s, "a/b/obj", "two", 3, TETHER_PUT_IF_MATCH, &v1, &v2) == 0);
 	CHECK(strcmp(v1.token, v2.token) != 0);
 	CHECK(get_is(s, "a/b/obj", "two"));
 	/* The version read before the last write is stale now. */
-	CHECK(put(s, "a/b/obj", "three", TT_PUT_IF_MATCH, &v1) == TETHER_EREFUSED);
+	CHECK(put(s, "a/b/obj", "three", TETHER_PUT_IF_MATCH, &v1) == TETHER_EREFUSED);
 	CHECK(get_is(s, "a/b/obj", "two"));
-	CHECK(put(s, "a/b/obj", "three", TT_PUT_IF_MATCH, NULL) == TETHER_ERROR);
+	CHECK(put(s, "a/b/obj", "three", TETHER_PUT_IF_MATCH, NULL) == TETHER_EUSAGE);
 	/* A conditional write on something absent is refused too. */
-	CHECK(put(s, "a/b/missing", "x", TT_PUT_IF_MATCH, &v2) == TETHER_EREFUSED);
-	CHECK(put(s, "a/b/obj", "four", TT_PUT_OVERWRITE, NULL) == 0);
+	CHECK(put(s, "a/b/missing", "x", TETHER_PUT_IF_MATCH, &v2) == TETHER_EREFUSED);
+	CHECK(put(s, "a/b/obj", "four", TETHER_PUT_OVERWRITE, NULL) == 0);
 	int exists = 0;
 	uint64_t size = 0;
-	CHECK(tt_store_head(s, "a/b/obj", &exists, &v3, &size) == 0 && exists && size == 4);
+	CHECK(tether_store_head(s, "a/b/obj", &exists, &v3, &size) == 0 && exists && size == 4);
 	CHECK(strcmp(v3.token, v2.token) != 0);
-	CHECK(tt_store_get(s, "nope", &data, &len, NULL) == TETHER_ENOTFOUND);
+	CHECK(tether_store_get(s, "nope", &data, &len, NULL) == TETHER_ENOTFOUND);
 	CHECK(strstr(tether_error_last(), "nope") != NULL);
 	CHECK(no_staging(root));
 }
 
-static void test_copy(struct tt_store *s)
+static void test_copy(tether_store *s)
 {
-	struct tt_version v, stale;
+	struct tether_store_version v, stale;
 	uint8_t *data = NULL;
 	size_t len = 0;
-	CHECK(put(s, "src", "original", TT_PUT_OVERWRITE, NULL) == 0);
-	CHECK(tt_store_get(s, "src", &data, &len, &stale) == 0);
+	CHECK(put(s, "src", "original", TETHER_PUT_OVERWRITE, NULL) == 0);
+	CHECK(tether_store_get(s, "src", &data, &len, &stale) == 0);
 	free(data);
-	CHECK(put(s, "src", "current", TT_PUT_OVERWRITE, NULL) == 0);
-	CHECK(tt_store_get(s, "src", &data, &len, &v) == 0);
+	CHECK(put(s, "src", "current", TETHER_PUT_OVERWRITE, NULL) == 0);
+	CHECK(tether_store_get(s, "src", &data, &len, &v) == 0);
 	free(data);
-	CHECK(tt_store_copy(s, "src", "backup/one", &stale) == TETHER_EREFUSED);
+	CHECK(tether_store_copy(s, "src", "backup/one", &stale) == TETHER_EREFUSED);
 	int exists = 1;
-	CHECK(tt_store_head(s, "backup/one", &exists, NULL, NULL) == 0 && !exists);
-	CHECK(tt_store_copy(s, "src", "backup/one", &v) == 0);
+	CHECK(tether_store_head(s, "backup/one", &exists, NULL, NULL) == 0 && !exists);
+	CHECK(tether_store_copy(s, "src", "backup/one", &v) == 0);
 	CHECK(get_is(s, "backup/one", "current"));
-	CHECK(tt_store_copy(s, "src", "backup/one", NULL) == TETHER_EREFUSED);
+	CHECK(tether_store_copy(s, "src", "backup/one", NULL) == TETHER_EREFUSED);
 	/* The copy keeps its bytes when the source is replaced. */
-	CHECK(put(s, "src", "replaced", TT_PUT_OVERWRITE, NULL) == 0);
+	CHECK(put(s, "src", "replaced", TETHER_PUT_OVERWRITE, NULL) == 0);
 	CHECK(get_is(s, "backup/one", "current"));
-	CHECK(tt_store_delete(s, "backup/one") == 0 && tt_store_delete(s, "backup/one") == 0);
+	CHECK(tether_store_delete(s, "backup/one") == 0 && tether_store_delete(s, "backup/one") == 0);
 }
 
-static void test_keys(struct tt_store *s)
+static void test_keys(tether_store *s)
 {
 	const char *bad[] = {"", "/abs", "../up", "a/../b", "a//b", "a/", "./a", "a\\b", "repo#123", NULL};
 	for (int i = 0; bad[i]; i++) {
 		uint8_t *data = NULL;
 		size_t len = 0;
-		CHECK(tt_store_get(s, bad[i], &data, &len, NULL) == TETHER_EUSAGE);
-		CHECK(put(s, bad[i], "x", TT_PUT_OVERWRITE, NULL) == TETHER_EUSAGE);
+		CHECK(tether_store_get(s, bad[i], &data, &len, NULL) == TETHER_EUSAGE);
+		CHECK(put(s, bad[i], "x", TETHER_PUT_OVERWRITE, NULL) == TETHER_EUSAGE);
 	}
 	/* A '#' that is not the staging suffix is an ordinary name. */
-	CHECK(put(s, "refs/branch.a#b/ref.json", "x", TT_PUT_IF_ABSENT, NULL) == 0);
+	CHECK(put(s, "refs/branch.a#b/ref.json", "x", TETHER_PUT_IF_ABSENT, NULL) == 0);
 }
 
-static void test_list(struct tt_store *s)
+/* The keys a paged listing gives, joined by ' ' (malloc'd), or NULL. */
+static char *listed(tether_store *s, const char *prefix, const char *after, size_t page)
+{
+	tether_store_iter *it = NULL;
+	if (tether_store_list(s, prefix, after, page, &it) != 0)
+		return NULL;
+	char *out = calloc(1, 4096);
+	const char *key = NULL;
+	int rc;
+	while ((rc = tether_store_next(it, &key)) == 0 && key) {
+		if (*out)
+			strcat(out, " ");
+		strcat(out, key);
+	}
+	tether_store_iter_free(it);
+	if (rc) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+static int listing_is(tether_store *s, const char *prefix, const char *after, size_t page, const char *want)
+{
+	char *got = listed(s, prefix, after, page);
+	int ok = got && strcmp(got, want) == 0;
+	if (!ok)
+		fprintf(stderr, "listing %s after '%s' by %zu: got '%s', want '%s'\n", prefix, after ? after : "", page,
+		        got ? got : tether_error_last(), want);
+	free(got);
+	return ok;
+}
+
+static void test_list(tether_store *s)
 {
 	char staging[512];
 	snprintf(staging, sizeof staging, "%s/list/obj#12345", root);
-	CHECK(put(s, "list/z", "z", TT_PUT_OVERWRITE, NULL) == 0);
-	CHECK(put(s, "list/a", "a", TT_PUT_OVERWRITE, NULL) == 0);
-	CHECK(put(s, "list/m/deep", "d", TT_PUT_OVERWRITE, NULL) == 0);
+	CHECK(put(s, "list/z", "z", TETHER_PUT_OVERWRITE, NULL) == 0);
+	CHECK(put(s, "list/a", "a", TETHER_PUT_OVERWRITE, NULL) == 0);
+	CHECK(put(s, "list/m/deep", "d", TETHER_PUT_OVERWRITE, NULL) == 0);
+	CHECK(put(s, "list/m/e", "e", TETHER_PUT_OVERWRITE, NULL) == 0);
+	CHECK(put(s, "listx", "not under list/", TETHER_PUT_OVERWRITE, NULL) == 0);
 	FILE *f = fopen(staging, "w");
 	CHECK(f != NULL);
 	if (f)
 		fclose(f);
-	json_t *keys = NULL;
-	CHECK(tt_store_list(s, "list", 0, &keys) == 0);
-	CHECK(json_array_size(keys) == 3);
-	CHECK_STR(json_string_value(json_array_get(keys, 0)), "list/a");
-	CHECK_STR(json_string_value(json_array_get(keys, 1)), "list/m/deep");
-	CHECK_STR(json_string_value(json_array_get(keys, 2)), "list/z");
-	json_decref(keys);
-	CHECK(tt_store_list(s, "list", 1, &keys) == 0 && json_array_size(keys) == 1);
-	json_decref(keys);
-	CHECK(tt_store_list(s, "absent", 0, &keys) == 0 && json_array_size(keys) == 0);
-	json_decref(keys);
+	const char *all = "list/a list/m/deep list/m/e list/z";
+	/* Every page size, so that pages end on every key. */
+	for (size_t page = 0; page <= 5; page++)
+		CHECK(listing_is(s, "list", NULL, page, all));
+	/* start-after: a key, a key that is not there, the last key. */
+	CHECK(listing_is(s, "list", "list/a", 1, "list/m/deep list/m/e list/z"));
+	CHECK(listing_is(s, "list", "list/b", 2, "list/m/deep list/m/e list/z"));
+	CHECK(listing_is(s, "list", "list/m/e", 3, "list/z"));
+	CHECK(listing_is(s, "list", "list/z", 1, ""));
+	CHECK(listing_is(s, "list/m", NULL, 1, "list/m/deep list/m/e"));
+	CHECK(listing_is(s, "absent", NULL, 0, ""));
+	/* From the root: "listx" follows "list/z" ('/' sorts before 'x'), and
+	 * the earlier tests' keys follow it. */
+	char *rest = listed(s, "", "list/z", 1);
+	CHECK(rest && strncmp(rest, "listx ", 6) == 0 && !strstr(rest, "list/"));
+	free(rest);
+	tether_store_iter *it = NULL;
+	CHECK(tether_store_list(s, "../up", NULL, 0, &it) == TETHER_EUSAGE && !it);
+	CHECK(tether_store_list(s, "list", "a//b", 0, &it) == TETHER_EUSAGE && !it);
 	unlink(staging);
+	CHECK(tether_store_delete(s, "listx") == 0);
+}
+
+static void test_ranged_get(tether_store *s)
+{
+	CHECK(put(s, "range", "0123456789", TETHER_PUT_OVERWRITE, NULL) == 0);
+	struct {
+		uint64_t off, len;
+		const char *want;
+	} cases[] = {
+		{0, TETHER_STORE_TO_END, "0123456789"}, {3, 4, "3456"}, {8, 100, "89"},
+		{10, 5, ""}, {1000, 1, ""}, {0, 0, ""}, {9, 1, "9"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		uint8_t *data = NULL;
+		size_t len = 99;
+		struct tether_store_version v = {{0}};
+		CHECK(tether_store_get_range(s, "range", cases[i].off, cases[i].len, &data, &len, &v) == 0);
+		CHECK(data != NULL && len == strlen(cases[i].want) && memcmp(data, cases[i].want, len) == 0);
+		CHECK(v.token[0] != '\0');
+		free(data);
+	}
+	uint8_t *data = (uint8_t *)"x";
+	size_t len = 1;
+	CHECK(tether_store_get_range(s, "absent", 0, 1, &data, &len, NULL) == TETHER_ENOTFOUND && !data && !len);
+	CHECK(tether_store_delete(s, "range") == 0);
 }
 
 static void test_remove_root(void)
 {
 	char uri[300];
 	snprintf(uri, sizeof uri, "%s/removable", root);
-	struct tt_store *s = NULL;
-	CHECK(tt_store_open(uri, NULL, &s) == 0);
+	tether_store *s = NULL;
+	CHECK(tether_store_open(uri, NULL, &s) == 0);
 	int exists = 1;
-	CHECK(tt_store_root_exists(s, &exists) == 0 && !exists);
-	CHECK(tt_store_make_root(s) == 0);
-	CHECK(tt_store_root_exists(s, &exists) == 0 && exists); /* an empty directory is something */
-	CHECK(put(s, "d/e/f", "x", TT_PUT_OVERWRITE, NULL) == 0);
-	CHECK(tt_store_remove_root(s) == TETHER_EREFUSED);
+	CHECK(tether_store_root_exists(s, &exists) == 0 && !exists);
+	CHECK(tether_store_make_root(s) == 0);
+	CHECK(tether_store_root_exists(s, &exists) == 0 && exists); /* an empty directory is something */
+	CHECK(put(s, "d/e/f", "x", TETHER_PUT_OVERWRITE, NULL) == 0);
+	CHECK(tether_store_remove_root(s) == TETHER_EREFUSED);
 	CHECK(get_is(s, "d/e/f", "x"));
-	CHECK(tt_store_delete(s, "d/e/f") == 0);
-	CHECK(tt_store_remove_root(s) == 0);
+	CHECK(tether_store_delete(s, "d/e/f") == 0);
+	CHECK(tether_store_remove_root(s) == 0);
 	struct stat st;
 	CHECK(stat(uri, &st) != 0);
-	tt_store_close(s);
+	tether_store_close(s);
 }
 
 int main(void)
@@ -185,14 +254,15 @@ int main(void)
 	if (!mkdtemp(root))
 		return 1;
 	test_open();
-	struct tt_store *s = NULL;
-	CHECK(tt_store_open(root, NULL, &s) == 0);
+	tether_store *s = NULL;
+	CHECK(tether_store_open(root, NULL, &s) == 0);
 	if (s) {
 		test_put_modes(s);
 		test_copy(s);
 		test_keys(s);
 		test_list(s);
-		tt_store_close(s);
+		test_ranged_get(s);
+		tether_store_close(s);
 	}
 	test_remove_root();
 	char cmd[300];

@@ -39,11 +39,11 @@ int ic_read_locator(const json_t *locator, struct ic_loc *out)
 		return rc;
 	if (!out->uri)
 		return tether_error_set(TETHER_ECONFIG, "icechunk locator has no \"uri\"");
-	/* A committed locator is untrusted: only an absolute local path, as
-	 * `tether add` stores it. */
-	if (out->uri[0] != '/')
-		return tether_error_set(TETHER_EREFUSED, "icechunk locator: \"%s\" is not an absolute local path "
-		                                         "(object-store repositories are not supported yet)", out->uri);
+	/* A committed locator is untrusted: only what `tether add` records,
+	 * by the store layer's one rule. */
+	int refused = tether_store_check_committed(out->uri);
+	if (refused)
+		return tether_error_set(refused, "icechunk locator: %s", tether_error_last());
 	if (!out->branch)
 		out->branch = "main";
 	return 0;
@@ -88,18 +88,22 @@ static int ic_make_locator(const struct tether_bctx *ctx, const char *uri, const
 	if (!uri || !*uri)
 		return tether_error_set(TETHER_EUSAGE, "kind icechunk needs the repository's path: "
 		                                       "tether add KEY PATH --kind icechunk");
-	const char *scheme = strstr(uri, "://");
-	if (scheme && strncmp(uri, "file://", 7) != 0)
-		return tether_error_set(TETHER_EUSAGE, "'%s': %.*s:// Icechunk repositories are not supported yet; "
-		                                       "give a local path", uri, (int)(scheme - uri), uri);
 	const char *branch = json_string_value(json_object_get(options, "branch"));
 	const char *at = json_string_value(json_object_get(options, "at"));
 	int create = json_is_true(json_object_get(options, "create"));
 	if (create && at)
 		return tether_error_set(TETHER_EUSAGE, "--create makes an empty repository: it has no history for --at");
-	char *path = tether_path_resolve(uri, cwd);
-	if (!path)
-		return ic_fail_oom();
+	/* The form the locator records (opening it then says whether this
+	 * build has a store for its scheme). */
+	char *path = NULL;
+	if ((rc = tether_store_canonical(uri, cwd, &path)))
+		return rc;
+	tether_store *store = NULL;
+	if (create && (rc = tether_store_open(path, ctx ? ctx->secrets : NULL, &store))) {
+		free(path);
+		return rc; /* no store for the scheme: refused before create_store */
+	}
+	tether_store_close(store);
 	*locator = json_pack("{s:s, s:s}", "uri", path, "branch", branch ? branch : "main");
 	if (*locator && at)
 		json_object_set_new(*locator, "at", json_string(at));

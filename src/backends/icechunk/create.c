@@ -105,7 +105,7 @@ static int owner_mutation(struct ic_repo *r, void *ud, struct ic_update *u, int 
 int ic_create_store(const struct tether_bctx *ctx, const json_t *locator)
 {
 	struct ic_loc loc;
-	struct tt_store *s = NULL;
+	tether_store *s = NULL;
 	int rc = ic_read_locator(locator, &loc);
 	if (rc)
 		return rc;
@@ -114,20 +114,20 @@ int ic_create_store(const struct tether_bctx *ctx, const json_t *locator)
 	if (strcmp(loc.branch, "main") != 0)
 		return tether_error_set(TETHER_EUSAGE, "a new Icechunk repository has only the branch main, not \"%s\"",
 		                        loc.branch);
-	if ((rc = tt_store_open(loc.uri, ctx->secrets, &s)))
+	if ((rc = tether_store_open(loc.uri, ctx->secrets, &s)))
 		return rc;
 	/* Anything at the path is someone's: create never adopts it. */
 	int exists = 0;
-	if ((rc = tt_store_root_exists(s, &exists)) == 0 && exists)
+	if ((rc = tether_store_root_exists(s, &exists)) == 0 && exists)
 		rc = tether_error_set(TETHER_EREFUSED, "%s already exists; `add --create` makes a new repository and "
 		                                       "never adopts what is there", loc.uri);
 	if (rc) {
-		tt_store_close(s);
+		tether_store_close(s);
 		return rc;
 	}
 	uint64_t now = ic_now_us();
 	struct ic_repo r;
-	if ((rc = tt_store_make_root(s)) == 0 && (rc = ic_write_initial_files(s, now)) == 0 &&
+	if ((rc = tether_store_make_root(s)) == 0 && (rc = ic_write_initial_files(s, now)) == 0 &&
 	    (rc = initial_repo(&r, now)) == 0) {
 		rc = ic_repo_create_file(s, &r);
 		ic_repo_free(&r);
@@ -141,19 +141,19 @@ int ic_create_store(const struct tether_bctx *ctx, const json_t *locator)
 		                                      "transactions/" IC_INITIAL_SNAPSHOT, NULL};
 		json_t *keys = NULL;
 		for (int i = 0; written[i]; i++)
-			tt_store_delete(s, written[i]);
-		if (tt_store_list(s, "overwritten", 0, &keys) == 0 && json_array_size(keys) <= 1) {
+			tether_store_delete(s, written[i]);
+		if (ic_store_keys(s, "overwritten", &keys) == 0 && json_array_size(keys) <= 1) {
 			size_t i;
 			json_t *k;
 			json_array_foreach(keys, i, k)
-				tt_store_delete(s, json_string_value(k));
+				tether_store_delete(s, json_string_value(k));
 		}
 		json_decref(keys);
-		tt_store_remove_root(s);
+		tether_store_remove_root(s);
 		tether_error_set(rc, "%s", keep ? keep : "create_store failed");
 		free(keep);
 	}
-	tt_store_close(s);
+	tether_store_close(s);
 	return rc;
 }
 
@@ -216,7 +216,7 @@ int ic_delete_store(const struct tether_bctx *ctx, const json_t *locator)
 	}
 	json_t *keys = NULL;
 	if (rc == 0)
-		rc = tt_store_list(repo.store, "", 0, &keys);
+		rc = ic_store_keys(repo.store, "", &keys);
 	size_t i;
 	json_t *k;
 	json_array_foreach(keys, i, k) {
@@ -227,13 +227,13 @@ int ic_delete_store(const struct tether_bctx *ctx, const json_t *locator)
 	/* `repo` first: once it is gone nothing is a repository any more, so a
 	 * removal cut short leaves loose files, never a broken repository. */
 	if (rc == 0)
-		rc = tt_store_delete(repo.store, "repo");
+		rc = tether_store_delete(repo.store, "repo");
 	json_array_foreach(keys, i, k) {
 		if (rc == 0 && strcmp(json_string_value(k), "repo") != 0)
-			rc = tt_store_delete(repo.store, json_string_value(k));
+			rc = tether_store_delete(repo.store, json_string_value(k));
 	}
 	if (rc == 0)
-		rc = tt_store_remove_root(repo.store);
+		rc = tether_store_remove_root(repo.store);
 	json_decref(keys);
 	ic_repository_close(&repo);
 	return rc;

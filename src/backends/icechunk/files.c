@@ -19,17 +19,17 @@ enum { NODE_ID, NODE_PATH, NODE_USER_DATA, NODE_DATA_TYPE, NODE_DATA };
 enum { NODE_ARRAY = 1, NODE_GROUP = 2 };
 enum { TX_ID, TX_FIRST_IDS, TX_UPDATED_CHUNKS = 7, TX_MOVED_NODES };
 
-static int read_file(struct tt_store *s, const char *dir, const struct ic_id *id, uint8_t type,
+static int read_file(tether_store *s, const char *dir, const struct ic_id *id, uint8_t type,
                      uint8_t **payload, size_t *plen)
 {
 	char text[IC_ID_CHARS + 1];
 	ic_id_text(id, text);
 	char *key = tt_strdupf("%s/%s", dir, text);
-	char *what = tt_strdupf("%s/%s/%s", tt_store_uri(s), dir, text);
+	char *what = tt_strdupf("%s/%s/%s", tether_store_uri(s), dir, text);
 	uint8_t *data = NULL;
 	size_t len = 0;
 	struct icf_header h;
-	int rc = key && what ? tt_store_get(s, key, &data, &len, NULL) : ic_fail_oom();
+	int rc = key && what ? tether_store_get(s, key, &data, &len, NULL) : ic_fail_oom();
 	if (rc == 0)
 		rc = icf_read(data, len, type, IC_MAX_FILE_PAYLOAD, what, &h, payload, plen);
 	free(data);
@@ -110,7 +110,7 @@ int ic_snapshot_parse(uint8_t *payload, size_t plen, const struct ic_id *want, c
 
 /* <dir>/<id> read and unwrapped, and the name messages call it by, "<label>
  * <id>" (malloc'd). */
-static int load(struct tt_store *s, const char *dir, const char *label, const struct ic_id *id, uint8_t type,
+static int load(tether_store *s, const char *dir, const char *label, const struct ic_id *id, uint8_t type,
                 uint8_t **payload, size_t *plen, char **what)
 {
 	int rc = read_file(s, dir, id, type, payload, plen);
@@ -126,7 +126,7 @@ static int load(struct tt_store *s, const char *dir, const char *label, const st
 	return 0;
 }
 
-int ic_snapshot_read(struct tt_store *s, const struct ic_id *id, struct ic_snapshot_file *out)
+int ic_snapshot_read(tether_store *s, const struct ic_id *id, struct ic_snapshot_file *out)
 {
 	memset(out, 0, sizeof *out);
 	uint8_t *payload = NULL;
@@ -242,7 +242,7 @@ int ic_txlog_parse(uint8_t *payload, size_t plen, const char *what, struct ic_tx
 	return rc;
 }
 
-int ic_txlog_read(struct tt_store *s, const struct ic_id *id, struct ic_txlog *out)
+int ic_txlog_read(tether_store *s, const struct ic_id *id, struct ic_txlog *out)
 {
 	memset(out, 0, sizeof *out);
 	uint8_t *payload = NULL;
@@ -267,16 +267,16 @@ void ic_txlog_free(struct ic_txlog *t)
 /* The initial snapshot and its (empty) transaction log                 */
 /* ------------------------------------------------------------------ */
 
-static int put_file(struct tt_store *s, const char *dir, uint8_t type, const uint8_t *fb, size_t fblen)
+static int put_file(tether_store *s, const char *dir, uint8_t type, const uint8_t *fb, size_t fblen)
 {
 	uint8_t *file = NULL;
 	size_t len = 0;
 	char *key = tt_strdupf("%s/%s", dir, IC_INITIAL_SNAPSHOT);
 	int rc = key ? icf_write(2, type, IC_IMPL_NAME, fb, fblen, IC_ZSTD_LEVEL, &file, &len) : ic_fail_oom();
 	if (rc == 0)
-		rc = tt_store_put(s, key, file, len, TT_PUT_IF_ABSENT, NULL, NULL);
+		rc = tether_store_put(s, key, file, len, TETHER_PUT_IF_ABSENT, NULL, NULL);
 	if (rc == TETHER_EREFUSED)
-		rc = tether_error_set(TETHER_EREFUSED, "%s/%s already exists", tt_store_uri(s), key);
+		rc = tether_error_set(TETHER_EREFUSED, "%s/%s already exists", tether_store_uri(s), key);
 	free(file);
 	free(key);
 	return rc;
@@ -291,7 +291,7 @@ static int root_marker(uint8_t **value, size_t *len)
 	return rc;
 }
 
-static int initial_snapshot(struct tt_store *s, const struct ic_id *id, uint64_t now_us)
+static int initial_snapshot(tether_store *s, const struct ic_id *id, uint64_t now_us)
 {
 	uint8_t *marker = NULL, *fb = NULL;
 	size_t mlen = 0, fblen = 0;
@@ -328,7 +328,7 @@ static int initial_snapshot(struct tt_store *s, const struct ic_id *id, uint64_t
 	return rc;
 }
 
-static int initial_txlog(struct tt_store *s, const struct ic_id *id)
+static int initial_txlog(tether_store *s, const struct ic_id *id)
 {
 	uint8_t *fb = NULL;
 	size_t fblen = 0;
@@ -353,7 +353,7 @@ static int initial_txlog(struct tt_store *s, const struct ic_id *id)
 	return rc;
 }
 
-int ic_write_initial_files(struct tt_store *s, uint64_t now_us)
+int ic_write_initial_files(tether_store *s, uint64_t now_us)
 {
 	struct ic_id id;
 	if (ic_id_parse(IC_INITIAL_SNAPSHOT, &id) != 0)

@@ -18,7 +18,7 @@
 
 #include <tether/backend.h>
 
-#include "store/store.h"
+#include <tether/store.h>
 #include "util/fsutil.h"
 
 #include <stddef.h>
@@ -216,7 +216,7 @@ int ic_repo_log(struct ic_repo *r, const struct ic_update *u, const char *backup
 /* ------------------------------------------------------------------ */
 
 /* Read and parse `repo`. version may be NULL. */
-int ic_repo_read(struct tt_store *s, struct ic_repo *out, struct tt_version *version);
+int ic_repo_read(tether_store *s, struct ic_repo *out, struct tether_store_version *version);
 
 /* A mutation of the model. It returns 0 having filled *u (the ops-log
  * entry) when the repository changed, sets *unchanged = 1 when nothing
@@ -229,10 +229,10 @@ typedef int (*ic_mutation_fn)(struct ic_repo *r, void *ud, struct ic_update *u, 
  * log, back the old file up under overwritten/ (conditional on the version
  * read) and write the new one (conditional again); on a lost race start
  * over, up to 100 times. `what` names the operation in messages. */
-int ic_repo_update(struct tt_store *s, const char *what, ic_mutation_fn fn, void *ud);
+int ic_repo_update(tether_store *s, const char *what, ic_mutation_fn fn, void *ud);
 
 /* Create `repo` (only if absent) from a finished model: the initial file. */
-int ic_repo_create_file(struct tt_store *s, const struct ic_repo *r);
+int ic_repo_create_file(tether_store *s, const struct ic_repo *r);
 
 /* Microseconds since the epoch, now. */
 uint64_t ic_now_us(void);
@@ -254,7 +254,7 @@ int ic_id_parse(const char *s, struct ic_id *out);
 /* ------------------------------------------------------------------ */
 
 struct ic_repository {
-	struct tt_store *store;
+	tether_store *store;
 	const char *uri;   /* the store's root */
 	int spec;          /* 1 or 2 */
 };
@@ -308,7 +308,7 @@ int ic_repo_view(struct ic_repository *repo, const struct ic_repo **out);
 
 int ic_v1_list_refs(struct ic_repository *repo, int tags, json_t **out);
 int ic_v1_ref(struct ic_repository *repo, int tag, const char *name, struct ic_id *out, int *found,
-              struct tt_version *version);
+              struct tether_store_version *version);
 /* Is the tag name burnt (a ref.json or its deletion marker exists)? */
 int ic_v1_tag_burnt(struct ic_repository *repo, const char *name, int *burnt, int *live);
 int ic_v1_create_tag(struct ic_repository *repo, const char *name, const struct ic_id *snap);
@@ -338,7 +338,7 @@ struct ic_snapshot_file {
 	uint32_t nnodes;
 };
 
-int ic_snapshot_read(struct tt_store *s, const struct ic_id *id, struct ic_snapshot_file *out);
+int ic_snapshot_read(tether_store *s, const struct ic_id *id, struct ic_snapshot_file *out);
 /* The same from a decompressed payload (owned by *out, also on failure);
  * want, when given, is the id the file must hold. */
 int ic_snapshot_parse(uint8_t *payload, size_t len, const struct ic_id *want, const char *what,
@@ -378,12 +378,12 @@ enum {
 };
 
 /* TETHER_ENOTFOUND when the log does not exist. */
-int ic_txlog_read(struct tt_store *s, const struct ic_id *id, struct ic_txlog *out);
+int ic_txlog_read(tether_store *s, const struct ic_id *id, struct ic_txlog *out);
 int ic_txlog_parse(uint8_t *payload, size_t len, const char *what, struct ic_txlog *out);
 void ic_txlog_free(struct ic_txlog *t);
 
 /* Write the initial snapshot and its transaction log (create_store). */
-int ic_write_initial_files(struct tt_store *s, uint64_t now_us);
+int ic_write_initial_files(tether_store *s, uint64_t now_us);
 
 /* ------------------------------------------------------------------ */
 /* diff.c                                                              */
@@ -418,6 +418,9 @@ const char *ic_position(const struct ic_loc *loc, int *is_branch);
 
 /* Shared helpers. */
 int ic_fail_oom(void);
+/* Every key under prefix ("" = all), sorted, as a JSON array, read from
+ * the store's paged listing. */
+int ic_store_keys(tether_store *s, const char *prefix, json_t **keys);
 int ic_state_snapshot(const json_t *state, const char *what, struct ic_id *out);
 json_t *ic_state_of(const struct ic_id *id);
 

@@ -14,14 +14,14 @@
 int ic_repository_open(const char *uri, const json_t *secrets, struct ic_repository *out)
 {
 	memset(out, 0, sizeof *out);
-	int rc = tt_store_open(uri, secrets, &out->store);
+	int rc = tether_store_open(uri, secrets, &out->store);
 	if (rc)
 		return rc;
-	out->uri = tt_store_uri(out->store);
+	out->uri = tether_store_uri(out->store);
 	int v2 = 0, v1 = 0;
-	rc = tt_store_head(out->store, "repo", &v2, NULL, NULL);
+	rc = tether_store_head(out->store, "repo", &v2, NULL, NULL);
 	if (rc == 0 && !v2)
-		rc = tt_store_head(out->store, "refs/branch.main/ref.json", &v1, NULL, NULL);
+		rc = tether_store_head(out->store, "refs/branch.main/ref.json", &v1, NULL, NULL);
 	if (rc == 0 && !v1 && !v2)
 		rc = tether_error_set(TETHER_ENOTFOUND, "%s is not an Icechunk repository (no repo file, no "
 		                                        "refs/branch.main)", uri);
@@ -35,7 +35,7 @@ int ic_repository_open(const char *uri, const json_t *secrets, struct ic_reposit
 
 void ic_repository_close(struct ic_repository *repo)
 {
-	tt_store_close(repo->store);
+	tether_store_close(repo->store);
 	memset(repo, 0, sizeof *repo);
 }
 
@@ -102,7 +102,7 @@ int ic_snapshot_exists(struct ic_repository *repo, const struct ic_id *id, int *
 	char text[IC_ID_CHARS + 1];
 	ic_id_text(id, text);
 	char *key = tt_strdupf("snapshots/%s", text);
-	int rc = key ? tt_store_head(repo->store, key, exists, NULL, NULL) : ic_fail_oom();
+	int rc = key ? tether_store_head(repo->store, key, exists, NULL, NULL) : ic_fail_oom();
 	free(key);
 	return rc;
 }

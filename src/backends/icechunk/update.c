@@ -53,12 +53,12 @@ int ic_backup_name(char out[64])
 	return 0;
 }
 
-static char *repo_path(struct tt_store *s)
+static char *repo_path(tether_store *s)
 {
-	return tt_strdupf("%s/repo", tt_store_uri(s));
+	return tt_strdupf("%s/repo", tether_store_uri(s));
 }
 
-int ic_repo_read(struct tt_store *s, struct ic_repo *out, struct tt_version *version)
+int ic_repo_read(tether_store *s, struct ic_repo *out, struct tether_store_version *version)
 {
 	uint8_t *data = NULL, *payload = NULL;
 	size_t len = 0, plen = 0;
@@ -67,7 +67,7 @@ int ic_repo_read(struct tt_store *s, struct ic_repo *out, struct tt_version *ver
 	if (!what)
 		return ic_fail_oom();
 	memset(out, 0, sizeof *out);
-	int rc = tt_store_get(s, "repo", &data, &len, version);
+	int rc = tether_store_get(s, "repo", &data, &len, version);
 	if (rc == 0)
 		rc = icf_read(data, len, ICF_REPO, IC_MAX_REPO_PAYLOAD, what, &h, &payload, &plen);
 	free(data);
@@ -77,17 +77,17 @@ int ic_repo_read(struct tt_store *s, struct ic_repo *out, struct tt_version *ver
 	return rc;
 }
 
-static int check_writable(struct tt_store *s, const struct ic_repo *r)
+static int check_writable(tether_store *s, const struct ic_repo *r)
 {
 	if (r->unwritable[0])
 		return tether_error_set(TETHER_EREFUSED, "%s: tether will not write to this repository: %s",
-		                        tt_store_uri(s), r->unwritable);
+		                        tether_store_uri(s), r->unwritable);
 	if (r->status.availability != IC_ONLINE) {
 		const char *state = r->status.availability == IC_READ_ONLY ? "read-only" : "offline";
 		if (r->status.has_reason)
 			return tether_error_set(TETHER_EREFUSED, "%s: the repository is %s (%.*s): not writing",
-			                        tt_store_uri(s), state, (int)r->status.reason.n, r->status.reason.p);
-		return tether_error_set(TETHER_EREFUSED, "%s: the repository is %s: not writing", tt_store_uri(s),
+			                        tether_store_uri(s), state, (int)r->status.reason.n, r->status.reason.p);
+		return tether_error_set(TETHER_EREFUSED, "%s: the repository is %s: not writing", tether_store_uri(s),
 		                        state);
 	}
 	return 0;
@@ -95,7 +95,7 @@ static int check_writable(struct tt_store *s, const struct ic_repo *r)
 
 /* A time after the ops log's newest entry: now, after a short wait when
  * the entry was stamped by a clock slightly ahead of this one. */
-static int update_time(struct tt_store *s, const struct ic_repo *r, uint64_t *at)
+static int update_time(tether_store *s, const struct ic_repo *r, uint64_t *at)
 {
 	uint64_t head = r->nupdates ? r->updates[0].at : 0, now = ic_now_us();
 	if (now <= head && head - now < MAX_CLOCK_WAIT_US) {
@@ -109,7 +109,7 @@ static int update_time(struct tt_store *s, const struct ic_repo *r, uint64_t *at
 		return tether_error_set(TETHER_EREFUSED,
 		                        "%s: the repository's newest update is %.1f s ahead of this machine's "
 		                        "clock; Icechunk requires its ops log to move forward: fix the clock",
-		                        tt_store_uri(s), (double)(head - now) / 1e6);
+		                        tether_store_uri(s), (double)(head - now) / 1e6);
 	*at = now;
 	return 0;
 }
@@ -142,10 +142,10 @@ static void backoff(int attempt)
 }
 
 /* One attempt; *retry = 1 when another writer won the race. */
-static int attempt_update(struct tt_store *s, ic_mutation_fn fn, void *ud, int *retry)
+static int attempt_update(tether_store *s, ic_mutation_fn fn, void *ud, int *retry)
 {
 	struct ic_repo r;
-	struct tt_version version;
+	struct tether_store_version version;
 	struct ic_update u;
 	char backup[64], backup_key[80];
 	uint8_t *file = NULL;
@@ -164,9 +164,9 @@ static int attempt_update(struct tt_store *s, ic_mutation_fn fn, void *ud, int *
 	    (rc = ic_repo_log(&r, &u, backup, ic_repo_updates_per_file(&r))) || (rc = encode(&r, &file, &len)))
 		goto out;
 	snprintf(backup_key, sizeof backup_key, "overwritten/%s", backup);
-	rc = tt_store_copy(s, "repo", backup_key, &version);
+	rc = tether_store_copy(s, "repo", backup_key, &version);
 	if (rc == 0)
-		rc = tt_store_put(s, "repo", file, len, TT_PUT_IF_MATCH, &version, NULL);
+		rc = tether_store_put(s, "repo", file, len, TETHER_PUT_IF_MATCH, &version, NULL);
 	if (rc == TETHER_EREFUSED)
 		*retry = 1;
 out:
@@ -175,7 +175,7 @@ out:
 	return rc;
 }
 
-int ic_repo_update(struct tt_store *s, const char *what, ic_mutation_fn fn, void *ud)
+int ic_repo_update(tether_store *s, const char *what, ic_mutation_fn fn, void *ud)
 {
 	for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
 		int retry = 0;
@@ -185,19 +185,19 @@ int ic_repo_update(struct tt_store *s, const char *what, ic_mutation_fn fn, void
 		backoff(attempt);
 	}
 	return tether_error_set(TETHER_EREFUSED, "%s: %s: the repository kept changing under %d attempts",
-	                        tt_store_uri(s), what, MAX_ATTEMPTS);
+	                        tether_store_uri(s), what, MAX_ATTEMPTS);
 }
 
-int ic_repo_create_file(struct tt_store *s, const struct ic_repo *r)
+int ic_repo_create_file(tether_store *s, const struct ic_repo *r)
 {
 	uint8_t *file = NULL;
 	size_t len = 0;
 	int rc = encode(r, &file, &len);
 	if (rc == 0)
-		rc = tt_store_put(s, "repo", file, len, TT_PUT_IF_ABSENT, NULL, NULL);
+		rc = tether_store_put(s, "repo", file, len, TETHER_PUT_IF_ABSENT, NULL, NULL);
 	free(file);
 	if (rc == TETHER_EREFUSED)
 		return tether_error_set(TETHER_EREFUSED, "%s: an Icechunk repository was created there meanwhile",
-		                        tt_store_uri(s));
+		                        tether_store_uri(s));
 	return rc;
 }

@@ -49,3 +49,22 @@ json_t *ic_state_of(const struct ic_id *id)
 	ic_id_text(id, text);
 	return json_pack("{s:s}", "snapshot_id", text);
 }
+
+int ic_store_keys(tether_store *s, const char *prefix, json_t **keys)
+{
+	tether_store_iter *it = NULL;
+	*keys = json_array();
+	int rc = *keys ? tether_store_list(s, prefix, NULL, 0, &it) : ic_fail_oom();
+	for (const char *key = NULL; rc == 0;) {
+		if ((rc = tether_store_next(it, &key)) || !key)
+			break;
+		if (json_array_append_new(*keys, json_string(key)) != 0)
+			rc = ic_fail_oom();
+	}
+	tether_store_iter_free(it);
+	if (rc) {
+		json_decref(*keys);
+		*keys = NULL;
+	}
+	return rc;
+}

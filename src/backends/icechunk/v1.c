@@ -37,7 +37,7 @@ static int parse_ref(const uint8_t *data, size_t len, const char *what, struct i
 }
 
 int ic_v1_ref(struct ic_repository *repo, int tag, const char *name, struct ic_id *out, int *found,
-              struct tt_version *version)
+              struct tether_store_version *version)
 {
 	*found = 0;
 	if (version)
@@ -50,7 +50,7 @@ int ic_v1_ref(struct ic_repository *repo, int tag, const char *name, struct ic_i
 	size_t len = 0;
 	if (!key)
 		return ic_fail_oom();
-	rc = tt_store_get(repo->store, key, &data, &len, version);
+	rc = tether_store_get(repo->store, key, &data, &len, version);
 	if (rc == TETHER_ENOTFOUND) {
 		tether_error_clear();
 		rc = 0;
@@ -74,9 +74,9 @@ int ic_v1_tag_burnt(struct ic_repository *repo, const char *name, int *burnt, in
 {
 	char *ref = ref_key(1, name, "ref.json"), *marker = ref_key(1, name, "ref.json.deleted");
 	int has_ref = 0, has_marker = 0;
-	int rc = ref && marker ? tt_store_head(repo->store, ref, &has_ref, NULL, NULL) : ic_fail_oom();
+	int rc = ref && marker ? tether_store_head(repo->store, ref, &has_ref, NULL, NULL) : ic_fail_oom();
 	if (rc == 0)
-		rc = tt_store_head(repo->store, marker, &has_marker, NULL, NULL);
+		rc = tether_store_head(repo->store, marker, &has_marker, NULL, NULL);
 	*burnt = has_ref || has_marker;
 	*live = has_ref && !has_marker;
 	free(ref);
@@ -115,7 +115,7 @@ int ic_v1_list_refs(struct ic_repository *repo, int tags, json_t **out)
 {
 	json_t *keys = NULL;
 	*out = json_object();
-	int rc = *out ? tt_store_list(repo->store, "refs", 0, &keys) : ic_fail_oom();
+	int rc = *out ? ic_store_keys(repo->store, "refs", &keys) : ic_fail_oom();
 	const char *prefix = tags ? "refs/tag." : "refs/branch.";
 	size_t i;
 	json_t *k;
@@ -132,7 +132,7 @@ int ic_v1_list_refs(struct ic_repository *repo, int tags, json_t **out)
 			size_t len = 0;
 			struct ic_id id;
 			char text[IC_ID_CHARS + 1];
-			rc = key && what ? tt_store_get(repo->store, key, &data, &len, NULL) : ic_fail_oom();
+			rc = key && what ? tether_store_get(repo->store, key, &data, &len, NULL) : ic_fail_oom();
 			if (rc == TETHER_ENOTFOUND) { /* deleted since the listing */
 				tether_error_clear();
 				rc = 0;
@@ -156,13 +156,13 @@ int ic_v1_list_refs(struct ic_repository *repo, int tags, json_t **out)
 }
 
 static int put_ref(struct ic_repository *repo, int tag, const char *name, const struct ic_id *snap,
-                   enum tt_put_mode mode, const struct tt_version *expect)
+                   enum tether_put_mode mode, const struct tether_store_version *expect)
 {
 	char text[IC_ID_CHARS + 1];
 	ic_id_text(snap, text);
 	char *key = ref_key(tag, name, "ref.json");
 	char *body = tt_strdupf("{\"snapshot\":\"%s\"}", text);
-	int rc = key && body ? tt_store_put(repo->store, key, body, strlen(body), mode, expect, NULL) : ic_fail_oom();
+	int rc = key && body ? tether_store_put(repo->store, key, body, strlen(body), mode, expect, NULL) : ic_fail_oom();
 	free(key);
 	free(body);
 	return rc;
@@ -173,7 +173,7 @@ int ic_v1_create_tag(struct ic_repository *repo, const char *name, const struct 
 	int rc = valid_name(name, 1);
 	if (rc)
 		return rc;
-	rc = put_ref(repo, 1, name, snap, TT_PUT_IF_ABSENT, NULL);
+	rc = put_ref(repo, 1, name, snap, TETHER_PUT_IF_ABSENT, NULL);
 	if (rc == TETHER_EREFUSED)
 		rc = tether_error_set(TETHER_EREFUSED, "tag %s already exists (or existed: Icechunk never reuses "
 		                                       "a tag name)", name);
@@ -189,7 +189,7 @@ int ic_v1_delete_tag(struct ic_repository *repo, const char *name)
 	if (!live)
 		return tether_error_set(TETHER_ENOTFOUND, "tag %s does not exist", name);
 	char *marker = ref_key(1, name, "ref.json.deleted");
-	rc = marker ? tt_store_put(repo->store, marker, "", 0, TT_PUT_IF_ABSENT, NULL, NULL) : ic_fail_oom();
+	rc = marker ? tether_store_put(repo->store, marker, "", 0, TETHER_PUT_IF_ABSENT, NULL, NULL) : ic_fail_oom();
 	if (rc == TETHER_EREFUSED) {
 		tether_error_clear();
 		rc = 0; /* deleted meanwhile: gone either way */
@@ -204,7 +204,7 @@ int ic_v1_set_branch(struct ic_repository *repo, const char *name, const struct 
 	int rc = valid_name(name, 0);
 	for (int attempt = 0; rc == 0 && attempt < 100; attempt++) {
 		struct ic_id now;
-		struct tt_version version;
+		struct tether_store_version version;
 		int found = 0;
 		if ((rc = ic_v1_ref(repo, 0, name, &now, &found, &version)))
 			return rc;
@@ -218,8 +218,8 @@ int ic_v1_set_branch(struct ic_repository *repo, const char *name, const struct 
 			                        expect_absent ? "absent" : want);
 		if (found && memcmp(now.b, to->b, IC_ID_BYTES) == 0)
 			return 0;
-		rc = found ? put_ref(repo, 0, name, to, TT_PUT_IF_MATCH, &version)
-		           : put_ref(repo, 0, name, to, TT_PUT_IF_ABSENT, NULL);
+		rc = found ? put_ref(repo, 0, name, to, TETHER_PUT_IF_MATCH, &version)
+		           : put_ref(repo, 0, name, to, TETHER_PUT_IF_ABSENT, NULL);
 		if (rc != TETHER_EREFUSED)
 			return rc;
 		tether_error_clear();
@@ -236,7 +236,7 @@ int ic_v1_delete_branch(struct ic_repository *repo, const char *name)
 	if (strcmp(name, "main") == 0)
 		return tether_error_set(TETHER_EREFUSED, "Icechunk never deletes its main branch");
 	char *key = ref_key(0, name, "ref.json");
-	rc = key ? tt_store_delete(repo->store, key) : ic_fail_oom();
+	rc = key ? tether_store_delete(repo->store, key) : ic_fail_oom();
 	free(key);
 	return rc;
 }

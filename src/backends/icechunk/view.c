@@ -15,7 +15,7 @@
 
 struct view_cache {
 	char *uri[VIEW_SLOTS];
-	struct tt_version version[VIEW_SLOTS];
+	struct tether_store_version version[VIEW_SLOTS];
 	struct ic_repo repo[VIEW_SLOTS];
 	unsigned next;
 };
@@ -63,9 +63,9 @@ int ic_repo_view(struct ic_repository *repo, const struct ic_repo **out)
 	struct view_cache *c = thread_cache();
 	if (!c)
 		return ic_fail_oom();
-	struct tt_version now;
+	struct tether_store_version now;
 	int exists = 0;
-	int rc = tt_store_head(repo->store, "repo", &exists, &now, NULL);
+	int rc = tether_store_head(repo->store, "repo", &exists, &now, NULL);
 	if (rc)
 		return rc;
 	for (unsigned i = 0; exists && i < VIEW_SLOTS; i++) {
@@ -77,7 +77,7 @@ int ic_repo_view(struct ic_repository *repo, const struct ic_repo **out)
 	/* Read it (a missing file is the read's error to report), and keep
 	 * it under the version the read itself saw. */
 	struct ic_repo fresh;
-	struct tt_version read_version;
+	struct tether_store_version read_version;
 	if ((rc = ic_repo_read(repo->store, &fresh, &read_version)))
 		return rc;
 	unsigned slot = VIEW_SLOTS;

@@ -1540,7 +1540,7 @@ int tt_scan_file(const char *path, const struct tt_scan_opts *opts, uint64_t *si
 	/* "file:" keeps a one-file cache apart from any tree's. */
 	char *cache_file = opts && opts->cache_dir ? cache_file_for(opts->cache_dir, "file:", path) : NULL;
 	struct tt_hashcache *cache = cache_file ? tt_hashcache_load(cache_file) : NULL;
-	const char *key = "file";
+	const char *key = "one-file"; /* the cache's only record */
 	struct tt_hashcache_stat now;
 	stat_fields(&st, &now);
 	const struct tt_hashcache_rec *rec = tt_hashcache_find(cache, key, strlen(key));

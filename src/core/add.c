@@ -82,6 +82,14 @@ static int build_policy(const struct tether_backend *b, const struct tether_bctx
 		return rc;
 	if (!p)
 		p = json_object();
+	/* A declared policy option lands in the policy even when the backend
+	 * leaves it out (or has no make_policy): the declaration says so. */
+	struct tether_add_option o;
+	for (size_t i = 0; tt_add_option_at(b, i, &o); i++) {
+		json_t *given = json_object_get(options, o.name);
+		if (o.field == TETHER_ADD_POLICY && given && !json_object_get(p, o.name))
+			json_object_set(p, o.name, given);
+	}
 	const char *write = policy_value(options, NULL, "write", NULL);
 	const char *pin = policy_value(options, ctx->defaults, "pin", "native");
 	if (!write)

@@ -91,6 +91,38 @@ if tether verify >"$work/verify.out" 2>&1; then
 fi
 echo "tether add/commit/verify drive dirsnap: $(head -1 "$work/add.out")"
 
+# The two `add` options dirsnap declares (ds_add_options): listed by
+# `tether add --help` under the kind, parsed, and checked by tether before
+# the backend sees them, with nothing of tether's own changed for them.
+tether add --help >"$work/help.out" 2>&1 || { cat "$work/help.out"; fail "tether add --help"; }
+awk '/^  dirsnap:$/ { k = 1; next } /^  [a-z]/ { k = 0 } k' "$work/help.out" >"$work/help-dirsnap.out"
+grep -q -- '--branch NAME .*the branch file to follow; default main' "$work/help-dirsnap.out" &&
+	grep -q -- '--sync WHEN .*fsync a ref.*; one of always or never; default always' "$work/help-dirsnap.out" ||
+	{ cat "$work/help.out"; fail "tether add --help does not list dirsnap's --branch and --sync"; }
+rc=0
+tether add bad "$store" --kind dirsnap --sync sometimes >"$work/bad.out" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || { cat "$work/bad.out"; fail "--sync sometimes exited $rc, not 2 (usage)"; }
+grep -q "option '--sync' of kind dirsnap takes always or never, not 'sometimes'" "$work/bad.out" ||
+	{ cat "$work/bad.out"; fail "--sync sometimes is not refused naming the option and its values"; }
+[ "$(wc -l <"$work/bad.out")" -le 2 ] || { cat "$work/bad.out"; fail "the usage error is more than a line and a hint"; }
+rc=0
+tether add bad "$store" --kind dirsnap --bogus x >"$work/bad.out" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && grep -q "unknown option '--bogus' for 'add'" "$work/bad.out" ||
+	{ cat "$work/bad.out"; fail "an option dirsnap does not declare is not refused"; }
+# the library refuses it too, as --option hands it over
+rc=0
+tether add bad "$store" --kind dirsnap --option sync=sometimes >"$work/bad.out" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && grep -q "sometimes" "$work/bad.out" || { cat "$work/bad.out"; fail "--option sync=sometimes was not refused"; }
+[ ! -e "$work/dataset/.tether/objects/bad.toml" ] || fail "a refused add wrote a manifest"
+echo "v1" >"$store/branches/side"
+tether add side "$store" --kind dirsnap --branch side --sync never >"$work/add2.out" 2>&1 ||
+	{ cat "$work/add2.out"; fail "tether add --kind dirsnap --branch side --sync never"; }
+grep -q '^branch = "side"$' "$work/dataset/.tether/objects/side.toml" &&
+	grep -q '^sync = "never"$' "$work/dataset/.tether/objects/side.toml" ||
+	{ cat "$work/dataset/.tether/objects/side.toml"; fail "--branch and --sync did not reach the locator"; }
+tether commit -m "pin the side branch" >/dev/null || fail "tether commit of a --sync never object"
+echo "dirsnap's declared add options: listed, parsed, and a bad value refused (exit 2)"
+
 # Each lie is caught, by the check it breaks.
 expect_caught() { # DIR CHECK
 	if TETHER_MODULE_PATH="$work/$1" "$build/tether-conformance" dirsnap --harness "$work/harness.so" \

@@ -1738,6 +1738,17 @@ static size_t worst_line(size_t path_len, size_t target_len, int is_link)
 	       (is_link ? 8 + 6 * target_len : 64);
 }
 
+size_t tt_scan_line_room(size_t path_len, size_t target_len, int is_link)
+{
+	return worst_line(path_len, target_len, is_link);
+}
+
+char *tt_scan_put_line(char *o, char kind, const unsigned char sha256[32], uint64_t size, const char *path,
+                       size_t path_len, const char *target, size_t target_len)
+{
+	return put_line(o, kind, sha256, size, path, path_len, target, target_len);
+}
+
 char *tt_scan_listing(const struct tt_scan_result *r, size_t *len)
 {
 	/* A generous first guess: pages never written are never faulted in,

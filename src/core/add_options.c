@@ -7,19 +7,22 @@
 int tt_add_option_at(const struct tether_backend *b, size_t i, struct tether_add_option *out)
 {
 	memset(out, 0, sizeof *out);
-	const struct tether_add_option *first = b ? b->add_options : NULL;
-	if (!first || !first->name)
+	const char *base = b ? (const char *)(const void *)b->add_options : NULL;
+	if (!base)
 		return 0;
-	/* The module's stride, not ours: entries it built are first->size
-	 * bytes apart. A size too small to hold the name is a broken table. */
-	size_t stride = first->size;
-	if (stride < offsetof(struct tether_add_option, name) + sizeof first->name)
+	/* The module's stride, not ours: the entries it built are the first
+	 * one's size apart. Copied as bytes, since the module's struct may be
+	 * another (older or newer) layout; a size too small to hold the name
+	 * is a broken table (tt_add_options_check refuses it). */
+	unsigned stride;
+	memcpy(&stride, base + offsetof(struct tether_add_option, size), sizeof stride);
+	if (stride < offsetof(struct tether_add_option, name) + sizeof out->name)
 		return 0;
-	const struct tether_add_option *e =
-		(const struct tether_add_option *)(const void *)((const char *)first + i * stride);
-	if (!e->name)
+	memcpy(out, base + i * stride, stride < sizeof *out ? stride : sizeof *out);
+	if (!out->name) {
+		memset(out, 0, sizeof *out);
 		return 0;
-	memcpy(out, e, stride < sizeof *out ? stride : sizeof *out);
+	}
 	return 1;
 }
 
@@ -54,6 +57,41 @@ void tt_choices_join(const char *const *choices, int quote, char *out, size_t n)
 			break;
 		o += (size_t)w;
 	}
+}
+
+static int name_ok(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > 64)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_'))
+			return 0;
+	}
+	return 1;
+}
+
+int tt_add_options_check(const struct tether_backend *b)
+{
+	const struct tether_add_option *first = b->add_options;
+	struct tether_add_option o, other;
+	if (first && first->name && !tt_add_option_at(b, 0, &o))
+		return tether_error_set(TETHER_ERROR, "backend %s: add_options[0].size is %u (fill it with TETHER_ADD_OPTION_INIT)",
+		                        b->kind, first->size);
+	for (size_t i = 0; tt_add_option_at(b, i, &o); i++) {
+		const char *why = !name_ok(o.name)                                              ? "is not 1-64 of a-z 0-9 - _"
+		                  : o.field != TETHER_ADD_LOCATOR && o.field != TETHER_ADD_POLICY ? "has no field (locator or policy)"
+		                  : o.field == TETHER_ADD_POLICY && !o.choices                   ? "lands in the policy without choices"
+		                  : o.default_value && !tt_add_option_allows(&o, o.default_value) ? "has a default outside its choices"
+		                                                                                  : NULL;
+		for (size_t j = 0; !why && j < i && tt_add_option_at(b, j, &other); j++)
+			if (strcmp(other.name, o.name) == 0)
+				why = "is declared twice";
+		if (why)
+			return tether_error_set(TETHER_ERROR, "backend %s: add option '%s' %s", b->kind, o.name, why);
+	}
+	return 0;
 }
 
 json_t *tt_add_options_json(const struct tether_backend *b)

@@ -18,6 +18,11 @@ int tt_add_option_find(const struct tether_backend *b, const char *name, struct 
 int tt_add_option_allows(const struct tether_add_option *o, const char *value);
 /* "immutable or mutable", or with quote set "\"immutable\" or \"mutable\"". */
 void tt_choices_join(const char *const *choices, int quote, char *out, size_t n);
+/* Is b's table well formed: each name 1-64 of a-z 0-9 - _, given once, a
+ * field that is TETHER_ADD_LOCATOR or TETHER_ADD_POLICY, a policy option
+ * with choices, a default among the choices? TETHER_ERROR naming the
+ * backend and the entry when not. */
+int tt_add_options_check(const struct tether_backend *b);
 /* The declarations as JSON: [{"name", "value_name", "help", "choices"
  * (array or null), "default" (string or null), "field" ("locator" |
  * "policy"), "defaults" (bool)}]. */

@@ -56,6 +56,9 @@ static int register_locked(const struct tether_backend *b)
 		return tether_error_set(TETHER_ERROR, "backend %s declares MERGE without merge", b->kind);
 	if ((b->caps & TETHER_CAP_HISTORY) && !b->history)
 		return tether_error_set(TETHER_ERROR, "backend %s declares HISTORY without history", b->kind);
+	int bad = tt_add_options_check(b);
+	if (bad)
+		return bad;
 	if (find_loaded(b->kind))
 		return tether_error_set(TETHER_EREFUSED, "a backend of kind '%s' is already registered", b->kind);
 	if (n_registered == MAX_REGISTERED)

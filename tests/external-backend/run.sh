@@ -135,3 +135,33 @@ expect_caught() { # DIR CHECK
 }
 expect_caught lie-verify "pin: unpin removes it and verify then fails"
 expect_caught lie-expect "fork: a stale expect is refused"
+
+# A commit refused as drift prints the backend's hint (drift_hint), or
+# tether's generic one when the backend declares none (frozen.c).
+mkdir "$work/frozen-hint" "$work/frozen-plain"
+# shellcheck disable=SC2086
+{
+	$cc $strict -shared -fPIC -DFROZEN_HINT -I"$src" "$src/frozen.c" $cflags \
+		-o "$work/frozen-hint/tether-backend-dirsnap.so"
+	$cc $strict -shared -fPIC -I"$src" "$src/frozen.c" $cflags -o "$work/frozen-plain/tether-backend-dirsnap.so"
+} || fail "frozen.c does not build"
+expect_hint() { # MODULE_DIR HINT
+	d="$work/ds-$1" s="$work/store-$1"
+	mkdir -p "$s/branches"
+	echo "v1" >"$s/branches/main"
+	git init -q "$d"
+	git -C "$d" config user.name "tether tests"
+	git -C "$d" config user.email "tests@tether.invalid"
+	(cd "$d" && TETHER_MODULE_PATH="$work/$1" "$build/tether" init >/dev/null &&
+		TETHER_MODULE_PATH="$work/$1" "$build/tether" add data "$s" --kind dirsnap >/dev/null &&
+		TETHER_MODULE_PATH="$work/$1" "$build/tether" commit -m "v1" >/dev/null) || fail "$1: add and commit"
+	echo "v2" >"$s/branches/main"
+	rc=0
+	(cd "$d" && TETHER_MODULE_PATH="$work/$1" "$build/tether" commit -m "v2") >"$work/$1.out" 2>&1 || rc=$?
+	[ "$rc" -eq 3 ] || { cat "$work/$1.out"; fail "$1: a drifted commit exited $rc, not 3"; }
+	grep -q "a frozen branch file changed" "$work/$1.out" || { cat "$work/$1.out"; fail "$1: no drift reason"; }
+	[ "$(grep '^hint: ' "$work/$1.out")" = "hint: $2" ] || { cat "$work/$1.out"; fail "$1: the hint is not '$2'"; }
+	echo "drift under $1: $(grep '^hint: ' "$work/$1.out")"
+}
+expect_hint frozen-hint "put the branch file back with dirsnap-restore, or add the store again"
+expect_hint frozen-plain "restore the recorded data"

@@ -72,19 +72,30 @@ static int name_ok(const char *name)
 	return 1;
 }
 
+/* What is wrong with one entry on its own, or NULL. */
+static const char *entry_fault(const struct tether_add_option *o)
+{
+	if (!name_ok(o->name))
+		return "is not 1-64 of a-z 0-9 - _";
+	if (o->field != TETHER_ADD_LOCATOR && o->field != TETHER_ADD_POLICY)
+		return "has no field (locator or policy)";
+	if (o->field == TETHER_ADD_POLICY && !o->choices)
+		return "lands in the policy without choices";
+	if (o->default_value && !tt_add_option_allows(o, o->default_value))
+		return "has a default outside its choices";
+	return NULL;
+}
+
 int tt_add_options_check(const struct tether_backend *b)
 {
 	const struct tether_add_option *first = b->add_options;
 	struct tether_add_option o, other;
 	if (first && first->name && !tt_add_option_at(b, 0, &o))
-		return tether_error_set(TETHER_ERROR, "backend %s: add_options[0].size is %u (fill it with TETHER_ADD_OPTION_INIT)",
+		return tether_error_set(TETHER_ERROR,
+		                        "backend %s: add_options[0].size is %u (fill it with TETHER_ADD_OPTION_INIT)",
 		                        b->kind, first->size);
 	for (size_t i = 0; tt_add_option_at(b, i, &o); i++) {
-		const char *why = !name_ok(o.name)                                              ? "is not 1-64 of a-z 0-9 - _"
-		                  : o.field != TETHER_ADD_LOCATOR && o.field != TETHER_ADD_POLICY ? "has no field (locator or policy)"
-		                  : o.field == TETHER_ADD_POLICY && !o.choices                   ? "lands in the policy without choices"
-		                  : o.default_value && !tt_add_option_allows(&o, o.default_value) ? "has a default outside its choices"
-		                                                                                  : NULL;
+		const char *why = entry_fault(&o);
 		for (size_t j = 0; !why && j < i && tt_add_option_at(b, j, &other); j++)
 			if (strcmp(other.name, o.name) == 0)
 				why = "is declared twice";

@@ -221,8 +221,16 @@ TETHER_API int tether_repair(tether_repo *repo, const struct tether_repair_opts 
  * "ABORTED", "started", "message", "pins": [...], "commit"}]}. */
 TETHER_API int tether_ops(tether_repo *repo, json_t **report);
 
-/* The registered backends: [{kind, maturity, tier, flags: [...]}]. */
+/* The registered backends: [{kind, maturity, tier, flags: [...], summary,
+ * add_options: [...]}] (add_options as tether_add_options gives them). */
 TETHER_API json_t *tether_backends(void);
+/* The options `tether add --kind KIND` takes beyond the engine's, as the
+ * backend declares them: [{"name", "value_name", "help", "choices" (array
+ * of strings, or null for free text), "default" (string or null),
+ * "field" ("locator" | "policy"), "defaults" (true when tether.toml's
+ * [defaults] may set it)}]. NULL with the error set when the kind is
+ * unknown. */
+TETHER_API json_t *tether_add_options(const char *kind);
 
 #ifdef __cplusplus
 }

@@ -92,6 +92,43 @@ struct tether_policy_option {
 	const char *const *choices; /* NULL-terminated */
 };
 
+/* A `tether add` option a backend takes: `tether add KEY URI --kind K
+ * --NAME VALUE`. The CLI builds its parser and `tether add --help` from
+ * these, and the engine checks each value before the backend sees it.
+ * `field` says where the value lands: TETHER_ADD_LOCATOR options are
+ * handed to make_locator, TETHER_ADD_POLICY ones to make_policy (and a
+ * manifest's [policy] may then hold the key, with one of `choices`).
+ * With TETHER_ADD_DEFAULTS, tether.toml's [defaults] may set the option
+ * for every object of the kind (`[defaults] NAME = "VALUE"`, checked
+ * against `choices` as well); the engine hands the backend that value when
+ * the command line gives none.
+ *
+ * Versioned as an array may be: an entry starts with version and size
+ * (fill them with TETHER_ADD_OPTION_INIT), and the engine steps through
+ * the array by the first entry's size, reading only the members that lie
+ * inside it, so members appended later leave older modules working. The
+ * array ends with an entry whose name is NULL. */
+enum tether_add_field {
+	TETHER_ADD_LOCATOR = 1,
+	TETHER_ADD_POLICY = 2,
+};
+#define TETHER_ADD_DEFAULTS (1u << 0)
+#define TETHER_ADD_OPTION_VERSION 1
+
+struct tether_add_option {
+	unsigned version;           /* TETHER_ADD_OPTION_VERSION */
+	unsigned size;              /* sizeof(struct tether_add_option) */
+	const char *name;           /* --NAME, and the key in the options object */
+	const char *value_name;     /* the value's name in help ("REF") */
+	const char *help;           /* one line */
+	const char *const *choices; /* the values allowed, NULL-terminated; NULL: free text */
+	const char *default_value;  /* what an absent option means, for help; NULL: none */
+	enum tether_add_field field;
+	unsigned flags;             /* TETHER_ADD_DEFAULTS */
+};
+
+#define TETHER_ADD_OPTION_INIT .version = TETHER_ADD_OPTION_VERSION, .size = sizeof(struct tether_add_option)
+
 /* A listing handed over in pieces (diff_streams): read(ud, buf, cap, &got)
  * puts up to cap bytes in buf (got 0 at the end) and returns 0, or
  * non-zero with the error set. Any read may fail, the last one included:
@@ -248,6 +285,21 @@ struct tether_backend {
 	int (*diff_streams)(const struct tether_bctx *, const json_t *locator, const json_t *a, const json_t *b,
 	                    const struct tether_listing_source *listing_a,
 	                    const struct tether_listing_source *listing_b, size_t max_entries, json_t **diff);
+
+	/* The options `tether add` takes for this kind (see struct
+	 * tether_add_option); NULL: none beyond the engine's. Options given
+	 * through `--option NAME=VALUE` that are not declared reach the
+	 * backend unchecked, as before. Appended last, as above. */
+	const struct tether_add_option *add_options;
+	/* A hint the engine prints under a commit this backend refused as
+	 * drift (check_drift set *refused): what the user can do about it, in
+	 * the backend's own terms ("re-add the object with --x y"). NULL: a
+	 * generic one. Appended last, as above. */
+	const char *drift_hint;
+	/* The keys [backends.<kind>] of tether.toml may hold, NULL-terminated;
+	 * the engine refuses any other, naming the file, line and column. NULL:
+	 * not declared, unchecked. Appended last, as above. */
+	const char *const *config_keys;
 };
 
 /* Register a backend (a third party's, or one from a module). Refuses a

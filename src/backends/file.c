@@ -424,8 +424,18 @@ static int diff_states(const json_t *locator, const json_t *a, const json_t *b, 
 	return 0;
 }
 
+/* [backends.file] of tether.toml: the file backend reads no settings. */
+static const char *const file_config_keys[] = {NULL};
+
+/* --file immutable|mutable: the policy, settable in [defaults] too. The
+ * manifest's [policy] file = ... is checked against the same values. */
 static const char *const file_modes[] = {"immutable", "mutable", NULL};
-static const struct tether_policy_option file_policy_options[] = {{"file", file_modes}, {NULL, NULL}};
+static const struct tether_add_option file_add_options[] = {
+	{TETHER_ADD_OPTION_INIT, .name = "file", .value_name = "POLICY",
+	 .help = "a change of the data is drift (immutable) or is recorded (mutable)", .choices = file_modes,
+	 .default_value = "immutable", .field = TETHER_ADD_POLICY, .flags = TETHER_ADD_DEFAULTS},
+	{0},
+};
 
 static int is_hex64(const json_t *v)
 {
@@ -519,6 +529,8 @@ const struct tether_backend tt_backend_file = {
 	.open = file_open,
 	.diff = file_diff,
 	.diff_streams = file_diff_streams,
-	.policy_options = file_policy_options,
 	.check_state = file_check_state,
+	.add_options = file_add_options,
+	.drift_hint = "restore the recorded data, or re-add the object with --file mutable",
+	.config_keys = file_config_keys,
 };

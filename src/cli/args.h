@@ -90,6 +90,13 @@ struct cli_command {
 	const char *description; /* for `tether help CMD`; may be NULL */
 	struct arg_spec spec;
 	int (*run)(const struct args *a); /* returns the exit code */
+	/* Optional: the table to parse this command line with, when it
+	 * depends on the line (add: the options of the kind --kind names);
+	 * NULL: spec. spec_free, called after run, releases it. */
+	const struct arg_spec *(*spec_for)(int argc, char **argv);
+	void (*spec_free)(void);
+	/* Optional: more help after the options (add: each kind's). */
+	void (*help_more)(FILE *f);
 };
 
 extern const struct cli_command cmd_init;

@@ -1,7 +1,8 @@
 /* tether: the command-line tool. main() reads the global options (-C DIR,
  * --version, --help), finds the command and hands it the rest of argv.
  * Nothing here calls into the engine before a command runs, so help and
- * usage errors cost no more than starting the process. */
+ * usage errors cost no more than starting the process (but for `add`,
+ * whose options and help come from the backends' declarations). */
 #include "args.h"
 #include "output.h"
 
@@ -95,6 +96,8 @@ static void print_command_help(FILE *f, const struct cli_command *cmd)
 	fprintf(f, "usage: tether %s\n\n%s\n\noptions:\n", cmd->usage,
 	        cmd->description ? cmd->description : cmd->summary);
 	args_print_options(f, &cmd->spec);
+	if (cmd->help_more)
+		cmd->help_more(f);
 }
 
 char *cli_cwd(void)
@@ -152,7 +155,8 @@ static int change_directories(const char *const *dirs)
 static int run_command(const struct cli_command *cmd, int argc, char **argv)
 {
 	struct args a;
-	int rc = args_parse(&cmd->spec, cmd->name, argc, argv, &a);
+	const struct arg_spec *spec = cmd->spec_for ? cmd->spec_for(argc, argv) : &cmd->spec;
+	int rc = args_parse(spec, cmd->name, argc, argv, &a);
 	if (rc == ARGS_HELP) {
 		print_command_help(stdout, cmd);
 		rc = 0;
@@ -160,6 +164,8 @@ static int run_command(const struct cli_command *cmd, int argc, char **argv)
 		rc = cmd->run(&a);
 	}
 	args_free(&a);
+	if (cmd->spec_free)
+		cmd->spec_free();
 	return rc;
 }
 

@@ -3,6 +3,7 @@
  * the next commit. */
 #include "core/engine.h"
 
+#include "core/add_options.h"
 #include "core/registry.h"
 #include "util/fsutil.h"
 
@@ -18,14 +19,62 @@ static const char *policy_value(const json_t *options, const json_t *defaults, c
 	return v ? v : dflt;
 }
 
+/* The options as the backend gets them: each one the kind declares
+ * checked against its choices here, before the backend sees it, and each
+ * declared with TETHER_ADD_DEFAULTS that was not given taken from
+ * [defaults]. A copy, *out. */
+static int declared_options(const struct tether_backend *b, const struct tether_bctx *ctx, const json_t *given,
+                            json_t **out)
+{
+	json_t *opts = given ? json_deep_copy(given) : json_object();
+	if (!opts)
+		return tether_error_set(TETHER_ERROR, "out of memory");
+	const char *k;
+	json_t *v;
+	struct tether_add_option o;
+	json_object_foreach(opts, k, v) {
+		if (!tt_add_option_find(b, k, &o))
+			continue; /* --option NAME=VALUE: the backend's to judge */
+		const char *value = json_string_value(v);
+		if (value && tt_add_option_allows(&o, value))
+			continue;
+		char allowed[256] = "a string";
+		if (o.choices)
+			tt_choices_join(o.choices, 0, allowed, sizeof allowed);
+		int rc = tether_error_set(TETHER_EUSAGE, "--%s must be %s%s (kind %s), not '%s'", k,
+		                          o.choices && o.choices[0] && o.choices[1] ? "one of " : "", allowed, b->kind,
+		                          value ? value : "that");
+		json_decref(opts);
+		return rc;
+	}
+	for (size_t i = 0; tt_add_option_at(b, i, &o); i++) {
+		json_t *d = json_object_get(ctx->defaults, o.name);
+		if ((o.flags & TETHER_ADD_DEFAULTS) && json_is_string(d) && !json_object_get(opts, o.name))
+			json_object_set(opts, o.name, d);
+	}
+	*out = opts;
+	return 0;
+}
+
+/* Take out of opts the options the kind declares for the other field:
+ * a policy option is make_policy's alone, a locator option make_locator's. */
+static void drop_field(const struct tether_backend *b, json_t *opts, enum tether_add_field field)
+{
+	struct tether_add_option o;
+	for (size_t i = 0; tt_add_option_at(b, i, &o); i++)
+		if (o.field == field)
+			json_object_del(opts, o.name);
+}
+
 /* write and pin are the engine's policies; every other option is the
  * backend's to accept or refuse. */
 static int build_policy(const struct tether_backend *b, const struct tether_bctx *ctx, const json_t *options,
                         json_t **policy)
 {
-	json_t *backend_opts = options ? json_deep_copy(options) : json_object();
+	json_t *backend_opts = json_deep_copy(options);
 	json_object_del(backend_opts, "write");
 	json_object_del(backend_opts, "pin");
+	drop_field(b, backend_opts, TETHER_ADD_LOCATOR);
 	json_t *p = NULL;
 	int rc = b->make_policy ? b->make_policy(ctx, backend_opts, &p) : 0;
 	json_decref(backend_opts);
@@ -33,6 +82,14 @@ static int build_policy(const struct tether_backend *b, const struct tether_bctx
 		return rc;
 	if (!p)
 		p = json_object();
+	/* A declared policy option lands in the policy even when the backend
+	 * leaves it out (or has no make_policy): the declaration says so. */
+	struct tether_add_option o;
+	for (size_t i = 0; tt_add_option_at(b, i, &o); i++) {
+		json_t *given = json_object_get(options, o.name);
+		if (o.field == TETHER_ADD_POLICY && given && !json_object_get(p, o.name))
+			json_object_set(p, o.name, given);
+	}
 	const char *write = policy_value(options, NULL, "write", NULL);
 	const char *pin = policy_value(options, ctx->defaults, "pin", "native");
 	if (!write)
@@ -90,12 +147,15 @@ int tether_add(tether_repo *repo, const struct tether_add_opts *opts, json_t **r
 		                        "then add it", b->kind);
 	struct tether_bctx ctx;
 	tt_repo_bctx(repo, b->kind, opts->key, &ctx);
-	json_t *policy = NULL, *locator = NULL;
-	rc = build_policy(b, &ctx, opts->options, &policy);
+	json_t *policy = NULL, *locator = NULL, *options = NULL;
+	rc = declared_options(b, &ctx, opts->options, &options);
+	if (!rc)
+		rc = build_policy(b, &ctx, options, &policy);
 	if (!rc) {
-		json_t *backend_opts = opts->options ? json_deep_copy(opts->options) : json_object();
+		json_t *backend_opts = json_deep_copy(options);
 		json_object_del(backend_opts, "write");
 		json_object_del(backend_opts, "pin");
+		drop_field(b, backend_opts, TETHER_ADD_POLICY);
 		/* Policy keys are the backend's too; the locator builder sees only
 		 * what is left once they are taken. */
 		const char *k;
@@ -142,6 +202,7 @@ int tether_add(tether_repo *repo, const struct tether_add_opts *opts, json_t **r
 		free(keep);
 	}
 	tt_manifest_free(&m);
+	json_decref(options);
 	json_decref(policy);
 	json_decref(locator);
 	return rc;
@@ -159,12 +220,18 @@ int tether_add_history(tether_repo *repo, const struct tether_add_opts *opts, in
 		return tether_error_set(TETHER_EUSAGE, "kind %s keeps no history to pick from", b->kind);
 	struct tether_bctx ctx;
 	tt_repo_bctx(repo, b->kind, opts->key, &ctx);
-	json_t *backend_opts = opts->options ? json_deep_copy(opts->options) : json_object();
-	static const char *const engine_keys[] = {"write", "pin", "file", "at", NULL};
+	/* The history is listed from the locator's own ref: the engine's
+	 * options, the starting point and the policy's are left out. */
+	json_t *backend_opts = NULL;
+	int rc = declared_options(b, &ctx, opts->options, &backend_opts);
+	if (rc)
+		return rc;
+	static const char *const engine_keys[] = {"write", "pin", "at", NULL};
 	for (size_t i = 0; engine_keys[i]; i++)
 		json_object_del(backend_opts, engine_keys[i]);
+	drop_field(b, backend_opts, TETHER_ADD_POLICY);
 	json_t *locator = NULL;
-	int rc = b->make_locator(&ctx, opts->uri, backend_opts, opts->cwd, &locator);
+	rc = b->make_locator(&ctx, opts->uri, backend_opts, opts->cwd, &locator);
 	json_decref(backend_opts);
 	if (!rc)
 		rc = b->history(&ctx, locator, max, entries);

@@ -67,7 +67,9 @@ static int refuse_drift_and_strict(struct commit_run *run, int strict)
 			return tether_error_set(o->rc, "%s", o->error);
 		if (strcmp(o->status, "drifted") == 0) {
 			tether_error_set(TETHER_EREFUSED, "%s: %s", o->m->key, o->detail ? o->detail : "drifted");
-			tether_error_set_hint("restore the recorded data, or re-add the object with --file mutable");
+			/* What to do about it is the backend's to say, in its terms. */
+			const char *hint = o->b->drift_hint;
+			tether_error_set_hint("%s", hint && *hint ? hint : "restore the recorded data");
 			return TETHER_EREFUSED;
 		}
 		if (strict && !(o->caps & (TETHER_CAP_PIN | TETHER_CAP_ADDRESSABLE)))

@@ -1,4 +1,5 @@
 #include "core/manifest.h"
+#include "core/add_options.h"
 #include "core/validate.h"
 
 #include <tether/backend.h>
@@ -91,7 +92,23 @@ static const char *const *policy_choices(const struct tether_backend *b, const c
 	for (const struct tether_policy_option *o = b ? b->policy_options : NULL; o && o->key; o++)
 		if (strcmp(o->key, key) == 0)
 			return o->choices;
+	/* An add option that lands in the policy, with its values. */
+	struct tether_add_option a;
+	if (tt_add_option_find(b, key, &a) && a.field == TETHER_ADD_POLICY && a.choices)
+		return a.choices;
 	return NULL;
+}
+
+/* Does b declare any policy key, by policy_options or add_options? */
+static int declares_policy(const struct tether_backend *b)
+{
+	if (b->policy_options)
+		return 1;
+	struct tether_add_option a;
+	for (size_t i = 0; tt_add_option_at(b, i, &a); i++)
+		if (a.field == TETHER_ADD_POLICY)
+			return 1;
+	return 0;
 }
 
 /* "write, pin, file": every key a [policy] of this kind may hold. */
@@ -100,6 +117,10 @@ static void policy_keys(const struct tether_backend *b, char *out, size_t n)
 	size_t o = (size_t)snprintf(out, n, "write, pin");
 	for (const struct tether_policy_option *p = b ? b->policy_options : NULL; p && p->key && o < n; p++)
 		o += (size_t)snprintf(out + o, n - o, ", %s", p->key);
+	struct tether_add_option a;
+	for (size_t i = 0; !(b && b->policy_options) && tt_add_option_at(b, i, &a) && o < n; i++)
+		if (a.field == TETHER_ADD_POLICY && a.choices)
+			o += (size_t)snprintf(out + o, n - o, ", %s", a.name);
 }
 
 /* [policy]: write and pin are the engine's, the rest the backend's as it
@@ -109,7 +130,7 @@ static int check_policy(const struct mcheck *c, const json_t *doc, const struct 
 {
 	json_t *policy = json_object_get(doc, "policy");
 	const char *kind = json_string_value(json_object_get(doc, "kind"));
-	int undeclared = !b || (!b->policy_options && b->make_policy);
+	int undeclared = !b || (!declares_policy(b) && b->make_policy);
 	const char *k;
 	json_t *v;
 	json_object_foreach(policy, k, v) {

@@ -1,6 +1,6 @@
 /* Object manifests: .tether/objects/<key>.toml, one per object.
  *
- *   kind = "file"
+ *   kind = "<kind>"               # the backend's name
  *   pin = "<dataset8>.<hash16>"   # when recorded
  *   recoverable = false           # when recorded
  *   listing = "<sha256>"          # when the state has a stored listing

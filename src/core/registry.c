@@ -2,6 +2,7 @@
  * modules named tether-backend-<kind>.so found on the module path. */
 #include "core/registry.h"
 
+#include "core/add_options.h"
 #include "core/module.h"
 #include "util/fsutil.h"
 
@@ -55,6 +56,9 @@ static int register_locked(const struct tether_backend *b)
 		return tether_error_set(TETHER_ERROR, "backend %s declares MERGE without merge", b->kind);
 	if ((b->caps & TETHER_CAP_HISTORY) && !b->history)
 		return tether_error_set(TETHER_ERROR, "backend %s declares HISTORY without history", b->kind);
+	int bad = tt_add_options_check(b);
+	if (bad)
+		return bad;
 	if (find_loaded(b->kind))
 		return tether_error_set(TETHER_EREFUSED, "a backend of kind '%s' is already registered", b->kind);
 	if (n_registered == MAX_REGISTERED)
@@ -153,9 +157,10 @@ json_t *tether_cap_names(unsigned caps)
 
 static json_t *describe(const struct tether_backend *b)
 {
-	return json_pack("{s:s, s:s, s:s, s:o, s:s}", "kind", b->kind, "maturity",
+	return json_pack("{s:s, s:s, s:s, s:o, s:s, s:o}", "kind", b->kind, "maturity",
 	                 b->maturity ? b->maturity : "experimental", "tier", tether_tier_name(b->caps),
-	                 "flags", tether_cap_names(b->caps), "summary", b->summary ? b->summary : "");
+	                 "flags", tether_cap_names(b->caps), "summary", b->summary ? b->summary : "",
+	                 "add_options", tt_add_options_json(b));
 }
 
 /* "tether-backend-<kind>.so" on the module path: load it, so the listing
@@ -176,25 +181,56 @@ static int by_kind(const void *x, const void *y)
 	return strcmp((*(const struct tether_backend *const *)x)->kind, (*(const struct tether_backend *const *)y)->kind);
 }
 
-json_t *tether_backends(void)
+void tt_backends_load_modules(void)
 {
 	tt_module_each("tether-backend-", load_listed_module, NULL);
-	json_t *a = json_array();
+}
+
+const struct tether_backend **tt_backends_loaded(size_t *n)
+{
 	pthread_mutex_lock(&registry_lock);
-	for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
-		json_array_append_new(a, describe(builtins[i]));
-	/* Modules in the order of their kinds, not of the directory listing
-	 * that found them: the same machine always prints the same list. */
-	const struct tether_backend **sorted = malloc((n_registered ? n_registered : 1) * sizeof *sorted);
-	if (sorted) {
-		memcpy(sorted, registered, n_registered * sizeof *sorted);
-		qsort(sorted, n_registered, sizeof *sorted, by_kind);
-		for (size_t i = 0; i < n_registered; i++)
-			json_array_append_new(a, describe(sorted[i]));
-		free(sorted);
+	size_t nb = sizeof builtins / sizeof builtins[0];
+	const struct tether_backend **list = malloc((nb + n_registered + 1) * sizeof *list);
+	if (list) {
+		memcpy(list, builtins, nb * sizeof *list);
+		/* Modules in the order of their kinds, not of the directory
+		 * listing that found them: the same machine always prints the
+		 * same list. */
+		memcpy(list + nb, registered, n_registered * sizeof *list);
+		qsort(list + nb, n_registered, sizeof *list, by_kind);
+		*n = nb + n_registered;
+		list[*n] = NULL;
+	} else {
+		*n = 0;
 	}
 	pthread_mutex_unlock(&registry_lock);
+	return list;
+}
+
+const struct tether_backend *tt_backend_find_loaded(const char *kind)
+{
+	pthread_mutex_lock(&registry_lock);
+	const struct tether_backend *b = find_loaded(kind);
+	pthread_mutex_unlock(&registry_lock);
+	return b;
+}
+
+json_t *tether_backends(void)
+{
+	tt_backends_load_modules();
+	json_t *a = json_array();
+	size_t n;
+	const struct tether_backend **list = tt_backends_loaded(&n);
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, describe(list[i]));
+	free(list);
 	return a;
+}
+
+json_t *tether_add_options(const char *kind)
+{
+	const struct tether_backend *b = tether_backend_find(kind);
+	return b ? tt_add_options_json(b) : NULL;
 }
 
 int tt_object_caps(const struct tether_backend *b, const struct tether_bctx *ctx,

@@ -6,6 +6,15 @@
 extern const struct tether_backend tt_backend_file;
 extern const struct tether_backend tt_backend_memory;
 
+/* Load every tether-backend-<kind>.so on the module path (a module that
+ * does not load is left out), as `tether backends` does. */
+void tt_backends_load_modules(void);
+/* The backends known now: built-ins first, then the registered ones by
+ * kind. malloc'd, NULL-terminated, *n of them. */
+const struct tether_backend **tt_backends_loaded(size_t *n);
+/* A backend already known, without loading a module; NULL otherwise. */
+const struct tether_backend *tt_backend_find_loaded(const char *kind);
+
 /* Capabilities of one object: the backend's, refined by
  * effective_capabilities, less PIN under `pin = "record"`. */
 int tt_object_caps(const struct tether_backend *b, const struct tether_bctx *ctx,

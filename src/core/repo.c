@@ -1,7 +1,9 @@
 #include "core/repo.h"
 
+#include "core/add_options.h"
 #include "core/lock.h"
 #include "core/module.h"
+#include "core/registry.h"
 #include "core/validate.h"
 #include "core/vcs_detect.h"
 #include "format/toml.h"
@@ -138,6 +140,108 @@ static int check_known(const struct cfgcheck *c, const json_t *table, const char
 	return 0;
 }
 
+/* [defaults] key k (not write or pin) against the add options the known
+ * backends declare with TETHER_ADD_DEFAULTS: *found when one does, and
+ * its value must be one that option takes (for each declaring kind). */
+static int check_default_key(const struct cfgcheck *c, const json_t *defaults, const char *k, int *found)
+{
+	size_t n;
+	const struct tether_backend **list = tt_backends_loaded(&n);
+	int rc = 0;
+	*found = 0;
+	for (size_t i = 0; !rc && i < n; i++) {
+		struct tether_add_option o;
+		if (!tt_add_option_find(list[i], k, &o) || !(o.flags & TETHER_ADD_DEFAULTS))
+			continue;
+		*found = 1;
+		if (o.choices)
+			rc = check_choice(c, defaults, "defaults", k, o.choices);
+		else if (!json_is_string(json_object_get(defaults, k)))
+			rc = refuse_at(c, defaults, k, "defaults.%s must be a string", k);
+	}
+	free(list);
+	return rc;
+}
+
+/* "file, write, pin": the keys [defaults] may hold, as the known backends
+ * declare them, then the engine's. */
+static void defaults_keys(char *out, size_t cap)
+{
+	size_t n, o = 0;
+	const struct tether_backend **list = tt_backends_loaded(&n);
+	out[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		struct tether_add_option a;
+		for (size_t j = 0; tt_add_option_at(list[i], j, &a) && o < cap; j++)
+			if (a.flags & TETHER_ADD_DEFAULTS)
+				o += (size_t)snprintf(out + o, cap - o, "%s, ", a.name);
+	}
+	if (o < cap)
+		snprintf(out + o, cap - o, "write, pin");
+	free(list);
+}
+
+/* [defaults]: write and pin are the engine's; every other key is an add
+ * option some backend declares with TETHER_ADD_DEFAULTS. A key no known
+ * backend declares makes the engine load the modules on the path before
+ * it refuses the key (a module's option may be what was meant), so a
+ * tether.toml that holds only keys of built-in kinds loads none. */
+static int check_defaults(const struct cfgcheck *c, const json_t *defaults)
+{
+	const char *k;
+	json_t *v;
+	int all_loaded = 0;
+	json_object_foreach((json_t *)defaults, k, v) {
+		if (strcmp(k, "write") == 0 || strcmp(k, "pin") == 0)
+			continue;
+		int found = 0;
+		int rc = check_default_key(c, defaults, k, &found);
+		if (!rc && !found && !all_loaded) {
+			tt_backends_load_modules();
+			all_loaded = 1;
+			rc = check_default_key(c, defaults, k, &found);
+		}
+		if (rc)
+			return rc;
+		if (!found) {
+			char allowed[512];
+			defaults_keys(allowed, sizeof allowed);
+			return refuse_at(c, defaults, k, "unknown key '%s' in defaults (allowed: %s)", k, allowed);
+		}
+	}
+	return 0;
+}
+
+/* [backends.<kind>]: each table the keys its backend declares (config_keys).
+ * A kind this build does not have, or one that declares none, is left
+ * unchecked: the table is that backend's, and it may be missing here. */
+static int check_backend_tables(const struct cfgcheck *c, const json_t *backends)
+{
+	const char *kind;
+	json_t *table;
+	json_object_foreach((json_t *)backends, kind, table) {
+		if (!json_is_object(table))
+			return refuse_at(c, backends, kind, "backends.%s must be a table", kind);
+		const struct tether_backend *b = tether_backend_find(kind);
+		if (!b) {
+			tether_error_clear();
+			continue;
+		}
+		if (!b->config_keys)
+			continue;
+		char allowed[512] = "";
+		size_t o = 0;
+		for (size_t i = 0; b->config_keys[i] && o < sizeof allowed; i++)
+			o += (size_t)snprintf(allowed + o, sizeof allowed - o, "%s%s", i ? ", " : "", b->config_keys[i]);
+		char tname[128];
+		snprintf(tname, sizeof tname, "backends.%s", kind);
+		int rc = check_known(c, table, tname, b->config_keys, o ? allowed : "none");
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 /* tether.toml is committed: anyone's clone hands it to us. Check every key
  * we read, and refuse what we do not know rather than ignore a typo. */
 static int validate_config(const struct cfgcheck *c, json_t *cfg, char id[33])
@@ -165,7 +269,6 @@ static int validate_config(const struct cfgcheck *c, json_t *cfg, char id[33])
 		{"snapshot", {"auto", NULL}, "auto"},
 		{"verify", {"on_status", NULL}, "on_status"},
 		{"new", {"auto_fork", NULL}, "auto_fork"},
-		{"defaults", {"file", "write", "pin", NULL}, "file, write, pin"},
 	};
 	for (size_t i = 0; !rc && i < sizeof inner / sizeof inner[0]; i++)
 		rc = check_known(c, json_object_get(cfg, inner[i].table), inner[i].table, inner[i].keys, inner[i].allowed);
@@ -177,7 +280,6 @@ static int validate_config(const struct cfgcheck *c, json_t *cfg, char id[33])
 		return json_object_get(dataset, "id") ? refuse_at(c, dataset, "id", "dataset.id must be 32 lower-case hex digits")
 		                                      : refuse_at(c, cfg, "dataset", "dataset.id must be 32 lower-case hex digits");
 	memcpy(id, ds, 33);
-	static const char *const file_modes[] = {"immutable", "mutable", NULL};
 	static const char *const writes[] = {"fork", "track", "none", NULL};
 	static const char *const pins[] = {"native", "record", NULL};
 	rc = check_bool(c, json_object_get(cfg, "snapshot"), "snapshot", "auto");
@@ -187,11 +289,13 @@ static int validate_config(const struct cfgcheck *c, json_t *cfg, char id[33])
 		rc = check_bool(c, json_object_get(cfg, "new"), "new", "auto_fork");
 	json_t *defaults = json_object_get(cfg, "defaults");
 	if (!rc)
-		rc = check_choice(c, defaults, "defaults", "file", file_modes);
-	if (!rc)
 		rc = check_choice(c, defaults, "defaults", "write", writes);
 	if (!rc)
 		rc = check_choice(c, defaults, "defaults", "pin", pins);
+	if (!rc)
+		rc = check_defaults(c, defaults);
+	if (!rc)
+		rc = check_backend_tables(c, json_object_get(cfg, "backends"));
 	return rc;
 }
 
@@ -494,9 +598,32 @@ static int random_id(char out[33])
 	return 0;
 }
 
+/* [defaults]' lines for the built-in kinds' options that take one: each
+ * at its declared default, its help as the comment. */
+static char *backend_default_lines(void)
+{
+	char *text = strdup("");
+	size_t n;
+	const struct tether_backend **list = tt_backends_loaded(&n);
+	for (size_t i = 0; text && i < n; i++) {
+		struct tether_add_option a;
+		for (size_t j = 0; text && tt_add_option_at(list[i], j, &a); j++) {
+			if (!(a.flags & TETHER_ADD_DEFAULTS) || !a.default_value)
+				continue;
+			char *more = tt_strdupf("%s%s = \"%s\" # kind %s: %s\n", text, a.name, a.default_value,
+			                        list[i]->kind, a.help ? a.help : "");
+			free(text);
+			text = more;
+		}
+	}
+	free(list);
+	return text;
+}
+
 static char *default_config_text(const char *id)
 {
-	return tt_strdupf("# tether dataset: committed with the repository.\n"
+	char *lines = backend_default_lines();
+	char *text = tt_strdupf("# tether dataset: committed with the repository.\n"
 	                  "[dataset]\n"
 	                  "id = \"%s\"\n"
 	                  "\n"
@@ -510,10 +637,12 @@ static char *default_config_text(const char *id)
 	                  "auto_fork = true   # commit re-forks working refs\n"
 	                  "\n"
 	                  "[defaults]\n"
-	                  "file = \"immutable\" # a local file or directory may not change its bytes\n"
+	                  "%s"
 	                  "write = \"fork\"\n"
 	                  "pin = \"native\"\n",
-	                  id);
+	                  id, lines ? lines : "");
+	free(lines);
+	return text;
 }
 
 int tether_repo_init(const char *start_dir, tether_repo **out)

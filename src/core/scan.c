@@ -1540,7 +1540,7 @@ int tt_scan_file(const char *path, const struct tt_scan_opts *opts, uint64_t *si
 	/* "file:" keeps a one-file cache apart from any tree's. */
 	char *cache_file = opts && opts->cache_dir ? cache_file_for(opts->cache_dir, "file:", path) : NULL;
 	struct tt_hashcache *cache = cache_file ? tt_hashcache_load(cache_file) : NULL;
-	const char *key = "file";
+	const char *key = "one-file"; /* the cache's only record */
 	struct tt_hashcache_stat now;
 	stat_fields(&st, &now);
 	const struct tt_hashcache_rec *rec = tt_hashcache_find(cache, key, strlen(key));
@@ -1736,6 +1736,17 @@ static size_t worst_line(size_t path_len, size_t target_len, int is_link)
 {
 	return LINE_FRAME + LINE_DIGITS + 2 * LINE_SLACK + 6 * path_len +
 	       (is_link ? 8 + 6 * target_len : 64);
+}
+
+size_t tt_scan_line_room(size_t path_len, size_t target_len, int is_link)
+{
+	return worst_line(path_len, target_len, is_link);
+}
+
+char *tt_scan_put_line(char *o, char kind, const unsigned char sha256[32], uint64_t size, const char *path,
+                       size_t path_len, const char *target, size_t target_len)
+{
+	return put_line(o, kind, sha256, size, path, path_len, target, target_len);
 }
 
 char *tt_scan_listing(const struct tt_scan_result *r, size_t *len)

@@ -98,4 +98,11 @@ void tt_scan_result_free(struct tt_scan_result *r);
  * in *len), or NULL with the error set when out of memory. */
 char *tt_scan_listing(const struct tt_scan_result *r, size_t *len);
 
+/* One line of that listing, for writers of listings of entries found
+ * elsewhere (listing_api.c): written at o, which has room for
+ * tt_scan_line_room bytes; returns the end of the line. */
+size_t tt_scan_line_room(size_t path_len, size_t target_len, int is_link);
+char *tt_scan_put_line(char *o, char kind, const unsigned char sha256[32], uint64_t size, const char *path,
+                       size_t path_len, const char *target, size_t target_len);
+
 #endif

@@ -40,6 +40,13 @@ static const char *branch_of(const json_t *locator)
 	return b ? b : "main";
 }
 
+/* sync = "never": refs are renamed into place without an fsync first. */
+static int sync_of(const json_t *locator)
+{
+	const char *s = json_string_value(json_object_get(locator, "sync"));
+	return !s || strcmp(s, "never") != 0;
+}
+
 /* A branch or pin name becomes a file name: no '/', no leading '.'. */
 static int name_ok(const char *name)
 {
@@ -70,11 +77,13 @@ static int ds_make_locator(const struct tether_bctx *ctx, const char *uri, const
                            const char *cwd, json_t **locator)
 {
 	(void)ctx;
-	/* Options first: an unknown one is a usage error whatever the URI. */
+	/* Options first: an unknown one is a usage error whatever the URI.
+	 * (tether has checked --sync's value against ds_add_options already;
+	 * --option NAME=VALUE reaches here unchecked.) */
 	const char *key;
 	json_t *value;
 	json_object_foreach((json_t *)options, key, value) {
-		if (strcmp(key, "branch") != 0 || !json_is_string(value))
+		if ((strcmp(key, "branch") != 0 && strcmp(key, "sync") != 0) || !json_is_string(value))
 			return tether_error_set(TETHER_EUSAGE, "unknown option '--%s' for kind dirsnap", key);
 	}
 	if (!uri || !*uri)
@@ -92,6 +101,9 @@ static int ds_make_locator(const struct tether_bctx *ctx, const char *uri, const
 	if (branch && !name_ok(branch))
 		return tether_error_set(TETHER_EUSAGE, "'%s' is not a dirsnap branch name", branch);
 	*locator = json_pack("{s:s, s:s}", "path", real, "branch", branch ? branch : "main");
+	const char *sync = json_string_value(json_object_get(options, "sync"));
+	if (sync)
+		json_object_set_new(*locator, "sync", json_string(sync));
 	return 0;
 }
 
@@ -132,8 +144,8 @@ static int file_sha(const char *path, char hex[65])
 }
 
 /* Copy `from` to `to` through a temporary file in to's directory, so the
- * ref appears whole or not at all. */
-static int copy_atomic(const char *from, const char *to)
+ * ref appears whole or not at all (and, with sync, is on disk first). */
+static int copy_atomic(const char *from, const char *to, int sync)
 {
 	char tmp[PATH_MAX + 32];
 	const char *slash = strrchr(to, '/');
@@ -149,7 +161,7 @@ static int copy_atomic(const char *from, const char *to)
 	ok = ok && !ferror(in);
 	if (in)
 		fclose(in);
-	if (out && (fflush(out) != 0 || fsync(fileno(out)) != 0 || fclose(out) != 0))
+	if (out && (fflush(out) != 0 || (sync && fsync(fileno(out)) != 0) || fclose(out) != 0))
 		ok = 0;
 	if (ok && rename(tmp, to) == 0)
 		return 0;
@@ -240,7 +252,7 @@ static int ds_pin(const struct tether_bctx *ctx, const json_t *locator, const js
 		if (!rc && mkdir(dir, 0755) != 0 && errno != EEXIST)
 			rc = tether_error_set(TETHER_EIO, "%s: %s", dir, strerror(errno));
 		if (!rc)
-			rc = copy_atomic(head, pin);
+			rc = copy_atomic(head, pin, sync_of(locator));
 		*created = rc == 0;
 	}
 	close(fd);
@@ -331,7 +343,7 @@ static int ds_fork(const struct tether_bctx *ctx, const json_t *locator, const j
 			                      want ? want : "absent", exists ? head : "absent");
 	}
 	if (!rc)
-		rc = copy_atomic(from, to);
+		rc = copy_atomic(from, to, sync_of(locator));
 	close(fd);
 	if (!rc)
 		*working_ref = json_pack("{s:s}", "branch", branch);
@@ -373,6 +385,19 @@ static int ds_open(const struct tether_bctx *ctx, const json_t *locator, const j
 
 /* ---- the module -------------------------------------------------------- */
 
+/* `tether add --kind dirsnap --branch NAME --sync always|never`: tether
+ * lists these in `tether add --help`, parses them, refuses a --sync that is
+ * neither, and hands both to ds_make_locator. */
+static const char *const ds_sync_choices[] = {"always", "never", NULL};
+static const struct tether_add_option ds_add_options[] = {
+	{TETHER_ADD_OPTION_INIT, .name = "branch", .value_name = "NAME", .help = "the branch file to follow",
+	 .default_value = "main", .field = TETHER_ADD_LOCATOR},
+	{TETHER_ADD_OPTION_INIT, .name = "sync", .value_name = "WHEN",
+	 .help = "fsync a ref before renaming it into place", .choices = ds_sync_choices,
+	 .default_value = "always", .field = TETHER_ADD_LOCATOR},
+	{0},
+};
+
 static const struct tether_backend dirsnap_backend = {
 	.abi = TETHER_BACKEND_ABI,
 	.kind = "dirsnap",
@@ -391,6 +416,7 @@ static const struct tether_backend dirsnap_backend = {
 	.fork = ds_fork,
 	.delete_working_ref = ds_delete_working_ref,
 	.open = ds_open,
+	.add_options = ds_add_options,
 };
 
 /* What tether looks up after loading tether-backend-dirsnap.so. */

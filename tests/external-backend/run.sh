@@ -95,6 +95,38 @@ if tether verify >"$work/verify.out" 2>&1; then
 fi
 echo "tether add/commit/verify drive dirsnap: $(head -1 "$work/add.out")"
 
+# The two `add` options dirsnap declares (ds_add_options): listed by
+# `tether add --help` under the kind, parsed, and checked by tether before
+# the backend sees them, with nothing of tether's own changed for them.
+tether add --help >"$work/help.out" 2>&1 || { cat "$work/help.out"; fail "tether add --help"; }
+awk '/^  dirsnap:$/ { k = 1; next } /^  [a-z]/ { k = 0 } k' "$work/help.out" >"$work/help-dirsnap.out"
+grep -q -- '--branch NAME .*the branch file to follow; default main' "$work/help-dirsnap.out" &&
+	grep -q -- '--sync WHEN .*fsync a ref.*; one of always or never; default always' "$work/help-dirsnap.out" ||
+	{ cat "$work/help.out"; fail "tether add --help does not list dirsnap's --branch and --sync"; }
+rc=0
+tether add bad "$store" --kind dirsnap --sync sometimes >"$work/bad.out" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || { cat "$work/bad.out"; fail "--sync sometimes exited $rc, not 2 (usage)"; }
+grep -q "option '--sync' of kind dirsnap takes always or never, not 'sometimes'" "$work/bad.out" ||
+	{ cat "$work/bad.out"; fail "--sync sometimes is not refused naming the option and its values"; }
+[ "$(wc -l <"$work/bad.out")" -le 2 ] || { cat "$work/bad.out"; fail "the usage error is more than a line and a hint"; }
+rc=0
+tether add bad "$store" --kind dirsnap --bogus x >"$work/bad.out" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && grep -q "unknown option '--bogus' for 'add'" "$work/bad.out" ||
+	{ cat "$work/bad.out"; fail "an option dirsnap does not declare is not refused"; }
+# the library refuses it too, as --option hands it over
+rc=0
+tether add bad "$store" --kind dirsnap --option sync=sometimes >"$work/bad.out" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && grep -q "sometimes" "$work/bad.out" || { cat "$work/bad.out"; fail "--option sync=sometimes was not refused"; }
+[ ! -e "$work/dataset/.tether/objects/bad.toml" ] || fail "a refused add wrote a manifest"
+echo "v1" >"$store/branches/side"
+tether add side "$store" --kind dirsnap --branch side --sync never >"$work/add2.out" 2>&1 ||
+	{ cat "$work/add2.out"; fail "tether add --kind dirsnap --branch side --sync never"; }
+grep -q '^branch = "side"$' "$work/dataset/.tether/objects/side.toml" &&
+	grep -q '^sync = "never"$' "$work/dataset/.tether/objects/side.toml" ||
+	{ cat "$work/dataset/.tether/objects/side.toml"; fail "--branch and --sync did not reach the locator"; }
+tether commit -m "pin the side branch" >/dev/null || fail "tether commit of a --sync never object"
+echo "dirsnap's declared add options: listed, parsed, and a bad value refused (exit 2)"
+
 # Each lie is caught, by the check it breaks.
 expect_caught() { # DIR CHECK
 	if TETHER_MODULE_PATH="$work/$1" "$build/tether-conformance" dirsnap --harness "$work/harness.so" \
@@ -107,3 +139,33 @@ expect_caught() { # DIR CHECK
 }
 expect_caught lie-verify "pin: unpin removes it and verify then fails"
 expect_caught lie-expect "fork: a stale expect is refused"
+
+# A commit refused as drift prints the backend's hint (drift_hint), or
+# tether's generic one when the backend declares none (frozen.c).
+mkdir "$work/frozen-hint" "$work/frozen-plain"
+# shellcheck disable=SC2086
+{
+	$cc $strict -shared -fPIC -DFROZEN_HINT -I"$src" "$src/frozen.c" $cflags \
+		-o "$work/frozen-hint/tether-backend-dirsnap.so"
+	$cc $strict -shared -fPIC -I"$src" "$src/frozen.c" $cflags -o "$work/frozen-plain/tether-backend-dirsnap.so"
+} || fail "frozen.c does not build"
+expect_hint() { # MODULE_DIR HINT
+	d="$work/ds-$1" s="$work/store-$1"
+	mkdir -p "$s/branches"
+	echo "v1" >"$s/branches/main"
+	git init -q "$d"
+	git -C "$d" config user.name "tether tests"
+	git -C "$d" config user.email "tests@tether.invalid"
+	(cd "$d" && TETHER_MODULE_PATH="$work/$1" "$build/tether" init >/dev/null &&
+		TETHER_MODULE_PATH="$work/$1" "$build/tether" add data "$s" --kind dirsnap >/dev/null &&
+		TETHER_MODULE_PATH="$work/$1" "$build/tether" commit -m "v1" >/dev/null) || fail "$1: add and commit"
+	echo "v2" >"$s/branches/main"
+	rc=0
+	(cd "$d" && TETHER_MODULE_PATH="$work/$1" "$build/tether" commit -m "v2") >"$work/$1.out" 2>&1 || rc=$?
+	[ "$rc" -eq 3 ] || { cat "$work/$1.out"; fail "$1: a drifted commit exited $rc, not 3"; }
+	grep -q "a frozen branch file changed" "$work/$1.out" || { cat "$work/$1.out"; fail "$1: no drift reason"; }
+	[ "$(grep '^hint: ' "$work/$1.out")" = "hint: $2" ] || { cat "$work/$1.out"; fail "$1: the hint is not '$2'"; }
+	echo "drift under $1: $(grep '^hint: ' "$work/$1.out")"
+}
+expect_hint frozen-hint "put the branch file back with dirsnap-restore, or add the store again"
+expect_hint frozen-plain "restore the recorded data"

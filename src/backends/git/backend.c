@@ -423,6 +423,7 @@ const struct tether_backend tt_backend_git = {
 	.verify_many = gb_verify_many,
 	.check_state = gb_check_state,
 	.secret_keys = gb_secret_keys,
+	.add_options = gb_add_options,
 };
 
 /* What the front (front.c) looks up after loading this module. Not

@@ -3,7 +3,7 @@
  * and the commits of a ref with the branches and tags on each (git log
  * --decorate). libgit2 runs no external diff driver or textconv. */
 #include "backends/git/gitbe.h"
-#include "core/listing_read.h"
+#include <tether/listing.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,7 +63,7 @@ static int line_stats(git_diff *diff, size_t i, size_t *adds, size_t *dels)
 static int set_path(json_t *e, const char *key, const char *bytes_key, const char *path)
 {
 	char *bytes_hex = NULL;
-	char *shown = tt_listing_display_name(path, strlen(path), &bytes_hex);
+	char *shown = tether_listing_display_name(path, strlen(path), &bytes_hex);
 	if (!shown)
 		return -1;
 	json_object_set_new(e, key, json_string(shown));

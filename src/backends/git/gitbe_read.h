@@ -57,6 +57,7 @@ struct gb_obj {
 
 extern const char *const gb_volatile_keys[];
 extern const char *const gb_secret_keys[];
+extern const struct tether_add_option gb_add_options[];
 
 /* locator.c: strings, ids, locators, pin refs. */
 int gb_fail_oom(void);

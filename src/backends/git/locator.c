@@ -12,6 +12,16 @@ const char *const gb_volatile_keys[] = {"dirty", "change_id", NULL};
 /* A remote URL: never committed (docs/CLI.md, the git backend). */
 const char *const gb_secret_keys[] = {"remote", NULL};
 
+/* `tether add --kind git --remote NAME --ref REF`: both land in the
+ * locator, as free text (make_locator checks them). */
+const struct tether_add_option gb_add_options[] = {
+	{TETHER_ADD_OPTION_INIT, .name = "remote", .value_name = "NAME",
+	 .help = "push pins to this configured remote", .field = TETHER_ADD_LOCATOR},
+	{TETHER_ADD_OPTION_INIT, .name = "ref", .value_name = "REF", .help = "the ref to follow",
+	 .default_value = "HEAD", .field = TETHER_ADD_LOCATOR},
+	{0},
+};
+
 int gb_fail_oom(void)
 {
 	return tether_error_set(TETHER_ERROR, "out of memory");

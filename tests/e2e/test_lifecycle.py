@@ -461,10 +461,14 @@ def test_kill_mid_commit(life, step):
     open_entries = [e for e in ds.tj("ops")["ops"] if e["status"] == "INCOMPLETE"]
     assert [[p["pin"] for p in e["pins"]] for e in open_entries] == [[pin2]]
 
-    # gc keeps every pin the open journal entry names.
-    assert ds.tj("gc")["release"] == []
-    assert ds.tj("gc", "--no-dry-run")["release"] == []
-    assert L.pins() == expected
+    # gc keeps every pin the open journal entry names, even run from
+    # another checkout, whose working manifests do not name the new pin.
+    wt = ds.root.parent / "other-checkout"
+    ds.git("worktree", "add", "-q", wt, "-b", "side", head0)
+    for cwd in (wt, ds.root):
+        assert ds.tj("gc", cwd=cwd)["release"] == []
+        assert ds.tj("gc", "--no-dry-run", cwd=cwd)["release"] == []
+        assert L.pins() == expected
 
     r = ds.tj("commit", "-m", "killed")
     if step == "vcs-committed":

@@ -20,9 +20,9 @@ that does not declare it. A check the system itself cannot do is skipped
 with the reason its adapter gives (`Adapter.cannot`); `pytest -rs` prints
 every reason.
 
-The dataset is a plain git repository; the checks that ran on jj before
-(commit pins, new/open, write on the fork) also run in a colocated and a
-non-colocated jj repository. To add a backend, see lifecycle_adapters.py.
+The dataset is a plain git repository; commit pins and the write on the
+fork (new, open, write, commit, open -r HEAD~1) also run in a colocated and
+a non-colocated jj repository, as the per-kind tests they replace did. To add a backend, see lifecycle_adapters.py.
 """
 import json
 import subprocess
@@ -191,8 +191,8 @@ def test_unchanged_commit_is_a_noop(life):
 # new forks; open -r is read-only at the pin; write on the fork, commit
 # ---------------------------------------------------------------------------
 
-def test_new_forks_at_the_pin_and_open_reads_it(life_vcs):
-    L, ds, a = life_vcs, life_vcs.ds, life_vcs.a
+def test_new_forks_at_the_pin_and_open_reads_it(life):
+    L, ds, a = life, life.ds, life.a
     L.need("FORK")
     c1 = a.content(L.store, a.base_branch)
     L.add()
@@ -201,11 +201,12 @@ def test_new_forks_at_the_pin_and_open_reads_it(life_vcs):
     moved = a.mutate(L.store)  # the base moves on after the commit
     branch = f"tether.ws.{ds.dataset_id()[:8]}.feature"
 
+    branches_before = a.refs(L.store)["branches"]
     r = ds.tj("new", "-b", "feature")
     assert r["bookmark"] == "feature" and r["commit"] == commit
     assert [(o["key"], o["action"], o["branch"]) for o in r["objects"]] == [(KEY, "forked", branch)]
     refs = a.refs(L.store)
-    assert refs["branches"][branch] == s1, "the fork starts at the recorded state"
+    assert refs["branches"] == {**branches_before, branch: s1}, "the fork starts at the recorded state"
     assert refs["branches"][a.base_branch] == moved, "forking moved the base branch"
     assert L.pins() == {ref1: s1}
 
@@ -264,12 +265,14 @@ def test_gc_releases_exactly_the_unreferenced_pins(life):
     assert v["ok"] is True and v["states"] == 2 and v["commits"] == 2
     assert ds.tj("gc")["release"] == []
 
+    pin_ref2 = ds.manifest(KEY)["pin_ref"]
     L.drop_last_commit()
     before = a.refs(L.store)
     r = ds.tj("gc")
     assert r["dry_run"] is True and r["commits"] == 1 and r["errors"] == []
     assert [(x["kind"], x["pin"]) for x in r["release"]] == [(a.kind, pin2)]
     assert r["release"][0]["identity"] == a.identity(L.store)
+    assert r["release"][0]["pin_ref"] == pin_ref2, "the row names the ref the dropped commit recorded"
     assert a.refs(L.store) == before, "a dry run releases nothing"
 
     r = ds.tj("gc", "--no-dry-run")

@@ -587,6 +587,7 @@ def test_git_handles_name_the_branch_or_the_tag(dsv, code):
     branch = f"tether.ws.{ds8}.feature"
 
     r = dsv.tj("new", "-b", "feature")
+    assert r["bookmark"] == "feature" and r["commit"] == commit
     assert r["objects"] == [{"key": "code", "action": "forked", "branch": branch,
                              "ref": {"branch": branch}}]
     # The code checkout itself is untouched.

@@ -167,6 +167,7 @@ def test_commit_pins(life_vcs):
     assert log[1]["objects"] == [{"key": KEY, "change": "added", "pin": pin1}]
     v = ds.tj("verify")
     assert v["ok"] is True and [(o["key"], o["ok"]) for o in v["objects"]] == [(KEY, True)]
+    assert ds.tj("commit", "-m", "nothing")["commit"] is None
 
 
 def test_unchanged_commit_is_a_noop(life):

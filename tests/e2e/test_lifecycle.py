@@ -30,7 +30,7 @@ import subprocess
 import pytest
 
 from conftest import TETHER_BIN, check_sanitizers, expected_pin, run_tether, base_env
-from lifecycle_adapters import ADAPTERS
+from lifecycle_adapters import ADAPTERS, EXEMPT
 from test_git_backend import VCS_KINDS, jj_problem, make_dataset  # noqa: F401
 
 KEY = "obj"
@@ -124,6 +124,17 @@ def vcs(request):
 def life_vcs(request, tmp_path, declared, jj_problem, vcs):
     """A check's world in a git, a colocated jj and a jj dataset."""
     return _life(request, tmp_path, declared, jj_problem, vcs)
+
+
+def test_every_stable_pinnable_kind_has_an_adapter(tmp_path):
+    """A stable backend that pins is held to this suite: it has an adapter,
+    or an exemption in lifecycle_adapters.EXEMPT saying why it cannot."""
+    p = run_tether(["backends", "--json"], tmp_path, base_env(tmp_path))
+    pinnable = {b["kind"] for b in json.loads(p.stdout)
+                if b["maturity"] == "stable" and "PIN" in TIERS[b["tier"]]}
+    covered = {a.kind for a in ADAPTERS} | set(EXEMPT)
+    assert pinnable - covered == set(), "add an adapter to tests/e2e/lifecycle_adapters.py"
+    assert set(EXEMPT) <= pinnable, "an exemption for a kind that is not a stable Pinnable one"
 
 
 # ---------------------------------------------------------------------------

@@ -2,8 +2,10 @@
 repositories tether reads, and reads back what tether wrote.
 
 Imported by the end-to-end tests, and run as `icechunk_oracle.py serve` by
-the conformance harness (src/testing/harness_icechunk.c): one JSON request
-per line on stdin, one JSON answer per line on stdout.
+the conformance harness (src/testing/harness_icechunk.c) and by the
+lifecycle suite's spec-1 adapter (tests/e2e/lifecycle_adapters.py, under
+icechunk 1.x): one JSON request per line on stdin, one JSON answer per line
+on stdout.
 
 Every write is a real Zarr write through an icechunk session, so snapshots,
 manifests, chunks and transaction logs are exactly what icechunk makes.
@@ -118,6 +120,34 @@ def create_repo(path, spec=None):
     return create(path, spec).lookup_branch("main")
 
 
+def version():
+    return ic.__version__
+
+
+def refs_of(path):
+    """Every tag and branch with the snapshot it names, as the library
+    lists them: {"tags": {name: id}, "branches": {name: id}}."""
+    repo = open_repo(path)
+    return {"tags": {t: repo.lookup_tag(t) for t in repo.list_tags()},
+            "branches": {b: repo.lookup_branch(b) for b in repo.list_branches()}}
+
+
+def create_tag(path, tag, snapshot_id):
+    open_repo(path).create_tag(tag, snapshot_id)
+
+
+def ancestry(path, branch="main"):
+    """[id, message] of every snapshot of a branch, newest first."""
+    return [[a.id, a.message] for a in open_repo(path).ancestry(branch=branch)]
+
+
+def read_ref(path, ref):
+    """/data at a tag or a branch, whichever `ref` names."""
+    repo = open_repo(path)
+    where = {"tag": ref} if ref in repo.list_tags() else {"branch": ref}
+    return read_data(path, **where)
+
+
 def serve():
     for line in sys.stdin:
         if not line.strip():
@@ -129,6 +159,10 @@ def serve():
                 out = {"ok": True, "snapshot": repo.lookup_branch("main")}
             elif req["op"] == "commit":
                 out = {"ok": True, "snapshot": commit(req["path"], req.get("branch", "main"))}
+            elif req["op"] == "call":
+                # Any function of this module, for a test driving another
+                # environment's icechunk (1.x) without a process per call.
+                out = {"ok": True, "result": globals()[req["fn"]](*req.get("args", []))}
             else:
                 out = {"ok": False, "error": f"unknown op {req['op']!r}"}
         except Exception as exc:  # the harness reports it

@@ -114,7 +114,8 @@ int tt_listing_stream_open(struct tether_repo *repo, const char *id, const char 
 	if (!s)
 		return tether_error_set(TETHER_ERROR, "out of memory");
 	snprintf(s->hex, sizeof s->hex, "%s", hex);
-	if (!repo->vcs->open_stream) {
+	if (!TT_VCS_GET(repo->vcs, open_stream) || !TT_VCS_GET(repo->vcs, read_stream) ||
+	    !TT_VCS_GET(repo->vcs, close_stream)) {
 		rc = tt_listing_load(repo, id, hex, &s->whole, &s->len);
 		if (rc) {
 			free(s);

@@ -1,4 +1,6 @@
 #include "core/manifest.h"
+
+#include "core/abi.h"
 #include "core/validate.h"
 
 #include <tether/backend.h>
@@ -88,7 +90,7 @@ static const char *const *policy_choices(const struct tether_backend *b, const c
 		return WRITE_CHOICES;
 	if (strcmp(key, "pin") == 0)
 		return PIN_CHOICES;
-	for (const struct tether_policy_option *o = b ? b->policy_options : NULL; o && o->key; o++)
+	for (const struct tether_policy_option *o = b ? TT_BACKEND_GET(b, policy_options) : NULL; o && o->key; o++)
 		if (strcmp(o->key, key) == 0)
 			return o->choices;
 	return NULL;
@@ -98,7 +100,7 @@ static const char *const *policy_choices(const struct tether_backend *b, const c
 static void policy_keys(const struct tether_backend *b, char *out, size_t n)
 {
 	size_t o = (size_t)snprintf(out, n, "write, pin");
-	for (const struct tether_policy_option *p = b ? b->policy_options : NULL; p && p->key && o < n; p++)
+	for (const struct tether_policy_option *p = b ? TT_BACKEND_GET(b, policy_options) : NULL; p && p->key && o < n; p++)
 		o += (size_t)snprintf(out + o, n - o, ", %s", p->key);
 }
 
@@ -109,7 +111,7 @@ static int check_policy(const struct mcheck *c, const json_t *doc, const struct 
 {
 	json_t *policy = json_object_get(doc, "policy");
 	const char *kind = json_string_value(json_object_get(doc, "kind"));
-	int undeclared = !b || (!b->policy_options && b->make_policy);
+	int undeclared = !b || (!TT_BACKEND_GET(b, policy_options) && TT_BACKEND_GET(b, make_policy));
 	const char *k;
 	json_t *v;
 	json_object_foreach(policy, k, v) {
@@ -139,11 +141,11 @@ static int check_policy(const struct mcheck *c, const json_t *doc, const struct 
 static int check_state(const struct mcheck *c, const json_t *doc, const struct tether_backend *b)
 {
 	json_t *state = json_object_get(doc, "state");
-	if (!state || !b || !b->check_state)
+	if (!state || !b || !TT_BACKEND_GET(b, check_state))
 		return 0;
 	const char *key = NULL;
 	tether_error_clear();
-	int rc = b->check_state(state, &key);
+	int rc = TT_BACKEND_GET(b, check_state)(state, &key);
 	if (!rc)
 		return 0;
 	char msg[512];

@@ -487,6 +487,7 @@ static void local_close(struct tt_store *s)
 }
 
 static const struct tt_store_ops local_ops = {
+	TT_STORE_OPS_INIT,
 	.atomic_cas = 0,
 	.get = local_get,
 	.head = local_head,

@@ -4,7 +4,18 @@
 
 #include "store/store.h"
 
+/* Versioned as every plug-in struct is (docs/BACKENDS.md, "Versions and
+ * sizes"): version and size first, members appended only, each time with
+ * a version bump, and a member a store may lack read through
+ * TT_STORE_OPS_GET. */
+#define TT_STORE_OPS_VERSION 1
+#define TT_STORE_OPS_INIT .version = TT_STORE_OPS_VERSION, .size = (uint32_t)sizeof(struct tt_store_ops)
+#define TT_STORE_OPS_GET(ops, m)                                                                              \
+	((size_t)(ops)->size >= offsetof(struct tt_store_ops, m) + sizeof((ops)->m) ? (ops)->m : 0)
+
 struct tt_store_ops {
+	uint32_t version; /* TT_STORE_OPS_INIT */
+	uint32_t size;
 	int atomic_cas;
 	int (*get)(struct tt_store *, const char *key, uint8_t **data, size_t *len,
 	           struct tt_version *version);

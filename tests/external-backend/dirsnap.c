@@ -374,7 +374,7 @@ static int ds_open(const struct tether_bctx *ctx, const json_t *locator, const j
 /* ---- the module -------------------------------------------------------- */
 
 static const struct tether_backend dirsnap_backend = {
-	.abi = TETHER_BACKEND_ABI,
+	TETHER_BACKEND_INIT,
 	.kind = "dirsnap",
 	.maturity = "experimental",
 	.summary = "example: a directory of branch files, pinned and forked by copying",

@@ -298,7 +298,9 @@ TETHER_API const struct tether_backend *tether_backend_find(const char *kind);
  * backends are registered; a non-zero return (with the error set) refuses
  * the module. shutdown (optional) runs once, at process exit or when
  * libtether is unloaded, for every module whose init succeeded (or that
- * has no init), in the reverse order of loading. */
+ * has no init), in the reverse order of loading. Both run while tether's
+ * backend registry is locked: they must not call tether_backend_find or
+ * tether_backend_register. */
 #define TETHER_MODULE_VERSION 1
 #define TETHER_MODULE_INIT TETHER_STRUCT_INIT(struct tether_module, TETHER_MODULE_VERSION)
 struct tether_module {

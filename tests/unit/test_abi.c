@@ -6,8 +6,11 @@
 
 #include "core/abi.h"
 #include "core/abi_v3.h"
+#include "store/store_impl.h"
+#include "vcs/vcs.h"
 
 #include <tether.h>
+#include <tether/testing.h>
 
 #include <stddef.h>
 
@@ -111,6 +114,46 @@ static void test_versions_refused(void)
 	ok = full("current");
 	CHECK(tether_backend_register(&ok) == 0);
 	CHECK(tether_backend_find("current") == &ok);
+}
+
+/* The other plug-in structs' accessors, the same way. */
+static int bookmarks(struct tether_vcs *vh, json_t **names)
+{
+	(void)vh;
+	*names = json_array();
+	return 0;
+}
+
+static void store_close(struct tt_store *s)
+{
+	(void)s;
+}
+
+static int new_locator(void *ud, json_t **locator)
+{
+	(void)ud;
+	*locator = json_object();
+	return 0;
+}
+
+static void test_other_structs(void)
+{
+	struct tether_vcs_ops vcs = {TETHER_VCS_OPS_INIT, .name = "x", .list_bookmarks = bookmarks};
+	CHECK(TT_VCS_GET(&vcs, list_bookmarks) == bookmarks);
+	vcs.size = (uint32_t)offsetof(struct tether_vcs_ops, list_bookmarks);
+	CHECK(TT_VCS_GET(&vcs, list_bookmarks) == NULL);
+	CHECK(TT_VCS_GET(&vcs, open) == NULL); /* NULL in the struct, inside the size */
+
+	struct tt_store_ops store = {TT_STORE_OPS_INIT, .close = store_close};
+	CHECK(TT_STORE_OPS_GET(&store, close) == store_close);
+	store.size = (uint32_t)offsetof(struct tt_store_ops, close);
+	CHECK(TT_STORE_OPS_GET(&store, close) == NULL);
+
+	struct tether_harness h = {TETHER_HARNESS_INIT, .new_locator = new_locator};
+	CHECK(TT_STRUCT_GET(struct tether_harness, &h, new_locator) == new_locator);
+	h.size = (uint32_t)offsetof(struct tether_harness, new_locator);
+	CHECK(TT_STRUCT_GET(struct tether_harness, &h, new_locator) == NULL);
+	CHECK(h.version == TETHER_HARNESS_VERSION);
 }
 
 /* ---- option structs ---------------------------------------------------- */
@@ -277,6 +320,7 @@ static void test_v3_adapter(void)
 int main(void)
 {
 	test_short_size();
+	test_other_structs();
 	test_versions_refused();
 	test_opts();
 	test_v3_adapter();

@@ -110,7 +110,8 @@ static int prune_store(struct tether_repo *repo, const struct tt_history *h, con
 	tt_gc_store_bctx(repo, store, json_array_get(json_object_get(store, "locators"), 0), &ctx);
 	unsigned caps;
 	int rc = tt_object_caps(b, &ctx, locator, NULL, &caps);
-	if (!rc && (!(caps & TETHER_CAP_FORK) || !TT_BACKEND_GET(b, list_working_refs) || !TT_BACKEND_GET(b, delete_working_ref)))
+	if (!rc && (!(caps & TETHER_CAP_FORK) || !TT_BACKEND_GET(b, list_working_refs) ||
+	            !TT_BACKEND_GET(b, delete_working_ref)))
 		return 0;
 	json_t *refs = NULL, *r;
 	size_t i;

@@ -64,10 +64,12 @@ static int register_locked(const struct tether_backend *b, const char *origin)
 		return tether_error_set(TETHER_ERROR,
 		                        "backend %s lacks kind, make_locator, identity or fingerprint",
 		                        b->kind ? b->kind : "?");
-	if ((b->caps & TETHER_CAP_PIN) && (!TT_BACKEND_GET(b, pin) || !TT_BACKEND_GET(b, unpin) || !TT_BACKEND_GET(b, list_pins) || !TT_BACKEND_GET(b, verify)))
+	if ((b->caps & TETHER_CAP_PIN) && (!TT_BACKEND_GET(b, pin) || !TT_BACKEND_GET(b, unpin) ||
+	                                   !TT_BACKEND_GET(b, list_pins) || !TT_BACKEND_GET(b, verify)))
 		return tether_error_set(TETHER_ERROR, "backend %s declares PIN without pin/unpin/list_pins/verify",
 		                        b->kind);
-	if ((b->caps & TETHER_CAP_FORK) && (!TT_BACKEND_GET(b, fork) || !TT_BACKEND_GET(b, delete_working_ref) || !TT_BACKEND_GET(b, open)))
+	if ((b->caps & TETHER_CAP_FORK) && (!TT_BACKEND_GET(b, fork) || !TT_BACKEND_GET(b, delete_working_ref) ||
+	                                    !TT_BACKEND_GET(b, open)))
 		return tether_error_set(TETHER_ERROR, "backend %s declares FORK without fork/delete_working_ref/open",
 		                        b->kind);
 	if ((b->caps & TETHER_CAP_DIFF) && !TT_BACKEND_GET(b, diff))

@@ -22,9 +22,11 @@ const char *conf_missing_function(const struct tether_backend *b, unsigned caps)
 		return "every backend needs identity";
 	if (!b->fingerprint)
 		return "every backend needs fingerprint";
-	if ((caps & TETHER_CAP_PIN) && (!TT_BACKEND_GET(b, pin) || !TT_BACKEND_GET(b, unpin) || !TT_BACKEND_GET(b, list_pins) || !TT_BACKEND_GET(b, verify)))
+	if ((caps & TETHER_CAP_PIN) && (!TT_BACKEND_GET(b, pin) || !TT_BACKEND_GET(b, unpin) ||
+	                                !TT_BACKEND_GET(b, list_pins) || !TT_BACKEND_GET(b, verify)))
 		return "PIN needs pin, unpin, list_pins and verify";
-	if ((caps & TETHER_CAP_FORK) && (!TT_BACKEND_GET(b, fork) || !TT_BACKEND_GET(b, delete_working_ref) || !TT_BACKEND_GET(b, open)))
+	if ((caps & TETHER_CAP_FORK) && (!TT_BACKEND_GET(b, fork) || !TT_BACKEND_GET(b, delete_working_ref) ||
+	                                 !TT_BACKEND_GET(b, open)))
 		return "FORK needs fork, delete_working_ref and open";
 	if ((caps & TETHER_CAP_DIFF) && !TT_BACKEND_GET(b, diff))
 		return "DIFF needs diff";

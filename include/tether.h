@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,6 +43,23 @@ enum {
 
 TETHER_API const char *tether_version(void);
 
+/* Versioned structs (docs/BACKENDS.md, "Versions and sizes"). Every struct
+ * that crosses the line between tether and code built apart from it (a
+ * module, a harness, a caller of this API) begins with
+ *
+ *     uint32_t version;  the struct's TETHER_<NAME>_VERSION it was built with
+ *     uint32_t size;     sizeof the struct as that code saw it
+ *
+ * set by its TETHER_<NAME>_INIT macro, a list of designated initializers to
+ * begin the braces with: `struct tether_commit_opts o = {
+ * TETHER_COMMIT_OPTS_INIT, .message = msg };`. Members are only ever
+ * appended (each time with a version bump), so a struct from older code is
+ * a prefix of today's: tether reads a member only when it lies inside the
+ * struct's size, and one from newer code (a version tether does not know)
+ * is refused. TETHER_STRUCT_HAS tells whether member m of *p is inside. */
+#define TETHER_STRUCT_HAS(type, p, m) ((size_t)(p)->size >= offsetof(type, m) + sizeof(((type *)0)->m))
+#define TETHER_STRUCT_INIT(type, ver) .version = (ver), .size = (uint32_t)sizeof(type)
+
 /* The message of the last error on the calling thread ("" if none). */
 TETHER_API const char *tether_error_last(void);
 /* An optional hint for the last error (NULL if none). */
@@ -66,7 +84,11 @@ TETHER_API const char *tether_repo_id(const tether_repo *repo);
 /* tether add KEY URI --kind K [options]. `options` holds the policy and
  * backend options as given on the command line ({"file": "mutable", ...});
  * `cwd` resolves relative paths. */
+#define TETHER_ADD_OPTS_VERSION 1
+#define TETHER_ADD_OPTS_INIT TETHER_STRUCT_INIT(struct tether_add_opts, TETHER_ADD_OPTS_VERSION)
 struct tether_add_opts {
+	uint32_t version; /* TETHER_ADD_OPTS_INIT */
+	uint32_t size;
 	const char *key;
 	const char *kind;
 	const char *uri;
@@ -85,7 +107,11 @@ TETHER_API int tether_add_history(tether_repo *repo, const struct tether_add_opt
  * "errors": int}. An object whose system cannot be read has status
  * "error" (detail: why); the report is still made, and the return is the
  * first such object's error code (its message says how many failed). */
+#define TETHER_STATUS_OPTS_VERSION 1
+#define TETHER_STATUS_OPTS_INIT TETHER_STRUCT_INIT(struct tether_status_opts, TETHER_STATUS_OPTS_VERSION)
 struct tether_status_opts {
+	uint32_t version; /* TETHER_STATUS_OPTS_INIT */
+	uint32_t size;
 	int snapshot;
 	int progress; /* allow a progress line on stderr */
 };
@@ -107,7 +133,11 @@ TETHER_API int tether_plan_load(const char *path, json_t **plan);
 /* tether commit -m MSG. Report: {"commit": id|null, "dry_run", "objects":
  * [...], "warnings": [...]}; "commit" is null when nothing changed (and in
  * a dry run). With from_plan, message may be NULL: the plan's is used. */
+#define TETHER_COMMIT_OPTS_VERSION 1
+#define TETHER_COMMIT_OPTS_INIT TETHER_STRUCT_INIT(struct tether_commit_opts, TETHER_COMMIT_OPTS_VERSION)
 struct tether_commit_opts {
+	uint32_t version; /* TETHER_COMMIT_OPTS_INIT */
+	uint32_t size;
 	const char *message;
 	int strict;   /* refuse objects that cannot be pinned or addressed */
 	int progress;
@@ -119,7 +149,11 @@ struct tether_commit_opts {
 TETHER_API int tether_commit(tether_repo *repo, const struct tether_commit_opts *opts, json_t **report);
 
 /* tether diff A B [--content]. Report: {"from", "to", "objects": [...]}. */
+#define TETHER_DIFF_OPTS_VERSION 1
+#define TETHER_DIFF_OPTS_INIT TETHER_STRUCT_INIT(struct tether_diff_opts, TETHER_DIFF_OPTS_VERSION)
 struct tether_diff_opts {
+	uint32_t version; /* TETHER_DIFF_OPTS_INIT */
+	uint32_t size;
 	const char *from;
 	const char *to;
 	int content;
@@ -131,7 +165,11 @@ struct tether_diff_opts {
 TETHER_API int tether_diff(tether_repo *repo, const struct tether_diff_opts *opts, json_t **report);
 
 /* tether log: the dataset's commits, newest first. */
+#define TETHER_LOG_OPTS_VERSION 1
+#define TETHER_LOG_OPTS_INIT TETHER_STRUCT_INIT(struct tether_log_opts, TETHER_LOG_OPTS_VERSION)
 struct tether_log_opts {
+	uint32_t version; /* TETHER_LOG_OPTS_INIT */
+	uint32_t size;
 	const char *rev; /* NULL = HEAD. A rev that names an object key of the
 	                  * working copy means that object's native history:
 	                  * {"key", "kind", "entries": [{"id", "time", "message",
@@ -142,7 +180,11 @@ TETHER_API int tether_log(tether_repo *repo, const struct tether_log_opts *opts,
 
 /* tether verify: every recorded state is still what it says.
  * Report: {"ok": bool, "objects": [{key, ok, detail}]}. */
+#define TETHER_VERIFY_OPTS_VERSION 1
+#define TETHER_VERIFY_OPTS_INIT TETHER_STRUCT_INIT(struct tether_verify_opts, TETHER_VERIFY_OPTS_VERSION)
 struct tether_verify_opts {
+	uint32_t version; /* TETHER_VERIFY_OPTS_INIT */
+	uint32_t size;
 	int progress;
 	int all_history; /* every distinct recorded state in every commit of every ref */
 };
@@ -163,7 +205,11 @@ TETHER_API int tether_verify(tether_repo *repo, const struct tether_verify_opts 
  * in keep_workspaces. One whose head a pin in history holds is deleted;
  * the rest, and every branch of a BRANCH_IS_STORAGE store, only with
  * force_prune. Not combined with plans (TETHER_EUSAGE). */
+#define TETHER_GC_OPTS_VERSION 1
+#define TETHER_GC_OPTS_INIT TETHER_STRUCT_INIT(struct tether_gc_opts, TETHER_GC_OPTS_VERSION)
 struct tether_gc_opts {
+	uint32_t version; /* TETHER_GC_OPTS_INIT */
+	uint32_t size;
 	int dry_run;
 	int progress;
 	const char *plan_out;     /* plan only (whatever dry_run says), and save the plan here */
@@ -181,7 +227,11 @@ TETHER_API int tether_gc(tether_repo *repo, const struct tether_gc_opts *opts, j
  * in every Forkable object with write = "fork", off the state REV records.
  * Report: {"commit", "bookmark", "dry_run", "objects": [{key, action:
  * "forked" | "tracking" | "skipped", "ref", "detail"}]}. */
+#define TETHER_NEW_OPTS_VERSION 1
+#define TETHER_NEW_OPTS_INIT TETHER_STRUCT_INIT(struct tether_new_opts, TETHER_NEW_OPTS_VERSION)
 struct tether_new_opts {
+	uint32_t version; /* TETHER_NEW_OPTS_INIT */
+	uint32_t size;
 	const char *rev;    /* NULL: stay on the current commit */
 	const char *branch; /* NULL: no new branch */
 	int dry_run;              /* plan only */
@@ -195,7 +245,11 @@ TETHER_API int tether_new(tether_repo *repo, const struct tether_new_opts *opts,
  * $TETHER_REV when rev is NULL), read-only at the state that revision
  * records; otherwise writable on this workspace's working ref, forked on
  * first use. Handle: {"key", "kind", "uri", "ref", "read_only", ...}. */
+#define TETHER_OPEN_OPTS_VERSION 1
+#define TETHER_OPEN_OPTS_INIT TETHER_STRUCT_INIT(struct tether_open_opts, TETHER_OPEN_OPTS_VERSION)
 struct tether_open_opts {
+	uint32_t version; /* TETHER_OPEN_OPTS_INIT */
+	uint32_t size;
 	const char *key;
 	const char *rev;
 	int ignore_env; /* do not read $TETHER_REV */
@@ -210,7 +264,11 @@ TETHER_API int tether_open(tether_repo *repo, const struct tether_open_opts *opt
  * their system still holds the state. Report: {"ok", "dry_run", "objects":
  * [{key, keys, commit, pin, action: "held" | "repinned" | "would-repin" |
  * "lost" | "failed", detail}]}; ok is false when any state is lost. */
+#define TETHER_REPAIR_OPTS_VERSION 1
+#define TETHER_REPAIR_OPTS_INIT TETHER_STRUCT_INIT(struct tether_repair_opts, TETHER_REPAIR_OPTS_VERSION)
 struct tether_repair_opts {
+	uint32_t version; /* TETHER_REPAIR_OPTS_INIT */
+	uint32_t size;
 	int all_history;
 	int dry_run;
 };

@@ -5,7 +5,13 @@
  * function pointers. The engine asks for capabilities and never names a
  * backend. Built-in backends sit in a table; others register with
  * tether_backend_register(), or are shared objects in the module path that
- * export `tether_backend_module` (see docs/BACKENDS.md).
+ * export `tether_module` (or, the older form, `tether_backend_module`; see
+ * docs/BACKENDS.md).
+ *
+ * Every struct here that a module fills or tether hands to one begins with
+ * `uint32_t version, size` (see TETHER_STRUCT_HAS in tether.h): start its
+ * initializer with the struct's *_INIT macro, and add members only at the
+ * end, bumping its version.
  *
  * Every function returns 0 or a negative TETHER_E* code after setting the
  * message with tether_error_set(). Output values (json_t **, char **) are
@@ -23,8 +29,14 @@
 extern "C" {
 #endif
 
-/* 2: pin reports whether it created the reference (int *created). */
-#define TETHER_BACKEND_ABI 3
+/* The version of struct tether_backend. It continues the numbers of the
+ * `int abi` member the struct began with before it carried a size: 2 added
+ * pin's `created`, 3 diff_streams, 4 the version and size members
+ * themselves (and the same members in every struct below). A module of
+ * version 3 still loads (tether adapts it); one newer than this tether is
+ * refused. */
+#define TETHER_BACKEND_VERSION 4
+#define TETHER_BACKEND_INIT TETHER_STRUCT_INIT(struct tether_backend, TETHER_BACKEND_VERSION)
 
 /* Tiers: each includes the ones above it. */
 #define TETHER_CAP_FINGERPRINT (1u << 0)
@@ -52,8 +64,13 @@ TETHER_API const char *tether_tier_name(unsigned caps);
 /* Names of the flags set in caps, in a fixed order, as a JSON array. */
 TETHER_API json_t *tether_cap_names(unsigned caps);
 
-/* What every backend call receives. */
+/* What every backend call receives. tether fills it; a member beyond its
+ * size (TETHER_STRUCT_HAS) is one this tether does not provide. */
+#define TETHER_BCTX_VERSION 1
+#define TETHER_BCTX_INIT TETHER_STRUCT_INIT(struct tether_bctx, TETHER_BCTX_VERSION)
 struct tether_bctx {
+	uint32_t version;          /* TETHER_BCTX_INIT */
+	uint32_t size;
 	const char *dataset_root;  /* absolute */
 	const char *dataset_id;    /* 32 hex */
 	const char *cache_dir;     /* .tether/cache, absolute; backends may keep files here */
@@ -70,14 +87,22 @@ struct tether_bctx {
 
 /* A fingerprint: the state, and for digest states the listing the engine
  * stores content-addressed under .tether/listings/ (NULL when none). */
+#define TETHER_FINGERPRINT_VERSION 1
+#define TETHER_FINGERPRINT_INIT TETHER_STRUCT_INIT(struct tether_fingerprint, TETHER_FINGERPRINT_VERSION)
 struct tether_fingerprint {
+	uint32_t version;   /* TETHER_FINGERPRINT_INIT, set by whoever calls fingerprint */
+	uint32_t size;
 	json_t *state;
 	char *listing;      /* malloc'd JSONL text, or NULL */
 	size_t listing_len;
 };
 
 /* One recorded state for verify_many: what verify takes, and its answer. */
+#define TETHER_VERIFY_ITEM_VERSION 1
+#define TETHER_VERIFY_ITEM_INIT TETHER_STRUCT_INIT(struct tether_verify_item, TETHER_VERIFY_ITEM_VERSION)
 struct tether_verify_item {
+	uint32_t version;      /* TETHER_VERIFY_ITEM_INIT, set by the caller */
+	uint32_t size;
 	const json_t *locator;
 	const json_t *state;
 	const json_t *pin_ref; /* may be NULL, as for verify */
@@ -134,13 +159,18 @@ struct tether_add_option {
  * non-zero with the error set. Any read may fail, the last one included:
  * the content is checked against its name as it ends, so a reader acts
  * only on a source it read to its end. */
+#define TETHER_LISTING_SOURCE_VERSION 1
+#define TETHER_LISTING_SOURCE_INIT TETHER_STRUCT_INIT(struct tether_listing_source, TETHER_LISTING_SOURCE_VERSION)
 struct tether_listing_source {
+	uint32_t version; /* TETHER_LISTING_SOURCE_INIT */
+	uint32_t size;
 	int (*read)(void *ud, char *buf, size_t cap, size_t *got);
 	void *ud;
 };
 
 struct tether_backend {
-	int abi;                     /* TETHER_BACKEND_ABI */
+	uint32_t version;            /* TETHER_BACKEND_INIT: { TETHER_BACKEND_INIT, .kind = ... } */
+	uint32_t size;
 	const char *kind;
 	const char *maturity;        /* "stable" | "experimental" */
 	const char *summary;         /* one line for `tether backends` */
@@ -281,7 +311,7 @@ struct tether_backend {
 	 * each listing handed over in pieces as it is read (NULL when missing),
 	 * so that the listings of a million files are merged without being
 	 * held: the same result diff gives. An error from a source is the
-	 * call's error. Appended last (TETHER_BACKEND_ABI 3). */
+	 * call's error. Appended last (version 3). */
 	int (*diff_streams)(const struct tether_bctx *, const json_t *locator, const json_t *a, const json_t *b,
 	                    const struct tether_listing_source *listing_a,
 	                    const struct tether_listing_source *listing_b, size_t max_entries, json_t **diff);
@@ -303,13 +333,39 @@ struct tether_backend {
 };
 
 /* Register a backend (a third party's, or one from a module). Refuses a
- * duplicate kind or a different ABI. */
+ * duplicate kind, or a version newer than TETHER_BACKEND_VERSION (or older
+ * than 3), naming both. */
 TETHER_API int tether_backend_register(const struct tether_backend *backend);
 /* Look a backend up by kind, loading module tether-backend-<kind>.so from
  * the module path on first use. NULL (with an error set) when unknown. */
 TETHER_API const struct tether_backend *tether_backend_find(const char *kind);
 
-/* A module exports this symbol: a NULL-terminated array of backends. */
+/* A module exports `TETHER_API const struct tether_module tether_module`:
+ *
+ *     TETHER_API const struct tether_module tether_module = {
+ *             TETHER_MODULE_INIT, .backends = my_backends, .init = my_init,
+ *     };
+ *
+ * init (optional) runs once, after the module is loaded and before its
+ * backends are registered; a non-zero return (with the error set) refuses
+ * the module. shutdown (optional) runs once, at process exit or when
+ * libtether is unloaded, for every module whose init succeeded (or that
+ * has no init), in the reverse order of loading. Both run while tether's
+ * backend registry is locked: they must not call tether_backend_find or
+ * tether_backend_register. */
+#define TETHER_MODULE_VERSION 1
+#define TETHER_MODULE_INIT TETHER_STRUCT_INIT(struct tether_module, TETHER_MODULE_VERSION)
+struct tether_module {
+	uint32_t version; /* TETHER_MODULE_INIT */
+	uint32_t size;
+	const struct tether_backend *const *backends; /* NULL-terminated */
+	int (*init)(void);
+	void (*shutdown)(void);
+};
+
+/* The older form, still loaded: a module exporting
+ * `tether_backend_module_t tether_backend_module`, a NULL-terminated array
+ * of backends, and no hooks. */
 typedef const struct tether_backend *const tether_backend_module_t[];
 
 /* Errors, for backends and modules. */

@@ -30,8 +30,8 @@
  *   TETHER_EUSAGE       invalid: a bad key, URI or option             exit 2
  *   TETHER_EIO          any other failure of the store                exit 1
  *
- * Every struct an implementation fills starts with `int version; size_t
- * size;` (TETHER_STORE_OPS_INIT sets both): the engine reads a member only
+ * Every struct an implementation fills starts with `uint32_t version;
+ * uint32_t size;` (TETHER_STORE_OPS_INIT sets both): the engine reads a member only
  * when it lies inside `size`, so an implementation built against an older
  * header keeps working. Members are only ever appended. */
 #ifndef TETHER_STORE_H
@@ -77,8 +77,8 @@ typedef int (*tether_store_key_fn)(void *ud, const char *key);
  * The engine has checked every key and argument before a call, and the
  * URI it opens is canonical (tether_store_canonical). */
 struct tether_store_ops {
-	int version;        /* TETHER_STORE_OPS_VERSION */
-	size_t size;        /* sizeof(struct tether_store_ops) */
+	uint32_t version;   /* TETHER_STORE_OPS_INIT */
+	uint32_t size;
 	const char *scheme; /* "file", "s3", ... (lowercase) */
 	unsigned flags;     /* TETHER_STORE_* */
 
@@ -124,9 +124,9 @@ struct tether_store_ops {
 	int (*remove_root)(void *impl);
 };
 
-/* For ops filled at run time: struct tether_store_ops o = TETHER_STORE_OPS_INIT;
- * a static one names .version and .size itself. */
-#define TETHER_STORE_OPS_INIT {.version = TETHER_STORE_OPS_VERSION, .size = sizeof(struct tether_store_ops)}
+/* { TETHER_STORE_OPS_INIT, .scheme = "s3", ... }, as every plug-in struct
+ * begins (docs/BACKENDS.md, "Versions and sizes"). */
+#define TETHER_STORE_OPS_INIT TETHER_STRUCT_INIT(struct tether_store_ops, TETHER_STORE_OPS_VERSION)
 
 /* A store module exports this symbol. */
 typedef const struct tether_store_ops *const tether_store_module_t[];

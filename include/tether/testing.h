@@ -27,7 +27,14 @@
 extern "C" {
 #endif
 
+/* Begin a harness with TETHER_HARNESS_INIT: { TETHER_HARNESS_INIT,
+ * .new_object = ..., .mutate = ... }. A harness of a version newer than
+ * the suite's is refused, naming both. */
+#define TETHER_HARNESS_VERSION 1
+#define TETHER_HARNESS_INIT TETHER_STRUCT_INIT(struct tether_harness, TETHER_HARNESS_VERSION)
 struct tether_harness {
+	uint32_t version; /* TETHER_HARNESS_INIT */
+	uint32_t size;
 	/* The backend under test. A harness module may leave it NULL: the
 	 * runner fills in the backend it found by kind. */
 	const struct tether_backend *backend;

@@ -213,7 +213,7 @@ static int file_verify(const struct tether_bctx *ctx, const json_t *locator, con
 	(void)pin_ref;
 	struct tether_bctx only_state = *ctx;
 	only_state.state_only = 1; /* the listing is not compared */
-	struct tether_fingerprint fp;
+	struct tether_fingerprint fp = {TETHER_FINGERPRINT_INIT};
 	int rc = file_fingerprint(&only_state, locator, NULL, &fp);
 	if (rc)
 		return rc;
@@ -515,7 +515,7 @@ static int file_check_state(const json_t *state, const char **bad)
 }
 
 const struct tether_backend tt_backend_file = {
-	.abi = TETHER_BACKEND_ABI,
+	TETHER_BACKEND_INIT,
 	.kind = "file",
 	.maturity = "stable",
 	.summary = "local files and directories (observed: drift is detected, not recoverable)",

@@ -413,7 +413,7 @@ static int mem_check_state(const json_t *state, const char **bad)
 }
 
 const struct tether_backend tt_backend_memory = {
-	.abi = TETHER_BACKEND_ABI,
+	TETHER_BACKEND_INIT,
 	.kind = "memory",
 	.maturity = "stable",
 	.summary = "in-process reference backend (tests only: its store ends with the process)",

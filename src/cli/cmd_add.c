@@ -277,6 +277,7 @@ static int add_object(const struct args *a, json_t *backend_opts, json_t **repor
 		return tether_exit_code(TETHER_ERROR);
 	}
 	struct tether_add_opts opts = {
+		TETHER_ADD_OPTS_INIT,
 		.key = a->pos[0],
 		.uri = a->pos[1],
 		.kind = args_value(a, OPT_KIND),

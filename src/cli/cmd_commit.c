@@ -142,6 +142,7 @@ static int run_commit(const struct args *a)
 	if (rc)
 		return rc;
 	struct tether_commit_opts opts = {
+		TETHER_COMMIT_OPTS_INIT,
 		.message = message,
 		.strict = args_has(a, OPT_STRICT),
 		.progress = out_progress_allowed(),

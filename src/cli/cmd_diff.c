@@ -168,6 +168,7 @@ static int run_diff(const struct args *a)
 	if (rc)
 		return rc;
 	struct tether_diff_opts opts = {
+		TETHER_DIFF_OPTS_INIT,
 		.from = a->npos > 0 ? a->pos[0] : "HEAD",
 		.to = a->npos > 1 ? a->pos[1] : NULL, /* the working state, "@" */
 		.content = args_has(a, OPT_CONTENT),

@@ -101,6 +101,7 @@ static int run_gc(const struct args *a)
 	while (keep && keep[n_keep])
 		n_keep++;
 	struct tether_gc_opts opts = {
+		TETHER_GC_OPTS_INIT,
 		.dry_run = is_dry_run(a),
 		.progress = out_progress_allowed(),
 		.plan_out = args_value(a, OPT_PLAN),

@@ -121,6 +121,7 @@ static int run_log(const struct args *a)
 	if (rc)
 		return rc;
 	struct tether_log_opts opts = {
+		TETHER_LOG_OPTS_INIT,
 		.rev = a->npos > 0 ? a->pos[0] : NULL,
 		.max_count = (int)max_count,
 	};

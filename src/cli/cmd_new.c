@@ -81,6 +81,7 @@ static int run_new(const struct args *a)
 	if (rc)
 		return rc;
 	struct tether_new_opts opts = {
+		TETHER_NEW_OPTS_INIT,
 		.rev = a->npos ? a->pos[0] : NULL,
 		.branch = args_value(a, OPT_BRANCH),
 		.dry_run = args_has(a, OPT_DRY_RUN),

@@ -71,7 +71,7 @@ static int run_open(const struct args *a)
 	int rc = cli_find_repo(&repo);
 	if (rc)
 		return rc;
-	struct tether_open_opts opts = { .key = a->pos[0], .rev = args_value(a, OPT_REV),
+	struct tether_open_opts opts = { TETHER_OPEN_OPTS_INIT, .key = a->pos[0], .rev = args_value(a, OPT_REV),
 	                                 .allow_drift = args_has(a, OPT_ALLOW_DRIFT) };
 	json_t *handle = NULL;
 	int err = tether_open(repo, &opts, &handle);

@@ -32,7 +32,8 @@ static int run_repair(const struct args *a)
 	int rc = cli_find_repo(&repo);
 	if (rc)
 		return rc;
-	struct tether_repair_opts opts = { .all_history = args_has(a, OPT_ALL_HISTORY), .dry_run = args_has(a, OPT_DRY_RUN) };
+	struct tether_repair_opts opts = { TETHER_REPAIR_OPTS_INIT, .all_history = args_has(a, OPT_ALL_HISTORY),
+	                                   .dry_run = args_has(a, OPT_DRY_RUN) };
 	json_t *report = NULL;
 	int err = tether_repair(repo, &opts, &report);
 	tether_repo_free(repo);

@@ -174,6 +174,7 @@ static int run_status(const struct args *a)
 	if (rc)
 		return rc;
 	struct tether_status_opts opts = {
+		TETHER_STATUS_OPTS_INIT,
 		.snapshot = snapshot_choice(a),
 		.progress = out_progress_allowed(),
 	};

@@ -1,6 +1,7 @@
 /* tether add: register an object. Nothing is contacted beyond what the
  * backend needs to build a locator; the manifest records no state until
  * the next commit. */
+#include "core/abi.h"
 #include "core/engine.h"
 
 #include "core/add_options.h"
@@ -76,7 +77,7 @@ static int build_policy(const struct tether_backend *b, const struct tether_bctx
 	json_object_del(backend_opts, "pin");
 	drop_field(b, backend_opts, TETHER_ADD_LOCATOR);
 	json_t *p = NULL;
-	int rc = b->make_policy ? b->make_policy(ctx, backend_opts, &p) : 0;
+	int rc = TT_BACKEND_GET(b, make_policy) ? TT_BACKEND_GET(b, make_policy)(ctx, backend_opts, &p) : 0;
 	json_decref(backend_opts);
 	if (rc)
 		return rc;
@@ -115,13 +116,19 @@ static int build_policy(const struct tether_backend *b, const struct tether_bctx
  * so a manifest never names a store that does not exist. */
 static int create_store(const struct tether_backend *b, const struct tether_bctx *ctx, const json_t *locator)
 {
-	int rc = b->create_store(ctx, locator);
+	int rc = TT_BACKEND_GET(b, create_store)(ctx, locator);
 	return rc ? tether_error_set(rc, "cannot create the store: %s", tether_error_last()) : 0;
 }
 
-int tether_add(tether_repo *repo, const struct tether_add_opts *opts, json_t **report)
+int tether_add(tether_repo *repo, const struct tether_add_opts *caller_opts, json_t **report)
 {
 	*report = NULL;
+	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
+	struct tether_add_opts own;
+	int abi_rc = TT_OPTS_IN("struct tether_add_opts", TETHER_ADD_OPTS_VERSION, caller_opts, &own);
+	if (abi_rc)
+		return abi_rc;
+	const struct tether_add_opts *opts = &own;
 	int rc = tt_key_check(opts->key);
 	if (rc)
 		return rc;
@@ -142,7 +149,7 @@ int tether_add(tether_repo *repo, const struct tether_add_opts *opts, json_t **r
 	}
 	if (rc != TETHER_ENOTFOUND)
 		return rc;
-	if (opts->create && (!(b->caps & TETHER_CAP_CREATE) || !b->create_store))
+	if (opts->create && (!(b->caps & TETHER_CAP_CREATE) || !TT_BACKEND_GET(b, create_store)))
 		return tether_error_set(TETHER_EUSAGE, "kind %s cannot create its stores: make it with its own tools, "
 		                        "then add it", b->kind);
 	struct tether_bctx ctx;
@@ -162,7 +169,7 @@ int tether_add(tether_repo *repo, const struct tether_add_opts *opts, json_t **r
 		json_t *v;
 		json_object_foreach(policy, k, v) {
 			(void)v;
-			if (b->make_policy)
+			if (TT_BACKEND_GET(b, make_policy))
 				json_object_del(backend_opts, k);
 		}
 		if (opts->create)
@@ -194,10 +201,10 @@ int tether_add(tether_repo *repo, const struct tether_add_opts *opts, json_t **r
 		                    tether_tier_name(caps), "manifest", rel, "locator", locator, "warnings", warnings);
 		free(rel);
 	}
-	if (rc && created && b->delete_store) {
+	if (rc && created && TT_BACKEND_GET(b, delete_store)) {
 		/* Nothing half-written: the store goes with the manifest. */
 		char *keep = strdup(tether_error_last());
-		b->delete_store(&ctx, locator);
+		TT_BACKEND_GET(b, delete_store)(&ctx, locator);
 		tether_error_set(rc, "%s", keep);
 		free(keep);
 	}
@@ -208,9 +215,15 @@ int tether_add(tether_repo *repo, const struct tether_add_opts *opts, json_t **r
 	return rc;
 }
 
-int tether_add_history(tether_repo *repo, const struct tether_add_opts *opts, int max, json_t **entries)
+int tether_add_history(tether_repo *repo, const struct tether_add_opts *caller_opts, int max, json_t **entries)
 {
 	*entries = NULL;
+	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
+	struct tether_add_opts own;
+	int abi_rc = TT_OPTS_IN("struct tether_add_opts", TETHER_ADD_OPTS_VERSION, caller_opts, &own);
+	if (abi_rc)
+		return abi_rc;
+	const struct tether_add_opts *opts = &own;
 	if (!opts->kind)
 		return tether_error_set(TETHER_EUSAGE, "--kind is required (`tether backends` lists the kinds)");
 	const struct tether_backend *b = tether_backend_find(opts->kind);
@@ -234,7 +247,7 @@ int tether_add_history(tether_repo *repo, const struct tether_add_opts *opts, in
 	rc = b->make_locator(&ctx, opts->uri, backend_opts, opts->cwd, &locator);
 	json_decref(backend_opts);
 	if (!rc)
-		rc = b->history(&ctx, locator, max, entries);
+		rc = TT_BACKEND_GET(b, history)(&ctx, locator, max, entries);
 	json_decref(locator);
 	return rc;
 }

@@ -1,13 +1,15 @@
 /* Reading backends' `tether add` declarations (add_options.h). */
 #include "core/add_options.h"
 
+#include "core/abi.h"
+
 #include <stdio.h>
 #include <string.h>
 
 int tt_add_option_at(const struct tether_backend *b, size_t i, struct tether_add_option *out)
 {
 	memset(out, 0, sizeof *out);
-	const char *base = b ? (const char *)(const void *)b->add_options : NULL;
+	const char *base = b ? (const char *)(const void *)TT_BACKEND_GET(b, add_options) : NULL;
 	if (!base)
 		return 0;
 	/* The module's stride, not ours: the entries it built are the first
@@ -88,7 +90,7 @@ static const char *entry_fault(const struct tether_add_option *o)
 
 int tt_add_options_check(const struct tether_backend *b)
 {
-	const struct tether_add_option *first = b->add_options;
+	const struct tether_add_option *first = TT_BACKEND_GET(b, add_options);
 	struct tether_add_option o, other;
 	if (first && first->name && !tt_add_option_at(b, 0, &o))
 		return tether_error_set(TETHER_ERROR,

@@ -19,6 +19,7 @@
  * new.auto_fork leaves every object that works on a working branch with
  * one at the state just recorded (auto_fork below). That step comes after
  * the commit, so it never undoes it: what fails there is a warning. */
+#include "core/abi.h"
 #include "core/engine.h"
 
 #include "core/journal.h"
@@ -68,7 +69,7 @@ static int refuse_drift_and_strict(struct commit_run *run, int strict)
 		if (strcmp(o->status, "drifted") == 0) {
 			tether_error_set(TETHER_EREFUSED, "%s: %s", o->m->key, o->detail ? o->detail : "drifted");
 			/* What to do about it is the backend's to say, in its terms. */
-			const char *hint = o->b->drift_hint;
+			const char *hint = TT_BACKEND_GET(o->b, drift_hint);
 			tether_error_set_hint("%s", hint && *hint ? hint : "restore the recorded data");
 			return TETHER_EREFUSED;
 		}
@@ -233,7 +234,7 @@ static int pin_object(struct commit_run *run, struct tt_obj *o, const char *pin_
 		json_incref(pin_ref);
 	} else {
 		int created = 0;
-		int rc = o->b->pin(&o->ctx, o->locator, o->fp.state, pin_id, &pin_ref, &created);
+		int rc = TT_BACKEND_GET(o->b, pin)(&o->ctx, o->locator, o->fp.state, pin_id, &pin_ref, &created);
 		if (rc)
 			return tether_error_set(rc, "%s: cannot pin: %s", o->m->key, tether_error_last());
 		struct created_pin *made = &run->pins[run->npins++];
@@ -318,7 +319,7 @@ static void undo(struct commit_run *run)
 	for (size_t i = 0; i < run->npins; i++) {
 		struct tt_obj *o = run->pins[i].obj;
 		if (run->pins[i].created)
-			o->b->unpin(&o->ctx, o->locator, run->pins[i].pin_ref);
+			TT_BACKEND_GET(o->b, unpin)(&o->ctx, o->locator, run->pins[i].pin_ref);
 	}
 	for (size_t i = 0; i < run->n; i++) {
 		if (!run->old_text[i])
@@ -619,9 +620,15 @@ static void commit_run_free(struct commit_run *run)
 	tt_objs_free(run->objs, run->n);
 }
 
-int tether_commit(tether_repo *repo, const struct tether_commit_opts *opts, json_t **report)
+int tether_commit(tether_repo *repo, const struct tether_commit_opts *caller_opts, json_t **report)
 {
 	*report = NULL;
+	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
+	struct tether_commit_opts own;
+	int abi_rc = TT_OPTS_IN("struct tether_commit_opts", TETHER_COMMIT_OPTS_VERSION, caller_opts, &own);
+	if (abi_rc)
+		return abi_rc;
+	const struct tether_commit_opts *opts = &own;
 	const char *message = NULL;
 	int rc = tt_plan_check_opts(opts->plan_out, opts->from_plan);
 	if (!rc && opts->from_plan)

@@ -1,5 +1,6 @@
 /* tether diff A B: which objects were added, removed or changed between two
  * revisions, and with --content what changed inside each, natively. */
+#include "core/abi.h"
 #include "core/engine.h"
 #include "core/listing_stream.h"
 
@@ -123,9 +124,10 @@ static int streamed_diff(struct tether_repo *repo, const struct tether_backend *
 		tether_error_clear();
 		rc = 0;
 	}
-	struct tether_listing_source src_a = {tt_listing_stream_fill, sa}, src_b = {tt_listing_stream_fill, sb};
+	struct tether_listing_source src_a = {TETHER_LISTING_SOURCE_INIT, .read = tt_listing_stream_fill, .ud = sa};
+	struct tether_listing_source src_b = {TETHER_LISTING_SOURCE_INIT, .read = tt_listing_stream_fill, .ud = sb};
 	if (!rc)
-		rc = be->diff_streams(ctx, tt_manifest_locator(mb), tt_manifest_state(ma), tt_manifest_state(mb),
+		rc = TT_BACKEND_GET(be, diff_streams)(ctx, tt_manifest_locator(mb), tt_manifest_state(ma), tt_manifest_state(mb),
 		                      sa ? &src_a : NULL, sb ? &src_b : NULL, max, out);
 	if (rc)
 		rc = tether_error_set(rc, "%s: %s", mb->key, tether_error_last());
@@ -147,7 +149,7 @@ static int content_diff(struct tether_repo *repo, const struct side *a, const st
 		return 0;
 	struct tether_bctx ctx;
 	tt_repo_bctx(repo, be->kind, mb->key, &ctx);
-	if (be->diff_streams && *a->id && *b->id && strcmp(a->id, "unborn") != 0 && strcmp(b->id, "unborn") != 0)
+	if (TT_BACKEND_GET(be, diff_streams) && *a->id && *b->id && strcmp(a->id, "unborn") != 0 && strcmp(b->id, "unborn") != 0)
 		return streamed_diff(repo, be, &ctx, a, b, ma, mb, max, out);
 	size_t la = 0, lb = 0;
 	char *own_a = NULL, *own_b = NULL;
@@ -156,7 +158,7 @@ static int content_diff(struct tether_repo *repo, const struct side *a, const st
 	if (!rc)
 		rc = load_listing(repo, b, mb, &lb, &own_b, &tb);
 	if (!rc)
-		rc = be->diff(&ctx, tt_manifest_locator(mb), tt_manifest_state(ma), tt_manifest_state(mb), ta, la, tb, lb,
+		rc = TT_BACKEND_GET(be, diff)(&ctx, tt_manifest_locator(mb), tt_manifest_state(ma), tt_manifest_state(mb), ta, la, tb, lb,
 		              max, out);
 	if (rc)
 		rc = tether_error_set(rc, "%s: %s", mb->key, tether_error_last());
@@ -254,9 +256,15 @@ static int compare(struct tether_repo *repo, struct side *a, struct side *b, con
 	return 0;
 }
 
-int tether_diff(tether_repo *repo, const struct tether_diff_opts *opts, json_t **report)
+int tether_diff(tether_repo *repo, const struct tether_diff_opts *caller_opts, json_t **report)
 {
 	*report = NULL;
+	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
+	struct tether_diff_opts own;
+	int abi_rc = TT_OPTS_IN("struct tether_diff_opts", TETHER_DIFF_OPTS_VERSION, caller_opts, &own);
+	if (abi_rc)
+		return abi_rc;
+	const struct tether_diff_opts *opts = &own;
 	struct side a = {0}, b = {0};
 	int rc = load_side(repo, opts->from ? opts->from : "HEAD", &a);
 	if (!rc)

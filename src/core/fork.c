@@ -8,6 +8,7 @@
  * writes nobody has committed are never overwritten. The condition can be
  * checked against the store beforehand, read-only (tt_fork_precheck), so a
  * command refuses before it has moved anything. */
+#include "core/abi.h"
 #include "core/engine.h"
 
 #include "core/pinid.h"
@@ -126,10 +127,10 @@ static int refuse(const struct tt_obj *o, const char *branch, const char *why)
 
 int tt_fork_precheck(struct tt_obj *o, const char *branch, const json_t *expect)
 {
-	if (!o->b->list_working_refs)
+	if (!TT_BACKEND_GET(o->b, list_working_refs))
 		return 0; /* nothing to ask: the fork's own condition decides */
 	json_t *rows = NULL;
-	int rc = o->b->list_working_refs(&o->ctx, tt_manifest_locator(o->m), &rows);
+	int rc = TT_BACKEND_GET(o->b, list_working_refs)(&o->ctx, tt_manifest_locator(o->m), &rows);
 	if (rc) {
 		rc = tether_error_set(rc, "%s: cannot check %s before forking it: %s", o->m->key, branch,
 		                      tether_error_last());
@@ -223,7 +224,7 @@ int tt_fork_object(struct tether_repo *repo, struct tt_obj *o, json_t *ws, const
 	json_t *absent = json_null();
 	json_t *wref = NULL;
 	if (!rc)
-		rc = o->b->fork(&o->ctx, tt_manifest_locator(o->m), state, json_object_get(o->m->doc, "pin_ref"), branch,
+		rc = TT_BACKEND_GET(o->b, fork)(&o->ctx, tt_manifest_locator(o->m), state, json_object_get(o->m->doc, "pin_ref"), branch,
 		                known ? known : absent, &wref);
 	if (rc) {
 		if (!mate || rc != TETHER_EREFUSED)
@@ -264,9 +265,9 @@ void tt_fork_log_undo(struct tt_fork_log *log, char **failed)
 		struct tt_obj *o = d->obj;
 		json_t *wref = NULL;
 		tether_error_clear();
-		int rc = d->before ? o->b->fork(&o->ctx, tt_manifest_locator(o->m), d->before, NULL, d->branch, d->after,
+		int rc = d->before ? TT_BACKEND_GET(o->b, fork)(&o->ctx, tt_manifest_locator(o->m), d->before, NULL, d->branch, d->after,
 		                                &wref)
-		                   : o->b->delete_working_ref(&o->ctx, tt_manifest_locator(o->m), d->wref);
+		                   : TT_BACKEND_GET(o->b, delete_working_ref)(&o->ctx, tt_manifest_locator(o->m), d->wref);
 		json_decref(wref);
 		if (rc && !*failed)
 			*failed = tt_strdupf("%s: %s", o->m->key, tether_error_last());

@@ -8,6 +8,7 @@
  * stops there. --from-plan narrows the candidates found now to the ones the
  * plan names (refusing when one is referenced again), so the
  * preconditions are re-checked against history as it is when applied. */
+#include "core/abi.h"
 #include "core/gc_stores.h"
 #include "core/history.h"
 #include "core/journal.h"
@@ -60,7 +61,7 @@ static int list_store_pins(struct tether_repo *repo, const json_t *store, json_t
 		tt_gc_store_bctx(repo, store, entry, &ctx);
 		json_t *pins = NULL, *view = json_object();
 		tether_error_clear();
-		int rc = b->list_pins(&ctx, json_object_get(entry, "locator"), &pins);
+		int rc = TT_BACKEND_GET(b, list_pins)(&ctx, json_object_get(entry, "locator"), &pins);
 		json_array_foreach(pins, j, ref) {
 			const char *pin = json_string_value(json_object_get(ref, "pin"));
 			if (pin && strncmp(pin, repo->id, 8) == 0 && pin[8] == '.') /* this dataset's */
@@ -281,7 +282,7 @@ static int release_pin(struct tether_repo *repo, const json_t *store, const json
 		struct tether_bctx ctx;
 		tt_gc_store_bctx(repo, store, entry, &ctx);
 		tether_error_clear();
-		int rc = b->unpin(&ctx, json_object_get(entry, "locator"), ref);
+		int rc = TT_BACKEND_GET(b, unpin)(&ctx, json_object_get(entry, "locator"), ref);
 		if (rc)
 			return rc;
 	}
@@ -358,9 +359,15 @@ static int check_opts(struct tether_repo *repo, const struct tether_gc_opts *opt
 	return rc ? rc : tt_repo_check_secrets(repo);
 }
 
-int tether_gc(tether_repo *repo, const struct tether_gc_opts *opts, json_t **report)
+int tether_gc(tether_repo *repo, const struct tether_gc_opts *caller_opts, json_t **report)
 {
 	*report = NULL;
+	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
+	struct tether_gc_opts own;
+	int abi_rc = TT_OPTS_IN("struct tether_gc_opts", TETHER_GC_OPTS_VERSION, caller_opts, &own);
+	if (abi_rc)
+		return abi_rc;
+	const struct tether_gc_opts *opts = &own;
 	struct tt_lock checkout = {-1}, shared = {-1};
 	int dry_run = opts->dry_run || opts->plan_out;
 	int rc = check_opts(repo, opts);

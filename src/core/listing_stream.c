@@ -69,7 +69,7 @@ static void *read_ahead(void *arg)
 		int rc = 0;
 		c->len = 0;
 		while (!rc && got && c->len < CHUNK)
-			if (!(rc = s->ops->read_stream(s->vs, c->data + c->len, CHUNK - c->len, &got)))
+			if (!(rc = TT_VCS_GET(s->ops, read_stream)(s->vs, c->data + c->len, CHUNK - c->len, &got)))
 				c->len += got;
 		if (!rc)
 			sha256_update(&sha, c->len, (const uint8_t *)c->data);
@@ -114,7 +114,8 @@ int tt_listing_stream_open(struct tether_repo *repo, const char *id, const char 
 	if (!s)
 		return tether_error_set(TETHER_ERROR, "out of memory");
 	snprintf(s->hex, sizeof s->hex, "%s", hex);
-	if (!repo->vcs->open_stream) {
+	if (!TT_VCS_GET(repo->vcs, open_stream) || !TT_VCS_GET(repo->vcs, read_stream) ||
+	    !TT_VCS_GET(repo->vcs, close_stream)) {
 		rc = tt_listing_load(repo, id, hex, &s->whole, &s->len);
 		if (rc) {
 			free(s);
@@ -127,7 +128,7 @@ int tt_listing_stream_open(struct tether_repo *repo, const char *id, const char 
 	s->where = tt_repo_vcs_path(repo, rel);
 	free(rel);
 	s->ops = repo->vcs;
-	rc = s->ops->open_stream(repo->vh, id, s->where, &s->vs);
+	rc = TT_VCS_GET(s->ops, open_stream)(repo->vh, id, s->where, &s->vs);
 	if (!rc && !(s->ring = malloc(RING * sizeof *s->ring)))
 		rc = tether_error_set(TETHER_ERROR, "out of memory");
 	if (!rc) {
@@ -198,7 +199,7 @@ void tt_listing_stream_close(struct tt_listing_stream *s)
 		pthread_join(s->thread, NULL);
 	}
 	if (s->ops && s->vs)
-		s->ops->close_stream(s->vs);
+		TT_VCS_GET(s->ops, close_stream)(s->vs);
 	if (s->ring) {
 		pthread_mutex_destroy(&s->mu);
 		pthread_cond_destroy(&s->changed);

@@ -1,5 +1,6 @@
 /* tether log: the dataset's commits (those that touched .tether/), each
  * with the objects it added, removed or changed. */
+#include "core/abi.h"
 #include "core/engine.h"
 
 #include "core/registry.h"
@@ -55,16 +56,22 @@ static int native_log(struct tether_repo *repo, struct tt_manifest *m, int max, 
 		                      objs->b->kind, m->key, tether_tier_name(objs->caps));
 	json_t *entries = NULL;
 	if (!rc)
-		rc = objs->b->history(&objs->ctx, objs->locator, max, &entries);
+		rc = TT_BACKEND_GET(objs->b, history)(&objs->ctx, objs->locator, max, &entries);
 	if (!rc)
 		*report = json_pack("{s:s, s:s, s:o}", "key", m->key, "kind", objs->b->kind, "entries", entries);
 	tt_objs_free(objs, 1);
 	return rc;
 }
 
-int tether_log(tether_repo *repo, const struct tether_log_opts *opts, json_t **report)
+int tether_log(tether_repo *repo, const struct tether_log_opts *caller_opts, json_t **report)
 {
 	*report = NULL;
+	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
+	struct tether_log_opts own;
+	int abi_rc = TT_OPTS_IN("struct tether_log_opts", TETHER_LOG_OPTS_VERSION, caller_opts, &own);
+	if (abi_rc)
+		return abi_rc;
+	const struct tether_log_opts *opts = &own;
 	if (opts->rev && tt_key_check(opts->rev) == 0) {
 		struct tt_manifest m;
 		if (tt_manifest_load_working(repo->root, opts->rev, &m) == 0) {

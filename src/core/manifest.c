@@ -1,4 +1,5 @@
 #include "core/manifest.h"
+#include "core/abi.h"
 #include "core/add_options.h"
 #include "core/validate.h"
 
@@ -89,7 +90,7 @@ static const char *const *policy_choices(const struct tether_backend *b, const c
 		return WRITE_CHOICES;
 	if (strcmp(key, "pin") == 0)
 		return PIN_CHOICES;
-	for (const struct tether_policy_option *o = b ? b->policy_options : NULL; o && o->key; o++)
+	for (const struct tether_policy_option *o = b ? TT_BACKEND_GET(b, policy_options) : NULL; o && o->key; o++)
 		if (strcmp(o->key, key) == 0)
 			return o->choices;
 	/* An add option that lands in the policy, with its values. */
@@ -102,7 +103,7 @@ static const char *const *policy_choices(const struct tether_backend *b, const c
 /* Does b declare any policy key, by policy_options or add_options? */
 static int declares_policy(const struct tether_backend *b)
 {
-	if (b->policy_options)
+	if (TT_BACKEND_GET(b, policy_options))
 		return 1;
 	struct tether_add_option a;
 	for (size_t i = 0; tt_add_option_at(b, i, &a); i++)
@@ -115,10 +116,10 @@ static int declares_policy(const struct tether_backend *b)
 static void policy_keys(const struct tether_backend *b, char *out, size_t n)
 {
 	size_t o = (size_t)snprintf(out, n, "write, pin");
-	for (const struct tether_policy_option *p = b ? b->policy_options : NULL; p && p->key && o < n; p++)
+	for (const struct tether_policy_option *p = b ? TT_BACKEND_GET(b, policy_options) : NULL; p && p->key && o < n; p++)
 		o += (size_t)snprintf(out + o, n - o, ", %s", p->key);
 	struct tether_add_option a;
-	for (size_t i = 0; !(b && b->policy_options) && tt_add_option_at(b, i, &a) && o < n; i++)
+	for (size_t i = 0; !(b && TT_BACKEND_GET(b, policy_options)) && tt_add_option_at(b, i, &a) && o < n; i++)
 		if (a.field == TETHER_ADD_POLICY && a.choices)
 			o += (size_t)snprintf(out + o, n - o, ", %s", a.name);
 }
@@ -130,7 +131,7 @@ static int check_policy(const struct mcheck *c, const json_t *doc, const struct 
 {
 	json_t *policy = json_object_get(doc, "policy");
 	const char *kind = json_string_value(json_object_get(doc, "kind"));
-	int undeclared = !b || (!declares_policy(b) && b->make_policy);
+	int undeclared = !b || (!declares_policy(b) && TT_BACKEND_GET(b, make_policy));
 	const char *k;
 	json_t *v;
 	json_object_foreach(policy, k, v) {
@@ -160,11 +161,11 @@ static int check_policy(const struct mcheck *c, const json_t *doc, const struct 
 static int check_state(const struct mcheck *c, const json_t *doc, const struct tether_backend *b)
 {
 	json_t *state = json_object_get(doc, "state");
-	if (!state || !b || !b->check_state)
+	if (!state || !b || !TT_BACKEND_GET(b, check_state))
 		return 0;
 	const char *key = NULL;
 	tether_error_clear();
-	int rc = b->check_state(state, &key);
+	int rc = TT_BACKEND_GET(b, check_state)(state, &key);
 	if (!rc)
 		return 0;
 	char msg[512];

@@ -32,57 +32,73 @@ static char *library_dir(void)
 	return strdup(real);
 }
 
-static void *try_open(const char *dir, const char *file)
+static void *try_open(const char *dir, const char *file, char **found)
 {
 	char *path = tt_path_join(dir, file);
 	void *h = tt_exists(path) ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
 	if (!h && tt_exists(path))
 		tether_error_set(TETHER_ERROR, "cannot load module %s: %s", path, dlerror());
-	free(path);
+	if (h && found)
+		*found = path;
+	else
+		free(path);
 	return h;
 }
 
-static void *open_module(const char *file)
+static void *open_module(const char *file, char **found)
 {
 	void *h = NULL;
 	const char *env = getenv("TETHER_MODULE_PATH");
 	if (env && *env) {
 		char *copy = strdup(env), *save = NULL;
 		for (char *d = strtok_r(copy, ":", &save); d && !h; d = strtok_r(NULL, ":", &save))
-			h = try_open(d, file);
+			h = try_open(d, file, found);
 		free(copy);
 	}
 	char *libdir = h ? NULL : library_dir();
 	if (libdir) {
 		char *sub = tt_path_join(libdir, "tether");
-		h = try_open(sub, file);
+		h = try_open(sub, file, found);
 		if (!h)
-			h = try_open(libdir, file);
+			h = try_open(libdir, file, found);
 		free(sub);
 		free(libdir);
 	}
 	if (!h)
-		h = try_open(TETHER_MODULEDIR, file);
+		h = try_open(TETHER_MODULEDIR, file, found);
+	return h;
+}
+
+void *tt_module_open(const char *file, char **path, int *missing)
+{
+	pthread_mutex_lock(&module_lock);
+	tether_error_clear();
+	if (path)
+		*path = NULL;
+	void *h = open_module(file, path);
+	if (missing)
+		*missing = !h && !*tether_error_last();
+	if (!h && !*tether_error_last())
+		tether_error_set(TETHER_ENOTFOUND, "module %s not found (searched $TETHER_MODULE_PATH, "
+		                 "libtether's directory and %s)", file, TETHER_MODULEDIR);
+	pthread_mutex_unlock(&module_lock);
 	return h;
 }
 
 void *tt_module_symbol(const char *file, const char *symbol)
 {
-	pthread_mutex_lock(&module_lock);
-	tether_error_clear();
-	void *h = open_module(file);
-	void *sym = NULL;
-	if (!h) {
-		if (!*tether_error_last())
-			tether_error_set(TETHER_ENOTFOUND, "module %s not found (searched $TETHER_MODULE_PATH, "
-			                 "libtether's directory and %s)", file, TETHER_MODULEDIR);
-	} else {
-		sym = dlsym(h, symbol);
-		if (!sym)
-			tether_error_set(TETHER_ERROR, "module %s has no symbol %s", file, symbol);
-	}
-	pthread_mutex_unlock(&module_lock);
+	char *path = NULL;
+	void *h = tt_module_open(file, &path, NULL);
+	void *sym = h ? dlsym(h, symbol) : NULL;
+	if (h && !sym)
+		tether_error_set(TETHER_ERROR, "module %s has no symbol %s", path, symbol);
+	free(path);
 	return sym;
+}
+
+void *tt_module_find(void *handle, const char *symbol)
+{
+	return dlsym(handle, symbol);
 }
 
 static void scan_dir(const char *dir, const char *prefix, json_t *seen, void (*cb)(void *, const char *), void *ud)

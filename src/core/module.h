@@ -8,6 +8,14 @@
 #ifndef TETHER_CORE_MODULE_H
 #define TETHER_CORE_MODULE_H
 
+/* Load `file` (e.g. "tether-backend-dirsnap.so") and return its handle,
+ * and in *path (malloc'd, may be NULL) the file it was found as; NULL with
+ * the error set when it is nowhere on the path (*missing = 1; missing may
+ * be NULL) or there but does not load (*missing = 0). */
+void *tt_module_open(const char *file, char **path, int *missing);
+/* The address of `symbol` in a module tt_module_open gave, or NULL. */
+void *tt_module_find(void *handle, const char *symbol);
+
 /* Load `file` (e.g. "tether-vcs-git.so") and return the address of
  * `symbol` in it, or NULL with TETHER_ENOTFOUND set. A module is loaded
  * once per process. */

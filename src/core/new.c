@@ -12,6 +12,7 @@
  * nothing is left half-done. --from-plan takes the target from the plan and
  * refuses when the plan built now differs from it. */
 #include "core/engine.h"
+#include "core/abi.h"
 
 #include "core/journal.h"
 #include "core/lock.h"
@@ -342,9 +343,15 @@ static int run_new(struct tether_repo *repo, const struct tether_new_opts *opts,
 	return rc;
 }
 
-int tether_new(tether_repo *repo, const struct tether_new_opts *opts, json_t **report)
+int tether_new(tether_repo *repo, const struct tether_new_opts *caller_opts, json_t **report)
 {
 	*report = NULL;
+	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
+	struct tether_new_opts own;
+	int abi_rc = TT_OPTS_IN("struct tether_new_opts", TETHER_NEW_OPTS_VERSION, caller_opts, &own);
+	if (abi_rc)
+		return abi_rc;
+	const struct tether_new_opts *opts = &own;
 	int rc = tt_plan_check_opts(opts->plan_out, opts->from_plan);
 	if (!rc && opts->from_plan && (opts->rev || opts->branch))
 		rc = tether_error_set(TETHER_EUSAGE, "--from-plan takes no REV and no -b: the plan names where to go");

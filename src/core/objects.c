@@ -1,5 +1,6 @@
 /* Objects resolved to backends, and the concurrent snapshot every command
  * that looks at live state starts with. */
+#include "core/abi.h"
 #include "core/engine.h"
 
 #include "core/pinid.h"
@@ -24,7 +25,12 @@ int tt_objs_prepare(struct tether_repo *repo, struct tt_manifest_set *set, int p
 		struct tt_obj *o = &objs[i];
 		o->m = &set->v[i];
 		const char *kind = tt_manifest_kind(o->m);
-		o->b = tether_backend_find(kind);
+		int unknown = 0;
+		o->b = tt_backend_find(kind, &unknown);
+		if (!o->b && !unknown) {
+			rc = tether_error_set(TETHER_ECONFIG, "object '%s': %s", o->m->key, tether_error_last());
+			break;
+		}
 		if (!o->b) {
 			rc = tether_error_set(TETHER_ECONFIG, "object '%s': unknown kind '%s'", o->m->key, kind);
 			tether_error_set_hint("this build has no %s backend: `tether backends` lists what it has", kind);
@@ -68,8 +74,8 @@ static void classify(struct tt_obj *o)
 	}
 	int refused = 0;
 	char *why = NULL;
-	if (o->b->check_drift) {
-		int rc = o->b->check_drift(&o->ctx, o->locator, tt_manifest_policy(o->m), recorded,
+	if (TT_BACKEND_GET(o->b, check_drift)) {
+		int rc = TT_BACKEND_GET(o->b, check_drift)(&o->ctx, o->locator, tt_manifest_policy(o->m), recorded,
 		                           o->fp.state, &refused, &why);
 		if (rc) {
 			o->rc = rc;
@@ -85,6 +91,7 @@ static void snapshot_one(void *ud, size_t i)
 {
 	struct tt_obj *o = &((struct tt_obj *)ud)[i];
 	tether_error_clear();
+	o->fp = (struct tether_fingerprint){TETHER_FINGERPRINT_INIT};
 	o->rc = o->b->fingerprint(&o->ctx, o->locator, tt_manifest_policy(o->m), &o->fp);
 	if (o->rc) {
 		o->error = tt_strdupf("%s: %s", o->m->key, tether_error_last());

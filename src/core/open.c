@@ -2,6 +2,7 @@
  * revision's pinned state, or writable on this workspace's working ref. A
  * handle already given out keeps naming the branch it was opened on: it
  * does not follow a later `tether new` (docs/CLI.md says so). */
+#include "core/abi.h"
 #include "core/engine.h"
 
 #include "core/lock.h"
@@ -61,13 +62,13 @@ static int open_at_rev(struct tether_repo *repo, const char *key, const char *re
 	struct tt_manifest_set one = {m, 1};
 	if (!rc)
 		rc = tt_objs_prepare(repo, &one, 0, &objs);
-	if (!rc && !objs->b->open)
+	if (!rc && !TT_BACKEND_GET(objs->b, open))
 		rc = tether_error_set(TETHER_EREFUSED, "kind %s gives no handles", objs->b->kind);
 	json_t *warning = NULL;
 	if (!rc)
 		rc = check_observed(objs, rev, allow_drift, &warning);
 	if (!rc) {
-		rc = objs->b->open(&objs->ctx, tt_manifest_locator(m), tt_manifest_state(m), json_object_get(m->doc, "pin_ref"),
+		rc = TT_BACKEND_GET(objs->b, open)(&objs->ctx, tt_manifest_locator(m), tt_manifest_state(m), json_object_get(m->doc, "pin_ref"),
 		                   NULL, 1, handle);
 		if (!rc)
 			json_object_set_new(*handle, "rev", json_string(id));
@@ -119,10 +120,10 @@ static int open_working(struct tether_repo *repo, const char *key, json_t **hand
 		free(bookmark);
 		tt_repo_unlock(repo, &checkout, &shared);
 	}
-	if (!rc && !objs->b->open)
+	if (!rc && !TT_BACKEND_GET(objs->b, open))
 		rc = tether_error_set(TETHER_EREFUSED, "kind %s gives no handles", objs->b->kind);
 	if (!rc)
-		rc = objs->b->open(&objs->ctx, tt_manifest_locator(&m), tt_manifest_state(&m),
+		rc = TT_BACKEND_GET(objs->b, open)(&objs->ctx, tt_manifest_locator(&m), tt_manifest_state(&m),
 		                   json_object_get(m.doc, "pin_ref"), objs->working_ref,
 		                   !(objs->caps & TETHER_CAP_FORK), handle);
 	json_decref(ws);
@@ -131,9 +132,15 @@ static int open_working(struct tether_repo *repo, const char *key, json_t **hand
 	return rc;
 }
 
-int tether_open(tether_repo *repo, const struct tether_open_opts *opts, json_t **handle)
+int tether_open(tether_repo *repo, const struct tether_open_opts *caller_opts, json_t **handle)
 {
 	*handle = NULL;
+	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
+	struct tether_open_opts own;
+	int abi_rc = TT_OPTS_IN("struct tether_open_opts", TETHER_OPEN_OPTS_VERSION, caller_opts, &own);
+	if (abi_rc)
+		return abi_rc;
+	const struct tether_open_opts *opts = &own;
 	int rc = tt_key_check(opts->key);
 	if (rc)
 		return rc;

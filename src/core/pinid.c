@@ -1,5 +1,6 @@
 #include "core/pinid.h"
 
+#include "core/abi.h"
 #include "format/cjson.h"
 
 #include <string.h>
@@ -7,8 +8,9 @@
 json_t *tt_content_state(const struct tether_backend *b, const json_t *state)
 {
 	json_t *copy = json_deep_copy(state);
-	for (size_t i = 0; b->volatile_keys && b->volatile_keys[i]; i++)
-		json_object_del(copy, b->volatile_keys[i]);
+	const char *const *keys = TT_BACKEND_GET(b, volatile_keys);
+	for (size_t i = 0; keys && keys[i]; i++)
+		json_object_del(copy, keys[i]);
 	return copy;
 }
 

@@ -7,6 +7,7 @@
  * whose branches are its storage (deleting one drops data, pinned or not). */
 #include "core/prune.h"
 
+#include "core/abi.h"
 #include "core/gc_stores.h"
 #include "core/pinid.h"
 #include "core/registry.h"
@@ -35,11 +36,11 @@ static int live_branches(struct tether_repo *repo, const struct tether_gc_opts *
 	json_t *names = NULL, *ws = NULL, *n;
 	size_t i;
 	int rc = tt_repo_vcs(repo);
-	if (!rc && !repo->vcs->list_bookmarks)
+	if (!rc && !TT_VCS_GET(repo->vcs, list_bookmarks))
 		rc = tether_error_set(TETHER_ECONFIG, "the %s module cannot list bookmarks: rebuild it",
 		                      repo->vcs->name);
 	if (!rc)
-		rc = repo->vcs->list_bookmarks(repo->vh, &names);
+		rc = TT_VCS_GET(repo->vcs, list_bookmarks)(repo->vh, &names);
 	if (!rc)
 		rc = tt_workspace_load(repo, &ws);
 	if (rc) {
@@ -109,11 +110,12 @@ static int prune_store(struct tether_repo *repo, const struct tt_history *h, con
 	tt_gc_store_bctx(repo, store, json_array_get(json_object_get(store, "locators"), 0), &ctx);
 	unsigned caps;
 	int rc = tt_object_caps(b, &ctx, locator, NULL, &caps);
-	if (!rc && (!(caps & TETHER_CAP_FORK) || !b->list_working_refs || !b->delete_working_ref))
+	if (!rc && (!(caps & TETHER_CAP_FORK) || !TT_BACKEND_GET(b, list_working_refs) ||
+	            !TT_BACKEND_GET(b, delete_working_ref)))
 		return 0;
 	json_t *refs = NULL, *r;
 	size_t i;
-	if (!rc && (rc = b->list_working_refs(&ctx, locator, &refs)) != 0)
+	if (!rc && (rc = TT_BACKEND_GET(b, list_working_refs)(&ctx, locator, &refs)) != 0)
 		rc = tether_error_set(rc, "%s store: cannot list its working branches: %s", kind, tether_error_last());
 	if (rc && !json_is_true(json_object_get(store, "in_history"))) {
 		/* Only the journal names it: its system may be gone. */
@@ -171,7 +173,7 @@ static int delete_branch(struct tether_repo *repo, const json_t *p)
 		struct tether_bctx ctx;
 		tt_gc_store_bctx(repo, store, entry, &ctx);
 		tether_error_clear();
-		int rc = b->delete_working_ref(&ctx, json_object_get(entry, "locator"), json_object_get(p, "ref"));
+		int rc = TT_BACKEND_GET(b, delete_working_ref)(&ctx, json_object_get(entry, "locator"), json_object_get(p, "ref"));
 		if (rc)
 			return rc;
 	}

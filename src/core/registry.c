@@ -2,12 +2,15 @@
  * modules named tether-backend-<kind>.so found on the module path. */
 #include "core/registry.h"
 
+#include "core/abi.h"
 #include "core/add_options.h"
 #include "core/module.h"
+#include "core/module_hooks.h"
 #include "util/fsutil.h"
 
 #include <ctype.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,28 +36,50 @@ static const struct tether_backend *find_loaded(const char *kind)
 	return NULL;
 }
 
-static int register_locked(const struct tether_backend *b)
+/* The backend's struct as the engine reads it: a version 3 one through its
+ * adapter, a newer one than the engine knows refused (abi.h). */
+static const struct tether_backend *readable(const struct tether_backend *b, const char *origin)
 {
-	if (!b || b->abi != TETHER_BACKEND_ABI)
-		return tether_error_set(TETHER_ERROR, "backend %s was built for ABI %d, tether has %d",
-		                        b && b->kind ? b->kind : "?", b ? b->abi : 0, TETHER_BACKEND_ABI);
+	if (!b) {
+		tether_error_set(TETHER_ERROR, "%s%sa NULL backend", origin ? origin : "", origin ? ": " : "");
+		return NULL;
+	}
+	/* version sits where version 3's `int abi` did: 3 there is the old layout. */
+	if (b->version == 3)
+		return tt_abi_v3_adapt(b, origin);
+	char what[128];
+	/* kind is where it has been in every version from 4 on. */
+	snprintf(what, sizeof what, "backend '%.64s' (struct tether_backend)",
+	         b->version > 3 && b->kind ? b->kind : "?");
+	if (tt_abi_check(what, origin, b->version, b->size, 3, TETHER_BACKEND_VERSION, TT_BACKEND_V4_SIZE,
+	                 sizeof *b))
+		return NULL;
+	return b;
+}
+
+static int register_locked(const struct tether_backend *b, const char *origin)
+{
+	if (!(b = readable(b, origin)))
+		return TETHER_ERROR;
 	if (!b->kind || !b->identity || !b->fingerprint || !b->make_locator)
 		return tether_error_set(TETHER_ERROR,
 		                        "backend %s lacks kind, make_locator, identity or fingerprint",
 		                        b->kind ? b->kind : "?");
-	if ((b->caps & TETHER_CAP_PIN) && (!b->pin || !b->unpin || !b->list_pins || !b->verify))
+	if ((b->caps & TETHER_CAP_PIN) && (!TT_BACKEND_GET(b, pin) || !TT_BACKEND_GET(b, unpin) ||
+	                                   !TT_BACKEND_GET(b, list_pins) || !TT_BACKEND_GET(b, verify)))
 		return tether_error_set(TETHER_ERROR, "backend %s declares PIN without pin/unpin/list_pins/verify",
 		                        b->kind);
-	if ((b->caps & TETHER_CAP_FORK) && (!b->fork || !b->delete_working_ref || !b->open))
+	if ((b->caps & TETHER_CAP_FORK) && (!TT_BACKEND_GET(b, fork) || !TT_BACKEND_GET(b, delete_working_ref) ||
+	                                    !TT_BACKEND_GET(b, open)))
 		return tether_error_set(TETHER_ERROR, "backend %s declares FORK without fork/delete_working_ref/open",
 		                        b->kind);
-	if ((b->caps & TETHER_CAP_DIFF) && !b->diff)
+	if ((b->caps & TETHER_CAP_DIFF) && !TT_BACKEND_GET(b, diff))
 		return tether_error_set(TETHER_ERROR, "backend %s declares DIFF without diff", b->kind);
-	if ((b->caps & TETHER_CAP_PROMOTE) && !b->promote)
+	if ((b->caps & TETHER_CAP_PROMOTE) && !TT_BACKEND_GET(b, promote))
 		return tether_error_set(TETHER_ERROR, "backend %s declares PROMOTE without promote", b->kind);
-	if ((b->caps & TETHER_CAP_MERGE) && !b->merge)
+	if ((b->caps & TETHER_CAP_MERGE) && !TT_BACKEND_GET(b, merge))
 		return tether_error_set(TETHER_ERROR, "backend %s declares MERGE without merge", b->kind);
-	if ((b->caps & TETHER_CAP_HISTORY) && !b->history)
+	if ((b->caps & TETHER_CAP_HISTORY) && !TT_BACKEND_GET(b, history))
 		return tether_error_set(TETHER_ERROR, "backend %s declares HISTORY without history", b->kind);
 	int bad = tt_add_options_check(b);
 	if (bad)
@@ -70,7 +95,7 @@ static int register_locked(const struct tether_backend *b)
 int tether_backend_register(const struct tether_backend *b)
 {
 	pthread_mutex_lock(&registry_lock);
-	int rc = register_locked(b);
+	int rc = register_locked(b, NULL);
 	pthread_mutex_unlock(&registry_lock);
 	return rc;
 }
@@ -85,31 +110,70 @@ static int kind_is_safe(const char *kind)
 	return 1;
 }
 
-static const struct tether_backend *load_module(const char *kind)
+/* The backends a loaded module offers: its struct tether_module's, or the
+ * older bare array's. Runs the module's init, once, and keeps its
+ * shutdown for the end (module_hooks.c). NULL with the error set when the
+ * module is not one tether can use. */
+static const struct tether_backend *const *module_backends(void *h, const char *path)
 {
-	char *file = tt_strdupf("tether-backend-%s.so", kind);
-	const struct tether_backend *const *list = tt_module_symbol(file, "tether_backend_module");
-	free(file);
-	if (!list)
-		return NULL;
-	const struct tether_backend *found = NULL;
-	for (size_t i = 0; list[i]; i++) {
-		if (register_locked(list[i]) != 0 && !find_loaded(list[i]->kind))
-			return NULL;
-		if (strcmp(list[i]->kind, kind) == 0)
-			found = list[i];
+	const struct tether_module *m = tt_module_find(h, "tether_module");
+	if (!m) {
+		const struct tether_backend *const *list = tt_module_find(h, "tether_backend_module");
+		if (!list)
+			tether_error_set(TETHER_ERROR, "module %s exports neither tether_module nor tether_backend_module",
+			                 path);
+		return list;
 	}
+	if (tt_abi_check("struct tether_module", path, m->version, m->size, 1, TETHER_MODULE_VERSION,
+	                 TT_MODULE_V1_SIZE, sizeof *m))
+		return NULL;
+	if (!m->backends) {
+		tether_error_set(TETHER_ERROR, "module %s: its tether_module has no backends", path);
+		return NULL;
+	}
+	if (tt_module_hooks_start(m, path) != 0)
+		return NULL;
+	return m->backends;
+}
+
+static const struct tether_backend *load_module(const char *kind, int *missing)
+{
+	char *file = tt_strdupf("tether-backend-%s.so", kind), *path = NULL;
+	void *h = tt_module_open(file, &path, missing);
+	free(file);
+	const struct tether_backend *const *list = h ? module_backends(h, path) : NULL;
+	const struct tether_backend *found = NULL;
+	for (size_t i = 0; list && list[i]; i++) {
+		const struct tether_backend *b = readable(list[i], path);
+		if (!b || (register_locked(b, path) != 0 && !find_loaded(b->kind))) {
+			found = NULL;
+			break;
+		}
+		if (strcmp(b->kind, kind) == 0)
+			found = find_loaded(kind);
+	}
+	free(path);
 	return found;
 }
 
 const struct tether_backend *tether_backend_find(const char *kind)
 {
+	return tt_backend_find(kind, NULL);
+}
+
+const struct tether_backend *tt_backend_find(const char *kind, int *unknown)
+{
 	pthread_mutex_lock(&registry_lock);
 	const struct tether_backend *b = find_loaded(kind);
+	int missing = 1;
 	if (!b && kind_is_safe(kind))
-		b = load_module(kind);
+		b = load_module(kind, &missing);
 	pthread_mutex_unlock(&registry_lock);
-	if (!b) {
+	/* A module that is there but cannot be used says why (a version newer
+	 * than this tether's, say); only a kind no module offers is unknown. */
+	if (unknown)
+		*unknown = !b && (missing || !*tether_error_last());
+	if (!b && (missing || !*tether_error_last())) {
 		tether_error_set(TETHER_EUSAGE, "unknown kind '%s'", kind);
 		tether_error_set_hint("`tether backends` lists the kinds this build knows");
 	}
@@ -170,7 +234,7 @@ static void load_listed_module(void *ud, const char *name)
 	(void)ud;
 	char *kind = strndup(name + strlen("tether-backend-"), strlen(name) - strlen("tether-backend-") - 3);
 	pthread_mutex_lock(&registry_lock);
-	if (kind_is_safe(kind) && !find_loaded(kind) && !load_module(kind))
+	if (kind_is_safe(kind) && !find_loaded(kind) && !load_module(kind, NULL))
 		tether_error_clear(); /* a module that does not load is left out */
 	pthread_mutex_unlock(&registry_lock);
 	free(kind);
@@ -237,8 +301,10 @@ int tt_object_caps(const struct tether_backend *b, const struct tether_bctx *ctx
                    const json_t *locator, const json_t *policy, unsigned *caps)
 {
 	*caps = b->caps;
-	if (b->effective_capabilities) {
-		int rc = b->effective_capabilities(ctx, locator, policy, caps);
+	int (*effective)(const struct tether_bctx *, const json_t *, const json_t *, unsigned *) =
+		TT_BACKEND_GET(b, effective_capabilities);
+	if (effective) {
+		int rc = effective(ctx, locator, policy, caps);
 		if (rc)
 			return rc;
 	}

@@ -14,6 +14,10 @@ void tt_backends_load_modules(void);
 const struct tether_backend **tt_backends_loaded(size_t *n);
 /* A backend already known, without loading a module; NULL otherwise. */
 const struct tether_backend *tt_backend_find_loaded(const char *kind);
+/* tether_backend_find, also saying (*unknown, may be NULL) whether a
+ * failure means no module offers the kind, as against a module that is
+ * there and was refused (its message then says why). */
+const struct tether_backend *tt_backend_find(const char *kind, int *unknown);
 
 /* Capabilities of one object: the backend's, refined by
  * effective_capabilities, less PIN under `pin = "record"`. */

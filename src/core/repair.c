@@ -2,6 +2,7 @@
  * holds the state. A pin's id is kept; the backend may hand back another
  * native ref (Icechunk's tag generations), which the working manifest then
  * records. States the system no longer holds are reported, not invented. */
+#include "core/abi.h"
 #include "core/history.h"
 #include "core/lock.h"
 #include "core/registry.h"
@@ -57,14 +58,14 @@ static json_t *repair_one(struct tether_repo *repo, json_t *rec, int dry_run)
 		return NULL; /* nothing pinned natively: nothing to repair */
 	int ok = 0;
 	char *detail = NULL;
-	if (b->verify(&ctx, locator, state, json_object_get(rec, "pin_ref"), &ok, &detail) != 0)
+	if (TT_BACKEND_GET(b, verify)(&ctx, locator, state, json_object_get(rec, "pin_ref"), &ok, &detail) != 0)
 		return outcome(rec, "failed", tether_error_last());
 	if (ok)
 		return outcome(rec, "held", NULL);
 	free(detail);
 	detail = NULL;
 	int held = 0;
-	if (b->verify(&ctx, locator, state, NULL, &held, &detail) != 0 || !held) {
+	if (TT_BACKEND_GET(b, verify)(&ctx, locator, state, NULL, &held, &detail) != 0 || !held) {
 		json_t *r = outcome(rec, "lost", detail ? detail : "the system no longer holds this state");
 		free(detail);
 		return r;
@@ -74,7 +75,7 @@ static json_t *repair_one(struct tether_repo *repo, json_t *rec, int dry_run)
 		return outcome(rec, "would-repin", NULL);
 	json_t *pin_ref = NULL;
 	int created = 0; /* a repair never takes a pin back */
-	if (b->pin(&ctx, locator, state, pin, &pin_ref, &created) != 0)
+	if (TT_BACKEND_GET(b, pin)(&ctx, locator, state, pin, &pin_ref, &created) != 0)
 		return outcome(rec, "failed", tether_error_last());
 	int rc = record_new_ref(repo, rec, pin_ref);
 	json_t *r = rc ? outcome(rec, "failed", tether_error_last()) : outcome(rec, "repinned", NULL);
@@ -82,9 +83,15 @@ static json_t *repair_one(struct tether_repo *repo, json_t *rec, int dry_run)
 	return r;
 }
 
-int tether_repair(tether_repo *repo, const struct tether_repair_opts *opts, json_t **report)
+int tether_repair(tether_repo *repo, const struct tether_repair_opts *caller_opts, json_t **report)
 {
 	*report = NULL;
+	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
+	struct tether_repair_opts own;
+	int abi_rc = TT_OPTS_IN("struct tether_repair_opts", TETHER_REPAIR_OPTS_VERSION, caller_opts, &own);
+	if (abi_rc)
+		return abi_rc;
+	const struct tether_repair_opts *opts = &own;
 	struct tt_lock checkout = {-1}, shared = {-1};
 	int rc = tt_repo_check_secrets(repo);
 	if (!rc)

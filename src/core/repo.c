@@ -1,5 +1,6 @@
 #include "core/repo.h"
 
+#include "core/abi.h"
 #include "core/add_options.h"
 #include "core/lock.h"
 #include "core/module.h"
@@ -227,15 +228,16 @@ static int check_backend_tables(const struct cfgcheck *c, const json_t *backends
 			tether_error_clear();
 			continue;
 		}
-		if (!b->config_keys)
+		const char *const *keys = TT_BACKEND_GET(b, config_keys);
+		if (!keys)
 			continue;
 		char allowed[512] = "";
 		size_t o = 0;
-		for (size_t i = 0; b->config_keys[i] && o < sizeof allowed; i++)
-			o += (size_t)snprintf(allowed + o, sizeof allowed - o, "%s%s", i ? ", " : "", b->config_keys[i]);
+		for (size_t i = 0; keys[i] && o < sizeof allowed; i++)
+			o += (size_t)snprintf(allowed + o, sizeof allowed - o, "%s%s", i ? ", " : "", keys[i]);
 		char tname[128];
 		snprintf(tname, sizeof tname, "backends.%s", kind);
-		int rc = check_known(c, table, tname, b->config_keys, o ? allowed : "none");
+		int rc = check_known(c, table, tname, keys, o ? allowed : "none");
 		if (rc)
 			return rc;
 	}
@@ -459,7 +461,7 @@ char *tt_repo_vcs_path(const struct tether_repo *repo, const char *dataset_rel)
 
 void tt_repo_bctx(struct tether_repo *repo, const char *kind, const char *key, struct tether_bctx *ctx)
 {
-	memset(ctx, 0, sizeof *ctx);
+	*ctx = (struct tether_bctx){TETHER_BCTX_INIT};
 	ctx->dataset_root = repo->root;
 	ctx->dataset_id = repo->id;
 	ctx->cache_dir = repo->cache_dir;
@@ -551,20 +553,21 @@ int tt_repo_check_object_secrets(const struct tether_repo *repo, const struct te
                                  const char *key)
 {
 	json_t *mine = json_object_get(json_object_get(repo->secrets, "objects"), key);
-	if (!mine || !b->secret_keys)
+	const char *const *keys = TT_BACKEND_GET(b, secret_keys);
+	if (!mine || !keys)
 		return 0;
 	const char *k;
 	json_t *v;
 	json_object_foreach(mine, k, v) {
 		size_t i = 0;
-		while (b->secret_keys[i] && strcmp(b->secret_keys[i], k) != 0)
+		while (keys[i] && strcmp(keys[i], k) != 0)
 			i++;
-		if (b->secret_keys[i])
+		if (keys[i])
 			continue;
 		char allowed[256] = "", *path = tt_path_join(repo->tether_dir, "secrets.toml");
 		size_t o = 0;
-		for (i = 0; b->secret_keys[i] && o < sizeof allowed; i++)
-			o += (size_t)snprintf(allowed + o, sizeof allowed - o, "%s%s", i ? ", " : "", b->secret_keys[i]);
+		for (i = 0; keys[i] && o < sizeof allowed; i++)
+			o += (size_t)snprintf(allowed + o, sizeof allowed - o, "%s%s", i ? ", " : "", keys[i]);
 		struct cfgcheck c = {path, repo->secrets_where};
 		int rc = refuse_at(&c, mine, k, "unknown key '%s' in objects.\"%s\" (kind %s reads %s)", k, key, b->kind,
 		                   *allowed ? allowed : "none");

@@ -1,6 +1,7 @@
 /* tether status: per object, how the live state compares with the recorded
  * one, and how the manifest compares with the last commit. */
 #include "core/engine.h"
+#include "core/abi.h"
 
 #include "util/fsutil.h"
 
@@ -32,9 +33,15 @@ static json_t *object_report(const struct tt_obj *o, const json_t *head, int sna
 	                 failed ? o->error : o->detail);
 }
 
-int tether_status(tether_repo *repo, const struct tether_status_opts *opts, json_t **report)
+int tether_status(tether_repo *repo, const struct tether_status_opts *caller_opts, json_t **report)
 {
 	*report = NULL;
+	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
+	struct tether_status_opts own;
+	int abi_rc = TT_OPTS_IN("struct tether_status_opts", TETHER_STATUS_OPTS_VERSION, caller_opts, &own);
+	if (abi_rc)
+		return abi_rc;
+	const struct tether_status_opts *opts = &own;
 	int snapshot = opts->snapshot < 0 ? tt_repo_config_bool(repo, "snapshot", "auto", 1) : opts->snapshot;
 	struct tt_manifest_set work;
 	json_t *head = NULL;

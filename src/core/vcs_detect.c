@@ -15,6 +15,7 @@
 
 #include <tether/backend.h>
 
+#include "core/abi.h"
 #include "core/module.h"
 #include "util/fsutil.h"
 
@@ -35,14 +36,17 @@ static int has_entry(const char *dir, const char *name)
 
 static const struct tether_vcs_ops *ops_of(const char *module)
 {
-	const struct tether_vcs_ops *const *list = tt_module_symbol(module, "tether_vcs_module");
-	if (!list)
-		return NULL;
-	if (!list[0] || list[0]->abi != TETHER_VCS_ABI) {
-		tether_error_set(TETHER_ERROR, "%s was built for another tether", module);
-		return NULL;
-	}
-	return list[0];
+	char *path = NULL;
+	void *h = tt_module_open(module, &path, NULL);
+	const struct tether_vcs_ops *const *list = h ? tt_module_find(h, "tether_vcs_module") : NULL;
+	const struct tether_vcs_ops *ops = list ? list[0] : NULL;
+	if (h && !ops)
+		tether_error_set(TETHER_ERROR, "module %s has no usable tether_vcs_module", path);
+	else if (ops && tt_abi_check("struct tether_vcs_ops", path, ops->version, ops->size, 3,
+	                             TETHER_VCS_OPS_VERSION, TT_VCS_OPS_V3_SIZE, sizeof *ops))
+		ops = NULL;
+	free(path);
+	return ops;
 }
 
 /* Is anything under level/.jj tracked by the git repository enclosing

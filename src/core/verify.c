@@ -1,5 +1,6 @@
 /* tether verify: every recorded state is still what it says: pins still
  * held by their systems, observed data unchanged, listings intact. */
+#include "core/abi.h"
 #include "core/engine.h"
 #include "core/history.h"
 #include "core/registry.h"
@@ -34,8 +35,8 @@ static void verify_one(void *ud, size_t i)
 	int ok = 1;
 	char *detail = NULL;
 	tether_error_clear();
-	if (o->b->verify) {
-		int rc = o->b->verify(&o->ctx, o->locator, state, json_object_get(o->m->doc, "pin_ref"),
+	if (TT_BACKEND_GET(o->b, verify)) {
+		int rc = TT_BACKEND_GET(o->b, verify)(&o->ctx, o->locator, state, json_object_get(o->m->doc, "pin_ref"),
 		                      &ok, &detail);
 		if (rc) {
 			ok = 0;
@@ -91,7 +92,7 @@ static json_t *settled_result(const json_t *rec, const struct tether_backend *b)
 	 * nothing to hold it, so nothing to check. */
 	if (!(b->caps & (TETHER_CAP_PIN | TETHER_CAP_ADDRESSABLE)))
 		return record_result(rec, 1, "observed only: past states are not recoverable");
-	if (!json_object_get(rec, "state") || !b->verify)
+	if (!json_object_get(rec, "state") || !TT_BACKEND_GET(b, verify))
 		return record_result(rec, 1, NULL);
 	return NULL;
 }
@@ -116,7 +117,7 @@ static void verify_each(struct history_job *job, const struct store_group *g, co
 		int ok = 1;
 		char *detail = NULL;
 		tether_error_clear();
-		int rc = g->b->verify(ctx, json_object_get(rec, "locator"), json_object_get(rec, "state"),
+		int rc = TT_BACKEND_GET(g->b, verify)(ctx, json_object_get(rec, "locator"), json_object_get(rec, "state"),
 		                      json_object_get(rec, "pin_ref"), &ok, &detail);
 		if (rc) {
 			ok = 0;
@@ -135,18 +136,19 @@ static void verify_group(void *ud, size_t i)
 	json_t *first = job->records[g->members[0]];
 	struct tether_bctx ctx;
 	tt_repo_bctx(job->repo, record_kind(first), record_key(first), &ctx);
-	struct tether_verify_item *items = g->b->verify_many && g->n > 1 ? calloc(g->n, sizeof *items) : NULL;
+	struct tether_verify_item *items = TT_BACKEND_GET(g->b, verify_many) && g->n > 1 ? calloc(g->n, sizeof *items) : NULL;
 	if (!items) {
 		verify_each(job, g, &ctx);
 		return;
 	}
 	for (size_t m = 0; m < g->n; m++) {
 		json_t *rec = job->records[g->members[m]];
-		items[m] = (struct tether_verify_item){json_object_get(rec, "locator"), json_object_get(rec, "state"),
-		                                       json_object_get(rec, "pin_ref"), 0, NULL};
+		items[m] = (struct tether_verify_item){TETHER_VERIFY_ITEM_INIT, .locator = json_object_get(rec, "locator"),
+		                                       .state = json_object_get(rec, "state"),
+		                                       .pin_ref = json_object_get(rec, "pin_ref")};
 	}
 	tether_error_clear();
-	if (g->b->verify_many(&ctx, items, g->n) < 0) {
+	if (TT_BACKEND_GET(g->b, verify_many)(&ctx, items, g->n) < 0) {
 		verify_each(job, g, &ctx); /* the store as a whole failed: each state says why */
 	} else {
 		for (size_t m = 0; m < g->n; m++)
@@ -238,9 +240,15 @@ static int verify_history(struct tether_repo *repo, json_t **report)
 	return 0;
 }
 
-int tether_verify(tether_repo *repo, const struct tether_verify_opts *opts, json_t **report)
+int tether_verify(tether_repo *repo, const struct tether_verify_opts *caller_opts, json_t **report)
 {
 	*report = NULL;
+	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
+	struct tether_verify_opts own;
+	int abi_rc = TT_OPTS_IN("struct tether_verify_opts", TETHER_VERIFY_OPTS_VERSION, caller_opts, &own);
+	if (abi_rc)
+		return abi_rc;
+	const struct tether_verify_opts *opts = &own;
 	if (opts->all_history) {
 		int rc = tt_repo_check_secrets(repo);
 		return rc ? rc : verify_history(repo, report);

@@ -506,8 +506,7 @@ static int local_open(const char *uri, const json_t *options, void **impl)
 }
 
 const struct tether_store_ops tt_store_local_ops = {
-	.version = TETHER_STORE_OPS_VERSION,
-	.size = sizeof(struct tether_store_ops),
+	TETHER_STORE_OPS_INIT,
 	.scheme = "file",
 	.flags = 0,
 	.open = local_open,

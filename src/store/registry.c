@@ -48,11 +48,11 @@ static int register_locked(const struct tether_store_ops *ops)
 	                           : "?";
 	if (ops->version < 1 || ops->version > TETHER_STORE_OPS_VERSION)
 		return tether_error_set(TETHER_ERROR,
-		                        "store %s was built for store ops version %d; this tether has version %d",
+		                        "store %s was built for store ops version %u; this tether has version %d",
 		                        name, ops->version, TETHER_STORE_OPS_VERSION);
 	/* Version 1's required members all lie inside its size. */
 	if (ops->size < offsetof(struct tether_store_ops, list) + sizeof ops->list || ops->size > (1u << 16))
-		return tether_error_set(TETHER_ERROR, "store %s: ops size %zu is not that of version %d", name,
+		return tether_error_set(TETHER_ERROR, "store %s: ops size %u is not that of version %u", name,
 		                        ops->size, ops->version);
 	if (!scheme_is_valid(ops->scheme))
 		return tether_error_set(TETHER_ERROR, "store ops: scheme \"%s\" is not lowercase letters, digits, "

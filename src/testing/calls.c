@@ -3,6 +3,7 @@
  * that names the call, its error code and the backend's message, and
  * everything a call returns is freed or undone when the check ends. */
 #define _XOPEN_SOURCE 700 /* nftw */
+#include "core/abi.h"
 #include "testing/suite.h"
 
 #include <ftw.h>
@@ -169,7 +170,7 @@ int conf_new_locator(struct conf_run *r, json_t **locator)
 	const struct tether_harness *h = r->s->h;
 	json_t *loc = NULL;
 	tether_error_clear();
-	int rc = h->new_locator(h->ud, &loc);
+	int rc = TT_STRUCT_GET(struct tether_harness, h, new_locator)(h->ud, &loc);
 	rc = harness_result(r, "harness new_locator", rc, loc);
 	if (rc)
 		return rc;
@@ -226,8 +227,7 @@ int conf_fingerprint(struct conf_run *r, const json_t *loc, json_t **state, cons
 int conf_fingerprint_as(struct conf_run *r, const char *what, const json_t *loc, json_t **state,
                         const char **listing, size_t *listing_len)
 {
-	struct tether_fingerprint fp;
-	memset(&fp, 0, sizeof fp);
+	struct tether_fingerprint fp = {TETHER_FINGERPRINT_INIT};
 	tether_error_clear();
 	int rc = r->b->fingerprint(&r->s->ctx, loc, r->s->policy, &fp);
 	conf_keep(r, fp.state);
@@ -279,7 +279,7 @@ int conf_pin_created(struct conf_run *r, const json_t *loc, const json_t *state,
 	json_t *ref = NULL;
 	int made = -1;
 	tether_error_clear();
-	rc = r->b->pin(&r->s->ctx, loc, state, pin_id, &ref, &made);
+	rc = TT_BACKEND_GET(r->b, pin)(&r->s->ctx, loc, state, pin_id, &ref, &made);
 	conf_keep(r, ref);
 	if (rc)
 		return conf_call_failed(r, "pin", rc);
@@ -312,7 +312,7 @@ int conf_pin_if_pinnable(struct conf_run *r, const json_t *loc, const json_t *st
 int conf_unpin(struct conf_run *r, const json_t *loc, const json_t *pin_ref)
 {
 	tether_error_clear();
-	int rc = r->b->unpin(&r->s->ctx, loc, pin_ref);
+	int rc = TT_BACKEND_GET(r->b, unpin)(&r->s->ctx, loc, pin_ref);
 	if (rc)
 		return conf_call_failed(r, "unpin", rc);
 	conf_undo_drop(r, UNDO_PIN, pin_ref);
@@ -323,7 +323,7 @@ int conf_list_pins(struct conf_run *r, const json_t *loc, json_t **refs)
 {
 	json_t *list = NULL;
 	tether_error_clear();
-	int rc = r->b->list_pins(&r->s->ctx, loc, &list);
+	int rc = TT_BACKEND_GET(r->b, list_pins)(&r->s->ctx, loc, &list);
 	conf_keep(r, list);
 	if (rc)
 		return conf_call_failed(r, "list_pins", rc);
@@ -339,7 +339,7 @@ int conf_verify(struct conf_run *r, const json_t *loc, const json_t *state, cons
 	char *d = NULL;
 	int o = -1;
 	tether_error_clear();
-	int rc = r->b->verify(&r->s->ctx, loc, state, pin_ref, &o, &d);
+	int rc = TT_BACKEND_GET(r->b, verify)(&r->s->ctx, loc, state, pin_ref, &o, &d);
 	conf_keep_str(r, d);
 	if (rc)
 		return conf_call_failed(r, "verify", rc);
@@ -358,7 +358,7 @@ int conf_fork(struct conf_run *r, const json_t *loc, const json_t *state, const 
 {
 	json_t *ref = NULL;
 	tether_error_clear();
-	int rc = r->b->fork(&r->s->ctx, loc, state, pin_ref, branch, expect, &ref);
+	int rc = TT_BACKEND_GET(r->b, fork)(&r->s->ctx, loc, state, pin_ref, branch, expect, &ref);
 	conf_keep(r, ref);
 	if (rc)
 		return conf_call_failed(r, "fork", rc);
@@ -374,7 +374,7 @@ int conf_open(struct conf_run *r, const json_t *loc, const json_t *state, const 
 {
 	json_t *hd = NULL;
 	tether_error_clear();
-	int rc = r->b->open(&r->s->ctx, loc, state, pin_ref, working_ref, read_only, &hd);
+	int rc = TT_BACKEND_GET(r->b, open)(&r->s->ctx, loc, state, pin_ref, working_ref, read_only, &hd);
 	conf_keep(r, hd);
 	if (rc)
 		return conf_call_failed(r, read_only ? "open (read-only)" : "open (writable)", rc);

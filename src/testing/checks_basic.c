@@ -1,6 +1,7 @@
 /* Checks every backend answers: the struct itself, locators, identity,
  * fingerprints, volatile keys, verify and open where present, and calls
  * on several objects at once. */
+#include "core/abi.h"
 #include "testing/suite.h"
 
 #include <pthread.h>
@@ -21,19 +22,21 @@ const char *conf_missing_function(const struct tether_backend *b, unsigned caps)
 		return "every backend needs identity";
 	if (!b->fingerprint)
 		return "every backend needs fingerprint";
-	if ((caps & TETHER_CAP_PIN) && (!b->pin || !b->unpin || !b->list_pins || !b->verify))
+	if ((caps & TETHER_CAP_PIN) && (!TT_BACKEND_GET(b, pin) || !TT_BACKEND_GET(b, unpin) ||
+	                                !TT_BACKEND_GET(b, list_pins) || !TT_BACKEND_GET(b, verify)))
 		return "PIN needs pin, unpin, list_pins and verify";
-	if ((caps & TETHER_CAP_FORK) && (!b->fork || !b->delete_working_ref || !b->open))
+	if ((caps & TETHER_CAP_FORK) && (!TT_BACKEND_GET(b, fork) || !TT_BACKEND_GET(b, delete_working_ref) ||
+	                                 !TT_BACKEND_GET(b, open)))
 		return "FORK needs fork, delete_working_ref and open";
-	if ((caps & TETHER_CAP_DIFF) && !b->diff)
+	if ((caps & TETHER_CAP_DIFF) && !TT_BACKEND_GET(b, diff))
 		return "DIFF needs diff";
-	if ((caps & TETHER_CAP_HISTORY) && !b->history)
+	if ((caps & TETHER_CAP_HISTORY) && !TT_BACKEND_GET(b, history))
 		return "HISTORY needs history";
-	if ((caps & TETHER_CAP_PROMOTE) && !b->promote)
+	if ((caps & TETHER_CAP_PROMOTE) && !TT_BACKEND_GET(b, promote))
 		return "PROMOTE needs promote";
-	if ((caps & TETHER_CAP_MERGE) && !b->merge)
+	if ((caps & TETHER_CAP_MERGE) && !TT_BACKEND_GET(b, merge))
 		return "MERGE needs merge";
-	if ((caps & TETHER_CAP_CREATE) && (!b->create_store || !b->delete_store))
+	if ((caps & TETHER_CAP_CREATE) && (!TT_BACKEND_GET(b, create_store) || !TT_BACKEND_GET(b, delete_store)))
 		return "CREATE needs create_store and delete_store";
 	return NULL;
 }
@@ -74,8 +77,14 @@ static int check_struct(struct conf_run *r)
 {
 	const struct tether_backend *b = r->b;
 	unsigned harness_caps = r->s->h->caps;
-	if (b->abi != TETHER_BACKEND_ABI)
-		return conf_fail(r, "abi is %d, not TETHER_BACKEND_ABI (%d)", b->abi, TETHER_BACKEND_ABI);
+	/* A version 3 backend reaches the suite as tether's adapter of it,
+	 * which is version 4: anything below is not a backend tether reads. */
+	if (b->version < 4 || b->version > TETHER_BACKEND_VERSION)
+		return conf_fail(r, "version is %u; this tether reads backends of versions 4 to %u",
+		                 (unsigned)b->version, (unsigned)TETHER_BACKEND_VERSION);
+	if (b->size < TT_BACKEND_V4_SIZE || b->size > sizeof *b)
+		return conf_fail(r, "size is %u, which no version up to %u has (begin the struct with "
+		                 "TETHER_BACKEND_INIT)", (unsigned)b->size, (unsigned)TETHER_BACKEND_VERSION);
 	if (!kind_is_safe(b->kind))
 		return conf_fail(r, "kind \"%s\" is not 1-64 characters of a-z, 0-9, '-' and '_'", b->kind);
 	if (!b->maturity || (strcmp(b->maturity, "stable") != 0 && strcmp(b->maturity, "experimental") != 0))
@@ -91,32 +100,33 @@ static int check_struct(struct conf_run *r)
 	if (harness_caps) {
 		if ((why = caps_inconsistent(harness_caps)))
 			return conf_fail(r, "the harness's caps: %s", why);
-		if ((harness_caps & ~b->caps) && !b->effective_capabilities)
+		if ((harness_caps & ~b->caps) && !TT_BACKEND_GET(b, effective_capabilities))
 			return conf_fail(r, "the harness checks capabilities the backend neither declares nor grants "
 			                 "through effective_capabilities");
 		if ((why = conf_missing_function(b, harness_caps)))
 			return conf_fail(r, "for the harness's caps: %s", why);
 	}
-	for (size_t i = 0; b->volatile_keys && b->volatile_keys[i]; i++) {
-		if (!*b->volatile_keys[i])
+	const char *const *vk = TT_BACKEND_GET(b, volatile_keys);
+	for (size_t i = 0; vk && vk[i]; i++) {
+		if (!*vk[i])
 			return conf_fail(r, "volatile_keys[%zu] is empty", i);
 		for (size_t j = 0; j < i; j++)
-			if (strcmp(b->volatile_keys[i], b->volatile_keys[j]) == 0)
-				return conf_fail(r, "volatile key \"%s\" is listed twice", b->volatile_keys[i]);
+			if (strcmp(vk[i], vk[j]) == 0)
+				return conf_fail(r, "volatile key \"%s\" is listed twice", vk[i]);
 	}
 	return 0;
 }
 
 static int has_effective_caps(const struct conf_suite *s)
 {
-	return s->b->effective_capabilities != NULL;
+	return TT_BACKEND_GET(s->b, effective_capabilities) != NULL;
 }
 
 static int check_effective_caps(struct conf_run *r)
 {
 	unsigned caps = r->b->caps;
 	tether_error_clear();
-	int rc = r->b->effective_capabilities(&r->s->ctx, r->loc, r->s->policy, &caps);
+	int rc = TT_BACKEND_GET(r->b, effective_capabilities)(&r->s->ctx, r->loc, r->s->policy, &caps);
 	if (rc)
 		return conf_call_failed(r, "effective_capabilities", rc);
 	unsigned wanted = r->s->caps & ~(unsigned)TETHER_CAP_PIN; /* pin = "record" may take PIN away */
@@ -235,7 +245,7 @@ static int check_volatile(struct conf_run *r)
  * the engine would refuse the manifest `tether add` just wrote. */
 static int has_declared_policy(const struct conf_suite *s)
 {
-	return s->b->policy_options != NULL;
+	return TT_BACKEND_GET(s->b, policy_options) != NULL;
 }
 
 static int check_policy_declared(struct conf_run *r)
@@ -245,7 +255,7 @@ static int check_policy_declared(struct conf_run *r)
 	json_object_foreach(r->s->policy, k, v) {
 		if (strcmp(k, "write") == 0 || strcmp(k, "pin") == 0)
 			continue;
-		const struct tether_policy_option *o = r->b->policy_options;
+		const struct tether_policy_option *o = TT_BACKEND_GET(r->b, policy_options);
 		while (o->key && strcmp(o->key, k) != 0)
 			o++;
 		if (!o->key)
@@ -262,7 +272,7 @@ static int check_policy_declared(struct conf_run *r)
 
 static int has_check_state(const struct conf_suite *s)
 {
-	return s->b->check_state != NULL;
+	return TT_BACKEND_GET(s->b, check_state) != NULL;
 }
 
 /* check_state must accept what fingerprint records, before and after a
@@ -278,12 +288,12 @@ static int check_state_accepts_fingerprints(struct conf_run *r)
 			return rc;
 		const char *key = NULL;
 		tether_error_clear();
-		if (r->b->check_state(state, &key) != 0)
+		if (TT_BACKEND_GET(r->b, check_state)(state, &key) != 0)
 			return conf_fail(r, "check_state refused the state fingerprint gave (%s): %s (key %s)", conf_show(r, state),
 			                 tether_error_last(), key ? key : "(none)");
 		json_t *wrong = conf_keep(r, json_deep_copy(state));
 		json_object_set_new(wrong, json_object_iter_key(json_object_iter(wrong)), json_pack("[i]", 1));
-		if (r->b->check_state(wrong, &key) == 0)
+		if (TT_BACKEND_GET(r->b, check_state)(wrong, &key) == 0)
 			return conf_fail(r, "check_state accepted %s, whose first key is an array", conf_show(r, wrong));
 		tether_error_clear();
 	}
@@ -292,18 +302,18 @@ static int check_state_accepts_fingerprints(struct conf_run *r)
 
 static int has_verify(const struct conf_suite *s)
 {
-	return s->b->verify != NULL;
+	return TT_BACKEND_GET(s->b, verify) != NULL;
 }
 
 /* Observed only: nothing but the system itself holds a state. */
 static int observed_with_verify(const struct conf_suite *s)
 {
-	return s->b->verify && !(s->caps & (TETHER_CAP_ADDRESSABLE | TETHER_CAP_PIN));
+	return TT_BACKEND_GET(s->b, verify) && !(s->caps & (TETHER_CAP_ADDRESSABLE | TETHER_CAP_PIN));
 }
 
 static int has_open(const struct conf_suite *s)
 {
-	return s->b->open != NULL;
+	return TT_BACKEND_GET(s->b, open) != NULL;
 }
 
 static int check_verify_current(struct conf_run *r)
@@ -360,7 +370,7 @@ static void *work(void *arg)
 	const struct tether_backend *b = w->s->b;
 	const struct tether_bctx *ctx = &w->s->ctx;
 	for (int round = 0; round < ROUNDS && !w->why[0]; round++) {
-		struct tether_fingerprint fp = {0};
+		struct tether_fingerprint fp = {TETHER_FINGERPRINT_INIT};
 		int rc = b->fingerprint(ctx, w->loc, w->s->policy, &fp);
 		if (rc || !tt_same_content(b, fp.state, w->expected)) {
 			snprintf(w->why, sizeof w->why, "fingerprint on a worker thread: %s",
@@ -374,13 +384,13 @@ static void *work(void *arg)
 			if (!rc)
 				rc = tt_pin_id(ctx->dataset_id, b->kind, identity, content, pin_id);
 			if (!rc)
-				rc = b->pin(ctx, w->loc, fp.state, pin_id, &ref, &(int){0});
+				rc = TT_BACKEND_GET(b, pin)(ctx, w->loc, fp.state, pin_id, &ref, &(int){0});
 			if (!rc)
-				rc = b->verify(ctx, w->loc, fp.state, ref, &ok, &detail);
+				rc = TT_BACKEND_GET(b, verify)(ctx, w->loc, fp.state, ref, &ok, &detail);
 			if (rc || !ok)
 				snprintf(w->why, sizeof w->why, "pin and verify on a worker thread: %s",
 				         rc ? tether_error_last() : detail ? detail : "not ok");
-			if (ref && b->unpin(ctx, w->loc, ref) != 0 && !w->why[0])
+			if (ref && TT_BACKEND_GET(b, unpin)(ctx, w->loc, ref) != 0 && !w->why[0])
 				snprintf(w->why, sizeof w->why, "unpin on a worker thread: %s", tether_error_last());
 			free(detail);
 			json_decref(ref);

@@ -1,5 +1,6 @@
 /* The flags with functions behind them: DIFF, HISTORY, CREATE, PROMOTE,
  * MERGE. Each is checked only when declared. */
+#include "core/abi.h"
 #include "testing/suite.h"
 
 #include <string.h>
@@ -19,7 +20,7 @@ static int diff(struct conf_run *r, const struct recorded *a, const struct recor
 {
 	json_t *d = NULL;
 	tether_error_clear();
-	int rc = r->b->diff(&r->s->ctx, r->loc, a->state, b->state, a->listing, a->len, b->listing, b->len, max, &d);
+	int rc = TT_BACKEND_GET(r->b, diff)(&r->s->ctx, r->loc, a->state, b->state, a->listing, a->len, b->listing, b->len, max, &d);
 	conf_keep(r, d);
 	if (rc)
 		return conf_call_failed(r, "diff", rc);
@@ -138,7 +139,7 @@ static int piece_read(void *ud, char *buf, size_t cap, size_t *got)
 
 static int check_diff_streams(struct conf_run *r)
 {
-	if (!r->b->diff_streams)
+	if (!TT_BACKEND_GET(r->b, diff_streams))
 		return 0;
 	struct recorded a, b;
 	json_t *whole;
@@ -152,10 +153,11 @@ static int check_diff_streams(struct conf_run *r)
 	static const size_t pieces[] = {1, 3, 4096};
 	for (size_t i = 0; !rc && i < sizeof pieces / sizeof *pieces; i++) {
 		struct piecewise pa = {a.listing, a.len, 0, pieces[i], 0}, pb = {b.listing, b.len, 0, pieces[i], 0};
-		struct tether_listing_source sa = {piece_read, &pa}, sb = {piece_read, &pb};
+		struct tether_listing_source sa = {TETHER_LISTING_SOURCE_INIT, .read = piece_read, .ud = &pa};
+		struct tether_listing_source sb = {TETHER_LISTING_SOURCE_INIT, .read = piece_read, .ud = &pb};
 		json_t *d = NULL;
 		tether_error_clear();
-		rc = r->b->diff_streams(&r->s->ctx, r->loc, a.state, b.state, a.listing ? &sa : NULL,
+		rc = TT_BACKEND_GET(r->b, diff_streams)(&r->s->ctx, r->loc, a.state, b.state, a.listing ? &sa : NULL,
 		                        b.listing ? &sb : NULL, 2000, &d);
 		conf_keep(r, d);
 		if (rc)
@@ -168,9 +170,10 @@ static int check_diff_streams(struct conf_run *r)
 		return rc;
 	/* A source that fails is the call's failure, never a diff of what came before it. */
 	struct piecewise pa = {a.listing, a.len, 0, 4096, 0}, pb = {b.listing, b.len, 0, 4096, 1};
-	struct tether_listing_source sa = {piece_read, &pa}, sb = {piece_read, &pb};
+	struct tether_listing_source sa = {TETHER_LISTING_SOURCE_INIT, .read = piece_read, .ud = &pa};
+	struct tether_listing_source sb = {TETHER_LISTING_SOURCE_INIT, .read = piece_read, .ud = &pb};
 	json_t *d = NULL;
-	rc = r->b->diff_streams(&r->s->ctx, r->loc, a.state, b.state, &sa, &sb, 2000, &d);
+	rc = TT_BACKEND_GET(r->b, diff_streams)(&r->s->ctx, r->loc, a.state, b.state, &sa, &sb, 2000, &d);
 	conf_keep(r, d);
 	tether_error_clear();
 	return rc ? 0 : conf_fail(r, "diff_streams succeeded over a listing whose source failed at its end");
@@ -180,7 +183,7 @@ static int history(struct conf_run *r, int max, json_t **out)
 {
 	json_t *h = NULL;
 	tether_error_clear();
-	int rc = r->b->history(&r->s->ctx, r->loc, max, &h);
+	int rc = TT_BACKEND_GET(r->b, history)(&r->s->ctx, r->loc, max, &h);
 	conf_keep(r, h);
 	if (rc)
 		return conf_call_failed(r, "history", rc);
@@ -242,13 +245,13 @@ static int check_history_max(struct conf_run *r)
 static int create(struct conf_run *r, const json_t *loc, const char *what)
 {
 	tether_error_clear();
-	int rc = r->b->create_store(&r->s->ctx, loc);
+	int rc = TT_BACKEND_GET(r->b, create_store)(&r->s->ctx, loc);
 	return rc ? conf_call_failed(r, what, rc) : 0;
 }
 
 static int check_create_delete(struct conf_run *r)
 {
-	if (!r->s->h->new_locator)
+	if (!TT_STRUCT_GET(struct tether_harness, r->s->h, new_locator))
 		return conf_skip(r, "the harness has no new_locator");
 	json_t *loc, *state;
 	int rc = conf_new_locator(r, &loc);
@@ -259,20 +262,20 @@ static int check_create_delete(struct conf_run *r)
 	if (rc)
 		return rc;
 	tether_error_clear();
-	if ((rc = r->b->delete_store(&r->s->ctx, loc)))
+	if ((rc = TT_BACKEND_GET(r->b, delete_store)(&r->s->ctx, loc)))
 		return conf_call_failed(r, "delete_store of an untouched store", rc);
 	/* Deleted means gone: the same locator can be created afresh. */
 	if ((rc = create(r, loc, "create_store after delete_store")))
 		return rc;
 	tether_error_clear();
-	if ((rc = r->b->delete_store(&r->s->ctx, loc)))
+	if ((rc = TT_BACKEND_GET(r->b, delete_store)(&r->s->ctx, loc)))
 		return conf_call_failed(r, "delete_store of a re-created store", rc);
 	return 0;
 }
 
 static int check_delete_refused(struct conf_run *r)
 {
-	if (!r->s->h->new_locator)
+	if (!TT_STRUCT_GET(struct tether_harness, r->s->h, new_locator))
 		return conf_skip(r, "the harness has no new_locator");
 	json_t *loc, *state, *after;
 	int rc = conf_new_locator(r, &loc);
@@ -285,7 +288,7 @@ static int check_delete_refused(struct conf_run *r)
 	if (rc)
 		return rc;
 	tether_error_clear();
-	if ((rc = conf_want_refused(r, "delete_store of a store holding data", r->b->delete_store(&r->s->ctx, loc))))
+	if ((rc = conf_want_refused(r, "delete_store of a store holding data", TT_BACKEND_GET(r->b, delete_store)(&r->s->ctx, loc))))
 		return rc;
 	if ((rc = conf_fingerprint(r, loc, &after, NULL, NULL)))
 		return rc;
@@ -314,7 +317,7 @@ static int check_promote(struct conf_run *r)
 	if (rc)
 		return rc;
 	tether_error_clear();
-	rc = r->b->promote(&r->s->ctx, r->loc, wref, s0, &result);
+	rc = TT_BACKEND_GET(r->b, promote)(&r->s->ctx, r->loc, wref, s0, &result);
 	conf_keep(r, result);
 	if (rc)
 		return conf_call_failed(r, "promote of a fork the base has not moved from", rc);
@@ -346,7 +349,7 @@ static int check_promote_stale(struct conf_run *r)
 	if (rc)
 		return rc;
 	tether_error_clear();
-	rc = r->b->promote(&r->s->ctx, r->loc, wref, s0, &result);
+	rc = TT_BACKEND_GET(r->b, promote)(&r->s->ctx, r->loc, wref, s0, &result);
 	json_decref(result);
 	if ((rc = conf_want_refused(r, "promote expecting a base that moved", rc)) ||
 	    (rc = conf_fingerprint(r, r->loc, &after, NULL, NULL)))
@@ -365,7 +368,7 @@ static int check_merge(struct conf_run *r)
 	if (rc)
 		return rc;
 	tether_error_clear();
-	rc = r->b->merge(&r->s->ctx, r->loc, wref, "tether conformance: merge", &result);
+	rc = TT_BACKEND_GET(r->b, merge)(&r->s->ctx, r->loc, wref, "tether conformance: merge", &result);
 	conf_keep(r, result);
 	if (rc)
 		return conf_call_failed(r, "merge of a fork and a base with different writes", rc);

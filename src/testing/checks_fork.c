@@ -2,6 +2,7 @@
  * state (from its pin, or from the state itself under pin = "record").
  * Writing on it must never reach the pin or the base; `expect` makes the
  * move conditional on the head the caller saw. */
+#include "core/abi.h"
 #include "testing/suite.h"
 
 #include <stdlib.h>
@@ -110,7 +111,7 @@ static int check_stale_expect(struct conf_run *r)
 	/* The working ref moved on from s0: expecting s0 there is stale. */
 	tether_error_clear();
 	json_t *moved = NULL;
-	rc = r->b->fork(&r->s->ctx, r->loc, s0, pin, CONF_BRANCH, s0, &moved);
+	rc = TT_BACKEND_GET(r->b, fork)(&r->s->ctx, r->loc, s0, pin, CONF_BRANCH, s0, &moved);
 	json_decref(moved);
 	if ((rc = conf_want_refused(r, "fork with a stale expect", rc)) || (rc = conf_fork_state(r, wref, &after)))
 		return rc;
@@ -141,7 +142,7 @@ static int check_expect_absent(struct conf_run *r)
 			return rc;
 		json_t *moved = NULL;
 		tether_error_clear();
-		rc = r->b->fork(&r->s->ctx, r->loc, s0, pin, CONF_BRANCH, absent, &moved);
+		rc = TT_BACKEND_GET(r->b, fork)(&r->s->ctx, r->loc, s0, pin, CONF_BRANCH, absent, &moved);
 		json_decref(moved);
 		if ((rc = conf_want_refused(r, round ? "fork expecting absent onto a written fork"
 		                                      : "fork expecting absent onto an existing ref",
@@ -167,14 +168,14 @@ static int check_delete_wref(struct conf_run *r)
 		return rc;
 	json_t *wloc = conf_working_locator(r, r->loc, wref);
 	tether_error_clear();
-	rc = r->b->delete_working_ref(&r->s->ctx, r->loc, wref);
+	rc = TT_BACKEND_GET(r->b, delete_working_ref)(&r->s->ctx, r->loc, wref);
 	if (rc)
 		return conf_call_failed(r, "delete_working_ref", rc);
 	conf_undo_drop(r, UNDO_WREF, wref);
 	if ((rc = base_is(r, s0, "after delete_working_ref")) ||
 	    (rc = pin_holds(r, s0, pin, "after delete_working_ref")))
 		return rc;
-	struct tether_fingerprint fp = {0};
+	struct tether_fingerprint fp = {TETHER_FINGERPRINT_INIT};
 	tether_error_clear();
 	int frc = r->b->fingerprint(&r->s->ctx, wloc, r->s->policy, &fp);
 	int still = frc == 0 && conf_same_content(r->s, fp.state, s1);
@@ -187,7 +188,7 @@ static int check_delete_wref(struct conf_run *r)
 		json_t *absent = conf_keep(r, conf_expect_absent());
 		json_t *again = NULL;
 		tether_error_clear();
-		rc = r->b->fork(&r->s->ctx, r->loc, s0, pin, CONF_BRANCH, absent, &again);
+		rc = TT_BACKEND_GET(r->b, fork)(&r->s->ctx, r->loc, s0, pin, CONF_BRANCH, absent, &again);
 		if (!rc)
 			conf_undo_push(r, UNDO_WREF, r->loc, again);
 		json_decref(again);
@@ -217,7 +218,7 @@ static const json_t *working_row(const json_t *rows, const char *branch)
 static int check_list_wrefs(struct conf_run *r)
 {
 	json_t *s0, *pin, *wref, *s1, *rows = NULL;
-	if (!r->b->list_working_refs)
+	if (!TT_BACKEND_GET(r->b, list_working_refs))
 		return 0;
 	int rc = conf_fingerprint(r, r->loc, &s0, NULL, NULL);
 	if (!rc)
@@ -229,7 +230,7 @@ static int check_list_wrefs(struct conf_run *r)
 	if (rc)
 		return rc;
 	tether_error_clear();
-	if ((rc = r->b->list_working_refs(&r->s->ctx, r->loc, &rows)) != 0)
+	if ((rc = TT_BACKEND_GET(r->b, list_working_refs)(&r->s->ctx, r->loc, &rows)) != 0)
 		return conf_call_failed(r, "list_working_refs", rc);
 	conf_keep(r, rows);
 	const json_t *row = working_row(rows, CONF_BRANCH);

@@ -1,6 +1,7 @@
 /* PIN tier: a pin is a durable native reference named tether.<pin id>
  * that holds a state until unpin. verify is how the engine asks whether
  * it still does, and list_pins is how gc finds tether's refs. */
+#include "core/abi.h"
 #include "testing/suite.h"
 
 #include <string.h>
@@ -233,7 +234,7 @@ static int check_two_pins(struct conf_run *r)
  * checked without a pin. */
 static int has_verify_many(const struct conf_suite *s)
 {
-	return s->b->verify_many != NULL;
+	return TT_BACKEND_GET(s->b, verify_many) != NULL;
 }
 
 static int check_verify_many(struct conf_run *r)
@@ -252,15 +253,16 @@ static int check_verify_many(struct conf_run *r)
 		rc = conf_unpin(r, r->loc, ref1);
 	if (rc)
 		return rc;
+#define ITEM(s, ref) {TETHER_VERIFY_ITEM_INIT, .locator = r->loc, .state = (s), .pin_ref = (ref), .ok = -1}
 	struct tether_verify_item items[] = {
-		{r->loc, s0, ref0, -1, NULL}, {r->loc, s1, ref1, -1, NULL}, {r->loc, s1, ref0, -1, NULL},
-		{r->loc, s0, NULL, -1, NULL}, {r->loc, s1, NULL, -1, NULL},
+		ITEM(s0, ref0), ITEM(s1, ref1), ITEM(s1, ref0), ITEM(s0, NULL), ITEM(s1, NULL),
 	};
+#undef ITEM
 	static const char *const what[] = {"a held pin", "a released pin", "a state against another state's pin",
 	                                   "the first state without its pin", "the second state without a pin"};
 	size_t n = sizeof items / sizeof *items;
 	tether_error_clear();
-	rc = r->b->verify_many(&r->s->ctx, items, n);
+	rc = TT_BACKEND_GET(r->b, verify_many)(&r->s->ctx, items, n);
 	for (size_t i = 0; i < n; i++)
 		conf_keep_str(r, items[i].detail);
 	if (rc)

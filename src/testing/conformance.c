@@ -1,5 +1,6 @@
 /* tether_conformance_run: pick the checks the tier and flags call for, run
  * each on a fresh object, undo what it made, print one line for it. */
+#include "core/abi.h"
 #include "testing/suite.h"
 
 #include <errno.h>
@@ -22,12 +23,12 @@ static void undo_all(struct conf_run *r)
 	const struct conf_suite *s = r->s;
 	for (size_t i = r->nundo; i-- > 0;) {
 		struct conf_undo *u = &r->undo[i];
-		if (u->what == UNDO_WREF && s->b->delete_working_ref)
-			s->b->delete_working_ref(&s->ctx, u->locator, u->ref);
-		else if (u->what == UNDO_PIN && s->b->unpin)
-			s->b->unpin(&s->ctx, u->locator, u->ref);
-		else if (u->what == UNDO_OBJECT && s->h->cleanup)
-			s->h->cleanup(s->h->ud, u->locator);
+		if (u->what == UNDO_WREF && TT_BACKEND_GET(s->b, delete_working_ref))
+			TT_BACKEND_GET(s->b, delete_working_ref)(&s->ctx, u->locator, u->ref);
+		else if (u->what == UNDO_PIN && TT_BACKEND_GET(s->b, unpin))
+			TT_BACKEND_GET(s->b, unpin)(&s->ctx, u->locator, u->ref);
+		else if (u->what == UNDO_OBJECT && TT_STRUCT_GET(struct tether_harness, s->h, cleanup))
+			TT_STRUCT_GET(struct tether_harness, s->h, cleanup)(s->h->ud, u->locator);
 		json_decref(u->locator);
 		json_decref(u->ref);
 	}
@@ -78,7 +79,7 @@ static void run_one(struct conf_suite *s, const struct conf_check *c)
 static int make_policy(struct conf_suite *s)
 {
 	json_t *opts = json_object(), *p = NULL;
-	int rc = s->b->make_policy ? s->b->make_policy(&s->ctx, opts, &p) : 0;
+	int rc = TT_BACKEND_GET(s->b, make_policy) ? TT_BACKEND_GET(s->b, make_policy)(&s->ctx, opts, &p) : 0;
 	json_decref(opts);
 	if (rc)
 		return rc;
@@ -140,8 +141,28 @@ int tether_conformance_run_counts(const struct tether_harness *h, FILE *out, str
 {
 	if (!out)
 		out = stdout;
-	if (!h || !h->backend)
-		return harness_unusable(out, "no harness, or no backend in it", counts);
+	if (!h)
+		return harness_unusable(out, "no harness", counts);
+	char why[200];
+	if (h->version < 1 || h->version > TETHER_HARNESS_VERSION ||
+	    h->size < TT_SIZE_THROUGH(struct tether_harness, new_locator) || h->size > sizeof *h) {
+		snprintf(why, sizeof why, "the harness is struct tether_harness version %u (size %u); this suite "
+		         "reads versions 1 to %u: begin it with TETHER_HARNESS_INIT and rebuild it against "
+		         "this tether's headers", (unsigned)h->version, (unsigned)h->size,
+		         (unsigned)TETHER_HARNESS_VERSION);
+		return harness_unusable(out, why, counts);
+	}
+	if (!h->backend)
+		return harness_unusable(out, "no backend in the harness", counts);
+	/* A backend the registry gave is of today's layout (a version 3 one
+	 * is adapted there); one a harness links directly must be too. */
+	if (h->backend->version < 4 || h->backend->version > TETHER_BACKEND_VERSION) {
+		snprintf(why, sizeof why, "backend '%s' is struct tether_backend version %u; this suite reads "
+		         "versions 4 to %u (load it as a module, which adapts version 3, or rebuild it)",
+		         h->backend->version > 3 && h->backend->kind ? h->backend->kind : "?",
+		         (unsigned)h->backend->version, (unsigned)TETHER_BACKEND_VERSION);
+		return harness_unusable(out, why, counts);
+	}
 	if (!h->new_object || !h->mutate)
 		return harness_unusable(out, "new_object and mutate are required", counts);
 	if (!h->backend->kind || !h->backend->fingerprint || !h->backend->identity)
@@ -149,6 +170,7 @@ int tether_conformance_run_counts(const struct tether_harness *h, FILE *out, str
 
 	struct conf_suite s = {.h = h, .b = h->backend, .out = out};
 	s.caps = h->caps ? h->caps : h->backend->caps;
+	s.ctx = (struct tether_bctx){TETHER_BCTX_INIT};
 	s.ctx.dataset_id = CONF_DATASET_ID;
 	s.ctx.key = "conformance";
 	s.ctx.threads = 2;

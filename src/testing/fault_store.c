@@ -283,8 +283,7 @@ static int fs_remove_root(void *impl)
 }
 
 static const struct tether_store_ops fault_ops = {
-	.version = TETHER_STORE_OPS_VERSION,
-	.size = sizeof(struct tether_store_ops),
+	TETHER_STORE_OPS_INIT,
 	.scheme = "fault+file",
 	.flags = 0,
 	.open = fs_open,

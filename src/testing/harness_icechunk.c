@@ -157,6 +157,7 @@ static void cleanup(void *ud, const json_t *locator)
 const struct tether_harness *tt_harness_icechunk(void)
 {
 	static const struct tether_harness h = {
+		TETHER_HARNESS_INIT,
 		.new_object = new_object,
 		.mutate = mutate,
 		.cleanup = cleanup,

@@ -52,6 +52,7 @@ static int mutate(void *ud, const json_t *locator, const json_t *working_ref)
 const struct tether_harness *tt_harness_memory(void)
 {
 	static const struct tether_harness h = {
+		TETHER_HARNESS_INIT,
 		.new_object = new_object,
 		.mutate = mutate,
 		.new_locator = new_locator,

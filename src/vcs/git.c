@@ -1927,7 +1927,7 @@ static int vcs_tree_id(struct tether_vcs *v, const char *id, const char *dir, ch
 }
 
 const struct tether_vcs_ops tt_git_ops = {
-	.abi = TETHER_VCS_ABI,
+	TETHER_VCS_OPS_INIT,
 	.name = "git",
 	.open = git_open,
 	.close = git_close,

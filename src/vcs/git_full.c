@@ -30,7 +30,7 @@ static void load(void)
 	snprintf(path, sizeof path, "%.*s/tether-vcs-libgit2.so", dirlen, slash ? info.dli_fname : ".");
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	const struct tether_vcs_ops *const *mod = h ? dlsym(h, "tether_vcs_module") : NULL;
-	if (!mod || !mod[0] || mod[0]->abi != TETHER_VCS_ABI) {
+	if (!mod || !mod[0] || mod[0]->version != TETHER_VCS_OPS_VERSION || mod[0]->size != sizeof *mod[0]) {
 		snprintf(why, sizeof why, "cannot load %s: %s", path, h ? "no usable tether_vcs_module" : dlerror());
 		return;
 	}

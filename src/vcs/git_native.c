@@ -1001,7 +1001,7 @@ static int native_return_to(struct tether_vcs *v, const json_t *pos, const char 
 }
 
 const struct tether_vcs_ops tt_git_native_ops = {
-	.abi = TETHER_VCS_ABI,
+	TETHER_VCS_OPS_INIT,
 	.name = "git",
 	.open = native_open,
 	.close = native_close,

@@ -1304,7 +1304,7 @@ static int jj_return_to(struct tether_vcs *v, const json_t *pos, const char *cre
 /* ------------------------------------------------------------------ */
 
 static const struct tether_vcs_ops jj_ops = {
-	.abi = TETHER_VCS_ABI,
+	TETHER_VCS_OPS_INIT,
 	.name = "jj",
 	.open = jj_open,
 	.close = jj_close,

@@ -26,8 +26,21 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
-#define TETHER_VCS_ABI 2
+/* The version of struct tether_vcs_ops. It continues the numbers of the
+ * `int abi` member it had before it carried a size (2 added the streams);
+ * 3 is version and size themselves. Members are appended only, each with a
+ * version bump; the engine reads one a module may lack through
+ * TT_VCS_GET, and refuses a module newer than itself (docs/BACKENDS.md,
+ * "Versions and sizes"). */
+#define TETHER_VCS_OPS_VERSION 3
+#define TETHER_VCS_OPS_INIT .version = TETHER_VCS_OPS_VERSION, .size = (uint32_t)sizeof(struct tether_vcs_ops)
+/* Member m of ops, or NULL when the module's struct ends before it. */
+#define TT_VCS_GET(ops, m)                                                                                    \
+	((size_t)(ops)->size >= offsetof(struct tether_vcs_ops, m) + sizeof((ops)->m) ? (ops)->m : 0)
+/* No struct of a version the engine reads is shorter than version 3's. */
+#define TT_VCS_OPS_V3_SIZE (offsetof(struct tether_vcs_ops, close_stream) + sizeof(void (*)(void)))
 
 /* How deep read_tree and history_files follow trees below the directory
  * they walk. A tree is the clone's content, and each walker recurses once
@@ -49,7 +62,8 @@ typedef int (*tether_vcs_history_cb)(void *ud, const char *commit, const char *p
                                      const char *data, size_t len);
 
 struct tether_vcs_ops {
-	int abi;          /* TETHER_VCS_ABI */
+	uint32_t version; /* TETHER_VCS_OPS_INIT */
+	uint32_t size;
 	const char *name; /* "git" */
 
 	/* Open the repository enclosing start_dir (worktrees included). Sets

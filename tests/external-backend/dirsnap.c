@@ -399,7 +399,7 @@ static const struct tether_add_option ds_add_options[] = {
 };
 
 static const struct tether_backend dirsnap_backend = {
-	.abi = TETHER_BACKEND_ABI,
+	TETHER_BACKEND_INIT,
 	.kind = "dirsnap",
 	.maturity = "experimental",
 	.summary = "example: a directory of branch files, pinned and forked by copying",

@@ -76,6 +76,7 @@ static void cleanup(void *ud, const json_t *locator)
 TETHER_API const struct tether_harness *tether_harness_entry(void)
 {
 	static const struct tether_harness harness = {
+		TETHER_HARNESS_INIT,
 		.backend = NULL, /* the runner finds kind dirsnap on TETHER_MODULE_PATH */
 		.new_object = new_object,
 		.mutate = mutate,

@@ -228,8 +228,7 @@ static int mt_list(void *impl, const char *prefix, const char *start_after, size
 }
 
 static const struct tether_store_ops memtest_ops = {
-	.version = TETHER_STORE_OPS_VERSION,
-	.size = sizeof(struct tether_store_ops),
+	TETHER_STORE_OPS_INIT,
 	.scheme = "memtest",
 	.flags = TETHER_STORE_ATOMIC_CAS,
 	.open = mt_open,

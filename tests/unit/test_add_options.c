@@ -26,7 +26,7 @@ static int no_fingerprint(const struct tether_bctx *c, const json_t *l, const js
 
 static struct tether_backend backend(const char *kind, const struct tether_add_option *options)
 {
-	return (struct tether_backend){.abi = TETHER_BACKEND_ABI, .kind = kind, .caps = TETHER_CAP_FINGERPRINT,
+	return (struct tether_backend){TETHER_BACKEND_INIT, .kind = kind, .caps = TETHER_CAP_FINGERPRINT,
 	                               .make_locator = no_locator, .identity = no_identity,
 	                               .fingerprint = no_fingerprint, .add_options = options};
 }
@@ -126,7 +126,7 @@ static void test_register_checks(void)
 	refused("t-bad-default", bad_default, "'x' has a default outside its choices");
 	refused("t-twice", twice, "'x' is declared twice");
 	refused("t-no-size", no_size, "TETHER_ADD_OPTION_INIT");
-	static const struct tether_backend good = {.abi = TETHER_BACKEND_ABI, .kind = "t-good",
+	static const struct tether_backend good = {TETHER_BACKEND_INIT, .kind = "t-good",
 	                                           .caps = TETHER_CAP_FINGERPRINT, .make_locator = no_locator,
 	                                           .identity = no_identity, .fingerprint = no_fingerprint,
 	                                           .add_options = (const void *)new_table};

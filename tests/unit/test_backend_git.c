@@ -1480,7 +1480,7 @@ int main(void)
 
 	be = tether_gitbe_libgit2;
 	CHECK(be != NULL);
-	CHECK(be->abi == TETHER_BACKEND_ABI);
+	CHECK(be->version == TETHER_BACKEND_VERSION && be->size == sizeof *be);
 	CHECK_STR(be->kind, "git");
 	CHECK_STR(be->maturity, "stable");
 	CHECK((be->caps & TETHER_TIER_MASK) == (TETHER_CAP_FINGERPRINT | TETHER_CAP_ADDRESSABLE | TETHER_CAP_PIN |

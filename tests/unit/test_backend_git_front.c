@@ -108,7 +108,7 @@ static char *answers(const struct tether_backend *b, const struct item *items, s
 		fprintf(f, "verify %s %s: rc %d ok %d detail %s error %s\n", items[i].tag ? items[i].tag : "-",
 		        items[i].sha, rc, ok, detail ? detail : "-", rc ? tether_error_last() : "-");
 		free(detail);
-		many[i] = (struct tether_verify_item){loc, states[i], refs[i], 0, NULL};
+		many[i] = (struct tether_verify_item){TETHER_VERIFY_ITEM_INIT, .locator = loc, .state = states[i], .pin_ref = refs[i]};
 	}
 	tether_error_clear();
 	int rc = b->verify_many(&ctx, many, n);

@@ -5,7 +5,7 @@
 #include "format/cjson.h"
 
 static const char *const vol_keys[] = {"lsn", NULL};
-static const struct tether_backend vol_backend = {.abi = TETHER_BACKEND_ABI, .kind = "vol", .volatile_keys = vol_keys};
+static const struct tether_backend vol_backend = {TETHER_BACKEND_INIT, .kind = "vol", .volatile_keys = vol_keys};
 
 int main(void)
 {

@@ -176,7 +176,7 @@ static void test_register(void)
 	CHECK(tether_store_register(&ops) == TETHER_ERROR);
 	/* Filled at run time from TETHER_STORE_OPS_INIT: accepted. */
 	struct tether_store_ops *fresh = malloc(sizeof *fresh);
-	struct tether_store_ops init = TETHER_STORE_OPS_INIT;
+	struct tether_store_ops init = {TETHER_STORE_OPS_INIT};
 	*fresh = init;
 	fresh->scheme = "stub";
 	fresh->open = open_stub;

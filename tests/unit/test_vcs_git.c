@@ -1178,7 +1178,7 @@ int main(void)
 	memcpy(scratch, real, strlen(real) + 1);
 	isolate_environment();
 	ops = tether_vcs_module[0];
-	CHECK(ops && ops->abi == TETHER_VCS_ABI && tether_vcs_module[1] == NULL);
+	CHECK(ops && ops->version == TETHER_VCS_OPS_VERSION && ops->size == sizeof *ops && tether_vcs_module[1] == NULL);
 	CHECK_STR(ops->name, "git");
 
 	test_open();

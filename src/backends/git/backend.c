@@ -397,7 +397,7 @@ static int gb_verify_many(const struct tether_bctx *ctx, struct tether_verify_it
 /* ------------------------------------------------------------------ */
 
 const struct tether_backend tt_backend_git = {
-	.abi = TETHER_BACKEND_ABI,
+	TETHER_BACKEND_INIT,
 	.kind = "git",
 	.maturity = "stable",
 	.summary = GB_SUMMARY,

@@ -44,7 +44,7 @@ static void load(void)
 	snprintf(path, sizeof path, "%.*s/" FULL_MODULE, dirlen, slash ? info.dli_fname : ".");
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	const struct tether_backend *const *b = h ? dlsym(h, "tether_gitbe_libgit2") : NULL;
-	if (!b || !*b || (*b)->abi != TETHER_BACKEND_ABI) {
+	if (!b || !*b || (*b)->version != TETHER_BACKEND_VERSION || (*b)->size != sizeof **b) {
 		snprintf(why, sizeof why, "cannot load %s: %s", path, h ? "no usable tether_gitbe_libgit2" : dlerror());
 		return;
 	}
@@ -147,7 +147,7 @@ FORWARD(list_working_refs, (bctx *c, const json_t *loc, json_t **refs), (c, loc,
 
 /* The same description as the libgit2 module's tt_backend_git. */
 const struct tether_backend tt_backend_git_front = {
-	.abi = TETHER_BACKEND_ABI,
+	TETHER_BACKEND_INIT,
 	.kind = "git",
 	.maturity = "stable",
 	.summary = GB_SUMMARY,

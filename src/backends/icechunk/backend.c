@@ -334,7 +334,7 @@ static int ic_check_state(const json_t *state, const char **bad)
 }
 
 const struct tether_backend tt_backend_icechunk = {
-	.abi = TETHER_BACKEND_ABI,
+	TETHER_BACKEND_INIT,
 	.kind = "icechunk",
 	.maturity = "stable",
 	.summary = "Icechunk repositories (spec 1 and 2, local paths): tags pin, branches fork",

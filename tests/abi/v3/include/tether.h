@@ -1,0 +1,227 @@
+/* tether: version control for heterogeneous datasets.
+ *
+ * The public API. Every report is a jansson value (json_t); the CLI renders
+ * the same values as text or with --json, so the two never disagree.
+ *
+ * Errors: functions return 0 or a negative TETHER_E* code; the message of the
+ * last failure on this thread is tether_error_last(). */
+#ifndef TETHER_H
+#define TETHER_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TETHER_VERSION "0.1.0"
+
+#if defined(__GNUC__)
+#define TETHER_API __attribute__((visibility("default")))
+#else
+#define TETHER_API
+#endif
+
+/* Error codes. The CLI maps them onto its exit codes (docs/CLI.md). */
+enum {
+	TETHER_OK = 0,
+	TETHER_ERROR = -1,     /* generic failure                          exit 1 */
+	TETHER_EUSAGE = -2,    /* bad argument or option                   exit 2 */
+	TETHER_EREFUSED = -3,  /* refused: conflict, drift, unsafe state   exit 3 */
+	TETHER_ELOCK = -4,     /* a lock was held past its timeout          exit 4 */
+	TETHER_ENOTFOUND = -5, /* a key, revision, path or file is missing exit 1 */
+	TETHER_ECONFIG = -6,   /* malformed tether.toml / manifest          exit 1 */
+	TETHER_EIO = -7,       /* operating-system or store failure         exit 1 */
+	TETHER_ENOREPO = -8,   /* not inside a repository / dataset         exit 1 */
+};
+
+TETHER_API const char *tether_version(void);
+
+/* The message of the last error on the calling thread ("" if none). */
+TETHER_API const char *tether_error_last(void);
+/* An optional hint for the last error (NULL if none). */
+TETHER_API const char *tether_error_hint(void);
+/* Exit code the CLI uses for an error code. */
+TETHER_API int tether_exit_code(int err);
+
+typedef struct tether_repo tether_repo;
+
+/* Find the dataset (the nearest directory holding tether.toml, at or above
+ * start_dir, inside the enclosing VCS checkout). */
+TETHER_API int tether_repo_find(const char *start_dir, tether_repo **out);
+/* Create tether.toml and .tether/ in start_dir, which must be inside a VCS
+ * checkout. Refuses when a dataset already exists there. */
+TETHER_API int tether_repo_init(const char *start_dir, tether_repo **out);
+TETHER_API void tether_repo_free(tether_repo *repo);
+/* Absolute path of the dataset root. */
+TETHER_API const char *tether_repo_root(const tether_repo *repo);
+/* The dataset id (32 hex); its first 8 characters prefix every pin id. */
+TETHER_API const char *tether_repo_id(const tether_repo *repo);
+
+/* tether add KEY URI --kind K [options]. `options` holds the policy and
+ * backend options as given on the command line ({"file": "mutable", ...});
+ * `cwd` resolves relative paths. */
+struct tether_add_opts {
+	const char *key;
+	const char *kind;
+	const char *uri;
+	const char *cwd;
+	const json_t *options; /* may be NULL */
+	int create;            /* make the store first (backends with CREATE) */
+};
+TETHER_API int tether_add(tether_repo *repo, const struct tether_add_opts *opts, json_t **report);
+
+/* The native history (newest first, at most max entries) of the store an
+ * add would register, for `tether add --pick`: nothing is written. */
+TETHER_API int tether_add_history(tether_repo *repo, const struct tether_add_opts *opts, int max, json_t **entries);
+
+/* tether status. snapshot: -1 = tether.toml's snapshot.auto, 0 = no, 1 = yes.
+ * Report: {"objects": [{key, kind, tier, status, ...}], "clean": bool,
+ * "errors": int}. An object whose system cannot be read has status
+ * "error" (detail: why); the report is still made, and the return is the
+ * first such object's error code (its message says how many failed). */
+struct tether_status_opts {
+	int snapshot;
+	int progress; /* allow a progress line on stderr */
+};
+TETHER_API int tether_status(tether_repo *repo, const struct tether_status_opts *opts, json_t **report);
+
+/* Plans (docs/CLI.md, "Plans"). Every store-writing command (commit, new,
+ * gc) builds a plan first: {"tether_plan": 1, "op", "dataset", "created",
+ * "preconditions", "actions", ...}. With dry_run it only reports it (the
+ * report holds "plan"); with plan_out it also saves it to that file (and
+ * writes nothing else); with from_plan it re-checks the plan's
+ * preconditions, refusing a stale plan (TETHER_EREFUSED, writing nothing),
+ * then performs exactly its actions. plan_out and from_plan exclude each
+ * other. */
+
+/* Read a plan file. A file that cannot be read or is not a JSON object is
+ * TETHER_EUSAGE, with a message naming FILE:LINE:COLUMN. */
+TETHER_API int tether_plan_load(const char *path, json_t **plan);
+
+/* tether commit -m MSG. Report: {"commit": id|null, "dry_run", "objects":
+ * [...], "warnings": [...]}; "commit" is null when nothing changed (and in
+ * a dry run). With from_plan, message may be NULL: the plan's is used. */
+struct tether_commit_opts {
+	const char *message;
+	int strict;   /* refuse objects that cannot be pinned or addressed */
+	int progress;
+	int dry_run;              /* plan only */
+	const char *plan_out;     /* plan only, and save the plan here */
+	const json_t *from_plan;  /* apply this plan */
+	const char *from_plan_file; /* the plan's file, for messages (may be NULL) */
+};
+TETHER_API int tether_commit(tether_repo *repo, const struct tether_commit_opts *opts, json_t **report);
+
+/* tether diff A B [--content]. Report: {"from", "to", "objects": [...]}. */
+struct tether_diff_opts {
+	const char *from;
+	const char *to;
+	int content;
+	size_t max_entries; /* per object; 0 = default 2000 */
+};
+/* An object that cannot be fingerprinted or diffed is an entry with
+ * "error" (why); the report is still made ("errors": how many), and the
+ * return is the first such object's error code. */
+TETHER_API int tether_diff(tether_repo *repo, const struct tether_diff_opts *opts, json_t **report);
+
+/* tether log: the dataset's commits, newest first. */
+struct tether_log_opts {
+	const char *rev; /* NULL = HEAD. A rev that names an object key of the
+	                  * working copy means that object's native history:
+	                  * {"key", "kind", "entries": [{"id", "time", "message",
+	                  * "refs"}]} (its backend must have HISTORY). */
+	int max_count;   /* 0 = all */
+};
+TETHER_API int tether_log(tether_repo *repo, const struct tether_log_opts *opts, json_t **report);
+
+/* tether verify: every recorded state is still what it says.
+ * Report: {"ok": bool, "objects": [{key, ok, detail}]}. */
+struct tether_verify_opts {
+	int progress;
+	int all_history; /* every distinct recorded state in every commit of every ref */
+};
+TETHER_API int tether_verify(tether_repo *repo, const struct tether_verify_opts *opts, json_t **report);
+
+/* tether gc: release this dataset's pins that no manifest in any commit
+ * reachable from any ref (nor the working copy) names, and remove listings
+ * no working manifest names. Dry run unless dry_run is 0. Report:
+ * {"dry_run", "commits", "referenced", "stores", "release": [{kind,
+ * identity, pin, pin_ref, done}], "listings": [hash], "skipped": [{pin |
+ * listing, reason}], "errors": [str]}. With from_plan, only the plan's pins
+ * and listings are candidates: one referenced again is refused, one
+ * already gone is skipped.
+ * With prune_workspaces, the report's "prune": [{kind, identity, branch,
+ * head, pinned, action: "delete" | "keep", reason, done}] lists this
+ * dataset's working branches (tether.ws.<dataset8>.<bookmark>) whose
+ * bookmark is no live bookmark of the VCS, not this checkout's, and not
+ * in keep_workspaces. One whose head a pin in history holds is deleted;
+ * the rest, and every branch of a BRANCH_IS_STORAGE store, only with
+ * force_prune. Not combined with plans (TETHER_EUSAGE). */
+struct tether_gc_opts {
+	int dry_run;
+	int progress;
+	const char *plan_out;     /* plan only (whatever dry_run says), and save the plan here */
+	const json_t *from_plan;  /* release only what this plan names */
+	const char *from_plan_file; /* the plan's file, for messages (may be NULL) */
+	int prune_workspaces;     /* also delete dead workspaces' working branches */
+	const char *const *keep_workspaces; /* bookmarks whose branches stay, n_keep of them */
+	size_t n_keep;
+	int force_prune;          /* delete unpinned and storage branches too */
+};
+TETHER_API int tether_gc(tether_repo *repo, const struct tether_gc_opts *opts, json_t **report);
+
+/* tether new [REV] [-b NAME]: move the checkout to REV (creating branch
+ * NAME there), then fork a writable branch tether.ws.<dataset8>.<bookmark>
+ * in every Forkable object with write = "fork", off the state REV records.
+ * Report: {"commit", "bookmark", "dry_run", "objects": [{key, action:
+ * "forked" | "tracking" | "skipped", "ref", "detail"}]}. */
+struct tether_new_opts {
+	const char *rev;    /* NULL: stay on the current commit */
+	const char *branch; /* NULL: no new branch */
+	int dry_run;              /* plan only */
+	const char *plan_out;     /* plan only, and save the plan here */
+	const json_t *from_plan;  /* apply this plan (rev and branch must be NULL) */
+	const char *from_plan_file; /* the plan's file, for messages (may be NULL) */
+};
+TETHER_API int tether_new(tether_repo *repo, const struct tether_new_opts *opts, json_t **report);
+
+/* tether open KEY [-r REV]: the object's handle descriptor. With a rev (or
+ * $TETHER_REV when rev is NULL), read-only at the state that revision
+ * records; otherwise writable on this workspace's working ref, forked on
+ * first use. Handle: {"key", "kind", "uri", "ref", "read_only", ...}. */
+struct tether_open_opts {
+	const char *key;
+	const char *rev;
+	int ignore_env; /* do not read $TETHER_REV */
+	/* At a revision, an observed object (below ADDRESSABLE) whose bytes no
+	 * longer match what the revision recorded is TETHER_EREFUSED; with
+	 * allow_drift its handle is given anyway, with "warnings": [str]. */
+	int allow_drift;
+};
+TETHER_API int tether_open(tether_repo *repo, const struct tether_open_opts *opts, json_t **handle);
+
+/* tether repair [--all-history]: re-create pins that are missing while
+ * their system still holds the state. Report: {"ok", "dry_run", "objects":
+ * [{key, keys, commit, pin, action: "held" | "repinned" | "would-repin" |
+ * "lost" | "failed", detail}]}; ok is false when any state is lost. */
+struct tether_repair_opts {
+	int all_history;
+	int dry_run;
+};
+TETHER_API int tether_repair(tether_repo *repo, const struct tether_repair_opts *opts, json_t **report);
+
+/* tether ops: the journal of store-writing operations, oldest first.
+ * Report: {"ops": [{"id", "op", "status": "INCOMPLETE" | "COMPLETE" |
+ * "ABORTED", "started", "message", "pins": [...], "commit"}]}. */
+TETHER_API int tether_ops(tether_repo *repo, json_t **report);
+
+/* The registered backends: [{kind, maturity, tier, flags: [...]}]. */
+TETHER_API json_t *tether_backends(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,282 @@
+/* tether backends: the interface every kind of data system implements.
+ *
+ * A backend is a const struct tether_backend: its kind, maturity,
+ * capabilities, the state keys that are addresses rather than content, and
+ * function pointers. The engine asks for capabilities and never names a
+ * backend. Built-in backends sit in a table; others register with
+ * tether_backend_register(), or are shared objects in the module path that
+ * export `tether_backend_module` (see docs/BACKENDS.md).
+ *
+ * Every function returns 0 or a negative TETHER_E* code after setting the
+ * message with tether_error_set(). Output values (json_t **, char **) are
+ * owned by the caller. Functions may run concurrently on worker threads for
+ * different objects, so a backend keeps no unsynchronised global state. */
+#ifndef TETHER_BACKEND_H
+#define TETHER_BACKEND_H
+
+#include <tether.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 2: pin reports whether it created the reference (int *created). */
+#define TETHER_BACKEND_ABI 3
+
+/* Tiers: each includes the ones above it. */
+#define TETHER_CAP_FINGERPRINT (1u << 0)
+#define TETHER_CAP_ADDRESSABLE (1u << 1)
+#define TETHER_CAP_PIN (1u << 2)
+#define TETHER_CAP_FORK (1u << 3)
+/* Orthogonal flags. */
+#define TETHER_CAP_CHEAP_FINGERPRINT (1u << 8)
+#define TETHER_CAP_RETENTION_BOUND (1u << 9)
+#define TETHER_CAP_NEEDS_QUIESCENCE (1u << 10)
+#define TETHER_CAP_ATOMIC_REF (1u << 11)
+#define TETHER_CAP_CONDITIONAL_REF (1u << 12)
+#define TETHER_CAP_DIFF (1u << 13)
+#define TETHER_CAP_HISTORY (1u << 14)
+#define TETHER_CAP_PROMOTE (1u << 15)
+#define TETHER_CAP_MERGE (1u << 16)
+#define TETHER_CAP_CREATE (1u << 17)
+#define TETHER_CAP_BRANCH_IS_STORAGE (1u << 18)
+
+#define TETHER_TIER_MASK 0xffu
+
+/* Name of the highest tier in caps: "observed", "addressable", "pinnable",
+ * "forkable", or "none". */
+TETHER_API const char *tether_tier_name(unsigned caps);
+/* Names of the flags set in caps, in a fixed order, as a JSON array. */
+TETHER_API json_t *tether_cap_names(unsigned caps);
+
+/* What every backend call receives. */
+struct tether_bctx {
+	const char *dataset_root;  /* absolute */
+	const char *dataset_id;    /* 32 hex */
+	const char *cache_dir;     /* .tether/cache, absolute; backends may keep files here */
+	const json_t *config;      /* [backends.<kind>] of tether.toml, or NULL */
+	const json_t *defaults;    /* [defaults] of tether.toml, or NULL */
+	const json_t *secrets;     /* this object's secrets, or NULL */
+	const char *key;           /* the object's key, or NULL outside an object */
+	int threads;               /* worker threads a backend may use itself */
+	int progress;              /* a backend may print a progress line on stderr */
+	volatile int *cancel;      /* non-zero: stop early with TETHER_ERROR */
+	int state_only;            /* fingerprint: the caller needs the state only; a backend may
+	                            * leave the listing out (NULL) and save building it */
+};
+
+/* A fingerprint: the state, and for digest states the listing the engine
+ * stores content-addressed under .tether/listings/ (NULL when none). */
+struct tether_fingerprint {
+	json_t *state;
+	char *listing;      /* malloc'd JSONL text, or NULL */
+	size_t listing_len;
+};
+
+/* One recorded state for verify_many: what verify takes, and its answer. */
+struct tether_verify_item {
+	const json_t *locator;
+	const json_t *state;
+	const json_t *pin_ref; /* may be NULL, as for verify */
+	int ok;                /* out: 1 or 0 */
+	char *detail;          /* out: malloc'd, or NULL; set when not ok */
+};
+
+/* A policy key a backend accepts beyond write and pin, and the values it
+ * may take (what make_policy fills in). */
+struct tether_policy_option {
+	const char *key;
+	const char *const *choices; /* NULL-terminated */
+};
+
+/* A listing handed over in pieces (diff_streams): read(ud, buf, cap, &got)
+ * puts up to cap bytes in buf (got 0 at the end) and returns 0, or
+ * non-zero with the error set. Any read may fail, the last one included:
+ * the content is checked against its name as it ends, so a reader acts
+ * only on a source it read to its end. */
+struct tether_listing_source {
+	int (*read)(void *ud, char *buf, size_t cap, size_t *got);
+	void *ud;
+};
+
+struct tether_backend {
+	int abi;                     /* TETHER_BACKEND_ABI */
+	const char *kind;
+	const char *maturity;        /* "stable" | "experimental" */
+	const char *summary;         /* one line for `tether backends` */
+	unsigned caps;
+	const char *const *volatile_keys; /* NULL-terminated; may be NULL */
+
+	/* Build a locator from `tether add`'s URI and options, resolving
+	 * relative paths against cwd. Refuse bad options with TETHER_EUSAGE. */
+	int (*make_locator)(const struct tether_bctx *, const char *uri, const json_t *options,
+	                    const char *cwd, json_t **locator);
+	/* The policy keys this backend accepts beyond write/pin, with defaults
+	 * filled in (e.g. {"file": "immutable"}). */
+	int (*make_policy)(const struct tether_bctx *, const json_t *options, json_t **policy);
+	/* Capabilities for one object, when they vary by locator and policy. */
+	int (*effective_capabilities)(const struct tether_bctx *, const json_t *locator,
+	                              const json_t *policy, unsigned *caps);
+	/* The subset of the locator that names the system. */
+	int (*identity)(const struct tether_bctx *, const json_t *locator, json_t **identity);
+	/* Read the current state. */
+	int (*fingerprint)(const struct tether_bctx *, const json_t *locator, const json_t *policy,
+	                   struct tether_fingerprint *out);
+	/* Would committing `current` over `recorded` be drift the policy
+	 * forbids? Sets *refused and returns a reason. Optional. */
+	int (*check_drift)(const struct tether_bctx *, const json_t *locator, const json_t *policy,
+	                   const json_t *recorded, const json_t *current, int *refused, char **why);
+
+	/* PIN tier. A pin_ref (from pin and list_pins) is the backend's own
+	 * description of the native reference, and always carries "pin": the
+	 * pin id it holds, which is how gc tells whose pin it is. */
+	/* *created = 1 when this call made the native reference, 0 when it
+	 * was there already (pinning is idempotent): a command that fails
+	 * later releases only the pins it created, never one an earlier
+	 * commit made and history names. A backend that cannot tell says 0
+	 * (a pin left behind is an orphan gc releases; one deleted is a
+	 * recorded state lost). */
+	int (*pin)(const struct tether_bctx *, const json_t *locator, const json_t *state,
+	           const char *pin_id, json_t **pin_ref, int *created);
+	int (*unpin)(const struct tether_bctx *, const json_t *locator, const json_t *pin_ref);
+	int (*list_pins)(const struct tether_bctx *, const json_t *locator, json_t **pin_refs);
+	/* Is the recorded state still held (by its pin when there is one)?
+	 * *ok = 1 or 0, *detail explains a failure. */
+	int (*verify)(const struct tether_bctx *, const json_t *locator, const json_t *state,
+	              const json_t *pin_ref, int *ok, char **detail);
+
+	/* FORK tier. fork creates or moves `branch` to the pinned state.
+	 * `expect` makes the move conditional: a NULL pointer means no
+	 * condition, JSON null means the branch must not exist yet, and a
+	 * state means the head the caller last saw there; a mismatch is
+	 * TETHER_EREFUSED. The working_ref it returns is an overlay: merged
+	 * into the locator, it names the working branch, and every function
+	 * given that locator (fingerprint, pin, history, open) works there.
+	 * Pinning twice is idempotent; the same pin id at another state is
+	 * TETHER_EREFUSED; verify with a NULL pin_ref checks the state alone,
+	 * and a failed verify sets *detail. */
+	int (*fork)(const struct tether_bctx *, const json_t *locator, const json_t *state,
+	            const json_t *pin_ref, const char *branch, const json_t *expect,
+	            json_t **working_ref);
+	int (*delete_working_ref)(const struct tether_bctx *, const json_t *locator,
+	                          const json_t *working_ref);
+	/* A handle descriptor: at least {"kind", "uri", "read_only"}, plus what
+	 * the native library needs (ref, snapshot_id, sha, ...). */
+	int (*open)(const struct tether_bctx *, const json_t *locator, const json_t *state,
+	            const json_t *pin_ref, const json_t *working_ref, int read_only,
+	            json_t **handle);
+
+	/* DIFF flag: what changed between two recorded states. listing_a/b are
+	 * the stored listings (NULL when missing). Result:
+	 * {"unit", "summary", "entries": [...], "totals": {...}, "truncated"}. */
+	int (*diff)(const struct tether_bctx *, const json_t *locator, const json_t *a,
+	            const json_t *b, const char *listing_a, size_t len_a, const char *listing_b,
+	            size_t len_b, size_t max_entries, json_t **diff);
+	/* HISTORY flag: native history from the locator's ref (or its "at"),
+	 * newest first: [{"id", "time" (seconds since the epoch), "message",
+	 * "refs": [...]}], and optionally "short_id", the abbreviation `tether
+	 * log KEY` shows (default: the first 12 characters of "id"), which the
+	 * system must accept back (`add --at`). */
+	int (*history)(const struct tether_bctx *, const json_t *locator, int max_count,
+	               json_t **entries);
+	/* PROMOTE flag: fast-forward the locator's base branch to the working
+	 * ref's head. `expect` is the base head the caller saw ({...} as in a
+	 * state), or NULL; a base that moved, or a non-fast-forward, is
+	 * TETHER_EREFUSED. *result describes what moved. */
+	int (*promote)(const struct tether_bctx *, const json_t *locator, const json_t *working_ref,
+	               const json_t *expect, json_t **result);
+	/* MERGE flag: three-way merge of the working ref into the base branch.
+	 * Conflicts are TETHER_EREFUSED with the conflicting paths in the
+	 * message, and nothing is half-merged. */
+	int (*merge)(const struct tether_bctx *, const json_t *locator, const json_t *working_ref,
+	             const char *message, json_t **result);
+	/* CREATE flag. */
+	int (*create_store)(const struct tether_bctx *, const json_t *locator);
+	int (*delete_store)(const struct tether_bctx *, const json_t *locator);
+
+	/* FORK tier, optional (NULL: gc --prune-workspaces skips the store).
+	 * This dataset's working branches in the store: those named
+	 * tether.ws.<dataset8>.* (dataset8 = the first 8 hex of
+	 * ctx->dataset_id), as [{"branch": name, "ref": <the working_ref
+	 * overlay fork would return>, "head": <the branch head's state, as
+	 * fingerprint would give it there>}]. Appended last so the offsets of
+	 * everything above stay as they were. */
+	int (*list_working_refs)(const struct tether_bctx *, const json_t *locator, json_t **refs);
+
+	/* Optional (NULL: the engine calls verify once per state). Verify the
+	 * n recorded states of one store at once, as a history walk finds them
+	 * (verify --all-history), so that the store is opened and its refs
+	 * listed once rather than once per state. Every item's locator has the
+	 * same identity, and ctx is the one verify would get for each. Each
+	 * answer is what verify would give for that item alone; where verify
+	 * would return an error, the item is not ok and its detail is the
+	 * error's message. A negative return means the batch could not be
+	 * checked as a whole (the store cannot be opened, say): the engine
+	 * then asks verify for each item, so a backend need not handle those
+	 * cases twice. Appended last, as above. */
+	int (*verify_many)(const struct tether_bctx *, struct tether_verify_item *items, size_t n);
+
+	/* The policy keys make_policy writes, with their values, terminated by
+	 * {NULL, NULL}. The engine refuses a manifest whose [policy] holds any
+	 * other key (beyond write and pin) or another value, naming the file,
+	 * line and the values allowed. NULL with make_policy NULL: the backend
+	 * has no policy keys; NULL with a make_policy: not declared, and the
+	 * backend's keys go unchecked. Appended last, as above. */
+	const struct tether_policy_option *policy_options;
+	/* Optional. Is `state`, a recorded state read from a manifest (which a
+	 * clone may have written), of the shape this backend records: the keys
+	 * it writes, each of its type? When not, return TETHER_ECONFIG with a
+	 * message saying what is wrong and set *key to the state's key at
+	 * fault (a string that lives as long as `state`, or a static one;
+	 * NULL: the state as a whole), so the engine can name its line and
+	 * column. A malformed state is refused as a malformed manifest, never
+	 * compared as if it were drift. Appended last, as above. */
+	int (*check_state)(const json_t *state, const char **key);
+	/* The keys this backend reads from its object's secrets
+	 * ([objects."<key>"] of .tether/secrets.toml), NULL-terminated. The
+	 * engine refuses any other key there, naming the file and line. NULL:
+	 * not declared, unchecked. Appended last, as above. */
+	const char *const *secret_keys;
+	/* Optional (NULL: the engine hands diff the listings whole). diff with
+	 * each listing handed over in pieces as it is read (NULL when missing),
+	 * so that the listings of a million files are merged without being
+	 * held: the same result diff gives. An error from a source is the
+	 * call's error. Appended last (TETHER_BACKEND_ABI 3). */
+	int (*diff_streams)(const struct tether_bctx *, const json_t *locator, const json_t *a, const json_t *b,
+	                    const struct tether_listing_source *listing_a,
+	                    const struct tether_listing_source *listing_b, size_t max_entries, json_t **diff);
+};
+
+/* Register a backend (a third party's, or one from a module). Refuses a
+ * duplicate kind or a different ABI. */
+TETHER_API int tether_backend_register(const struct tether_backend *backend);
+/* Look a backend up by kind, loading module tether-backend-<kind>.so from
+ * the module path on first use. NULL (with an error set) when unknown. */
+TETHER_API const struct tether_backend *tether_backend_find(const char *kind);
+
+/* A module exports this symbol: a NULL-terminated array of backends. */
+typedef const struct tether_backend *const tether_backend_module_t[];
+
+/* Errors, for backends and modules. */
+TETHER_API int tether_error_set(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+TETHER_API int tether_error_setv(int code, const char *fmt, va_list ap);
+TETHER_API void tether_error_set_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+TETHER_API void tether_error_clear(void);
+
+/* A local path as tether stores it in a locator (the spec's identity of a
+ * local store): made absolute against cwd, a leading "~" expanded,
+ * "file://" folded, ".", ".." and doubled or trailing slashes gone, and
+ * the symlinks of the part that exists resolved. malloc'd. */
+TETHER_API char *tether_path_resolve(const char *path, const char *cwd);
+
+/* SHA-256, as tether computes it everywhere (hex is 64 chars + NUL). */
+TETHER_API void tether_sha256_hex(const void *data, size_t len, char hex[65]);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

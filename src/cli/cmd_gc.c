@@ -103,6 +103,7 @@ static int run_gc(const struct args *a)
 	struct tether_gc_opts opts = {
 		.dry_run = is_dry_run(a),
 		.progress = out_progress_allowed(),
+		.progress_fn = out_progress,
 		.plan_out = args_value(a, OPT_PLAN),
 		.from_plan = plan,
 		.from_plan_file = from,

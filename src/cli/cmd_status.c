@@ -176,6 +176,7 @@ static int run_status(const struct args *a)
 	struct tether_status_opts opts = {
 		.snapshot = snapshot_choice(a),
 		.progress = out_progress_allowed(),
+		.progress_fn = out_progress,
 	};
 	json_t *report = NULL;
 	int err = tether_status(repo, &opts, &report);

@@ -2,6 +2,7 @@
  * backend needs to build a locator; the manifest records no state until
  * the next commit. */
 #include "core/engine.h"
+#include "core/sessions.h"
 
 #include "core/registry.h"
 #include "util/fsutil.h"
@@ -62,7 +63,7 @@ static int create_store(const struct tether_backend *b, const struct tether_bctx
 	return rc ? tether_error_set(rc, "cannot create the store: %s", tether_error_last()) : 0;
 }
 
-int tether_add(tether_repo *repo, const struct tether_add_opts *opts, json_t **report)
+static int add_command(tether_repo *repo, const struct tether_add_opts *opts, json_t **report)
 {
 	*report = NULL;
 	int rc = tt_key_check(opts->key);
@@ -147,7 +148,7 @@ int tether_add(tether_repo *repo, const struct tether_add_opts *opts, json_t **r
 	return rc;
 }
 
-int tether_add_history(tether_repo *repo, const struct tether_add_opts *opts, int max, json_t **entries)
+static int add_history_command(tether_repo *repo, const struct tether_add_opts *opts, int max, json_t **entries)
 {
 	*entries = NULL;
 	if (!opts->kind)
@@ -169,5 +170,25 @@ int tether_add_history(tether_repo *repo, const struct tether_add_opts *opts, in
 	if (!rc)
 		rc = b->history(&ctx, locator, max, entries);
 	json_decref(locator);
+	return rc;
+}
+
+/* One command's scope (core/sessions.h): its store sessions close here,
+ * whichever way it ends. */
+int tether_add(tether_repo *repo, const struct tether_add_opts *opts, json_t **report)
+{
+	tt_command_begin(repo, NULL, NULL);
+	int rc = add_command(repo, opts, report);
+	tt_command_end(repo);
+	return rc;
+}
+
+/* One command's scope (core/sessions.h): its store sessions close here,
+ * whichever way it ends. */
+int tether_add_history(tether_repo *repo, const struct tether_add_opts *opts, int max, json_t **entries)
+{
+	tt_command_begin(repo, NULL, NULL);
+	int rc = add_history_command(repo, opts, max, entries);
+	tt_command_end(repo);
 	return rc;
 }

@@ -19,7 +19,9 @@
  * new.auto_fork leaves every object that works on a working branch with
  * one at the state just recorded (auto_fork below). That step comes after
  * the commit, so it never undoes it: what fails there is a warning. */
+#include "core/cancel.h"
 #include "core/engine.h"
+#include "core/sessions.h"
 
 #include "core/journal.h"
 #include "core/lock.h"
@@ -496,11 +498,21 @@ static int apply_plan(struct commit_run *run, const char *message, char id[41])
 	int rc = json_array_size(pins) ? tt_journal_begin(run->repo, "commit", message, pins, &journal) : 0;
 	json_decref(pins);
 	tt_fault_point("commit", "journal-written");
+	/* A stop asked (tether_cancel) is taken between objects and before the
+	 * VCS commit, never after it: what stops here is undone below, as any
+	 * failure before the commit is, and a journal entry that could not be
+	 * closed keeps its pins for gc. */
 	for (size_t i = 0; !rc && i < run->n; i++) {
+		if (tt_cancelled()) {
+			rc = tt_cancel_error("commit");
+			break;
+		}
 		rc = record_object(run, i, json_array_get(tt_plan_actions(run->plan), i));
 		tt_fault_point("commit", "object-recorded");
 	}
 	id[0] = '\0';
+	if (!rc && tt_cancelled())
+		rc = tt_cancel_error("commit");
 	if (!rc)
 		rc = vcs_commit(run, message, id);
 	if (*id)
@@ -617,7 +629,7 @@ static void commit_run_free(struct commit_run *run)
 	tt_objs_free(run->objs, run->n);
 }
 
-int tether_commit(tether_repo *repo, const struct tether_commit_opts *opts, json_t **report)
+static int commit_command(tether_repo *repo, const struct tether_commit_opts *opts, json_t **report)
 {
 	*report = NULL;
 	const char *message = NULL;
@@ -653,5 +665,15 @@ int tether_commit(tether_repo *repo, const struct tether_commit_opts *opts, json
 	commit_run_free(&run);
 	tt_manifest_set_free(&set);
 	tt_repo_unlock(repo, &lock, &shared);
+	return rc;
+}
+
+/* One command's scope (core/sessions.h): its store sessions close here,
+ * whichever way it ends. */
+int tether_commit(tether_repo *repo, const struct tether_commit_opts *opts, json_t **report)
+{
+	tt_command_begin(repo, opts && opts->progress ? opts->progress_fn : NULL, opts ? opts->progress_ud : NULL);
+	int rc = commit_command(repo, opts, report);
+	tt_command_end(repo);
 	return rc;
 }

@@ -1,6 +1,7 @@
 /* tether diff A B: which objects were added, removed or changed between two
  * revisions, and with --content what changed inside each, natively. */
 #include "core/engine.h"
+#include "core/sessions.h"
 #include "core/listing_stream.h"
 
 #include "core/pinid.h"
@@ -254,7 +255,7 @@ static int compare(struct tether_repo *repo, struct side *a, struct side *b, con
 	return 0;
 }
 
-int tether_diff(tether_repo *repo, const struct tether_diff_opts *opts, json_t **report)
+static int diff_command(tether_repo *repo, const struct tether_diff_opts *opts, json_t **report)
 {
 	*report = NULL;
 	struct side a = {0}, b = {0};
@@ -278,5 +279,15 @@ int tether_diff(tether_repo *repo, const struct tether_diff_opts *opts, json_t *
 	tt_objs_free(b.objs, b.set.n);
 	tt_manifest_set_free(&a.set);
 	tt_manifest_set_free(&b.set);
+	return rc;
+}
+
+/* One command's scope (core/sessions.h): its store sessions close here,
+ * whichever way it ends. */
+int tether_diff(tether_repo *repo, const struct tether_diff_opts *opts, json_t **report)
+{
+	tt_command_begin(repo, NULL, NULL);
+	int rc = diff_command(repo, opts, report);
+	tt_command_end(repo);
 	return rc;
 }

@@ -1,6 +1,7 @@
 /* tether log: the dataset's commits (those that touched .tether/), each
  * with the objects it added, removed or changed. */
 #include "core/engine.h"
+#include "core/sessions.h"
 
 #include "core/registry.h"
 #include "util/fsutil.h"
@@ -62,7 +63,7 @@ static int native_log(struct tether_repo *repo, struct tt_manifest *m, int max, 
 	return rc;
 }
 
-int tether_log(tether_repo *repo, const struct tether_log_opts *opts, json_t **report)
+static int log_command(tether_repo *repo, const struct tether_log_opts *opts, json_t **report)
 {
 	*report = NULL;
 	if (opts->rev && tt_key_check(opts->rev) == 0) {
@@ -110,5 +111,15 @@ int tether_log(tether_repo *repo, const struct tether_log_opts *opts, json_t **r
 	if (!rc)
 		*report = json_pack("{s:O}", "commits", commits);
 	json_decref(commits);
+	return rc;
+}
+
+/* One command's scope (core/sessions.h): its store sessions close here,
+ * whichever way it ends. */
+int tether_log(tether_repo *repo, const struct tether_log_opts *opts, json_t **report)
+{
+	tt_command_begin(repo, NULL, NULL);
+	int rc = log_command(repo, opts, report);
+	tt_command_end(repo);
 	return rc;
 }

@@ -11,7 +11,9 @@
  * are taken back, the workspace file restored and the checkout moved back:
  * nothing is left half-done. --from-plan takes the target from the plan and
  * refuses when the plan built now differs from it. */
+#include "core/cancel.h"
 #include "core/engine.h"
+#include "core/sessions.h"
 
 #include "core/journal.h"
 #include "core/lock.h"
@@ -267,6 +269,10 @@ static int apply_plan(struct tether_repo *repo, const struct new_target *t, stru
 	 * conditional fork finds it where it expects. */
 	for (size_t i = 0; !rc && i < n; i++) {
 		json_t *r;
+		if (tt_cancelled()) {
+			rc = tt_cancel_error("new"); /* rolled back below, as any failure */
+			break;
+		}
 		rc = tt_fork_object(repo, &objs[i], ws, bookmark, &log, &r);
 		if (!rc)
 			json_array_append_new(list, r);
@@ -342,7 +348,7 @@ static int run_new(struct tether_repo *repo, const struct tether_new_opts *opts,
 	return rc;
 }
 
-int tether_new(tether_repo *repo, const struct tether_new_opts *opts, json_t **report)
+static int new_command(tether_repo *repo, const struct tether_new_opts *opts, json_t **report)
 {
 	*report = NULL;
 	int rc = tt_plan_check_opts(opts->plan_out, opts->from_plan);
@@ -366,5 +372,15 @@ int tether_new(tether_repo *repo, const struct tether_new_opts *opts, json_t **r
 	target_free(&t);
 	tt_manifest_set_free(&set);
 	tt_repo_unlock(repo, &checkout, &shared);
+	return rc;
+}
+
+/* One command's scope (core/sessions.h): its store sessions close here,
+ * whichever way it ends. */
+int tether_new(tether_repo *repo, const struct tether_new_opts *opts, json_t **report)
+{
+	tt_command_begin(repo, NULL, NULL);
+	int rc = new_command(repo, opts, report);
+	tt_command_end(repo);
 	return rc;
 }

@@ -3,6 +3,7 @@
  * handle already given out keeps naming the branch it was opened on: it
  * does not follow a later `tether new` (docs/CLI.md says so). */
 #include "core/engine.h"
+#include "core/sessions.h"
 
 #include "core/lock.h"
 #include "core/workspace.h"
@@ -131,7 +132,7 @@ static int open_working(struct tether_repo *repo, const char *key, json_t **hand
 	return rc;
 }
 
-int tether_open(tether_repo *repo, const struct tether_open_opts *opts, json_t **handle)
+static int open_command(tether_repo *repo, const struct tether_open_opts *opts, json_t **handle)
 {
 	*handle = NULL;
 	int rc = tt_key_check(opts->key);
@@ -143,5 +144,15 @@ int tether_open(tether_repo *repo, const struct tether_open_opts *opts, json_t *
 	rc = rev ? open_at_rev(repo, opts->key, rev, opts->allow_drift, handle) : open_working(repo, opts->key, handle);
 	if (!rc)
 		json_object_set_new(*handle, "key", json_string(opts->key));
+	return rc;
+}
+
+/* One command's scope (core/sessions.h): its store sessions close here,
+ * whichever way it ends. */
+int tether_open(tether_repo *repo, const struct tether_open_opts *opts, json_t **handle)
+{
+	tt_command_begin(repo, NULL, NULL);
+	int rc = open_command(repo, opts, handle);
+	tt_command_end(repo);
 	return rc;
 }

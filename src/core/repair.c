@@ -3,6 +3,7 @@
  * native ref (Icechunk's tag generations), which the working manifest then
  * records. States the system no longer holds are reported, not invented. */
 #include "core/history.h"
+#include "core/sessions.h"
 #include "core/lock.h"
 #include "core/registry.h"
 #include "util/fsutil.h"
@@ -82,7 +83,7 @@ static json_t *repair_one(struct tether_repo *repo, json_t *rec, int dry_run)
 	return r;
 }
 
-int tether_repair(tether_repo *repo, const struct tether_repair_opts *opts, json_t **report)
+static int repair_command(tether_repo *repo, const struct tether_repair_opts *opts, json_t **report)
 {
 	*report = NULL;
 	struct tt_lock checkout = {-1}, shared = {-1};
@@ -116,5 +117,15 @@ int tether_repair(tether_repo *repo, const struct tether_repair_opts *opts, json
 	json_decref(list);
 	tt_history_free(&h);
 	tt_repo_unlock(repo, &checkout, &shared);
+	return rc;
+}
+
+/* One command's scope (core/sessions.h): its store sessions close here,
+ * whichever way it ends. */
+int tether_repair(tether_repo *repo, const struct tether_repair_opts *opts, json_t **report)
+{
+	tt_command_begin(repo, NULL, NULL);
+	int rc = repair_command(repo, opts, report);
+	tt_command_end(repo);
 	return rc;
 }

@@ -1,6 +1,7 @@
 /* tether status: per object, how the live state compares with the recorded
  * one, and how the manifest compares with the last commit. */
 #include "core/engine.h"
+#include "core/sessions.h"
 
 #include "util/fsutil.h"
 
@@ -32,7 +33,7 @@ static json_t *object_report(const struct tt_obj *o, const json_t *head, int sna
 	                 failed ? o->error : o->detail);
 }
 
-int tether_status(tether_repo *repo, const struct tether_status_opts *opts, json_t **report)
+static int status_command(tether_repo *repo, const struct tether_status_opts *opts, json_t **report)
 {
 	*report = NULL;
 	int snapshot = opts->snapshot < 0 ? tt_repo_config_bool(repo, "snapshot", "auto", 1) : opts->snapshot;
@@ -99,5 +100,15 @@ int tether_status(tether_repo *repo, const struct tether_status_opts *opts, json
 	tt_objs_free(objs, work.n);
 	tt_manifest_set_free(&work);
 	json_decref(head);
+	return rc;
+}
+
+/* One command's scope (core/sessions.h): its store sessions close here,
+ * whichever way it ends. */
+int tether_status(tether_repo *repo, const struct tether_status_opts *opts, json_t **report)
+{
+	tt_command_begin(repo, opts && opts->progress ? opts->progress_fn : NULL, opts ? opts->progress_ud : NULL);
+	int rc = status_command(repo, opts, report);
+	tt_command_end(repo);
 	return rc;
 }

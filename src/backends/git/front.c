@@ -173,6 +173,8 @@ const struct tether_backend tt_backend_git_front = {
 	.verify_many = fr_verify_many,
 	.check_state = gb_check_state,
 	.secret_keys = gb_secret_keys,
+	.open_store = gb_open_store,
+	.close_store = gb_close_store,
 };
 
 TETHER_API tether_backend_module_t tether_backend_module = {&tt_backend_git_front, NULL};

@@ -47,7 +47,8 @@ int tt_objs_prepare(struct tether_repo *repo, struct tt_manifest_set *set, int p
 		json_t *entry = tt_workspace_entry(ws, o->m->key);
 		o->working_ref = json_incref(json_object_get(entry, "ref"));
 		o->locator = tt_locator_at(tt_manifest_locator(o->m), o->working_ref);
-		tt_session_attach(repo, o->b, o->locator, NULL, &o->ctx);
+		if (!rc) /* (an attach clears the error slot it finds no identity in) */
+			tt_session_attach(repo, o->b, o->locator, NULL, &o->ctx);
 	}
 	json_decref(ws);
 	if (rc) {

@@ -189,3 +189,58 @@ def test_timeout_env_and_bad_values(ds):
     assert p.stderr.splitlines()[0] == "tether: error: --timeout 'soon': give a number of seconds greater than 0"
     p = ds.tether("status", check_rc=2, env={"TETHER_TIMEOUT": "-1"})
     assert p.stderr.splitlines()[0] == "tether: error: TETHER_TIMEOUT '-1': give a number of seconds greater than 0"
+
+
+# ---------------------------------------------------------------------------
+# Progress: the library reports, the CLI draws (on a terminal only)
+# ---------------------------------------------------------------------------
+
+def test_the_progress_line_is_drawn_on_a_terminal_and_not_elsewhere(ds):
+    """Three files the scanner stops in (TETHER_FAULT=scan:mid-read:stop),
+    held stopped past the 1 s the progress line waits for: with stderr a
+    terminal the CLI draws `scanning: ...` from the library's reports and
+    clears it; with stderr a pipe there is no line at all."""
+    import pty
+    for i in range(3):
+        ds.write(f"data/f{i}.bin", "")
+        with open(ds.p(f"data/f{i}.bin"), "wb") as f:
+            f.write(bytes([65 + i]) * (4 << 20))
+    ds.tether("add", "d", "data", "--kind", "file", "--file", "mutable")
+
+    def run(stderr_tty):
+        master, slave = pty.openpty() if stderr_tty else (None, None)
+        env = dict(ds.env, TETHER_FAULT="scan:mid-read:stop", TETHER_THREADS="1")
+        proc = subprocess.Popen([TETHER_BIN, "status"], cwd=str(ds.root), env=env, stdout=subprocess.PIPE,
+                                stderr=slave if stderr_tty else subprocess.PIPE)
+        if slave is not None:
+            os.close(slave)
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            if state_of(proc.pid) == "T":
+                time.sleep(0.6)
+                os.kill(proc.pid, signal.SIGCONT)
+                while proc.poll() is None and state_of(proc.pid) == "T":
+                    time.sleep(0.005)
+            time.sleep(0.005)
+        out = proc.stdout.read()
+        err = b""
+        if stderr_tty:
+            while True:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                err += chunk
+            os.close(master)
+        else:
+            err = proc.stderr.read()
+        proc.wait(timeout=60)
+        assert proc.returncode == 0, (out, err)
+        return err.decode(errors="replace")
+
+    drawn = run(True)
+    assert "\rscanning: " in drawn and " MiB hashed\x1b[K" in drawn, repr(drawn)
+    assert drawn.endswith("\r\x1b[K"), repr(drawn)
+    assert run(False) == ""

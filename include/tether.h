@@ -39,6 +39,8 @@ enum {
 	TETHER_EAUTH = -9,      /* a store refused the credentials          exit 1 */
 	TETHER_ETRANSIENT = -10, /* a store failure worth retrying (timeout,
 	                          * throttling, a lost connection)          exit 1 */
+	TETHER_ECANCELLED = -11, /* stopped by tether_cancel (SIGINT, SIGTERM,
+	                          * a deadline)        exit 130, 143 or 124 */
 };
 
 TETHER_API const char *tether_version(void);
@@ -64,8 +66,39 @@ TETHER_API const char *tether_version(void);
 TETHER_API const char *tether_error_last(void);
 /* An optional hint for the last error (NULL if none). */
 TETHER_API const char *tether_error_hint(void);
-/* Exit code the CLI uses for an error code. */
+/* Exit code the CLI uses for an error code. TETHER_ECANCELLED maps to
+ * 128 + the signal tether_cancel was given (130 for SIGINT, 143 for
+ * SIGTERM), or 124 for a deadline (reason 0), as shells and timeout(1) do. */
 TETHER_API int tether_exit_code(int err);
+
+/* Cancellation. tether_cancel asks every running command of this process
+ * to stop: long loops of the engine and backends check the flag between
+ * steps and return TETHER_ECANCELLED ("cancelled: ..."), leaving nothing
+ * half-written (a commit stops before its VCS commit, so its journal entry
+ * stays INCOMPLETE and gc keeps its pins; re-running the command finishes
+ * it). reason is the signal number that asked (SIGINT, SIGTERM), or 0 for
+ * a deadline. Async-signal-safe: it only stores two integers, so a signal
+ * handler may call it. tether_cancel_reset clears the request (before the
+ * next command, in a long-lived program). */
+TETHER_API void tether_cancel(int reason);
+TETHER_API void tether_cancel_reset(void);
+/* -1 when no stop was asked, else the reason given to tether_cancel. */
+TETHER_API int tether_cancel_reason(void);
+
+/* Progress. The library never writes to stderr or a terminal: a command
+ * that runs long reports its progress to the caller's callback (the
+ * options' progress_fn), which draws it (the CLI: one line on stderr, on a
+ * terminal only). Calls come from any thread, at most ten a second per
+ * phase, and each phase ends with one call whose `finished` is 1. */
+struct tether_progress {
+	const char *phase; /* what is being done: "scanning", ... */
+	const char *key;   /* the object it is about, or NULL */
+	unsigned long long done;  /* items done (files, states, ...) */
+	unsigned long long total; /* items in all, 0 when not known */
+	unsigned long long bytes; /* bytes processed, 0 when not counted */
+	int finished;      /* 1: the phase is over (clear its line) */
+};
+typedef void (*tether_progress_fn)(void *ud, const struct tether_progress *p);
 
 typedef struct tether_repo tether_repo;
 
@@ -113,7 +146,10 @@ struct tether_status_opts {
 	uint32_t version; /* TETHER_STATUS_OPTS_INIT */
 	uint32_t size;
 	int snapshot;
-	int progress; /* allow a progress line on stderr */
+	int progress; /* report progress to progress_fn */
+	/* Appended: where progress goes when progress is set (NULL: nowhere). */
+	tether_progress_fn progress_fn;
+	void *progress_ud;
 };
 TETHER_API int tether_status(tether_repo *repo, const struct tether_status_opts *opts, json_t **report);
 
@@ -145,6 +181,9 @@ struct tether_commit_opts {
 	const char *plan_out;     /* plan only, and save the plan here */
 	const json_t *from_plan;  /* apply this plan */
 	const char *from_plan_file; /* the plan's file, for messages (may be NULL) */
+	/* Appended: where progress goes when progress is set (NULL: nowhere). */
+	tether_progress_fn progress_fn;
+	void *progress_ud;
 };
 TETHER_API int tether_commit(tether_repo *repo, const struct tether_commit_opts *opts, json_t **report);
 
@@ -187,6 +226,9 @@ struct tether_verify_opts {
 	uint32_t size;
 	int progress;
 	int all_history; /* every distinct recorded state in every commit of every ref */
+	/* Appended: where progress goes when progress is set (NULL: nowhere). */
+	tether_progress_fn progress_fn;
+	void *progress_ud;
 };
 TETHER_API int tether_verify(tether_repo *repo, const struct tether_verify_opts *opts, json_t **report);
 
@@ -219,6 +261,9 @@ struct tether_gc_opts {
 	const char *const *keep_workspaces; /* bookmarks whose branches stay, n_keep of them */
 	size_t n_keep;
 	int force_prune;          /* delete unpinned and storage branches too */
+	/* Appended: where progress goes when progress is set (NULL: nowhere). */
+	tether_progress_fn progress_fn;
+	void *progress_ud;
 };
 TETHER_API int tether_gc(tether_repo *repo, const struct tether_gc_opts *opts, json_t **report);
 

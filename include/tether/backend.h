@@ -79,11 +79,34 @@ struct tether_bctx {
 	const json_t *secrets;     /* this object's secrets, or NULL */
 	const char *key;           /* the object's key, or NULL outside an object */
 	int threads;               /* worker threads a backend may use itself */
-	int progress;              /* a backend may print a progress line on stderr */
-	volatile int *cancel;      /* non-zero: stop early with TETHER_ERROR */
+	int progress;              /* a backend may report progress (tether_bctx_progress) */
+	volatile int *cancel;      /* non-zero: stop early with TETHER_ECANCELLED
+	                            * (tether_bctx_cancelled); never NULL from the engine */
 	int state_only;            /* fingerprint: the caller needs the state only; a backend may
 	                            * leave the listing out (NULL) and save building it */
+	/* Appended (sessions, progress). */
+	void *session;             /* what the backend's open_store made for the store this
+	                            * call is about, or NULL: no session (a backend without
+	                            * open_store, a call outside a command, or open_store
+	                            * failed) -- every call must work without one */
+	tether_progress_fn progress_fn; /* where tether_bctx_progress reports, or NULL */
+	void *progress_ud;
 };
+
+/* Has the command been asked to stop? Backends check between steps of
+ * long work (files, refs, snapshots) and then return tether_bctx_cancel. */
+static inline int tether_bctx_cancelled(const struct tether_bctx *ctx)
+{
+	return ctx && ctx->cancel && *ctx->cancel;
+}
+/* Set and return TETHER_ECANCELLED with a message naming what stopped. */
+TETHER_API int tether_bctx_cancel(const struct tether_bctx *ctx, const char *what);
+/* Report progress (nothing when ctx->progress is 0 or no callback). */
+static inline void tether_bctx_progress(const struct tether_bctx *ctx, const struct tether_progress *p)
+{
+	if (ctx && ctx->progress && ctx->progress_fn)
+		ctx->progress_fn(ctx->progress_ud, p);
+}
 
 /* A fingerprint: the state, and for digest states the listing the engine
  * stores content-addressed under .tether/listings/ (NULL when none). */
@@ -330,6 +353,33 @@ struct tether_backend {
 	 * the engine refuses any other, naming the file, line and column. NULL:
 	 * not declared, unchecked. Appended last, as above. */
 	const char *const *config_keys;
+	/* Store sessions, optional (both or neither; NULL: no sessions).
+	 * During one command (one tether_status, tether_commit, ... call) the
+	 * engine opens at most one session per store -- per identity, as
+	 * canonical JSON -- on the first call about that store, hands it to
+	 * every later call about it in ctx->session, whichever key and thread
+	 * the call is for, and closes it when the command ends, on error paths
+	 * too. A session holds what is costly to open and safe to reuse within
+	 * one command: an open repository handle, a parsed ref table.
+	 *
+	 * open_store gets the identity and the first locator seen with it
+	 * (every locator of the store shares the identity, not the ref); it
+	 * should be cheap and lazy (allocate, open on first need), and must not
+	 * load a heavy library that the call it precedes would not load. Its
+	 * failure is not the command's: the engine clears the error and makes
+	 * that call, and those after it, without a session (ctx->session NULL).
+	 *
+	 * Threads: calls about one store run concurrently on the engine's
+	 * worker threads, all with the same session, so a session must be safe
+	 * for concurrent use. The engine does not serialise them (that would
+	 * serialise every object of one store); a backend whose library is not
+	 * thread-safe (libgit2's git_repository, say) locks inside its session,
+	 * or keeps a small pool of handles that a call takes and gives back.
+	 * close_store is called once, when no call is running, with a context
+	 * without key; it frees everything the session holds. Appended last. */
+	int (*open_store)(const struct tether_bctx *ctx, const json_t *locator, const json_t *identity,
+	                  void **session);
+	void (*close_store)(const struct tether_bctx *ctx, void *session);
 };
 
 /* Register a backend (a third party's, or one from a module). Refuses a

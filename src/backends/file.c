@@ -106,6 +106,8 @@ static void scan_options(const struct tether_bctx *ctx, struct tt_scan_opts *o)
 	memset(o, 0, sizeof *o);
 	o->threads = ctx->threads;
 	o->progress = ctx->progress;
+	o->progress_fn = ctx->progress_fn;
+	o->progress_ud = ctx->progress_ud;
 	o->cache_dir = ctx->cache_dir;
 	o->skip_name = OWNER_MARKER;
 }

@@ -146,6 +146,7 @@ static int run_commit(const struct args *a)
 		.message = message,
 		.strict = args_has(a, OPT_STRICT),
 		.progress = out_progress_allowed(),
+		.progress_fn = out_progress,
 		.dry_run = args_has(a, OPT_DRY_RUN),
 		.plan_out = args_value(a, OPT_PLAN),
 		.from_plan = plan,

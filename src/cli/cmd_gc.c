@@ -104,6 +104,7 @@ static int run_gc(const struct args *a)
 		TETHER_GC_OPTS_INIT,
 		.dry_run = is_dry_run(a),
 		.progress = out_progress_allowed(),
+		.progress_fn = out_progress,
 		.plan_out = args_value(a, OPT_PLAN),
 		.from_plan = plan,
 		.from_plan_file = from,

@@ -177,6 +177,7 @@ static int run_status(const struct args *a)
 		TETHER_STATUS_OPTS_INIT,
 		.snapshot = snapshot_choice(a),
 		.progress = out_progress_allowed(),
+		.progress_fn = out_progress,
 	};
 	json_t *report = NULL;
 	int err = tether_status(repo, &opts, &report);

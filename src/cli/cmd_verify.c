@@ -53,7 +53,7 @@ static int run_verify(const struct args *a)
 	int rc = cli_find_repo(&repo);
 	if (rc)
 		return rc;
-	struct tether_verify_opts opts = { TETHER_VERIFY_OPTS_INIT, .progress = out_progress_allowed(),
+	struct tether_verify_opts opts = { TETHER_VERIFY_OPTS_INIT, .progress = out_progress_allowed(), .progress_fn = out_progress,
 	                                   .all_history = args_has(a, OPT_ALL_HISTORY) };
 	json_t *report = NULL;
 	int err = tether_verify(repo, &opts, &report);

@@ -5,6 +5,7 @@
  * whose options and help come from the backends' declarations). */
 #include "args.h"
 #include "output.h"
+#include "stop.h"
 
 #include <tether.h>
 
@@ -60,12 +61,14 @@ static const struct cli_command *find_command(const char *name)
 	return NULL;
 }
 
-enum { GOPT_DIRECTORY, GOPT_VERSION };
+enum { GOPT_DIRECTORY, GOPT_VERSION, GOPT_TIMEOUT };
 
 static const struct arg_option global_options[] = {
 	[GOPT_DIRECTORY] = { NULL, 'C', ARG_LIST, "DIR",
 	                     "run as if started in DIR (repeatable; each relative to the last)" },
 	[GOPT_VERSION] = { "version", 0, ARG_FLAG, NULL, "print tether's version" },
+	[GOPT_TIMEOUT] = { "timeout", 0, ARG_VALUE, "SECONDS",
+	                   "stop the command after SECONDS (exit 124); default: $TETHER_TIMEOUT, or none" },
 };
 
 static const struct arg_spec global_spec = {
@@ -87,7 +90,8 @@ static void print_global_help(FILE *f)
 	args_print_options(f, &global_spec);
 	fputs("\n"
 	      "See 'tether help COMMAND' for a command's options.\n"
-	      "Exit codes: 0 ok, 1 error, 2 usage, 3 refused or conflict, 4 lock timeout.\n",
+	      "Exit codes: 0 ok, 1 error, 2 usage, 3 refused or conflict, 4 lock timeout,\n"
+	      "130 SIGINT, 143 SIGTERM, 124 --timeout (the command stopped, nothing half-written).\n",
 	      f);
 }
 
@@ -178,6 +182,8 @@ static int dispatch(const struct args *g, int argc, char **argv)
 	}
 	int rc = change_directories(args_values(g, GOPT_DIRECTORY));
 	if (rc)
+		return rc;
+	if ((rc = cli_stop_install(args_value(g, GOPT_TIMEOUT))) != 0)
 		return rc;
 	if (g->next >= argc) {
 		print_global_help(stderr);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,8 @@ static const char *describe_code(int err)
 		return "the store refused the credentials";
 	case TETHER_ETRANSIENT:
 		return "the store failed for now (try again)";
+	case TETHER_ECANCELLED:
+		return "stopped";
 	default:
 		return "failed";
 	}
@@ -116,6 +119,32 @@ int out_finish(int code)
 int out_progress_allowed(void)
 {
 	return isatty(STDERR_FILENO);
+}
+
+/* One line on stderr, redrawn in place; several objects' scans may report
+ * at once from their threads, so the drawing takes turns. */
+static pthread_mutex_t progress_turn = PTHREAD_MUTEX_INITIALIZER;
+
+void out_progress(void *ud, const struct tether_progress *p)
+{
+	(void)ud;
+	pthread_mutex_lock(&progress_turn);
+	if (p->finished) {
+		fputs("\r\033[K", stderr);
+	} else if (p->phase && strcmp(p->phase, "scanning") == 0) {
+		fprintf(stderr, "\rscanning: %llu files, %.1f MiB hashed\033[K", p->done,
+		        (double)p->bytes / (1024.0 * 1024.0));
+	} else {
+		fprintf(stderr, "\r%s%s%s: %llu", p->phase ? p->phase : "working", p->key ? " " : "",
+		        p->key ? p->key : "", p->done);
+		if (p->total)
+			fprintf(stderr, "/%llu", p->total);
+		if (p->bytes)
+			fprintf(stderr, ", %.1f MiB", (double)p->bytes / (1024.0 * 1024.0));
+		fputs("\033[K", stderr);
+	}
+	fflush(stderr);
+	pthread_mutex_unlock(&progress_turn);
 }
 
 /* Decided once: isatty and getenv are cheap, but a rendering asks per line. */

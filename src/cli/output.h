@@ -31,6 +31,9 @@ int out_finish(int code);
 
 /* May the engine print a progress line? Only when a person is watching. */
 int out_progress_allowed(void);
+/* The options' progress_fn: draws the engine's progress on stderr. */
+struct tether_progress;
+void out_progress(void *ud, const struct tether_progress *p);
 
 /* ANSI colour for stdout: "" unless stdout is a terminal and NO_COLOR is
  * unset (https://no-color.org). */

@@ -3,6 +3,7 @@
  * the next commit. */
 #include "core/abi.h"
 #include "core/engine.h"
+#include "core/sessions.h"
 
 #include "core/add_options.h"
 #include "core/registry.h"
@@ -120,15 +121,9 @@ static int create_store(const struct tether_backend *b, const struct tether_bctx
 	return rc ? tether_error_set(rc, "cannot create the store: %s", tether_error_last()) : 0;
 }
 
-int tether_add(tether_repo *repo, const struct tether_add_opts *caller_opts, json_t **report)
+static int add_command(tether_repo *repo, const struct tether_add_opts *opts, json_t **report)
 {
 	*report = NULL;
-	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
-	struct tether_add_opts own;
-	int abi_rc = TT_OPTS_IN("struct tether_add_opts", TETHER_ADD_OPTS_VERSION, caller_opts, &own);
-	if (abi_rc)
-		return abi_rc;
-	const struct tether_add_opts *opts = &own;
 	int rc = tt_key_check(opts->key);
 	if (rc)
 		return rc;
@@ -215,15 +210,9 @@ int tether_add(tether_repo *repo, const struct tether_add_opts *caller_opts, jso
 	return rc;
 }
 
-int tether_add_history(tether_repo *repo, const struct tether_add_opts *caller_opts, int max, json_t **entries)
+static int add_history_command(tether_repo *repo, const struct tether_add_opts *opts, int max, json_t **entries)
 {
 	*entries = NULL;
-	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
-	struct tether_add_opts own;
-	int abi_rc = TT_OPTS_IN("struct tether_add_opts", TETHER_ADD_OPTS_VERSION, caller_opts, &own);
-	if (abi_rc)
-		return abi_rc;
-	const struct tether_add_opts *opts = &own;
 	if (!opts->kind)
 		return tether_error_set(TETHER_EUSAGE, "--kind is required (`tether backends` lists the kinds)");
 	const struct tether_backend *b = tether_backend_find(opts->kind);
@@ -249,5 +238,39 @@ int tether_add_history(tether_repo *repo, const struct tether_add_opts *caller_o
 	if (!rc)
 		rc = TT_BACKEND_GET(b, history)(&ctx, locator, max, entries);
 	json_decref(locator);
+	return rc;
+}
+
+/* One command's scope (core/sessions.h): its store sessions close here,
+ * whichever way it ends. */
+int tether_add(tether_repo *repo, const struct tether_add_opts *caller_opts, json_t **report)
+{
+	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
+	struct tether_add_opts opts;
+	int rc = TT_OPTS_IN("struct tether_add_opts", TETHER_ADD_OPTS_VERSION, caller_opts, &opts);
+	if (rc) {
+		*report = NULL;
+		return rc;
+	}
+	tt_command_begin(repo, NULL, NULL);
+	rc = add_command(repo, &opts, report);
+	tt_command_end(repo);
+	return rc;
+}
+
+/* One command's scope (core/sessions.h): its store sessions close here,
+ * whichever way it ends. */
+int tether_add_history(tether_repo *repo, const struct tether_add_opts *caller_opts, int max, json_t **entries)
+{
+	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
+	struct tether_add_opts opts;
+	int rc = TT_OPTS_IN("struct tether_add_opts", TETHER_ADD_OPTS_VERSION, caller_opts, &opts);
+	if (rc) {
+		*entries = NULL;
+		return rc;
+	}
+	tt_command_begin(repo, NULL, NULL);
+	rc = add_history_command(repo, &opts, max, entries);
+	tt_command_end(repo);
 	return rc;
 }

@@ -20,7 +20,9 @@
  * one at the state just recorded (auto_fork below). That step comes after
  * the commit, so it never undoes it: what fails there is a warning. */
 #include "core/abi.h"
+#include "core/cancel.h"
 #include "core/engine.h"
+#include "core/sessions.h"
 
 #include "core/journal.h"
 #include "core/lock.h"
@@ -499,11 +501,21 @@ static int apply_plan(struct commit_run *run, const char *message, char id[41])
 	int rc = json_array_size(pins) ? tt_journal_begin(run->repo, "commit", message, pins, &journal) : 0;
 	json_decref(pins);
 	tt_fault_point("commit", "journal-written");
+	/* A stop asked (tether_cancel) is taken between objects and before the
+	 * VCS commit, never after it: what stops here is undone below, as any
+	 * failure before the commit is, and a journal entry that could not be
+	 * closed keeps its pins for gc. */
 	for (size_t i = 0; !rc && i < run->n; i++) {
+		if (tt_cancelled()) {
+			rc = tt_cancel_error("commit");
+			break;
+		}
 		rc = record_object(run, i, json_array_get(tt_plan_actions(run->plan), i));
 		tt_fault_point("commit", "object-recorded");
 	}
 	id[0] = '\0';
+	if (!rc && tt_cancelled())
+		rc = tt_cancel_error("commit");
 	if (!rc)
 		rc = vcs_commit(run, message, id);
 	if (*id)
@@ -620,15 +632,9 @@ static void commit_run_free(struct commit_run *run)
 	tt_objs_free(run->objs, run->n);
 }
 
-int tether_commit(tether_repo *repo, const struct tether_commit_opts *caller_opts, json_t **report)
+static int commit_command(tether_repo *repo, const struct tether_commit_opts *opts, json_t **report)
 {
 	*report = NULL;
-	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
-	struct tether_commit_opts own;
-	int abi_rc = TT_OPTS_IN("struct tether_commit_opts", TETHER_COMMIT_OPTS_VERSION, caller_opts, &own);
-	if (abi_rc)
-		return abi_rc;
-	const struct tether_commit_opts *opts = &own;
 	const char *message = NULL;
 	int rc = tt_plan_check_opts(opts->plan_out, opts->from_plan);
 	if (!rc && opts->from_plan)
@@ -662,5 +668,22 @@ int tether_commit(tether_repo *repo, const struct tether_commit_opts *caller_opt
 	commit_run_free(&run);
 	tt_manifest_set_free(&set);
 	tt_repo_unlock(repo, &lock, &shared);
+	return rc;
+}
+
+/* One command's scope (core/sessions.h): its store sessions close here,
+ * whichever way it ends. */
+int tether_commit(tether_repo *repo, const struct tether_commit_opts *caller_opts, json_t **report)
+{
+	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
+	struct tether_commit_opts opts;
+	int rc = TT_OPTS_IN("struct tether_commit_opts", TETHER_COMMIT_OPTS_VERSION, caller_opts, &opts);
+	if (rc) {
+		*report = NULL;
+		return rc;
+	}
+	tt_command_begin(repo, opts.progress ? opts.progress_fn : NULL, opts.progress_ud);
+	rc = commit_command(repo, &opts, report);
+	tt_command_end(repo);
 	return rc;
 }

@@ -2,6 +2,7 @@
  * revisions, and with --content what changed inside each, natively. */
 #include "core/abi.h"
 #include "core/engine.h"
+#include "core/sessions.h"
 #include "core/listing_stream.h"
 
 #include "core/pinid.h"
@@ -256,15 +257,9 @@ static int compare(struct tether_repo *repo, struct side *a, struct side *b, con
 	return 0;
 }
 
-int tether_diff(tether_repo *repo, const struct tether_diff_opts *caller_opts, json_t **report)
+static int diff_command(tether_repo *repo, const struct tether_diff_opts *opts, json_t **report)
 {
 	*report = NULL;
-	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
-	struct tether_diff_opts own;
-	int abi_rc = TT_OPTS_IN("struct tether_diff_opts", TETHER_DIFF_OPTS_VERSION, caller_opts, &own);
-	if (abi_rc)
-		return abi_rc;
-	const struct tether_diff_opts *opts = &own;
 	struct side a = {0}, b = {0};
 	int rc = load_side(repo, opts->from ? opts->from : "HEAD", &a);
 	if (!rc)
@@ -286,5 +281,22 @@ int tether_diff(tether_repo *repo, const struct tether_diff_opts *caller_opts, j
 	tt_objs_free(b.objs, b.set.n);
 	tt_manifest_set_free(&a.set);
 	tt_manifest_set_free(&b.set);
+	return rc;
+}
+
+/* One command's scope (core/sessions.h): its store sessions close here,
+ * whichever way it ends. */
+int tether_diff(tether_repo *repo, const struct tether_diff_opts *caller_opts, json_t **report)
+{
+	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
+	struct tether_diff_opts opts;
+	int rc = TT_OPTS_IN("struct tether_diff_opts", TETHER_DIFF_OPTS_VERSION, caller_opts, &opts);
+	if (rc) {
+		*report = NULL;
+		return rc;
+	}
+	tt_command_begin(repo, NULL, NULL);
+	rc = diff_command(repo, &opts, report);
+	tt_command_end(repo);
 	return rc;
 }

@@ -2,6 +2,8 @@
  * read (the rule is in filehash.h). */
 #include "core/filehash.h"
 
+#include "core/cancel.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -73,6 +75,11 @@ static int hash_fd(int fd, const char *name, uint64_t size, unsigned char *buf,
 		}
 		if (n == 0)
 			break;
+		/* A stop asked (tether_cancel) ends even one huge file's read. */
+		if (tt_cancelled()) {
+			tt_sha256_end(&ctx, NULL);
+			return -ECANCELED;
+		}
 		tt_sha256_update(&ctx, buf, (size_t)n);
 		*total += (uint64_t)n;
 		if (progress)

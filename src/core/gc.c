@@ -9,7 +9,9 @@
  * plan names (refusing when one is referenced again), so the
  * preconditions are re-checked against history as it is when applied. */
 #include "core/abi.h"
+#include "core/cancel.h"
 #include "core/gc_stores.h"
+#include "core/sessions.h"
 #include "core/history.h"
 #include "core/journal.h"
 #include "core/lock.h"
@@ -294,7 +296,11 @@ static void apply(struct tether_repo *repo, const json_t *stores, json_t *releas
 {
 	size_t i;
 	json_t *r;
+	/* A stop asked (tether_cancel) is taken between pins: each release is
+	 * whole or not made, and what is left is the next gc's. */
 	json_array_foreach(release, i, r) {
+		if (tt_cancelled())
+			return;
 		const json_t *store = json_object_get(stores, json_string_value(json_object_get(r, "store")));
 		int rc = release_pin(repo, store, r);
 		json_object_set_new(r, "done", json_boolean(rc == 0));
@@ -305,6 +311,8 @@ static void apply(struct tether_repo *repo, const json_t *stores, json_t *releas
 	}
 	json_t *h;
 	json_array_foreach(listings, i, h) {
+		if (tt_cancelled())
+			return;
 		char *path = tt_strdupf("%s/listings/%s.jsonl", repo->tether_dir, json_string_value(h));
 		if (tt_safe_remove(repo->root, path) != 0)
 			json_array_append_new(errors, json_string(tether_error_last()));
@@ -339,6 +347,8 @@ static int find_candidates(struct tether_repo *repo, struct tt_history *h, json_
 	const char *k;
 	json_t *store;
 	json_object_foreach(stores, k, store) {
+		if (!rc && tt_cancelled())
+			rc = tt_cancel_error("gc");
 		if (rc)
 			break;
 		rc = plan_store(repo, h, k, store, release, skipped);
@@ -359,15 +369,9 @@ static int check_opts(struct tether_repo *repo, const struct tether_gc_opts *opt
 	return rc ? rc : tt_repo_check_secrets(repo);
 }
 
-int tether_gc(tether_repo *repo, const struct tether_gc_opts *caller_opts, json_t **report)
+static int gc_command(tether_repo *repo, const struct tether_gc_opts *opts, json_t **report)
 {
 	*report = NULL;
-	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
-	struct tether_gc_opts own;
-	int abi_rc = TT_OPTS_IN("struct tether_gc_opts", TETHER_GC_OPTS_VERSION, caller_opts, &own);
-	if (abi_rc)
-		return abi_rc;
-	const struct tether_gc_opts *opts = &own;
 	struct tt_lock checkout = {-1}, shared = {-1};
 	int dry_run = opts->dry_run || opts->plan_out;
 	int rc = check_opts(repo, opts);
@@ -388,8 +392,11 @@ int tether_gc(tether_repo *repo, const struct tether_gc_opts *caller_opts, json_
 		rc = tt_plan_save(plan, opts->plan_out);
 	if (!rc && !dry_run) {
 		apply(repo, stores, release, listings, errors);
-		tt_prune_apply(repo, prune, errors);
+		if (!tt_cancelled())
+			tt_prune_apply(repo, prune, errors);
 	}
+	if (!rc && tt_cancelled())
+		rc = tt_cancel_error("gc");
 	if (!rc) {
 		*report = json_pack("{s:I, s:I, s:I, s:o, s:O, s:O, s:O, s:o}", "commits", (json_int_t)h.commits,
 		                    "referenced", (json_int_t)json_object_size(h.pins), "stores",
@@ -413,5 +420,22 @@ int tether_gc(tether_repo *repo, const struct tether_gc_opts *caller_opts, json_
 	json_decref(prune);
 	tt_history_free(&h);
 	tt_repo_unlock(repo, &checkout, &shared);
+	return rc;
+}
+
+/* One command's scope (core/sessions.h): its store sessions close here,
+ * whichever way it ends. */
+int tether_gc(tether_repo *repo, const struct tether_gc_opts *caller_opts, json_t **report)
+{
+	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
+	struct tether_gc_opts opts;
+	int rc = TT_OPTS_IN("struct tether_gc_opts", TETHER_GC_OPTS_VERSION, caller_opts, &opts);
+	if (rc) {
+		*report = NULL;
+		return rc;
+	}
+	tt_command_begin(repo, opts.progress ? opts.progress_fn : NULL, opts.progress_ud);
+	rc = gc_command(repo, &opts, report);
+	tt_command_end(repo);
 	return rc;
 }

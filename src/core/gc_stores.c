@@ -1,5 +1,6 @@
 /* The stores gc visits: see gc_stores.h. */
 #include "core/gc_stores.h"
+#include "core/sessions.h"
 
 #include "core/journal.h"
 #include "core/registry.h"
@@ -196,8 +197,10 @@ int tt_gc_stores_collect(struct tether_repo *repo, const struct tt_history *h, j
 
 void tt_gc_store_bctx(struct tether_repo *repo, const json_t *store, const json_t *entry, struct tether_bctx *ctx)
 {
-	tt_repo_bctx(repo, json_string_value(json_object_get(store, "kind")),
-	             json_string_value(json_object_get(entry, "key")), ctx);
+	const char *kind = json_string_value(json_object_get(store, "kind"));
+	tt_repo_bctx(repo, kind, json_string_value(json_object_get(entry, "key")), ctx);
+	tt_session_attach(repo, kind ? tether_backend_find(kind) : NULL, json_object_get(entry, "locator"),
+	                  json_object_get(store, "identity"), ctx);
 }
 
 void tt_gc_skip_store(json_t *skipped, const char *name, const char *reason)

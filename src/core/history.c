@@ -3,6 +3,7 @@
  * once. The VCS's history_files hands over each distinct (path, blob)
  * once, skipping commits whose .tether/objects tree it has already read,
  * so the cost grows with the number of distinct manifests, not commits. */
+#include "core/cancel.h"
 #include "core/history.h"
 
 #include "core/registry.h"
@@ -148,6 +149,8 @@ static void *parser_main(void *arg)
 static int on_manifest(void *ud, const char *commit, const char *path, const char *data, size_t len)
 {
 	struct walk *w = ud;
+	if (tt_cancelled())
+		return tt_cancel_error("reading the history");
 	size_t pl = strlen(path);
 	if (pl <= 5 || strcmp(path + pl - 5, ".toml") != 0)
 		return 0;
@@ -237,6 +240,8 @@ int tt_history_collect(struct tether_repo *repo, struct tt_history *h)
 	pthread_mutex_init(&w.mu, NULL);
 	pthread_cond_init(&w.more, NULL);
 	rc = finish(&w, repo->vcs->history_files(repo->vh, dir, cache, on_manifest, &w, &h->commits));
+	if (!rc && tt_cancelled())
+		rc = tt_cancel_error("reading the history");
 	free(cache);
 	free(dir);
 	return rc;

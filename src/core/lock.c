@@ -1,5 +1,7 @@
 #include "core/lock.h"
 
+#include "core/cancel.h"
+
 #include <tether/backend.h>
 
 #include <errno.h>
@@ -46,6 +48,11 @@ int tt_lock_hold(int fd, const char *path, const char *what, int timeout_ms, str
 			int rc = tether_error_set(TETHER_EIO, "cannot lock %s: %s", path, strerror(errno));
 			close(fd);
 			return rc;
+		}
+		if (tt_cancelled()) {
+			/* Asked to stop while waiting (Ctrl-C on a long wait). */
+			close(fd);
+			return tt_cancel_error("waiting for the lock");
 		}
 		if (waited_ms >= timeout_ms) {
 			char holder[64];

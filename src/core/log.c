@@ -2,6 +2,7 @@
  * with the objects it added, removed or changed. */
 #include "core/abi.h"
 #include "core/engine.h"
+#include "core/sessions.h"
 
 #include "core/registry.h"
 #include "util/fsutil.h"
@@ -63,15 +64,9 @@ static int native_log(struct tether_repo *repo, struct tt_manifest *m, int max, 
 	return rc;
 }
 
-int tether_log(tether_repo *repo, const struct tether_log_opts *caller_opts, json_t **report)
+static int log_command(tether_repo *repo, const struct tether_log_opts *opts, json_t **report)
 {
 	*report = NULL;
-	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
-	struct tether_log_opts own;
-	int abi_rc = TT_OPTS_IN("struct tether_log_opts", TETHER_LOG_OPTS_VERSION, caller_opts, &own);
-	if (abi_rc)
-		return abi_rc;
-	const struct tether_log_opts *opts = &own;
 	if (opts->rev && tt_key_check(opts->rev) == 0) {
 		struct tt_manifest m;
 		if (tt_manifest_load_working(repo->root, opts->rev, &m) == 0) {
@@ -117,5 +112,22 @@ int tether_log(tether_repo *repo, const struct tether_log_opts *caller_opts, jso
 	if (!rc)
 		*report = json_pack("{s:O}", "commits", commits);
 	json_decref(commits);
+	return rc;
+}
+
+/* One command's scope (core/sessions.h): its store sessions close here,
+ * whichever way it ends. */
+int tether_log(tether_repo *repo, const struct tether_log_opts *caller_opts, json_t **report)
+{
+	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
+	struct tether_log_opts opts;
+	int rc = TT_OPTS_IN("struct tether_log_opts", TETHER_LOG_OPTS_VERSION, caller_opts, &opts);
+	if (rc) {
+		*report = NULL;
+		return rc;
+	}
+	tt_command_begin(repo, NULL, NULL);
+	rc = log_command(repo, &opts, report);
+	tt_command_end(repo);
 	return rc;
 }

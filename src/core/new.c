@@ -11,8 +11,10 @@
  * are taken back, the workspace file restored and the checkout moved back:
  * nothing is left half-done. --from-plan takes the target from the plan and
  * refuses when the plan built now differs from it. */
+#include "core/cancel.h"
 #include "core/engine.h"
 #include "core/abi.h"
+#include "core/sessions.h"
 
 #include "core/journal.h"
 #include "core/lock.h"
@@ -268,6 +270,10 @@ static int apply_plan(struct tether_repo *repo, const struct new_target *t, stru
 	 * conditional fork finds it where it expects. */
 	for (size_t i = 0; !rc && i < n; i++) {
 		json_t *r;
+		if (tt_cancelled()) {
+			rc = tt_cancel_error("new"); /* rolled back below, as any failure */
+			break;
+		}
 		rc = tt_fork_object(repo, &objs[i], ws, bookmark, &log, &r);
 		if (!rc)
 			json_array_append_new(list, r);
@@ -343,15 +349,9 @@ static int run_new(struct tether_repo *repo, const struct tether_new_opts *opts,
 	return rc;
 }
 
-int tether_new(tether_repo *repo, const struct tether_new_opts *caller_opts, json_t **report)
+static int new_command(tether_repo *repo, const struct tether_new_opts *opts, json_t **report)
 {
 	*report = NULL;
-	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
-	struct tether_new_opts own;
-	int abi_rc = TT_OPTS_IN("struct tether_new_opts", TETHER_NEW_OPTS_VERSION, caller_opts, &own);
-	if (abi_rc)
-		return abi_rc;
-	const struct tether_new_opts *opts = &own;
 	int rc = tt_plan_check_opts(opts->plan_out, opts->from_plan);
 	if (!rc && opts->from_plan && (opts->rev || opts->branch))
 		rc = tether_error_set(TETHER_EUSAGE, "--from-plan takes no REV and no -b: the plan names where to go");
@@ -373,5 +373,22 @@ int tether_new(tether_repo *repo, const struct tether_new_opts *caller_opts, jso
 	target_free(&t);
 	tt_manifest_set_free(&set);
 	tt_repo_unlock(repo, &checkout, &shared);
+	return rc;
+}
+
+/* One command's scope (core/sessions.h): its store sessions close here,
+ * whichever way it ends. */
+int tether_new(tether_repo *repo, const struct tether_new_opts *caller_opts, json_t **report)
+{
+	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
+	struct tether_new_opts opts;
+	int rc = TT_OPTS_IN("struct tether_new_opts", TETHER_NEW_OPTS_VERSION, caller_opts, &opts);
+	if (rc) {
+		*report = NULL;
+		return rc;
+	}
+	tt_command_begin(repo, NULL, NULL);
+	rc = new_command(repo, &opts, report);
+	tt_command_end(repo);
 	return rc;
 }

@@ -3,8 +3,10 @@
 #include "core/abi.h"
 #include "core/engine.h"
 
+#include "core/cancel.h"
 #include "core/pinid.h"
 #include "core/registry.h"
+#include "core/sessions.h"
 #include "core/workspace.h"
 #include "util/fsutil.h"
 #include "util/pool.h"
@@ -51,6 +53,8 @@ int tt_objs_prepare(struct tether_repo *repo, struct tt_manifest_set *set, int p
 		json_t *entry = tt_workspace_entry(ws, o->m->key);
 		o->working_ref = json_incref(json_object_get(entry, "ref"));
 		o->locator = tt_locator_at(tt_manifest_locator(o->m), o->working_ref);
+		if (!rc) /* (an attach clears the error slot it finds no identity in) */
+			tt_session_attach(repo, o->b, o->locator, NULL, &o->ctx);
 	}
 	json_decref(ws);
 	if (rc) {
@@ -91,6 +95,11 @@ static void snapshot_one(void *ud, size_t i)
 {
 	struct tt_obj *o = &((struct tt_obj *)ud)[i];
 	tether_error_clear();
+	if (tt_cancelled()) {
+		o->rc = tt_cancel_error("reading its state");
+		o->error = tt_strdupf("%s: %s", o->m->key, tether_error_last());
+		return;
+	}
 	o->fp = (struct tether_fingerprint){TETHER_FINGERPRINT_INIT};
 	o->rc = o->b->fingerprint(&o->ctx, o->locator, tt_manifest_policy(o->m), &o->fp);
 	if (o->rc) {

@@ -4,6 +4,7 @@
  * does not follow a later `tether new` (docs/CLI.md says so). */
 #include "core/abi.h"
 #include "core/engine.h"
+#include "core/sessions.h"
 
 #include "core/lock.h"
 #include "core/workspace.h"
@@ -132,15 +133,9 @@ static int open_working(struct tether_repo *repo, const char *key, json_t **hand
 	return rc;
 }
 
-int tether_open(tether_repo *repo, const struct tether_open_opts *caller_opts, json_t **handle)
+static int open_command(tether_repo *repo, const struct tether_open_opts *opts, json_t **handle)
 {
 	*handle = NULL;
-	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
-	struct tether_open_opts own;
-	int abi_rc = TT_OPTS_IN("struct tether_open_opts", TETHER_OPEN_OPTS_VERSION, caller_opts, &own);
-	if (abi_rc)
-		return abi_rc;
-	const struct tether_open_opts *opts = &own;
 	int rc = tt_key_check(opts->key);
 	if (rc)
 		return rc;
@@ -150,5 +145,22 @@ int tether_open(tether_repo *repo, const struct tether_open_opts *caller_opts, j
 	rc = rev ? open_at_rev(repo, opts->key, rev, opts->allow_drift, handle) : open_working(repo, opts->key, handle);
 	if (!rc)
 		json_object_set_new(*handle, "key", json_string(opts->key));
+	return rc;
+}
+
+/* One command's scope (core/sessions.h): its store sessions close here,
+ * whichever way it ends. */
+int tether_open(tether_repo *repo, const struct tether_open_opts *caller_opts, json_t **handle)
+{
+	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
+	struct tether_open_opts opts;
+	int rc = TT_OPTS_IN("struct tether_open_opts", TETHER_OPEN_OPTS_VERSION, caller_opts, &opts);
+	if (rc) {
+		*handle = NULL;
+		return rc;
+	}
+	tt_command_begin(repo, NULL, NULL);
+	rc = open_command(repo, &opts, handle);
+	tt_command_end(repo);
 	return rc;
 }

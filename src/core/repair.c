@@ -4,6 +4,7 @@
  * records. States the system no longer holds are reported, not invented. */
 #include "core/abi.h"
 #include "core/history.h"
+#include "core/sessions.h"
 #include "core/lock.h"
 #include "core/registry.h"
 #include "util/fsutil.h"
@@ -83,15 +84,9 @@ static json_t *repair_one(struct tether_repo *repo, json_t *rec, int dry_run)
 	return r;
 }
 
-int tether_repair(tether_repo *repo, const struct tether_repair_opts *caller_opts, json_t **report)
+static int repair_command(tether_repo *repo, const struct tether_repair_opts *opts, json_t **report)
 {
 	*report = NULL;
-	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
-	struct tether_repair_opts own;
-	int abi_rc = TT_OPTS_IN("struct tether_repair_opts", TETHER_REPAIR_OPTS_VERSION, caller_opts, &own);
-	if (abi_rc)
-		return abi_rc;
-	const struct tether_repair_opts *opts = &own;
 	struct tt_lock checkout = {-1}, shared = {-1};
 	int rc = tt_repo_check_secrets(repo);
 	if (!rc)
@@ -123,5 +118,22 @@ int tether_repair(tether_repo *repo, const struct tether_repair_opts *caller_opt
 	json_decref(list);
 	tt_history_free(&h);
 	tt_repo_unlock(repo, &checkout, &shared);
+	return rc;
+}
+
+/* One command's scope (core/sessions.h): its store sessions close here,
+ * whichever way it ends. */
+int tether_repair(tether_repo *repo, const struct tether_repair_opts *caller_opts, json_t **report)
+{
+	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
+	struct tether_repair_opts opts;
+	int rc = TT_OPTS_IN("struct tether_repair_opts", TETHER_REPAIR_OPTS_VERSION, caller_opts, &opts);
+	if (rc) {
+		*report = NULL;
+		return rc;
+	}
+	tt_command_begin(repo, NULL, NULL);
+	rc = repair_command(repo, &opts, report);
+	tt_command_end(repo);
 	return rc;
 }

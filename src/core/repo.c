@@ -2,9 +2,11 @@
 
 #include "core/abi.h"
 #include "core/add_options.h"
+#include "core/cancel.h"
 #include "core/lock.h"
 #include "core/module.h"
 #include "core/registry.h"
+#include "core/sessions.h"
 #include "core/validate.h"
 #include "core/vcs_detect.h"
 #include "format/toml.h"
@@ -53,6 +55,7 @@ void tether_repo_free(tether_repo *repo)
 {
 	if (!repo)
 		return;
+	tt_sessions_free(repo);
 	if (repo->vh)
 		repo->vcs->close(repo->vh);
 	free(repo->root);
@@ -469,6 +472,8 @@ void tt_repo_bctx(struct tether_repo *repo, const char *kind, const char *key, s
 	ctx->defaults = json_object_get(repo->config, "defaults");
 	ctx->key = key;
 	ctx->threads = tt_pool_default_threads();
+	ctx->cancel = tt_cancel_flag();
+	tt_sessions_progress(repo, ctx);
 	json_t *objects = json_object_get(repo->secrets, "objects");
 	ctx->secrets = key ? json_object_get(objects, key) : NULL;
 }

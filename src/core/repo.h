@@ -30,6 +30,9 @@ struct tether_repo {
 	/* fcntl locks belong to the process: threads sharing this handle take
 	 * turns on this mutex before taking them. */
 	pthread_mutex_t turn;
+	/* The running command's store sessions and progress callback
+	 * (sessions.c), or NULL before the first command. */
+	struct tt_sessions *sessions;
 };
 
 /* Load the VCS (idempotent). */

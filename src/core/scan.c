@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/cancel.h"
 #include "core/filehash.h"
 #include "core/hashcache.h"
 #include "util/hash.h"
@@ -111,6 +112,8 @@ struct task_stack {
 };
 
 struct scan {
+	tether_progress_fn progress_fn; /* NULL: no progress is drawn */
+	void *progress_ud;
 	const char *root;
 	int root_has_slash;
 	const struct tt_hashcache *cache;
@@ -180,6 +183,14 @@ static void full_path(const struct scan *s, const char *rel, char *out, size_t s
 	                       : snprintf(out, size, "%s%s%s", s->root, s->root_has_slash ? "" : "/", rel);
 	if (n < 0 && size)
 		out[0] = '\0';
+}
+
+/* What a stop asked mid-walk says (tether_cancel). */
+static const char *cancel_message(const char *root)
+{
+	static _Thread_local char msg[MESSAGE_SIZE];
+	snprintf(msg, sizeof msg, "cancelled (%s): scanning '%s' stopped", tt_cancel_why(), root);
+	return msg;
 }
 
 static int fail_errno(struct scan *s, const char *what, const char *rel, int err)
@@ -725,6 +736,8 @@ static void shrink_items(struct dir_node *node)
 static void run_dir_task(struct worker *w, struct dir_node *node)
 {
 	struct scan *s = w->s;
+	if (tt_cancelled() && !atomic_load_explicit(&s->failed, memory_order_relaxed))
+		scan_fail(s, TETHER_ECANCELLED, "%s", cancel_message(s->root));
 	if (atomic_load_explicit(&s->failed, memory_order_relaxed)) {
 		task_discard((struct task){.node = node}, 1);
 		return;
@@ -772,6 +785,8 @@ static int hash_item(struct worker *w, struct dir_node *node, struct item *it)
 		}
 		if (rc == -ENOENT)
 			return fail_errno(s, "file vanished during the scan:", rel, ENOENT);
+		if (rc == -ECANCELED)
+			return scan_fail(s, TETHER_ECANCELLED, "%s", cancel_message(s->root));
 		return fail_errno(s, "cannot read", rel, rc < 0 ? -rc : EIO);
 	}
 	memcpy(it->sha256, h.sha256, 32);
@@ -856,13 +871,15 @@ static void *worker_main(void *arg)
 
 /* ---- progress ---- */
 
-static void print_progress(struct scan *s)
+static void report_progress(struct scan *s, int finished)
 {
-	uint64_t files = atomic_load_explicit(&s->files_seen, memory_order_relaxed);
-	uint64_t bytes = atomic_load_explicit(&s->bytes_read, memory_order_relaxed);
-	fprintf(stderr, "\rscanning: %llu files, %.1f MiB hashed\033[K", (unsigned long long)files,
-	        (double)bytes / (1024.0 * 1024.0));
-	fflush(stderr);
+	struct tether_progress p = {
+		.phase = "scanning",
+		.done = atomic_load_explicit(&s->files_seen, memory_order_relaxed),
+		.bytes = atomic_load_explicit(&s->bytes_read, memory_order_relaxed),
+		.finished = finished,
+	};
+	s->progress_fn(s->progress_ud, &p);
 }
 
 /* Wait for the workers to run out of work; meanwhile, past the first
@@ -882,16 +899,14 @@ static void wait_for_workers(struct scan *s, int show_progress)
 		pthread_cond_timedwait(&s->all_done, &s->lock, &ts);
 		if (s->outstanding > 0 && monotonic_ns() - start >= PROGRESS_DELAY_NS) {
 			pthread_mutex_unlock(&s->lock);
-			print_progress(s);
+			report_progress(s, 0);
 			shown = 1;
 			pthread_mutex_lock(&s->lock);
 		}
 	}
 	pthread_mutex_unlock(&s->lock);
-	if (shown) {
-		fputs("\r\033[K", stderr);
-		fflush(stderr);
-	}
+	if (shown)
+		report_progress(s, 1);
 }
 
 /* ---- assembling the result ---- */
@@ -1407,7 +1422,9 @@ static int scan_once(const char *root, const struct tt_scan_opts *opts, const st
 	task_push(&s.dir_tasks, (struct task){.node = root_node});
 	s.outstanding = 1;
 
-	run_pool(&s, workers, nthreads, opts->progress && isatty(STDERR_FILENO));
+	s.progress_fn = opts->progress ? opts->progress_fn : NULL;
+	s.progress_ud = opts->progress_ud;
+	run_pool(&s, workers, nthreads, s.progress_fn != NULL);
 	/* The walk is over: the old cache has given all it can. */
 	tt_hashcache_free(cache);
 	cache = NULL;
@@ -1519,6 +1536,8 @@ static int hash_one_file(const char *path, struct tt_filehash *h)
 		return tether_error_set(TETHER_EIO, "'%s' is not a regular file", path);
 	if (rc == -ENOENT)
 		return tether_error_set(TETHER_ENOTFOUND, "no such file '%s'", path);
+	if (rc == -ECANCELED)
+		return tether_error_set(TETHER_ECANCELLED, "%s", cancel_message(path));
 	if (rc < 0)
 		return tether_error_set(TETHER_EIO, "cannot read '%s': %s", path, strerror(-rc));
 	return 0;

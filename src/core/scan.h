@@ -16,6 +16,8 @@
 #ifndef TETHER_CORE_SCAN_H
 #define TETHER_CORE_SCAN_H
 
+#include <tether.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,7 +44,9 @@ struct tt_scan_result {
 
 struct tt_scan_opts {
 	int threads;              /* <= 0: number of online CPUs */
-	int progress;             /* may print a progress line on stderr when it is a tty and the scan passes 1 s */
+	int progress;             /* report progress to progress_fn when the scan passes 1 s */
+	tether_progress_fn progress_fn; /* NULL: no progress */
+	void *progress_ud;
 	const char *cache_dir;    /* NULL: no hash cache */
 	const char *skip_name;    /* a file name skipped at the root (".tether-owner"), or NULL */
 	const char *const *skip_dirs; /* NULL-terminated relative dirs neither listed nor descended into (e.g. ".git"), or NULL */

@@ -2,6 +2,7 @@
  * one, and how the manifest compares with the last commit. */
 #include "core/engine.h"
 #include "core/abi.h"
+#include "core/sessions.h"
 
 #include "util/fsutil.h"
 
@@ -33,15 +34,9 @@ static json_t *object_report(const struct tt_obj *o, const json_t *head, int sna
 	                 failed ? o->error : o->detail);
 }
 
-int tether_status(tether_repo *repo, const struct tether_status_opts *caller_opts, json_t **report)
+static int status_command(tether_repo *repo, const struct tether_status_opts *opts, json_t **report)
 {
 	*report = NULL;
-	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
-	struct tether_status_opts own;
-	int abi_rc = TT_OPTS_IN("struct tether_status_opts", TETHER_STATUS_OPTS_VERSION, caller_opts, &own);
-	if (abi_rc)
-		return abi_rc;
-	const struct tether_status_opts *opts = &own;
 	int snapshot = opts->snapshot < 0 ? tt_repo_config_bool(repo, "snapshot", "auto", 1) : opts->snapshot;
 	struct tt_manifest_set work;
 	json_t *head = NULL;
@@ -106,5 +101,22 @@ int tether_status(tether_repo *repo, const struct tether_status_opts *caller_opt
 	tt_objs_free(objs, work.n);
 	tt_manifest_set_free(&work);
 	json_decref(head);
+	return rc;
+}
+
+/* One command's scope (core/sessions.h): its store sessions close here,
+ * whichever way it ends. */
+int tether_status(tether_repo *repo, const struct tether_status_opts *caller_opts, json_t **report)
+{
+	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
+	struct tether_status_opts opts;
+	int rc = TT_OPTS_IN("struct tether_status_opts", TETHER_STATUS_OPTS_VERSION, caller_opts, &opts);
+	if (rc) {
+		*report = NULL;
+		return rc;
+	}
+	tt_command_begin(repo, opts.progress ? opts.progress_fn : NULL, opts.progress_ud);
+	rc = status_command(repo, &opts, report);
+	tt_command_end(repo);
 	return rc;
 }

@@ -1,7 +1,9 @@
 /* tether verify: every recorded state is still what it says: pins still
  * held by their systems, observed data unchanged, listings intact. */
 #include "core/abi.h"
+#include "core/cancel.h"
 #include "core/engine.h"
+#include "core/sessions.h"
 #include "core/history.h"
 #include "core/registry.h"
 #include "format/cjson.h"
@@ -117,7 +119,7 @@ static void verify_each(struct history_job *job, const struct store_group *g, co
 		int ok = 1;
 		char *detail = NULL;
 		tether_error_clear();
-		int rc = TT_BACKEND_GET(g->b, verify)(ctx, json_object_get(rec, "locator"), json_object_get(rec, "state"),
+		int rc = tt_cancelled() ? tt_cancel_error("verify") : TT_BACKEND_GET(g->b, verify)(ctx, json_object_get(rec, "locator"), json_object_get(rec, "state"),
 		                      json_object_get(rec, "pin_ref"), &ok, &detail);
 		if (rc) {
 			ok = 0;
@@ -136,6 +138,7 @@ static void verify_group(void *ud, size_t i)
 	json_t *first = job->records[g->members[0]];
 	struct tether_bctx ctx;
 	tt_repo_bctx(job->repo, record_kind(first), record_key(first), &ctx);
+	tt_session_attach(job->repo, g->b, json_object_get(first, "locator"), NULL, &ctx);
 	struct tether_verify_item *items = TT_BACKEND_GET(g->b, verify_many) && g->n > 1 ? calloc(g->n, sizeof *items) : NULL;
 	if (!items) {
 		verify_each(job, g, &ctx);
@@ -223,32 +226,32 @@ static int verify_history(struct tether_repo *repo, json_t **report)
 	json_decref(index);
 	struct history_job job = {repo, records, results, groups};
 	tt_pool_run(ngroups, 0, verify_group, &job);
-	json_t *list = json_array();
+	/* Stopped (tether_cancel): what was verified is not the whole answer. */
+	rc = tt_cancelled() ? tt_cancel_error("verify") : 0;
+	json_t *list = rc ? NULL : json_array();
 	int all_ok = 1;
 	for (i = 0; i < n; i++) {
 		all_ok &= json_is_true(json_object_get(results[i], "ok"));
-		json_array_append_new(list, results[i]);
+		if (list)
+			json_array_append_new(list, results[i]);
+		else
+			json_decref(results[i]);
 	}
-	*report = json_pack("{s:b, s:b, s:I, s:I, s:o}", "ok", all_ok, "all_history", 1, "commits",
-	                    (json_int_t)h.commits, "states", (json_int_t)n, "objects", list);
+	if (list)
+		*report = json_pack("{s:b, s:b, s:I, s:I, s:o}", "ok", all_ok, "all_history", 1, "commits",
+		                    (json_int_t)h.commits, "states", (json_int_t)n, "objects", list);
 	for (i = 0; i < ngroups; i++)
 		free(groups[i].members);
 	free(groups);
 	free(records);
 	free(results);
 	tt_history_free(&h);
-	return 0;
+	return rc;
 }
 
-int tether_verify(tether_repo *repo, const struct tether_verify_opts *caller_opts, json_t **report)
+static int verify_command(tether_repo *repo, const struct tether_verify_opts *opts, json_t **report)
 {
 	*report = NULL;
-	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
-	struct tether_verify_opts own;
-	int abi_rc = TT_OPTS_IN("struct tether_verify_opts", TETHER_VERIFY_OPTS_VERSION, caller_opts, &own);
-	if (abi_rc)
-		return abi_rc;
-	const struct tether_verify_opts *opts = &own;
 	if (opts->all_history) {
 		int rc = tt_repo_check_secrets(repo);
 		return rc ? rc : verify_history(repo, report);
@@ -266,6 +269,8 @@ int tether_verify(tether_repo *repo, const struct tether_verify_opts *caller_opt
 		struct verify_job job = {repo, objs, results};
 		tt_pool_run(set.n, 0, verify_one, &job);
 		json_t *list = json_array();
+		if (tt_cancelled())
+			rc = tt_cancel_error("verify");
 		int all_ok = 1;
 		for (size_t i = 0; i < set.n; i++) {
 			all_ok &= json_is_true(json_object_get(results[i], "ok"));
@@ -276,5 +281,22 @@ int tether_verify(tether_repo *repo, const struct tether_verify_opts *caller_opt
 	}
 	tt_objs_free(objs, set.n);
 	tt_manifest_set_free(&set);
+	return rc;
+}
+
+/* One command's scope (core/sessions.h): its store sessions close here,
+ * whichever way it ends. */
+int tether_verify(tether_repo *repo, const struct tether_verify_opts *caller_opts, json_t **report)
+{
+	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
+	struct tether_verify_opts opts;
+	int rc = TT_OPTS_IN("struct tether_verify_opts", TETHER_VERIFY_OPTS_VERSION, caller_opts, &opts);
+	if (rc) {
+		*report = NULL;
+		return rc;
+	}
+	tt_command_begin(repo, opts.progress ? opts.progress_fn : NULL, opts.progress_ud);
+	rc = verify_command(repo, &opts, report);
+	tt_command_end(repo);
 	return rc;
 }

@@ -71,6 +71,10 @@ int tether_exit_code(int err)
 		return 3;
 	case TETHER_ELOCK:
 		return 4;
+	case TETHER_ECANCELLED: {
+		int why = tether_cancel_reason();
+		return why > 0 && why < 64 ? 128 + why : why == 0 ? 124 : 130;
+	}
 	default:
 		return 1;
 	}

@@ -106,97 +106,43 @@ int gb_read_locator(const struct tether_bctx *ctx, const json_t *locator, struct
 	return rc;
 }
 
+static void free_repository(struct git_repository *repo)
+{
+	git_repository_free(repo);
+}
+
 void gb_close(struct gb_obj *o)
 {
-	if (!o->cached)
+	/* A repository from or for the session goes back to its pool, still
+	 * checked for this locator's path in this command. */
+	if (o->repo && !(o->pool && gb_session_give(o->pool, o->path, o->repo, free_repository) == 0))
 		git_repository_free(o->repo);
 	o->repo = NULL;
+	o->pool = NULL;
 	free(o->real);
 	o->real = NULL;
 }
 
-/* The per-thread cache of open repositories, freed when the thread ends
- * (a pool thread) or the module is unloaded (the main thread's). */
-#define REPO_CACHE_SIZE 8
-
-struct repo_cache {
-	char *path[REPO_CACHE_SIZE]; /* cache_key: the path and the dataset */
-	git_repository *repo[REPO_CACHE_SIZE];
-	unsigned next;
-};
-
-static pthread_key_t repo_cache_key;
-static pthread_once_t repo_cache_once = PTHREAD_ONCE_INIT;
-
-static void repo_cache_free(void *p)
-{
-	struct repo_cache *c = p;
-	for (unsigned i = 0; c && i < REPO_CACHE_SIZE; i++) {
-		free(c->path[i]);
-		git_repository_free(c->repo[i]);
-	}
-	free(c);
-}
-
-static void repo_cache_init(void)
-{
-	pthread_key_create(&repo_cache_key, repo_cache_free);
-}
-
-__attribute__((destructor)) static void repo_cache_unload(void)
-{
-	pthread_once(&repo_cache_once, repo_cache_init);
-	repo_cache_free(pthread_getspecific(repo_cache_key));
-	pthread_setspecific(repo_cache_key, NULL);
-}
-
-static struct repo_cache *thread_repo_cache(void)
-{
-	pthread_once(&repo_cache_once, repo_cache_init);
-	struct repo_cache *c = pthread_getspecific(repo_cache_key);
-	if (!c && (c = calloc(1, sizeof *c)) && pthread_setspecific(repo_cache_key, c) != 0) {
-		free(c);
-		c = NULL;
-	}
-	return c;
-}
-
-/* What a cached repository was checked for: its path, and the dataset
- * whose checkout it was checked against (place.c's checks depend on it). */
-static char *cache_key(const struct tether_bctx *ctx, const struct gb_obj *o)
-{
-	return gb_strdupf("%s\n%s", o->path, ctx && ctx->dataset_root ? ctx->dataset_root : "");
-}
-
+/* The session's pool (session.c) replaces the per-thread cache there was:
+ * a repository that passed every check of a fresh open in this command,
+ * for this dataset, is taken from it; the locator's own checks are made
+ * again. Without a session (a call outside a command) every open is
+ * fresh. */
 int gb_open_cached(const struct tether_bctx *ctx, const json_t *locator, struct gb_obj *o)
 {
 	int rc = gb_parse_locator(locator, o);
 	if (rc < 0)
 		return rc;
-	struct repo_cache *c = thread_repo_cache();
-	char *key = c ? cache_key(ctx, o) : NULL;
-	for (unsigned i = 0; key && i < REPO_CACHE_SIZE; i++) {
-		if (c->path[i] && strcmp(c->path[i], key) == 0) {
-			/* The repository we hold passed every check of a fresh
-			 * open for this dataset in this process; the locator's
-			 * own is made again. */
-			free(key);
-			o->repo = c->repo[i];
-			o->cached = 1;
-			return gb_refuse_url_remote(o, TETHER_EREFUSED);
-		}
+	struct gb_session *s = ctx ? ctx->session : NULL;
+	struct git_repository *pooled = s ? gb_session_take(s, o->path) : NULL;
+	if (pooled) {
+		o->repo = pooled;
+		o->pool = s;
+		return gb_refuse_url_remote(o, TETHER_EREFUSED);
 	}
 	rc = open_checked(ctx, o, TETHER_EREFUSED);
-	if (rc == 0 && key) {
-		unsigned slot = c->next++ % REPO_CACHE_SIZE;
-		free(c->path[slot]);
-		git_repository_free(c->repo[slot]);
-		c->path[slot] = key;
-		c->repo[slot] = o->repo;
-		o->cached = 1;
-		key = NULL;
-	}
-	free(key);
+	if (rc == 0)
+		o->pool = s;
 	return rc;
 }
 
@@ -424,6 +370,8 @@ const struct tether_backend tt_backend_git = {
 	.check_state = gb_check_state,
 	.secret_keys = gb_secret_keys,
 	.add_options = gb_add_options,
+	.open_store = gb_open_store,
+	.close_store = gb_close_store,
 };
 
 /* What the front (front.c) looks up after loading this module. Not

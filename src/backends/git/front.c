@@ -174,6 +174,8 @@ const struct tether_backend tt_backend_git_front = {
 	.check_state = gb_check_state,
 	.secret_keys = gb_secret_keys,
 	.add_options = gb_add_options,
+	.open_store = gb_open_store,
+	.close_store = gb_close_store,
 };
 
 TETHER_API tether_backend_module_t tether_backend_module = {&tt_backend_git_front, NULL};

@@ -52,8 +52,19 @@ struct gb_obj {
 	const char *remote; /* a configured remote's name, or NULL */
 	char *real;         /* path with every link resolved (owned), once opened */
 	int allow_dirty;
-	int cached;         /* repo belongs to the thread's cache: gb_close keeps it */
+	struct gb_session *pool; /* repo goes back to this session's pool on gb_close */
 };
+
+/* session.c: the store session, a pool of checked libgit2 repositories
+ * that calls take and give back (libgit2 repositories are not for two
+ * threads at once). take: one opened for `path`, or NULL; give: -1 when it
+ * could not be kept (the caller frees it). */
+struct gb_session;
+int gb_open_store(const struct tether_bctx *ctx, const json_t *locator, const json_t *identity, void **session);
+void gb_close_store(const struct tether_bctx *ctx, void *session);
+struct git_repository *gb_session_take(struct gb_session *s, const char *path);
+int gb_session_give(struct gb_session *s, const char *path, struct git_repository *repo,
+                    void (*free_repo)(struct git_repository *));
 
 extern const char *const gb_volatile_keys[];
 extern const char *const gb_secret_keys[];
@@ -99,8 +110,8 @@ int gb_list_pins_do(const struct tether_bctx *, const json_t *locator, json_t **
 /* ------------------------------------------------------------------ */
 
 /* Open the object's repository with every check of a fresh open (cached:
- * a read many of which come in a row may reuse a repository this process
- * opened and checked before). 0, GB_FORWARD or < 0. */
+ * a read many of which come in a row may reuse a repository the command's
+ * session holds, opened and checked before). 0, GB_FORWARD or < 0. */
 int gb_rd_open(const struct tether_bctx *ctx, const json_t *locator, struct gb_obj *o, int cached);
 void gb_close(struct gb_obj *o);
 /* The commit tag `refname` names, peeled; `peeled` (or NULL) is what

@@ -53,7 +53,9 @@ int ic_open_locator(const struct tether_bctx *ctx, const json_t *locator, struct
                     struct ic_repository *repo)
 {
 	int rc = ic_read_locator(locator, loc);
-	return rc ? rc : ic_repository_open(loc->uri, ctx ? ctx->secrets : NULL, repo);
+	if (rc == 0 && (rc = ic_repository_open(loc->uri, ctx ? ctx->secrets : NULL, repo)) == 0)
+		repo->session = ctx ? ctx->session : NULL;
+	return rc;
 }
 
 const char *ic_position(const struct ic_loc *loc, int *is_branch)
@@ -344,6 +346,8 @@ const struct tether_backend tt_backend_icechunk = {
 	.volatile_keys = ic_volatile_keys,
 	.make_locator = ic_make_locator,
 	.identity = ic_identity,
+	.open_store = ic_open_store,
+	.close_store = ic_close_store,
 	.fingerprint = ic_fingerprint,
 	.pin = ic_pin,
 	.unpin = ic_unpin,

@@ -253,10 +253,14 @@ int ic_id_parse(const char *s, struct ic_id *out);
 /* repository.c: one repository, either spec, behind one interface     */
 /* ------------------------------------------------------------------ */
 
+struct ic_session;
+struct ic_view;
 struct ic_repository {
 	tether_store *store;
 	const char *uri;   /* the store's root */
 	int spec;          /* 1 or 2 */
+	struct ic_session *session; /* the command's session (view.c), or NULL */
+	struct ic_view *view;       /* the view this handle last asked for, or NULL */
 };
 
 /* Open the repository at uri (which must hold one). TETHER_ENOTFOUND with
@@ -299,8 +303,12 @@ int ic_delete_branch(struct ic_repository *repo, const char *branch);
 int ic_ancestry(struct ic_repository *repo, const struct ic_id *start, size_t max, json_t **out);
 
 /* view.c: the `repo` file read-only, parsed once per version and kept
- * per thread; *out stays valid until this thread's next view. */
+ * in the command's session; *out stays valid until this handle's next
+ * view or its close. The session is open_store / close_store's. */
 int ic_repo_view(struct ic_repository *repo, const struct ic_repo **out);
+void ic_repo_view_release(struct ic_repository *repo);
+int ic_open_store(const struct tether_bctx *ctx, const json_t *locator, const json_t *identity, void **session);
+void ic_close_store(const struct tether_bctx *ctx, void *session);
 
 /* ------------------------------------------------------------------ */
 /* v1.c: spec 1 (Icechunk 1.x) refs/ layout                            */

@@ -35,6 +35,7 @@ int ic_repository_open(const char *uri, const json_t *secrets, struct ic_reposit
 
 void ic_repository_close(struct ic_repository *repo)
 {
+	ic_repo_view_release(repo);
 	tether_store_close(repo->store);
 	memset(repo, 0, sizeof *repo);
 }

@@ -265,8 +265,3 @@ int tt_remove_if_exists(const char *path)
 		return 0;
 	return tether_error_set(TETHER_EIO, "cannot remove %s: %s", path, strerror(errno));
 }
-
-char *tether_path_resolve(const char *path, const char *cwd)
-{
-	return tt_path_resolve(path, cwd ? cwd : ".");
-}

@@ -2,6 +2,7 @@
  * checkout's git directory for HEAD and the per-worktree refs, in the
  * common directory for the rest, then packed-refs in the common
  * directory (git's Documentation/gitrepository-layout.txt). */
+#include "util/fail.h"
 #include "vcs/gitrefs.h"
 #include "vcs/gitodb.h"
 
@@ -17,11 +18,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int oom(void)
-{
-	return tether_error_set(TETHER_ERROR, "out of memory");
-}
 
 /* The whole of a small file, NUL-terminated; NULL (errno set) on failure. */
 static char *slurp(const char *path, size_t max)
@@ -173,7 +169,7 @@ int tt_grepo_find(const char *start_dir, struct tt_grepo *r)
 			return 1;
 		char *dotgit = join(cur, ".git");
 		if (!dotgit)
-			return oom();
+			return tt_fail_oom();
 		if (lstat(dotgit, &st) == 0) {
 			if (S_ISDIR(st.st_mode) && looks_like_gitdir(dotgit))
 				r->gitdir = real_dup(dotgit);
@@ -193,7 +189,7 @@ int tt_grepo_find(const char *start_dir, struct tt_grepo *r)
 			return 1;
 	}
 	if (!(r->workdir = strdup(cur)))
-		return oom();
+		return tt_fail_oom();
 	char *cpath = join(r->gitdir, "commondir"), *ctext = cpath ? slurp(cpath, 1 << 16) : NULL;
 	free(cpath);
 	if (ctext) {
@@ -344,12 +340,12 @@ int tt_gref_resolve(const struct tt_grepo *r, const char *name, unsigned char id
 			char *target = strdup(trim(t + 4));
 			free(text);
 			if (!target) {
-				rc = oom();
+				rc = tt_fail_oom();
 				break;
 			}
 			if (symref && depth == 0 && !(*symref = strdup(target))) {
 				free(target);
-				rc = oom();
+				rc = tt_fail_oom();
 				break;
 			}
 			free(owned);
@@ -400,14 +396,14 @@ static int list_add(struct ref_list *l, const char *name, const unsigned char id
 		size_t cap = l->cap ? 2 * l->cap : 64;
 		struct ref_item *v = realloc(l->v, cap * sizeof *v);
 		if (!v)
-			return oom();
+			return tt_fail_oom();
 		l->v = v;
 		l->cap = cap;
 	}
 	struct ref_item *it = &l->v[l->n];
 	memset(it, 0, sizeof *it);
 	if (!(it->name = strdup(name)))
-		return oom();
+		return tt_fail_oom();
 	memcpy(it->id, id, 20);
 	if (peeled) {
 		memcpy(it->peeled, peeled, 20);
@@ -442,7 +438,7 @@ static int loose_collect(const struct tt_grepo *r, const char *base, const char 
 	int rc = 0;
 
 	if (!dir)
-		return oom();
+		return tt_fail_oom();
 	if (!d) {
 		int e = errno;
 		free(dir);
@@ -469,7 +465,7 @@ static int loose_collect(const struct tt_grepo *r, const char *base, const char 
 		struct stat st;
 		if (!path) {
 			free(name);
-			rc = oom();
+			rc = tt_fail_oom();
 			break;
 		}
 		if (lstat(path, &st) < 0) {

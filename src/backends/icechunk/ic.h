@@ -19,6 +19,7 @@
 #include <tether/backend.h>
 
 #include "store/store.h"
+#include "util/fail.h"
 #include "util/fsutil.h"
 
 #include <stddef.h>
@@ -417,7 +418,8 @@ int ic_open_locator(const struct tether_bctx *ctx, const json_t *locator, struct
 const char *ic_position(const struct ic_loc *loc, int *is_branch);
 
 /* Shared helpers. */
-int ic_fail_oom(void);
+/* The helpers' (tether-modutil) under the name the backend's files use. */
+#define ic_fail_oom tt_fail_oom
 int ic_state_snapshot(const json_t *state, const char *what, struct ic_id *out);
 json_t *ic_state_of(const struct ic_id *id);
 

@@ -4,7 +4,8 @@
 #
 # run.sh BUILD_ROOT HOST_LINKED HOST_DLOPEN
 #   1. no module in BUILD_ROOT names libtether in NEEDED, nor has a RUNPATH;
-#   2. the tether binary loads every backend module (tether backends --json);
+#   2. the tether binary loads every backend module (tether backends --json)
+#      and, in a git dataset, tether-vcs-git.so without mapping libtether.so;
 #   3. HOST_LINKED, linked against libtether.so, loads every module;
 #   4. HOST_DLOPEN, which dlopens libtether.so RTLD_LOCAL, gets the engine
 #      to load backend modules.
@@ -25,6 +26,17 @@ kinds=$("$build/tether" backends --json) || fail "tether backends failed"
 for kind in git icechunk; do
 	echo "$kinds" | grep -q "\"kind\": *\"$kind\"" || fail "tether backends does not list $kind: $kinds"
 done
+
+# A git dataset: init and status load tether-vcs-git.so into the tether
+# binary, which must not map libtether.so beside its own copy.
+work=$(mktemp -d) || exit 1
+trap 'rm -rf "$work"' EXIT
+(cd "$work" && git init -q && git -c user.email=t@example.com -c user.name=t commit -q --allow-empty -m start) ||
+	fail "cannot make a git repository in $work"
+(cd "$work" && "$build/tether" init >/dev/null) || fail "tether init failed in a git repository"
+loaded=$(cd "$work" && LD_DEBUG=files "$build/tether" status 2>&1 >/dev/null)
+echo "$loaded" | grep -q 'file=[^ ]*tether-vcs-git\.so' || fail "tether status loaded no tether-vcs-git.so"
+echo "$loaded" | grep -q 'file=[^ ]*libtether\.so' && fail "tether status mapped libtether.so beside its own copy"
 
 "$host_linked" $modules || fail "a host linked with libtether.so cannot load the modules"
 "$host_dlopen" "$build/libtether.so" || fail "libtether.so opened RTLD_LOCAL cannot load modules"

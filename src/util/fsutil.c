@@ -48,6 +48,31 @@ int tt_read_fd(int fd, const char *display, char **data, size_t *len)
 	return 0;
 }
 
+char *tt_read_small(const char *path, size_t max)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	struct stat st;
+	char *buf = NULL;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size <= max &&
+	    (buf = malloc((size_t)st.st_size + 1))) {
+		ssize_t n = read(fd, buf, (size_t)st.st_size);
+		if (n != st.st_size) {
+			free(buf);
+			buf = NULL;
+			errno = EIO;
+		} else {
+			buf[n] = '\0';
+		}
+	} else if (!buf) {
+		errno = EIO;
+	}
+	close(fd);
+	return buf;
+}
+
 int tt_read_file(const char *path, char **data, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -285,26 +285,13 @@ static char *path_join(const char *dir, const char *name)
 	return s;
 }
 
-static char *realpath_dup(const char *path)
-{
-	char *r = realpath(path, NULL);
-	size_t n;
-
-	if (!r)
-		return NULL;
-	n = strlen(r);
-	while (n > 1 && r[n - 1] == '/')
-		r[--n] = '\0';
-	return r;
-}
-
 /* ------------------------------------------------------------------ */
 /* open / close                                                        */
 /* ------------------------------------------------------------------ */
 
 static int set_outputs_for_open(struct tether_vcs *v, char **workdir, char **common_dir)
 {
-	char *common = realpath_dup(git_repository_commondir(v->repo));
+	char *common = realpath(git_repository_commondir(v->repo), NULL);
 
 	if (!common)
 		return tt_fail_errno("cannot resolve", git_repository_commondir(v->repo));
@@ -376,7 +363,7 @@ static int git_open(const char *start_dir, struct tether_vcs **out, char **workd
 		free(v);
 		return rc;
 	}
-	v->workdir = realpath_dup(git_repository_workdir(v->repo));
+	v->workdir = realpath(git_repository_workdir(v->repo), NULL);
 	if (!v->workdir) {
 		rc = tt_fail_errno("cannot resolve", git_repository_workdir(v->repo));
 		git_close(v);

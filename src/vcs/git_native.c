@@ -59,12 +59,6 @@ static int full(struct tether_vcs *v)
 		return frc_ < 0 ? frc_ : (v)->full_ops->call;                                       \
 	} while (0)
 
-static char *real_dup(const char *p)
-{
-	char *r = realpath(p, NULL);
-	return r;
-}
-
 static int native_open(const char *start_dir, struct tether_vcs **out, char **workdir, char **common_dir)
 {
 	struct tether_vcs *v = calloc(1, sizeof *v);
@@ -110,7 +104,7 @@ static int native_open(const char *start_dir, struct tether_vcs **out, char **wo
 	}
 	if (workdir && !(*workdir = strdup(v->repo.workdir)))
 		goto nomem;
-	if (common_dir && !(*common_dir = real_dup(v->repo.commondir))) {
+	if (common_dir && !(*common_dir = realpath(v->repo.commondir, NULL))) {
 		if (workdir) {
 			free(*workdir);
 			*workdir = NULL;

@@ -177,18 +177,9 @@ static int is_dir(const char *path)
 /* A small file's text without trailing whitespace, or NULL. */
 static char *read_small(const char *path)
 {
-	FILE *f = fopen(path, "re");
-	char *buf;
-	size_t n;
+	char *buf = tt_read_small(path, PATH_MAX);
+	size_t n = buf ? strlen(buf) : 0;
 
-	if (!f)
-		return NULL;
-	buf = calloc(1, PATH_MAX + 1);
-	n = buf ? fread(buf, 1, PATH_MAX, f) : 0;
-	fclose(f);
-	if (!buf)
-		return NULL;
-	buf[n] = '\0';
 	while (n > 0 && isspace((unsigned char)buf[n - 1]))
 		buf[--n] = '\0';
 	return buf;

@@ -45,9 +45,33 @@ static void *try_open(const char *dir, const char *file, char **found)
 	return h;
 }
 
+/* Modules do not link libtether.so: the tether_* symbols they call are
+ * bound at dlopen to the host's copy, which must be in the global scope.
+ * It is when the host is the tether binary (libtether inside, its API
+ * exported) or links libtether.so; it is not when the host dlopened
+ * libtether.so itself with RTLD_LOCAL (a language binding, a plug-in
+ * host), and a module would then fail on its first undefined symbol. So
+ * libtether promotes itself to the global scope before the first module:
+ * RTLD_NOLOAD finds the object already mapped and maps nothing. (In the
+ * tether binary that finds the binary or nothing; either way no change.)
+ * The reference it takes is kept, as the modules are. Under module_lock. */
+static void export_api_to_modules(void)
+{
+	static int done;
+	Dl_info info;
+
+	if (done)
+		return;
+	done = 1;
+	if (dladdr((void *)&tether_backend_find, &info) && info.dli_fname && *info.dli_fname)
+		(void)dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+	(void)dlerror();
+}
+
 static void *open_module(const char *file, char **found)
 {
 	void *h = NULL;
+	export_api_to_modules();
 	const char *env = getenv("TETHER_MODULE_PATH");
 	if (env && *env) {
 		char *copy = strdup(env), *save = NULL;

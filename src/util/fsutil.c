@@ -48,6 +48,31 @@ int tt_read_fd(int fd, const char *display, char **data, size_t *len)
 	return 0;
 }
 
+char *tt_read_small(const char *path, size_t max)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	struct stat st;
+	char *buf = NULL;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size <= max &&
+	    (buf = malloc((size_t)st.st_size + 1))) {
+		ssize_t n = read(fd, buf, (size_t)st.st_size);
+		if (n != st.st_size) {
+			free(buf);
+			buf = NULL;
+			errno = EIO;
+		} else {
+			buf[n] = '\0';
+		}
+	} else if (!buf) {
+		errno = EIO;
+	}
+	close(fd);
+	return buf;
+}
+
 int tt_read_file(const char *path, char **data, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -264,9 +289,4 @@ int tt_remove_if_exists(const char *path)
 	if (unlink(path) == 0 || errno == ENOENT)
 		return 0;
 	return tether_error_set(TETHER_EIO, "cannot remove %s: %s", path, strerror(errno));
-}
-
-char *tether_path_resolve(const char *path, const char *cwd)
-{
-	return tt_path_resolve(path, cwd ? cwd : ".");
 }

@@ -9,6 +9,12 @@
 int tt_read_file(const char *path, char **data, size_t *len);
 /* The same from an open descriptor, to its end; `display` names it in errors. */
 int tt_read_fd(int fd, const char *display, char **data, size_t *len);
+/* A small regular file's bytes, NUL-terminated (malloc'd), or NULL with
+ * errno set, and no message: not there, not a regular file (opened
+ * O_NONBLOCK, so a FIFO never blocks), larger than max bytes, or
+ * unreadable. For pointer files of a clone (.git, HEAD, commondir), which
+ * are untrusted and small. */
+char *tt_read_small(const char *path, size_t max);
 /* Write a file atomically: a temporary file in the same directory, fsync,
  * rename. The parent directories are created. */
 int tt_write_file_atomic(const char *path, const void *data, size_t len);

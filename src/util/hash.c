@@ -4,16 +4,6 @@
 
 #include "util/hash.h"
 
-void tt_hex(const unsigned char *bytes, size_t n, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digits[bytes[i] >> 4];
-		out[2 * i + 1] = digits[bytes[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
 void tt_sha256(const void *data, size_t len, unsigned char out[32])
 {
 	struct sha256_ctx ctx;

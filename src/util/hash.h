@@ -6,8 +6,8 @@
 
 #include <nettle/sha2.h>
 
+#include "util/hex.h"
+
 void tt_sha256(const void *data, size_t len, unsigned char out[32]);
-/* Lower-case hex of n bytes into out (2n + 1 chars). */
-void tt_hex(const unsigned char *bytes, size_t n, char *out);
 
 #endif

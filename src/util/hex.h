@@ -4,6 +4,15 @@
 #ifndef TETHER_UTIL_HEX_H
 #define TETHER_UTIL_HEX_H
 
+/* Hex, said once (hex.c is in tether-modutil). */
+
+#include <stddef.h>
+
+/* Lower-case hex of n bytes into out (2n + 1 chars). */
+void tt_hex(const unsigned char *bytes, size_t n, char *out);
+/* Are the n chars at s all lower-case hex digits? */
+int tt_is_lower_hex(const char *s, size_t n);
+
 /* 0-15 for [0-9a-fA-F], else -1. */
 static inline int tt_hex_digit(int c)
 {

@@ -18,6 +18,7 @@
  * The read side is shared with tether-vcs-jj (git_store.h): a jj
  * repository's commits live in a git store. The module's export is in
  * git_module.c, so that jj's module can link this file beside its own. */
+#include "util/fail.h"
 #include "util/git_error.h"
 #include "util/tempname.h"
 #include "vcs/vcs.h"
@@ -45,16 +46,6 @@
 /* ------------------------------------------------------------------ */
 /* Errors                                                              */
 /* ------------------------------------------------------------------ */
-
-static int fail_oom(void)
-{
-	return tether_error_set(TETHER_ERROR, "out of memory");
-}
-
-static int fail_errno(const char *what, const char *path)
-{
-	return tether_error_set(TETHER_EIO, "%s '%s': %s", what, path, strerror(errno));
-}
 
 /* ------------------------------------------------------------------ */
 /* libgit2 initialisation                                              */
@@ -236,7 +227,7 @@ static int lookup_object(struct tether_vcs *v, const git_oid *id, git_object_t t
 		cache_unlink_lru(&v->cache, hit);
 		cache_push_newest(&v->cache, hit);
 		if (git_object_dup(out, hit->obj) < 0)
-			return fail_oom();
+			return tt_fail_oom();
 		return 0;
 	}
 	rc = git_object_lookup(out, v->repo, id, type);
@@ -294,34 +285,21 @@ static char *path_join(const char *dir, const char *name)
 	return s;
 }
 
-static char *realpath_dup(const char *path)
-{
-	char *r = realpath(path, NULL);
-	size_t n;
-
-	if (!r)
-		return NULL;
-	n = strlen(r);
-	while (n > 1 && r[n - 1] == '/')
-		r[--n] = '\0';
-	return r;
-}
-
 /* ------------------------------------------------------------------ */
 /* open / close                                                        */
 /* ------------------------------------------------------------------ */
 
 static int set_outputs_for_open(struct tether_vcs *v, char **workdir, char **common_dir)
 {
-	char *common = realpath_dup(git_repository_commondir(v->repo));
+	char *common = realpath(git_repository_commondir(v->repo), NULL);
 
 	if (!common)
-		return fail_errno("cannot resolve", git_repository_commondir(v->repo));
+		return tt_fail_errno("cannot resolve", git_repository_commondir(v->repo));
 	if (workdir) {
 		*workdir = strdup(v->workdir);
 		if (!*workdir) {
 			free(common);
-			return fail_oom();
+			return tt_fail_oom();
 		}
 	}
 	if (common_dir)
@@ -377,17 +355,17 @@ static int git_open(const char *start_dir, struct tether_vcs **out, char **workd
 	if (!start_dir)
 		start_dir = ".";
 	if (stat(start_dir, &st) < 0)
-		return fail_errno("cannot open", start_dir);
+		return tt_fail_errno("cannot open", start_dir);
 	v = calloc(1, sizeof *v);
 	if (!v)
-		return fail_oom();
+		return tt_fail_oom();
 	if ((rc = open_repository(start_dir, &v->repo)) < 0) {
 		free(v);
 		return rc;
 	}
-	v->workdir = realpath_dup(git_repository_workdir(v->repo));
+	v->workdir = realpath(git_repository_workdir(v->repo), NULL);
 	if (!v->workdir) {
-		rc = fail_errno("cannot resolve", git_repository_workdir(v->repo));
+		rc = tt_fail_errno("cannot resolve", git_repository_workdir(v->repo));
 		git_close(v);
 		return rc;
 	}
@@ -411,7 +389,7 @@ int tt_git_store_open(const char *gitdir, const char *workdir, struct tether_vcs
 		return rc;
 	v = calloc(1, sizeof *v);
 	if (!v)
-		return fail_oom();
+		return tt_fail_oom();
 	rc = git_repository_open_ext(&v->repo, gitdir, flags, NULL);
 	if (rc < 0) {
 		rc = tt_git_fail(rc, "cannot open the git store %s", gitdir);
@@ -421,7 +399,7 @@ int tt_git_store_open(const char *gitdir, const char *workdir, struct tether_vcs
 	v->workdir = strdup(workdir);
 	if (!v->workdir) {
 		git_close(v);
-		return fail_oom();
+		return tt_fail_oom();
 	}
 	*out = v;
 	return 0;
@@ -562,7 +540,7 @@ static int find_entry(struct tether_vcs *v, git_tree *root, const char *path,
 	}
 	copy = strdup(path);
 	if (!copy)
-		return fail_oom();
+		return tt_fail_oom();
 	for (name = copy;;) {
 		char *slash = strchr(name, '/');
 		const git_tree_entry *e;
@@ -599,7 +577,7 @@ static int copy_blob(const git_blob *blob, char **data, size_t *len)
 	char *buf = malloc(n + 1);
 
 	if (!buf)
-		return fail_oom();
+		return tt_fail_oom();
 	memcpy(buf, git_blob_rawcontent(blob), n);
 	buf[n] = '\0';
 	*data = buf;
@@ -863,7 +841,7 @@ static int log_one(struct tether_vcs *v, const git_oid *id, const char *path, js
 	if (path)
 		rc = commit_changes_path(v, commit, path, &changed);
 	if (rc == 0 && changed && json_array_append_new(out, commit_to_json(commit)) < 0)
-		rc = fail_oom();
+		rc = tt_fail_oom();
 	git_commit_free(commit);
 	return rc;
 }
@@ -921,7 +899,7 @@ static int git_log(struct tether_vcs *v, const char *rev, const char *path, int 
 		return rc;
 	}
 	out = json_array();
-	rc = out ? walk_log(v, walk, norm, max, out) : fail_oom();
+	rc = out ? walk_log(v, walk, norm, max, out) : tt_fail_oom();
 	git_revwalk_free(walk);
 	free(norm);
 	if (rc < 0) {
@@ -1064,7 +1042,7 @@ static int normalize_paths(struct commit_job *j, const char *const *paths, size_
 		return tether_error_set(TETHER_EUSAGE, "no paths to commit");
 	j->paths = calloc(n, sizeof *j->paths);
 	if (!j->paths)
-		return fail_oom();
+		return tt_fail_oom();
 	for (i = 0; i < n; i++) {
 		if ((rc = normalize_path(paths[i], &j->paths[i])) < 0)
 			return rc;
@@ -1153,7 +1131,7 @@ static int index_remove_under(const struct commit_job *j, git_index *index, cons
 		/* Removal frees the entry and moves the next one to pos. */
 		victim = strdup(e->path);
 		if (!victim)
-			return fail_oom();
+			return tt_fail_oom();
 		rc = git_index_remove(index, victim, git_index_entry_stage(e));
 		free(victim);
 		if (rc < 0)
@@ -1260,7 +1238,7 @@ static int stage_directory(struct commit_job *j, struct path_buf *path, const ch
 		return 0;
 	dir = opendir(full);
 	if (!dir)
-		return fail_errno("cannot read directory", full);
+		return tt_fail_errno("cannot read directory", full);
 	rc = stage_directory_entries(j, path, dir);
 	closedir(dir);
 	return rc;
@@ -1277,9 +1255,9 @@ static int stage_worktree_path(struct commit_job *j, struct path_buf *path)
 	int rc = 0;
 
 	if (!full)
-		return fail_oom();
+		return tt_fail_oom();
 	if (lstat(full, &st) < 0) {
-		rc = errno == ENOENT || errno == ENOTDIR ? 0 : fail_errno("cannot read", full);
+		rc = errno == ENOENT || errno == ENOTDIR ? 0 : tt_fail_errno("cannot read", full);
 		free(full);
 		return rc;
 	}
@@ -1303,7 +1281,7 @@ static int refuse_path_beyond_symlink(const struct commit_job *j, const char *pa
 	int rc = 0, gone = 0;
 
 	if (!full)
-		return fail_oom();
+		return tt_fail_oom();
 	for (slash = strchr(full + top, '/'); slash && !gone && rc == 0;
 	     slash = strchr(slash + 1, '/')) {
 		*slash = '\0';
@@ -1666,7 +1644,7 @@ static int git_current_branch(struct tether_vcs *v, char **name)
 		target += 11;
 	*name = strdup(target);
 	git_reference_free(head);
-	return *name ? 0 : fail_oom();
+	return *name ? 0 : tt_fail_oom();
 }
 
 /* Local branches only: a remote-tracking branch names someone else's
@@ -1691,7 +1669,7 @@ static int git_list_bookmarks(struct tether_vcs *v, json_t **names)
 		return 0;
 	}
 	json_decref(out);
-	return rc == -1 && !out ? fail_oom() : tt_git_fail(rc, "cannot list the local branches");
+	return rc == -1 && !out ? tt_fail_oom() : tt_git_fail(rc, "cannot list the local branches");
 }
 
 static int tracked_in_index(git_repository *repo, const char *path, int *tracked)
@@ -1845,7 +1823,7 @@ static int git_position(struct tether_vcs *v, json_t **pos)
 		*pos = json_pack("{s:s}", "branch", git_reference_name(head));
 	}
 	git_reference_free(head);
-	return *pos ? 0 : fail_oom();
+	return *pos ? 0 : tt_fail_oom();
 }
 
 /* The branch switch_to just created: only the ref (git_branch_delete would

@@ -15,6 +15,7 @@
  * Everything here works on 20-byte ids and a source (git_walk.h) that reads
  * raw objects and lists the commits; it knows neither libgit2 nor the
  * native reader. */
+#include "util/fail.h"
 #include "vcs/git_path.h"
 #include "vcs/git_walk.h"
 #include "vcs/git_walk_cache.h"
@@ -25,11 +26,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int fail_oom(void)
-{
-	return tether_error_set(TETHER_ERROR, "out of memory");
-}
 
 /* ------------------------------------------------------------------ */
 /* The walk over commits                                               */
@@ -99,7 +95,7 @@ static int seen_grow(struct seen_set *s)
 	                          s->cap ? 2 * s->cap : 256, s->count};
 
 	if (!bigger.slots)
-		return fail_oom();
+		return tt_fail_oom();
 	for (size_t i = 0; i < s->cap; i++)
 		if (s->slots[i].path)
 			*seen_find(&bigger, s->slots[i].id, s->slots[i].path) = s->slots[i];
@@ -121,7 +117,7 @@ static int seen_add(struct seen_set *s, const unsigned char id[20], const char *
 	if (!*fresh)
 		return 0;
 	if (!(slot->path = strdup(path)))
-		return fail_oom();
+		return tt_fail_oom();
 	memcpy(slot->id, id, 20);
 	s->count++;
 	return 0;
@@ -403,7 +399,7 @@ int tt_walk_history_files(const struct tt_walk_src *src, const char *dir, const 
 
 	*commits = 0;
 	if (rc == 0 && cache_path && !(w.cache = wc_load(cache_path, norm)))
-		rc = fail_oom();
+		rc = tt_fail_oom();
 	if (rc == 0) {
 		w.dir = norm;
 		rc = src->commits(src->ud, visit_commit, &w);

@@ -19,6 +19,7 @@
  *
  * Network operations never happen in this module: push and fetch live in
  * the git backend, on libgit2, with its certificate checks untouched. */
+#include "util/fail.h"
 #include "vcs/git_native.h"
 #include "vcs/git_native_walk.h"
 #include "vcs/git_path.h"
@@ -42,11 +43,6 @@ struct tether_vcs {
 	struct tether_vcs *full; /* libgit2's handle, opened on first need */
 };
 
-static int oom(void)
-{
-	return tether_error_set(TETHER_ERROR, "out of memory");
-}
-
 /* libgit2's handle for this checkout, opened now if it is not yet. */
 static int full(struct tether_vcs *v)
 {
@@ -63,12 +59,6 @@ static int full(struct tether_vcs *v)
 		return frc_ < 0 ? frc_ : (v)->full_ops->call;                                       \
 	} while (0)
 
-static char *real_dup(const char *p)
-{
-	char *r = realpath(p, NULL);
-	return r;
-}
-
 static int native_open(const char *start_dir, struct tether_vcs **out, char **workdir, char **common_dir)
 {
 	struct tether_vcs *v = calloc(1, sizeof *v);
@@ -76,14 +66,14 @@ static int native_open(const char *start_dir, struct tether_vcs **out, char **wo
 	int rc;
 
 	if (!v)
-		return oom();
+		return tt_fail_oom();
 	if (!start_dir)
 		start_dir = ".";
 	rc = stat(start_dir, &st) < 0 ? 1 : tt_grepo_find(start_dir, &v->repo);
 	if (rc == 0) {
 		char *objects = malloc(strlen(v->repo.commondir) + 9);
 		if (!objects)
-			rc = oom();
+			rc = tt_fail_oom();
 		else {
 			sprintf(objects, "%s/objects", v->repo.commondir);
 			rc = tt_godb_open(objects, &v->odb);
@@ -114,7 +104,7 @@ static int native_open(const char *start_dir, struct tether_vcs **out, char **wo
 	}
 	if (workdir && !(*workdir = strdup(v->repo.workdir)))
 		goto nomem;
-	if (common_dir && !(*common_dir = real_dup(v->repo.commondir))) {
+	if (common_dir && !(*common_dir = realpath(v->repo.commondir, NULL))) {
 		if (workdir) {
 			free(*workdir);
 			*workdir = NULL;
@@ -127,7 +117,7 @@ nomem:
 	tt_godb_free(v->odb);
 	tt_grepo_clear(&v->repo);
 	free(v);
-	return oom();
+	return tt_fail_oom();
 }
 
 static void native_close(struct tether_vcs *v)
@@ -500,7 +490,7 @@ static int native_open_stream(struct tether_vcs *v, const char *id, const char *
 {
 	struct entry e;
 	struct tether_vcs_stream *s = calloc(1, sizeof *s);
-	int rc = s ? file_entry(v, id, path, &e) : oom();
+	int rc = s ? file_entry(v, id, path, &e) : tt_fail_oom();
 	enum tt_gobj_type type;
 	size_t size;
 
@@ -689,7 +679,7 @@ static int native_current_branch(struct tether_vcs *v, char **name)
 	const char *target = strncmp(sym, "refs/heads/", 11) == 0 ? sym + 11 : sym;
 	*name = strdup(target);
 	free(sym);
-	return *name ? 0 : oom();
+	return *name ? 0 : tt_fail_oom();
 }
 
 /* ------------------------------------------------------------------ */
@@ -816,7 +806,7 @@ static int parse_author(const struct commit_info *c, json_t *o)
 	int bad = json_object_set_new(o, "author", json_text_n(ns, (size_t)(ne - ns))) < 0;
 	bad = bad || json_object_set_new(o, "email", json_text_n(es, (size_t)(ee - es))) < 0;
 	bad = bad || json_object_set_new(o, "time", json_integer(when)) < 0;
-	return bad ? oom() : 0;
+	return bad ? tt_fail_oom() : 0;
 }
 
 static int commit_json(struct tether_vcs *v, const unsigned char id[20], const struct obj *obj,
@@ -826,7 +816,7 @@ static int commit_json(struct tether_vcs *v, const unsigned char id[20], const s
 	json_t *o = json_object();
 	int rc;
 	if (!o)
-		return oom();
+		return tt_fail_oom();
 	tt_goid_hex(id, hex);
 	size_t mlen = obj->len - (size_t)((const unsigned char *)c->message - obj->data);
 	if ((rc = short_id(v, id, abbrev)) < 0 || (rc = parse_author(c, o)) != 0) {
@@ -839,7 +829,7 @@ static int commit_json(struct tether_vcs *v, const unsigned char id[20], const s
 	bad = bad || json_object_set_new(o, "message", json_text_n(c->message, strnlen(c->message, mlen))) < 0;
 	if (bad) {
 		json_decref(o);
-		return oom();
+		return tt_fail_oom();
 	}
 	*out = o;
 	return 0;
@@ -904,7 +894,7 @@ static int log_linear(struct tether_vcs *v, const unsigned char tip[20], const c
 			json_t *j = NULL;
 			rc = commit_json(v, at, &o, &c, &j);
 			if (rc == 0 && json_array_append_new(out, j) < 0)
-				rc = oom();
+				rc = tt_fail_oom();
 			if (rc) {
 				free(o.data);
 				return rc;
@@ -932,7 +922,7 @@ static int native_log(struct tether_vcs *v, const char *rev, const char *path, i
 	rc = resolve_native(v, rev ? rev : "HEAD", tip);
 	json_t *out = rc == 0 ? json_array() : NULL;
 	if (rc == 0 && !out)
-		rc = oom();
+		rc = tt_fail_oom();
 	if (rc == 0)
 		rc = log_linear(v, tip, norm, max, out);
 	free(norm);

@@ -1,6 +1,7 @@
 /* The object database: see gitodb.h. Loose objects are zlib streams of
  * "<type> <size>\0<content>" under objects/xx/<38 hex>; packs are read by
  * gitpack.c. What a read returns is checked against its id here, once. */
+#include "util/fail.h"
 #include "vcs/gitodb.h"
 #include "vcs/gitpack.h"
 #include "vcs/gitcache.h"
@@ -37,11 +38,6 @@ struct tt_gcache *tt_godb_cache(struct tt_godb *db)
 	return db->cache;
 }
 
-static int oom(void)
-{
-	return tether_error_set(TETHER_ERROR, "out of memory");
-}
-
 /* Any "<name>.idx" is a pack index, as git and libgit2 read the pack
  * directory (a pack need not be called pack-<hash>). */
 static int is_idx_name(const char *name)
@@ -62,7 +58,7 @@ int tt_godb_open(const char *objects_dir, struct tt_godb **out)
 		if (db)
 			free(db->dir);
 		free(db);
-		return oom();
+		return tt_fail_oom();
 	}
 	snprintf(path, sizeof path, "%s/pack", objects_dir);
 	d = opendir(path);
@@ -71,7 +67,7 @@ int tt_godb_open(const char *objects_dir, struct tt_godb **out)
 			continue;
 		struct tt_gpack *grown = realloc(db->packs, (db->npacks + 1) * sizeof *grown);
 		if (!grown) {
-			rc = oom();
+			rc = tt_fail_oom();
 			break;
 		}
 		db->packs = grown;
@@ -118,7 +114,7 @@ static int read_whole(int fd, const char *path, unsigned char **buf, size_t *len
 	size_t n = (size_t)st.st_size, got = 0;
 	unsigned char *b = malloc(n ? n : 1);
 	if (!b)
-		return oom();
+		return tt_fail_oom();
 	while (got < n) {
 		ssize_t r = read(fd, b + got, n - got);
 		if (r < 0 && errno == EINTR)
@@ -182,7 +178,7 @@ static int read_loose(const struct tt_godb *db, const unsigned char id[20], enum
 	if (have > size || !(buf = malloc(size + 1))) {
 		inflateEnd(&z);
 		free(raw);
-		return have > size ? tether_error_set(TETHER_ERROR, "damaged git object %s: too long", path) : oom();
+		return have > size ? tether_error_set(TETHER_ERROR, "damaged git object %s: too long", path) : tt_fail_oom();
 	}
 	memcpy(buf, head + head_len, have);
 	z.next_out = buf + have;

@@ -38,12 +38,7 @@ size_t tt_gobj_parse_header(const char *head, size_t n, enum tt_gobj_type *type,
 
 void tt_goid_hex(const unsigned char id[20], char hex[41])
 {
-	static const char digits[] = "0123456789abcdef";
-	for (int i = 0; i < 20; i++) {
-		hex[2 * i] = digits[id[i] >> 4];
-		hex[2 * i + 1] = digits[id[i] & 15];
-	}
-	hex[40] = '\0';
+	tt_hex(id, 20, hex);
 }
 
 int tt_goid_from_hex(const char *s, unsigned char id[20])

@@ -2,6 +2,8 @@
  * checkout's git directory for HEAD and the per-worktree refs, in the
  * common directory for the rest, then packed-refs in the common
  * directory (git's Documentation/gitrepository-layout.txt). */
+#include "util/fail.h"
+#include "util/fsutil.h"
 #include "vcs/gitrefs.h"
 #include "vcs/gitodb.h"
 
@@ -18,37 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int oom(void)
-{
-	return tether_error_set(TETHER_ERROR, "out of memory");
-}
-
 /* The whole of a small file, NUL-terminated; NULL (errno set) on failure. */
-static char *slurp(const char *path, size_t max)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	struct stat st;
-	char *buf = NULL;
-
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size <= max &&
-	    (buf = malloc((size_t)st.st_size + 1))) {
-		ssize_t n = read(fd, buf, (size_t)st.st_size);
-		if (n != st.st_size) {
-			free(buf);
-			buf = NULL;
-			errno = EIO;
-		} else {
-			buf[n] = '\0';
-		}
-	} else if (!buf) {
-		errno = EIO;
-	}
-	close(fd);
-	return buf;
-}
-
 static char *join(const char *a, const char *b)
 {
 	size_t la = strlen(a), lb = strlen(b);
@@ -85,7 +57,7 @@ static char *trim(char *s)
  * format or pull in another file. */
 static int config_needs_libgit2(const char *path)
 {
-	char *text = slurp(path, 1 << 20), *save = NULL;
+	char *text = tt_read_small(path, 1 << 20), *save = NULL;
 	int hard = 0;
 
 	if (!text)
@@ -122,20 +94,14 @@ static int at_or_above_ceiling(const char *dir)
 	return hit;
 }
 
-static char *real_dup(const char *path)
-{
-	char buf[PATH_MAX];
-	return realpath(path, buf) ? strdup(buf) : NULL;
-}
-
 /* The git directory a ".git" file names (relative to the file's directory). */
 static char *gitdir_from_file(const char *dir, const char *file)
 {
-	char *text = slurp(file, 1 << 16), *out = NULL;
+	char *text = tt_read_small(file, 1 << 16), *out = NULL;
 	if (text && strncmp(text, "gitdir:", 7) == 0) {
 		char *target = trim(text + 7);
 		char *p = target[0] == '/' ? strdup(target) : join(dir, target);
-		out = p ? real_dup(p) : NULL;
+		out = p ? realpath(p, NULL) : NULL;
 		free(p);
 	}
 	free(text);
@@ -173,10 +139,10 @@ int tt_grepo_find(const char *start_dir, struct tt_grepo *r)
 			return 1;
 		char *dotgit = join(cur, ".git");
 		if (!dotgit)
-			return oom();
+			return tt_fail_oom();
 		if (lstat(dotgit, &st) == 0) {
 			if (S_ISDIR(st.st_mode) && looks_like_gitdir(dotgit))
-				r->gitdir = real_dup(dotgit);
+				r->gitdir = realpath(dotgit, NULL);
 			else if (S_ISREG(st.st_mode))
 				r->gitdir = gitdir_from_file(cur, dotgit);
 			free(dotgit);
@@ -193,12 +159,12 @@ int tt_grepo_find(const char *start_dir, struct tt_grepo *r)
 			return 1;
 	}
 	if (!(r->workdir = strdup(cur)))
-		return oom();
-	char *cpath = join(r->gitdir, "commondir"), *ctext = cpath ? slurp(cpath, 1 << 16) : NULL;
+		return tt_fail_oom();
+	char *cpath = join(r->gitdir, "commondir"), *ctext = cpath ? tt_read_small(cpath, 1 << 16) : NULL;
 	free(cpath);
 	if (ctext) {
 		char *t = trim(ctext), *p = t[0] == '/' ? strdup(t) : join(r->gitdir, t);
-		r->commondir = p ? real_dup(p) : NULL;
+		r->commondir = p ? realpath(p, NULL) : NULL;
 		free(p);
 		free(ctext);
 	} else {
@@ -248,7 +214,7 @@ typedef int (*packed_fn)(void *ud, const char *name, const unsigned char id[20],
 
 static int packed_each(const struct tt_grepo *r, packed_fn fn, void *ud)
 {
-	char *path = join(r->commondir, "packed-refs"), *text = path ? slurp(path, 256u << 20) : NULL;
+	char *path = join(r->commondir, "packed-refs"), *text = path ? tt_read_small(path, 256u << 20) : NULL;
 	int rc = 0;
 	const char *pending = NULL; /* the ref whose "^" line may follow */
 	unsigned char id[20], peeled[20];
@@ -328,7 +294,7 @@ int tt_gref_resolve(const struct tt_grepo *r, const char *name, unsigned char id
 			break;
 		}
 		char *path = join(per_worktree(name) ? r->gitdir : r->commondir, name);
-		char *text = path ? slurp(path, 4096) : NULL;
+		char *text = path ? tt_read_small(path, 4096) : NULL;
 		int missing = !text && (errno == ENOENT || errno == ENOTDIR || errno == EISDIR);
 		free(path);
 		if (!text && !missing) {
@@ -344,12 +310,12 @@ int tt_gref_resolve(const struct tt_grepo *r, const char *name, unsigned char id
 			char *target = strdup(trim(t + 4));
 			free(text);
 			if (!target) {
-				rc = oom();
+				rc = tt_fail_oom();
 				break;
 			}
 			if (symref && depth == 0 && !(*symref = strdup(target))) {
 				free(target);
-				rc = oom();
+				rc = tt_fail_oom();
 				break;
 			}
 			free(owned);
@@ -400,14 +366,14 @@ static int list_add(struct ref_list *l, const char *name, const unsigned char id
 		size_t cap = l->cap ? 2 * l->cap : 64;
 		struct ref_item *v = realloc(l->v, cap * sizeof *v);
 		if (!v)
-			return oom();
+			return tt_fail_oom();
 		l->v = v;
 		l->cap = cap;
 	}
 	struct ref_item *it = &l->v[l->n];
 	memset(it, 0, sizeof *it);
 	if (!(it->name = strdup(name)))
-		return oom();
+		return tt_fail_oom();
 	memcpy(it->id, id, 20);
 	if (peeled) {
 		memcpy(it->peeled, peeled, 20);
@@ -442,7 +408,7 @@ static int loose_collect(const struct tt_grepo *r, const char *base, const char 
 	int rc = 0;
 
 	if (!dir)
-		return oom();
+		return tt_fail_oom();
 	if (!d) {
 		int e = errno;
 		free(dir);
@@ -469,7 +435,7 @@ static int loose_collect(const struct tt_grepo *r, const char *base, const char 
 		struct stat st;
 		if (!path) {
 			free(name);
-			rc = oom();
+			rc = tt_fail_oom();
 			break;
 		}
 		if (lstat(path, &st) < 0) {
@@ -484,7 +450,7 @@ static int loose_collect(const struct tt_grepo *r, const char *base, const char 
 		} else if (!S_ISREG(st.st_mode) || !valid_name(name)) {
 			l->doubt = 1; /* a symlink, a name git would not write */
 		} else {
-			char *text = slurp(path, 4096);
+			char *text = tt_read_small(path, 4096);
 			char *t = text ? trim(text) : NULL;
 			unsigned char id[20];
 			if (!text) {
@@ -530,7 +496,7 @@ static int by_name_loose_first(const void *pa, const void *pb)
  * either key with a true-looking value counts. */
 static int config_folds_names(const struct tt_grepo *r)
 {
-	char *path = join(r->commondir, "config"), *text = path ? slurp(path, 1 << 20) : NULL, *save = NULL;
+	char *path = join(r->commondir, "config"), *text = path ? tt_read_small(path, 1 << 20) : NULL, *save = NULL;
 	int folds = 0;
 	for (char *line = text ? strtok_r(text, "\n", &save) : NULL; line && !folds; line = strtok_r(NULL, "\n", &save)) {
 		for (char *c = line; *c; c++)

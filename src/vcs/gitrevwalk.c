@@ -1,4 +1,5 @@
 /* See gitrevwalk.h. */
+#include "util/fail.h"
 #include "vcs/gitrevwalk.h"
 
 #include <tether/backend.h>
@@ -6,11 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int oom(void)
-{
-	return tether_error_set(TETHER_ERROR, "out of memory");
-}
 
 /* ------------------------------------------------------------------ */
 /* Parsing a commit                                                    */
@@ -133,7 +129,7 @@ static int grow(void **v, size_t *cap, size_t need, size_t size)
 		cap2 *= 2;
 	void *g = realloc(*v, cap2 * size);
 	if (!g)
-		return oom();
+		return tt_fail_oom();
 	*v = g;
 	*cap = cap2;
 	return 0;
@@ -155,7 +151,7 @@ static int lookup(struct walk *w, const unsigned char id[20], size_t *out)
 		size_t cap = w->capslots ? 2 * w->capslots : 256;
 		size_t *slots = calloc(cap, sizeof *slots);
 		if (!slots)
-			return oom();
+			return tt_fail_oom();
 		free(w->slots);
 		w->slots = slots;
 		w->capslots = cap;

@@ -2,6 +2,7 @@
  * and the content; the header is inflated at open, the content as the
  * reader asks for it, each piece hashed on the way (SHA-1 over the header
  * and the content is the object's id). */
+#include "util/fail.h"
 #include "vcs/gitstream.h"
 #include "vcs/gitpack.h"
 
@@ -37,11 +38,6 @@ struct tt_gstream {
 	size_t rest_at, rest_len;
 	int checked;
 };
-
-static int oom(void)
-{
-	return tether_error_set(TETHER_ERROR, "out of memory");
-}
 
 static int damaged(const struct tt_gstream *s, const char *what)
 {
@@ -116,7 +112,7 @@ static int open_loose(struct tt_gstream *s, enum tt_gobj_type *type)
 	if (fstat(s->fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return tether_error_set(TETHER_EIO, "cannot read %s", s->path);
 	if (!(s->in = malloc(IN_SIZE)))
-		return oom();
+		return tt_fail_oom();
 	/* zlib's own check of the inflated bytes (adler32) is left out: the
 	 * SHA-1 over them, which must equal the id, is the stronger one. So the
 	 * stream's two-byte header is checked here and the rest inflated raw. */
@@ -159,7 +155,7 @@ int tt_gstream_open(struct tt_godb *db, const unsigned char id[20], enum tt_gobj
 
 	*out = NULL;
 	if (!s)
-		return oom();
+		return tt_fail_oom();
 	s->fd = -1;
 	memcpy(s->id, id, 20);
 	if (tt_godb_locate(db, id, &p, &pos) == 0) {

@@ -11,6 +11,8 @@
  *
  * tether's "HEAD" is the last committed state, which in jj is @-: the
  * working-copy commit @ holds whatever is not committed yet (vcs.h). */
+#include "util/fail.h"
+#include "util/fsutil.h"
 #include "util/tempname.h"
 #include "vcs/git_store.h"
 #include "vcs/jj_run.h"
@@ -48,29 +50,6 @@ static const char ROOT_ID[] = "0000000000000000000000000000000000000000";
 static struct jj *jj_of(struct tether_vcs *v)
 {
 	return tt_git_store_owner(v);
-}
-
-static int fail_oom(void)
-{
-	return tether_error_set(TETHER_ERROR, "out of memory");
-}
-
-static char *dupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *dupf(const char *fmt, ...)
-{
-	va_list ap;
-	char *s = NULL;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0 || !(s = malloc((size_t)n + 1)))
-		return NULL;
-	va_start(ap, fmt);
-	vsnprintf(s, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	return s;
 }
 
 static int is_full_id(const char *s)
@@ -188,11 +167,6 @@ static void jj_free(void *p)
 	free(j);
 }
 
-static char *path_join(const char *a, const char *b)
-{
-	return dupf("%s/%s", a, b);
-}
-
 static int is_dir(const char *path)
 {
 	struct stat st;
@@ -203,18 +177,9 @@ static int is_dir(const char *path)
 /* A small file's text without trailing whitespace, or NULL. */
 static char *read_small(const char *path)
 {
-	FILE *f = fopen(path, "re");
-	char *buf;
-	size_t n;
+	char *buf = tt_read_small(path, PATH_MAX);
+	size_t n = buf ? strlen(buf) : 0;
 
-	if (!f)
-		return NULL;
-	buf = calloc(1, PATH_MAX + 1);
-	n = buf ? fread(buf, 1, PATH_MAX, f) : 0;
-	fclose(f);
-	if (!buf)
-		return NULL;
-	buf[n] = '\0';
 	while (n > 0 && isspace((unsigned char)buf[n - 1]))
 		buf[--n] = '\0';
 	return buf;
@@ -224,7 +189,7 @@ static char *read_small(const char *path)
  * the directory holding the file. realpath'd; NULL when it does not exist. */
 static char *resolve_target(const char *base_dir, const char *target)
 {
-	char *joined = target[0] == '/' ? strdup(target) : path_join(base_dir, target);
+	char *joined = target[0] == '/' ? strdup(target) : tt_path_join(base_dir, target);
 	char *real = joined ? realpath(joined, NULL) : NULL;
 
 	free(joined);
@@ -237,7 +202,7 @@ static char *find_workspace_root(const char *start)
 	char *cur = strdup(start);
 
 	while (cur) {
-		char *dotjj = path_join(cur, ".jj");
+		char *dotjj = tt_path_join(cur, ".jj");
 		int found = dotjj && is_dir(dotjj);
 		char *slash = strrchr(cur, '/');
 
@@ -257,8 +222,8 @@ static char *find_workspace_root(const char *start)
  * a file naming it in a workspace added with `jj workspace add`. */
 static char *find_repo_dir(const char *root)
 {
-	char *dotjj = path_join(root, ".jj");
-	char *link = dotjj ? path_join(dotjj, "repo") : NULL;
+	char *dotjj = tt_path_join(root, ".jj");
+	char *link = dotjj ? tt_path_join(dotjj, "repo") : NULL;
 	char *repo = NULL, *target;
 
 	if (link && is_dir(link)) {
@@ -276,16 +241,16 @@ static char *find_repo_dir(const char *root)
  * names it relative to store/ (".../.git" when colocated, "git" when not). */
 static int find_git_store(const char *repo_dir, char **gitdir)
 {
-	char *store = path_join(repo_dir, "store");
-	char *type_file = store ? path_join(store, "type") : NULL;
-	char *target_file = store ? path_join(store, "git_target") : NULL;
+	char *store = tt_path_join(repo_dir, "store");
+	char *type_file = store ? tt_path_join(store, "type") : NULL;
+	char *target_file = store ? tt_path_join(store, "git_target") : NULL;
 	char *type = type_file ? read_small(type_file) : NULL;
 	char *target = target_file ? read_small(target_file) : NULL;
 	int rc = 0;
 
 	*gitdir = NULL;
 	if (!store || !type_file || !target_file)
-		rc = fail_oom();
+		rc = tt_fail_oom();
 	else if (!type || strcmp(type, "git") != 0 || !target)
 		rc = tether_error_set(TETHER_ENOREPO,
 		                      "the jj repository %s is not backed by git (store type '%s'): "
@@ -307,7 +272,7 @@ static int find_git_store(const char *repo_dir, char **gitdir)
  * file of a worktree), realpath'd; NULL when there is no .git. */
 static char *dotgit_common(const char *root)
 {
-	char *dotgit = path_join(root, ".git");
+	char *dotgit = tt_path_join(root, ".git");
 	char *gitdir = NULL, *link, *commondir, *rel, *common;
 
 	if (dotgit && is_dir(dotgit)) {
@@ -320,7 +285,7 @@ static char *dotgit_common(const char *root)
 	free(dotgit);
 	if (!gitdir)
 		return NULL;
-	commondir = path_join(gitdir, "commondir");
+	commondir = tt_path_join(gitdir, "commondir");
 	rel = commondir ? read_small(commondir) : NULL;
 	common = rel && *rel ? resolve_target(gitdir, rel) : NULL;
 	free(commondir);
@@ -375,13 +340,13 @@ static int locate(const char *start_dir, struct jj *j)
 static int set_outputs(const struct jj *j, char **workdir, char **common_dir)
 {
 	if (workdir && !(*workdir = strdup(j->root)))
-		return fail_oom();
+		return tt_fail_oom();
 	if (common_dir && !(*common_dir = strdup(j->repo_dir))) {
 		if (workdir) {
 			free(*workdir);
 			*workdir = NULL;
 		}
-		return fail_oom();
+		return tt_fail_oom();
 	}
 	return 0;
 }
@@ -396,7 +361,7 @@ static int jj_open(const char *start_dir, struct tether_vcs **out, char **workdi
 	int rc;
 
 	if (!j)
-		return fail_oom();
+		return tt_fail_oom();
 	rc = locate(start_dir ? start_dir : ".", j);
 	if (rc == 0)
 		rc = find_git_store(j->repo_dir, &gitdir);
@@ -486,7 +451,7 @@ static int head_revset(const char *rev, char **out)
 			return rc;
 	*out = malloc(gens + 2);
 	if (!*out)
-		return fail_oom();
+		return tt_fail_oom();
 	(*out)[0] = '@';
 	memset(*out + 1, '-', gens);
 	(*out)[gens + 1] = '\0';
@@ -511,10 +476,10 @@ static int ref_revset(const char *rev, char **out)
 		if (strncmp(rev, kinds[i].prefix, n) != 0 || !rev[n])
 			continue;
 		if (!(quoted = jj_quote(rev + n)))
-			return fail_oom();
-		*out = dupf("%s(exact:%s)", kinds[i].function, quoted);
+			return tt_fail_oom();
+		*out = tt_strdupf("%s(exact:%s)", kinds[i].function, quoted);
 		free(quoted);
-		return *out ? 1 : fail_oom();
+		return *out ? 1 : tt_fail_oom();
 	}
 	return 0;
 }
@@ -532,7 +497,7 @@ static int unborn(const char *rev, int is_head)
 static int one_commit(struct tether_vcs *v, const char *rev, const char *revset, int is_head,
                       char id[41])
 {
-	char *arg = dupf("--revisions=%s", revset);
+	char *arg = tt_strdupf("--revisions=%s", revset);
 	const char *args[] = { "log", "--ignore-working-copy", "--no-graph", "--limit=2",
 		               arg, "--template=commit_id ++ \"\\n\"", NULL };
 	struct tt_jj_result res;
@@ -540,7 +505,7 @@ static int one_commit(struct tether_vcs *v, const char *rev, const char *revset,
 	int rc;
 
 	if (!arg)
-		return fail_oom();
+		return tt_fail_oom();
 	snprintf(what, sizeof what, "revision '%s'", rev);
 	rc = jj_call(v, what, args, &res);
 	free(arg);
@@ -674,14 +639,14 @@ static int collect_tips(char *out, const char ***tips, size_t *n)
 	*n = 0;
 	*tips = malloc(cap * sizeof **tips);
 	if (!*tips)
-		return fail_oom();
+		return tt_fail_oom();
 	while ((line = next_line(&cursor))) {
 		if (!is_full_id(line) || strcmp(line, ROOT_ID) == 0)
 			continue; /* the root is virtual: no commit to walk */
 		if (*n == cap) {
 			const char **grown = realloc(*tips, 2 * cap * sizeof **tips);
 			if (!grown)
-				return fail_oom();
+				return tt_fail_oom();
 			*tips = grown;
 			cap *= 2;
 		}
@@ -785,19 +750,19 @@ static char *glob_literal(const char *path)
  * are never committed. Quoted: glob characters in a name are literal. */
 static char *fileset_for(const struct jj *j, const char *path)
 {
-	char *full = path_join(j->root, path), *quoted = jj_quote(path), *set = NULL;
+	char *full = tt_path_join(j->root, path), *quoted = jj_quote(path), *set = NULL;
 	char *literal = glob_literal(path), *temps = NULL, *temps_quoted = NULL;
 	struct stat st;
 	int file = full && lstat(full, &st) == 0 && !S_ISDIR(st.st_mode);
 
 	if (literal)
-		temps = dupf("%s/**/" TT_TEMP_GLOB, literal);
+		temps = tt_strdupf("%s/**/" TT_TEMP_GLOB, literal);
 	if (temps)
 		temps_quoted = jj_quote(temps);
 	if (quoted && file)
-		set = dupf("root-file:%s", quoted);
+		set = tt_strdupf("root-file:%s", quoted);
 	else if (quoted && temps_quoted)
-		set = dupf("root:%s ~ root-glob:%s", quoted, temps_quoted);
+		set = tt_strdupf("root:%s ~ root-glob:%s", quoted, temps_quoted);
 	free(full);
 	free(quoted);
 	free(literal);
@@ -828,7 +793,7 @@ static int make_filesets(const struct jj *j, const char *const *paths, size_t n,
 	if (n == 0)
 		return tether_error_set(TETHER_EUSAGE, "no paths to commit");
 	if (!(f->v = calloc(n, sizeof *f->v)))
-		return fail_oom();
+		return tt_fail_oom();
 	for (size_t i = 0; i < n; i++) {
 		if ((rc = normalize(paths[i], &norm)) < 0)
 			return rc;
@@ -840,7 +805,7 @@ static int make_filesets(const struct jj *j, const char *const *paths, size_t n,
 		f->v[i] = fileset_for(j, norm);
 		free(norm);
 		if (!f->v[i])
-			return fail_oom();
+			return tt_fail_oom();
 		f->n++;
 	}
 	return 0;
@@ -872,7 +837,7 @@ static int call_on_paths(struct tether_vcs *v, const char *what, const char *con
 	int rc;
 
 	if (!args)
-		return fail_oom();
+		return tt_fail_oom();
 	rc = jj_call(v, what, args, res);
 	free(args);
 	return rc;
@@ -965,13 +930,13 @@ static int missing_identity(void)
 
 static int run_commit(struct tether_vcs *v, const struct filesets *f, const char *message)
 {
-	char *arg = dupf("--message=%s", message);
+	char *arg = tt_strdupf("--message=%s", message);
 	const char *fixed[] = { "commit", arg };
 	struct tt_jj_result res;
 	int rc;
 
 	if (!arg)
-		return fail_oom();
+		return tt_fail_oom();
 	rc = call_on_paths(v, "jj commit failed", fixed, N_ARGS(fixed), f, &res);
 	free(arg);
 	if (rc == 0)
@@ -984,7 +949,7 @@ static int run_commit(struct tether_vcs *v, const struct filesets *f, const char
  * the error. Nothing when it cannot be read. */
 static void id_of_change(struct tether_vcs *v, const char *change_id, int code, char id[41])
 {
-	char *rev = dupf("--revisions=change_id(%s)", change_id);
+	char *rev = tt_strdupf("--revisions=change_id(%s)", change_id);
 	const char *args[] = { "log", "--ignore-working-copy", "--no-graph", rev,
 		               "--template=commit_id ++ \"\\n\"", NULL };
 	struct tt_jj_result res;
@@ -1132,7 +1097,7 @@ static int jj_current_branch(struct tether_vcs *v, char **name)
 	rc = read_refs(res.out, &r);
 	pick = rc ? NULL : pick_branch(&r);
 	if (pick && !(*name = strdup(pick)))
-		rc = fail_oom();
+		rc = tt_fail_oom();
 	json_decref(r.at);
 	json_decref(r.parent);
 	tt_jj_result_free(&res);
@@ -1155,10 +1120,10 @@ static int jj_list_bookmarks(struct tether_vcs *v, json_t **names)
 	cursor = res.out;
 	while (*names && (line = next_line(&cursor)))
 		if (*line && json_array_append_new(*names, json_string(line)) < 0)
-			rc = fail_oom();
+			rc = tt_fail_oom();
 	tt_jj_result_free(&res);
 	if (!*names)
-		return fail_oom();
+		return tt_fail_oom();
 	if (rc) {
 		json_decref(*names);
 		*names = NULL;
@@ -1199,7 +1164,7 @@ static int jj_is_tracked(struct tether_vcs *v, const char *path, int *tracked)
  * bookmarks to git) and not exist yet: checked before anything moves. */
 static int check_new_bookmark(struct tether_vcs *v, const char *name, char **quoted)
 {
-	char *ref = dupf("refs/heads/%s", name), *pattern;
+	char *ref = tt_strdupf("refs/heads/%s", name), *pattern;
 	int valid = 0, rc;
 
 	if (ref && strlen(name) < 400 && git_reference_name_is_valid(&valid, ref) < 0)
@@ -1207,8 +1172,8 @@ static int check_new_bookmark(struct tether_vcs *v, const char *name, char **quo
 	free(ref);
 	if (!valid)
 		return tether_error_set(TETHER_EUSAGE, "'%s' is not a valid bookmark name", name);
-	if (!(*quoted = jj_quote(name)) || !(pattern = dupf("exact:%s", *quoted)))
-		return fail_oom();
+	if (!(*quoted = jj_quote(name)) || !(pattern = tt_strdupf("exact:%s", *quoted)))
+		return tt_fail_oom();
 	const char *args[] = { "bookmark", "list", "--ignore-working-copy",
 		               "--template=name ++ \"\\n\"", "--", pattern, NULL };
 	struct tt_jj_result res;

@@ -74,8 +74,7 @@ echo "linked against libtether-testing: $(tail -1 "$work/direct.out")"
 
 # tether itself finds the kind on the module path: track a store in a
 # dataset, commit (which pins it through the module), verify, and see verify
-# fail once the pin is gone. (`tether backends` lists built-in and registered
-# kinds only; it loads no module, so a light command never pays for one.)
+# fail once the pin is gone.
 store="$work/store"
 mkdir -p "$store/branches"
 echo "v1" >"$store/branches/main"

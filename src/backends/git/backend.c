@@ -170,16 +170,6 @@ static int check_options(const json_t *options)
 	return 0;
 }
 
-static char *realpath_dup(const char *path)
-{
-	char *r = realpath(path, NULL);
-	size_t n = r ? strlen(r) : 0;
-
-	while (n > 1 && r[n - 1] == '/')
-		r[--n] = '\0';
-	return r;
-}
-
 /* A linked worktree of the dataset's own repository is outside the
  * dataset's checkout but shares its refs: refused as well. */
 static int refuse_dataset_repository(const struct tether_bctx *ctx, const struct gb_obj *o)
@@ -190,8 +180,8 @@ static int refuse_dataset_repository(const struct tether_bctx *ctx, const struct
 
 	if (!ctx || !ctx->dataset_root || git_repository_open_ext(&dataset, ctx->dataset_root, 0, NULL) < 0)
 		return 0;
-	mine = realpath_dup(git_repository_commondir(o->repo));
-	theirs = realpath_dup(git_repository_commondir(dataset));
+	mine = realpath(git_repository_commondir(o->repo), NULL);
+	theirs = realpath(git_repository_commondir(dataset), NULL);
 	same = mine && theirs && strcmp(mine, theirs) == 0;
 	free(mine);
 	free(theirs);

@@ -22,6 +22,9 @@
 
 #include <tether/backend.h>
 
+#include "util/fail.h"
+#include "util/fsutil.h"
+
 #define GB_TAG_PREFIX "tether."
 #define GB_HEX_SIZE 41
 #define GB_OID_SIZE 20
@@ -71,8 +74,9 @@ extern const char *const gb_secret_keys[];
 extern const struct tether_add_option gb_add_options[];
 
 /* locator.c: strings, ids, locators, pin refs. */
-int gb_fail_oom(void);
-char *gb_strdupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The helpers' (tether-modutil) under the names the backend's files use. */
+#define gb_fail_oom tt_fail_oom
+#define gb_strdupf tt_strdupf
 int gb_looks_like_url(const char *remote);
 const char *gb_hex20(const unsigned char id[GB_OID_SIZE], char buf[GB_HEX_SIZE]);
 /* holder["sha"] as 20 bytes; `what` names the holder in the message. */

@@ -22,31 +22,6 @@ const struct tether_add_option gb_add_options[] = {
 	{0},
 };
 
-int gb_fail_oom(void)
-{
-	return tether_error_set(TETHER_ERROR, "out of memory");
-}
-
-char *gb_strdupf(const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-	char *s;
-
-	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return NULL;
-	s = malloc((size_t)n + 1);
-	if (!s)
-		return NULL;
-	va_start(ap, fmt);
-	vsnprintf(s, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	return s;
-}
-
 /* A committed `remote` must be the name of a configured remote. Anything
  * that reads as a URL, an scp-style address or a path is not one: those
  * go in .tether/secrets.toml, which is never committed. */
@@ -58,13 +33,7 @@ int gb_looks_like_url(const char *remote)
 
 const char *gb_hex20(const unsigned char id[GB_OID_SIZE], char buf[GB_HEX_SIZE])
 {
-	static const char digits[] = "0123456789abcdef";
-
-	for (int i = 0; i < GB_OID_SIZE; i++) {
-		buf[2 * i] = digits[id[i] >> 4];
-		buf[2 * i + 1] = digits[id[i] & 15];
-	}
-	buf[2 * GB_OID_SIZE] = '\0';
+	tt_hex(id, GB_OID_SIZE, buf);
 	return buf;
 }
 
@@ -182,14 +151,6 @@ int gb_identity_do(const struct tether_bctx *ctx, const json_t *locator, json_t 
 	return *identity ? 0 : gb_fail_oom();
 }
 
-static int is_lower_hex(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return 1;
-}
-
 /* {sha, dirty?, change_id?}: what read_state writes, and nothing else. */
 int gb_check_state(const json_t *state, const char **bad)
 {
@@ -198,7 +159,7 @@ int gb_check_state(const json_t *state, const char **bad)
 	*bad = "sha";
 	const char *sha = json_string_value(json_object_get(state, "sha"));
 	size_t n = sha ? strlen(sha) : 0;
-	if (!sha || !((n == 40 || n == 64) && is_lower_hex(sha, n)))
+	if (!sha || !((n == 40 || n == 64) && tt_is_lower_hex(sha, n)))
 		return tether_error_set(TETHER_ECONFIG, "sha must be a commit id (40 or 64 lower-case hex digits)%s",
 		                        json_object_get(state, "sha") ? "" : ", and is missing");
 	json_object_foreach((json_t *)state, k, v) {

@@ -19,6 +19,8 @@
 #include <tether/backend.h>
 
 #include <tether/store.h>
+
+#include "util/fail.h"
 #include "util/fsutil.h"
 
 #include <stddef.h>
@@ -425,7 +427,8 @@ int ic_open_locator(const struct tether_bctx *ctx, const json_t *locator, struct
 const char *ic_position(const struct ic_loc *loc, int *is_branch);
 
 /* Shared helpers. */
-int ic_fail_oom(void);
+/* The helpers' (tether-modutil) under the name the backend's files use. */
+#define ic_fail_oom tt_fail_oom
 /* Every key under prefix ("" = all), sorted, as a JSON array, read from
  * the store's paged listing. */
 int ic_store_keys(tether_store *s, const char *prefix, json_t **keys);

@@ -7,11 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int ic_fail_oom(void)
-{
-	return tether_error_set(TETHER_EIO, "out of memory");
-}
-
 void ic_id_text(const struct ic_id *id, char out[IC_ID_CHARS + 1])
 {
 	b32_encode(id->b, IC_ID_BYTES, out);

@@ -7,7 +7,7 @@
 
 static int refuse(int code, const char *what, const char *origin, const char *fmt, uint32_t a, uint32_t b)
 {
-	char why[160];
+	char why[256];
 	snprintf(why, sizeof why, fmt, a, b);
 	if (origin)
 		return tether_error_set(code, "module %s: %s %s", origin, what, why);

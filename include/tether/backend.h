@@ -32,7 +32,10 @@ extern "C" {
 /* The version of struct tether_backend. It continues the numbers of the
  * `int abi` member the struct began with before it carried a size: 2 added
  * pin's `created`, 3 diff_streams, 4 the version and size members
- * themselves (and the same members in every struct below). A module of
+ * themselves (and the same members in every struct below) and the members
+ * after diff_streams (add_options, drift_hint, config_keys, open_store,
+ * close_store), which the engine reads only inside a module's size, as it
+ * will every member appended from now on with a new version. A module of
  * version 3 still loads (tether adapts it); one newer than this tether is
  * refused. */
 #define TETHER_BACKEND_VERSION 4
@@ -164,8 +167,8 @@ enum tether_add_field {
 #define TETHER_ADD_OPTION_VERSION 1
 
 struct tether_add_option {
-	unsigned version;           /* TETHER_ADD_OPTION_VERSION */
-	unsigned size;              /* sizeof(struct tether_add_option) */
+	uint32_t version;           /* TETHER_ADD_OPTION_INIT */
+	uint32_t size;
 	const char *name;           /* --NAME, and the key in the options object */
 	const char *value_name;     /* the value's name in help ("REF") */
 	const char *help;           /* one line */
@@ -175,7 +178,7 @@ struct tether_add_option {
 	unsigned flags;             /* TETHER_ADD_DEFAULTS */
 };
 
-#define TETHER_ADD_OPTION_INIT .version = TETHER_ADD_OPTION_VERSION, .size = sizeof(struct tether_add_option)
+#define TETHER_ADD_OPTION_INIT TETHER_STRUCT_INIT(struct tether_add_option, TETHER_ADD_OPTION_VERSION)
 
 /* A listing handed over in pieces (diff_streams): read(ud, buf, cap, &got)
  * puts up to cap bytes in buf (got 0 at the end) and returns 0, or

@@ -30,14 +30,14 @@ extern "C" {
 
 #define TETHER_SCAN_OPTS_VERSION 1
 struct tether_scan_opts {
-	unsigned version;             /* TETHER_SCAN_OPTS_VERSION */
-	unsigned size;                /* sizeof(struct tether_scan_opts) */
+	uint32_t version;             /* TETHER_SCAN_OPTS_INIT */
+	uint32_t size;
 	int threads;                  /* <= 0: the number of online CPUs */
 	const char *cache_dir;        /* the hash cache's directory (a bctx's cache_dir); NULL: none */
 	const char *skip_name;        /* a file name left out at the root, or NULL */
 	const char *const *skip_dirs; /* relative directories neither listed nor entered, NULL-terminated; or NULL */
 };
-#define TETHER_SCAN_OPTS_INIT { TETHER_SCAN_OPTS_VERSION, sizeof(struct tether_scan_opts), 0, NULL, NULL, NULL }
+#define TETHER_SCAN_OPTS_INIT TETHER_STRUCT_INIT(struct tether_scan_opts, TETHER_SCAN_OPTS_VERSION)
 
 /* A listing, summed up: what a directory state is made of. */
 struct tether_listing_summary {

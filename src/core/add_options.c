@@ -16,7 +16,7 @@ int tt_add_option_at(const struct tether_backend *b, size_t i, struct tether_add
 	 * one's size apart. Copied as bytes, since the module's struct may be
 	 * another (older or newer) layout; a size too small to hold the name
 	 * is a broken table (tt_add_options_check refuses it). */
-	unsigned stride;
+	uint32_t stride;
 	memcpy(&stride, base + offsetof(struct tether_add_option, size), sizeof stride);
 	if (stride < offsetof(struct tether_add_option, name) + sizeof out->name)
 		return 0;

@@ -7,29 +7,25 @@
 
 #include "core/listing_read.h"
 #include "core/scan.h"
+#include "core/abi.h"
 #include "util/hash.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* The caller's options, read only as far as its size reaches. */
-static void scan_opts_of(const struct tether_scan_opts *in, struct tt_scan_opts *out)
+/* The caller's options as the scanner's: checked and read only as far as
+ * the caller's size reaches (abi.h), as every option struct is. */
+static int scan_opts_of(const struct tether_scan_opts *in, struct tt_scan_opts *out)
 {
-	struct tether_scan_opts o = TETHER_SCAN_OPTS_INIT;
-	if (in)
-		memcpy(&o, in, in->size < sizeof o ? in->size : sizeof o);
+	struct tether_scan_opts o;
 	memset(out, 0, sizeof *out);
+	int rc = TT_OPTS_IN("struct tether_scan_opts", TETHER_SCAN_OPTS_VERSION, in, &o);
+	if (rc)
+		return rc;
 	out->threads = o.threads;
 	out->cache_dir = o.cache_dir;
 	out->skip_name = o.skip_name;
 	out->skip_dirs = o.skip_dirs;
-}
-
-static int check_opts(const struct tether_scan_opts *opts)
-{
-	if (opts && (opts->version != TETHER_SCAN_OPTS_VERSION || opts->size < 2 * sizeof(unsigned)))
-		return tether_error_set(TETHER_EUSAGE, "tether_scan_opts version %u (size %u): this tether has version %d",
-		                        opts->version, opts->size, TETHER_SCAN_OPTS_VERSION);
 	return 0;
 }
 
@@ -37,11 +33,10 @@ int tether_scan_tree(const char *root, const struct tether_scan_opts *opts, int 
                      struct tether_listing_summary *out)
 {
 	memset(out, 0, sizeof *out);
-	int rc = check_opts(opts);
+	struct tt_scan_opts o;
+	int rc = scan_opts_of(opts, &o);
 	if (rc)
 		return rc;
-	struct tt_scan_opts o;
-	scan_opts_of(opts, &o);
 	struct tt_scan_summary s;
 	rc = tt_scan_tree_summary(root, &o, want_listing, &s);
 	if (rc)
@@ -57,11 +52,10 @@ int tether_scan_tree(const char *root, const struct tether_scan_opts *opts, int 
 int tether_scan_file(const char *path, const struct tether_scan_opts *opts, uint64_t *size,
                      unsigned char sha256[32])
 {
-	int rc = check_opts(opts);
+	struct tt_scan_opts o;
+	int rc = scan_opts_of(opts, &o);
 	if (rc)
 		return rc;
-	struct tt_scan_opts o;
-	scan_opts_of(opts, &o);
 	return tt_scan_file(path, &o, size, sha256);
 }
 

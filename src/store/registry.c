@@ -5,6 +5,8 @@
  * local files never maps libcurl. */
 #include "store/store_impl.h"
 
+#include "core/abi.h"
+
 #include "core/module.h"
 #include "util/fsutil.h"
 
@@ -46,14 +48,14 @@ static int register_locked(const struct tether_store_ops *ops)
 	const char *name = ops->size >= offsetof(struct tether_store_ops, flags) && scheme_is_valid(ops->scheme)
 	                           ? ops->scheme
 	                           : "?";
-	if (ops->version < 1 || ops->version > TETHER_STORE_OPS_VERSION)
-		return tether_error_set(TETHER_ERROR,
-		                        "store %s was built for store ops version %u; this tether has version %d",
-		                        name, ops->version, TETHER_STORE_OPS_VERSION);
-	/* Version 1's required members all lie inside its size. */
-	if (ops->size < offsetof(struct tether_store_ops, list) + sizeof ops->list || ops->size > (1u << 16))
-		return tether_error_set(TETHER_ERROR, "store %s: ops size %u is not that of version %u", name,
-		                        ops->size, ops->version);
+	/* Checked as every plug-in struct is (core/abi.h); version 1's
+	 * required members all lie inside its size. */
+	char what[96];
+	snprintf(what, sizeof what, "store '%s' (struct tether_store_ops)", name);
+	int bad = tt_abi_check(what, NULL, ops->version, ops->size, 1, TETHER_STORE_OPS_VERSION,
+	                       TT_SIZE_THROUGH(struct tether_store_ops, list), sizeof *ops);
+	if (bad)
+		return bad;
 	if (!scheme_is_valid(ops->scheme))
 		return tether_error_set(TETHER_ERROR, "store ops: scheme \"%s\" is not lowercase letters, digits, "
 		                        "'+', '-' or '.'", ops->scheme ? ops->scheme : "(null)");

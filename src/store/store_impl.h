@@ -14,9 +14,9 @@ struct tether_store {
 	void *impl;
 };
 
-/* Does ops (as its implementation's size says) carry member m, set? */
-#define TT_STORE_HAS(ops, m)                                                                     \
-	((ops)->size >= offsetof(struct tether_store_ops, m) + sizeof((ops)->m) && (ops)->m != NULL)
+/* Does ops (as its implementation's size says) carry member m, set? The
+ * same size rule as every plug-in struct (TETHER_STRUCT_HAS). */
+#define TT_STORE_HAS(ops, m) (TETHER_STRUCT_HAS(struct tether_store_ops, (ops), m) && (ops)->m != NULL)
 
 /* local.c: file:// and plain absolute paths. */
 extern const struct tether_store_ops tt_store_local_ops;

@@ -73,7 +73,7 @@ static void hex_to_bytes(const char *hex, unsigned char out[32])
 
 static void test_writer_equals_scan(void)
 {
-	struct tether_scan_opts opts = TETHER_SCAN_OPTS_INIT;
+	struct tether_scan_opts opts = {TETHER_SCAN_OPTS_INIT};
 	opts.threads = 2;
 	struct tether_listing_summary scan;
 	CHECK(tether_scan_tree(root, &opts, 1, &scan) == 0);
@@ -133,7 +133,7 @@ static void test_writer_equals_scan(void)
 	tether_listing_summary_free(&mine);
 
 	/* A newer layout than this tether knows is refused, not misread. */
-	struct tether_scan_opts newer = TETHER_SCAN_OPTS_INIT;
+	struct tether_scan_opts newer = {TETHER_SCAN_OPTS_INIT};
 	newer.version = TETHER_SCAN_OPTS_VERSION + 1;
 	CHECK(tether_scan_tree(root, &newer, 0, &scan) == TETHER_EUSAGE);
 }

@@ -40,7 +40,7 @@ struct call {
 static void *cold_fingerprint(void *p)
 {
 	struct call *c = p;
-	struct tether_fingerprint fp = {0};
+	struct tether_fingerprint fp = {TETHER_FINGERPRINT_INIT};
 	double t0 = now();
 	c->rc = c->b->fingerprint(c->ctx, c->loc, NULL, &fp);
 	c->seconds = now() - t0;
@@ -61,10 +61,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "icechunk_ops: %s\n", tether_error_last());
 		return 1;
 	}
-	struct tether_bctx ctx = {.dataset_id = "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0", .threads = 1};
+	struct tether_bctx ctx = {TETHER_BCTX_INIT, .dataset_id = "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0", .threads = 1};
 	json_t *loc = json_pack("{s:s, s:s}", "uri", argv[1], "branch", "main");
 	json_t *times = json_array();
-	struct tether_fingerprint fp = {0};
+	struct tether_fingerprint fp = {TETHER_FINGERPRINT_INIT};
 	if (b->fingerprint(&ctx, loc, NULL, &fp) != 0) {
 		fprintf(stderr, "icechunk_ops: %s\n", tether_error_last());
 		return 1;
@@ -82,14 +82,15 @@ int main(int argc, char **argv)
 			rc = c.rc;
 			t0 = now() - c.seconds; /* the call's own time, not the thread's start */
 		} else if (strcmp(argv[2], "fingerprint-warm") == 0) {
-			struct tether_fingerprint again = {0};
+			struct tether_fingerprint again = {TETHER_FINGERPRINT_INIT};
 			rc = b->fingerprint(&ctx, loc, NULL, &again);
 			json_decref(again.state);
 		} else {
 			char pin[64];
 			json_t *ref = NULL;
+			int created = 0;
 			snprintf(pin, sizeof pin, "b0b0b0b0.%016x", (unsigned)i);
-			rc = b->pin(&ctx, loc, fp.state, pin, &ref);
+			rc = b->pin(&ctx, loc, fp.state, pin, &ref, &created);
 			json_decref(ref);
 		}
 		double t1 = now();

@@ -112,6 +112,27 @@ static int check_without_session(struct conf_run *r)
 		rc = conf_list_pins(r, r->loc, &refs);
 	if (!rc && conf_find_pin(refs, pin_id))
 		rc = conf_fail(r, "list_pins with the session still lists a pin released with ctx->session NULL");
+	if (rc || !(r->s->caps & TETHER_CAP_FORK))
+		return rc;
+
+	/* A fork made and written without a session reads alike with one. */
+	json_t *pin = NULL, *wref, *handle, *fork_plain, *fork_with;
+	rc = conf_pin_if_pinnable(r, r->loc, s1, &pin);
+	r->no_session = 1;
+	if (!rc)
+		rc = conf_fork(r, r->loc, s1, pin, CONF_BRANCH, NULL, &wref);
+	if (!rc)
+		rc = conf_open(r, r->loc, s1, pin, wref, 0, &handle);
+	if (!rc)
+		rc = conf_mutate(r, r->loc, wref);
+	if (!rc)
+		rc = conf_written_fork_state(r, wref, s1, &fork_plain);
+	r->no_session = 0;
+	if (!rc)
+		rc = conf_fork_state(r, wref, &fork_with);
+	if (!rc && !conf_same_content(r->s, fork_plain, fork_with))
+		rc = conf_fail(r, "a fork written after a call without a session reads %s with ctx->session NULL, %s "
+		               "with the session", conf_show(r, fork_plain), conf_show(r, fork_with));
 	return rc;
 }
 

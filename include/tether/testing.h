@@ -5,7 +5,11 @@
  * tether_conformance_run() then drives the backend through the lifecycle
  * its tier and flags promise (fingerprint, pin, fork, diff, history,
  * create, promote, merge), one fresh system per check, and prints one line
- * per check:
+ * per check. A backend that declares sessions (open_store/close_store) is
+ * called as the engine calls it: each call with its store's session in
+ * ctx->session, closed when the check ends; added checks compare calls
+ * with the session to calls with ctx->session NULL, from one thread and
+ * from several at once:
  *
  *     ok   pin: identical states share one pin
  *     FAIL fork: a stale expect is refused (TETHER_EREFUSED): fork with a stale

@@ -135,7 +135,10 @@ static int mem_make_locator(const struct tether_bctx *ctx, const char *uri, cons
 		if (strcmp(k, "branch") != 0 && strcmp(k, "create") != 0)
 			return tether_error_set(TETHER_EUSAGE, "unknown option '--%s' for kind memory", k);
 	}
-	const char *branch = json_string_value(json_object_get(options, "branch"));
+	json_t *given = json_object_get(options, "branch");
+	const char *branch = json_string_value(given);
+	if (given && (!branch || !*branch))
+		return tether_error_set(TETHER_EUSAGE, "--branch for kind memory takes a non-empty branch name");
 	*locator = json_pack("{s:s, s:s}", "system", name, "branch", branch ? branch : "main");
 	return 0;
 }
@@ -412,6 +415,13 @@ static int mem_check_state(const json_t *state, const char **bad)
 	return 0;
 }
 
+/* --branch NAME (also --option branch=NAME): the branch the object follows. */
+static const struct tether_add_option mem_add_options[] = {
+	{TETHER_ADD_OPTION_INIT, .name = "branch", .value_name = "NAME", .help = "the memory system's branch to follow",
+	 .default_value = "main", .field = TETHER_ADD_LOCATOR},
+	{0},
+};
+
 const struct tether_backend tt_backend_memory = {
 	TETHER_BACKEND_INIT,
 	.kind = "memory",
@@ -437,4 +447,5 @@ const struct tether_backend tt_backend_memory = {
 	.delete_store = mem_delete_store,
 	.list_working_refs = mem_list_working_refs,
 	.check_state = mem_check_state,
+	.add_options = mem_add_options,
 };

@@ -140,6 +140,68 @@ void conf_undo_drop(struct conf_run *r, int what, const json_t *ref)
 	}
 }
 
+/* Sessions. The identity is asked without a session (the engine asks it
+ * before it has one); a store whose identity cannot be read gets none. */
+void *conf_session_for(struct conf_run *r, const json_t *loc)
+{
+	const struct tether_backend *b = r->b;
+	if (!r->s->sessions || r->no_session || !json_is_object(loc))
+		return NULL;
+	struct tether_bctx plain = r->s->ctx;
+	plain.session = NULL;
+	json_t *identity = NULL;
+	if (b->identity(&plain, loc, &identity) != 0 || !json_is_object(identity)) {
+		json_decref(identity);
+		tether_error_clear();
+		return NULL;
+	}
+	char *id = json_dumps(identity, JSON_COMPACT | JSON_SORT_KEYS);
+	if (!id)
+		oom();
+	for (size_t i = 0; i < r->nsessions; i++) {
+		if (strcmp(r->sessions[i].identity, id) == 0) {
+			free(id);
+			json_decref(identity);
+			return r->sessions[i].session;
+		}
+	}
+	void *session = NULL;
+	if (TT_BACKEND_GET(b, open_store)(&plain, loc, identity, &session) != 0)
+		session = NULL;
+	tether_error_clear();
+	json_decref(identity);
+	if (r->nsessions == r->capsessions) {
+		r->capsessions = r->capsessions ? 2 * r->capsessions : 4;
+		r->sessions = realloc(r->sessions, r->capsessions * sizeof *r->sessions);
+		if (!r->sessions)
+			oom();
+	}
+	r->sessions[r->nsessions++] = (struct conf_session){id, session};
+	return session;
+}
+
+const struct tether_bctx *conf_ctx(struct conf_run *r, const json_t *loc)
+{
+	r->ctx = r->s->ctx;
+	r->ctx.session = conf_session_for(r, loc);
+	return &r->ctx;
+}
+
+void conf_sessions_close(struct conf_run *r)
+{
+	struct tether_bctx ctx = r->s->ctx;
+	ctx.session = NULL;
+	ctx.key = NULL; /* close_store gets a context without key */
+	for (size_t i = r->nsessions; i-- > 0;) {
+		if (r->sessions[i].session)
+			TT_BACKEND_GET(r->b, close_store)(&ctx, r->sessions[i].session);
+		free(r->sessions[i].identity);
+	}
+	free(r->sessions);
+	r->sessions = NULL;
+	r->nsessions = r->capsessions = 0;
+}
+
 static int harness_result(struct conf_run *r, const char *call, int rc, json_t *locator)
 {
 	if (rc)
@@ -229,7 +291,7 @@ int conf_fingerprint_as(struct conf_run *r, const char *what, const json_t *loc,
 {
 	struct tether_fingerprint fp = {TETHER_FINGERPRINT_INIT};
 	tether_error_clear();
-	int rc = r->b->fingerprint(&r->s->ctx, loc, r->s->policy, &fp);
+	int rc = r->b->fingerprint(conf_ctx(r, loc), loc, r->s->policy, &fp);
 	conf_keep(r, fp.state);
 	conf_keep_str(r, fp.listing);
 	if (rc)
@@ -249,7 +311,7 @@ int conf_identity(struct conf_run *r, const json_t *loc, json_t **identity)
 {
 	json_t *id = NULL;
 	tether_error_clear();
-	int rc = r->b->identity(&r->s->ctx, loc, &id);
+	int rc = r->b->identity(conf_ctx(r, loc), loc, &id);
 	conf_keep(r, id);
 	if (rc)
 		return conf_call_failed(r, "identity", rc);
@@ -279,7 +341,7 @@ int conf_pin_created(struct conf_run *r, const json_t *loc, const json_t *state,
 	json_t *ref = NULL;
 	int made = -1;
 	tether_error_clear();
-	rc = TT_BACKEND_GET(r->b, pin)(&r->s->ctx, loc, state, pin_id, &ref, &made);
+	rc = TT_BACKEND_GET(r->b, pin)(conf_ctx(r, loc), loc, state, pin_id, &ref, &made);
 	conf_keep(r, ref);
 	if (rc)
 		return conf_call_failed(r, "pin", rc);
@@ -312,7 +374,7 @@ int conf_pin_if_pinnable(struct conf_run *r, const json_t *loc, const json_t *st
 int conf_unpin(struct conf_run *r, const json_t *loc, const json_t *pin_ref)
 {
 	tether_error_clear();
-	int rc = TT_BACKEND_GET(r->b, unpin)(&r->s->ctx, loc, pin_ref);
+	int rc = TT_BACKEND_GET(r->b, unpin)(conf_ctx(r, loc), loc, pin_ref);
 	if (rc)
 		return conf_call_failed(r, "unpin", rc);
 	conf_undo_drop(r, UNDO_PIN, pin_ref);
@@ -323,7 +385,7 @@ int conf_list_pins(struct conf_run *r, const json_t *loc, json_t **refs)
 {
 	json_t *list = NULL;
 	tether_error_clear();
-	int rc = TT_BACKEND_GET(r->b, list_pins)(&r->s->ctx, loc, &list);
+	int rc = TT_BACKEND_GET(r->b, list_pins)(conf_ctx(r, loc), loc, &list);
 	conf_keep(r, list);
 	if (rc)
 		return conf_call_failed(r, "list_pins", rc);
@@ -339,7 +401,7 @@ int conf_verify(struct conf_run *r, const json_t *loc, const json_t *state, cons
 	char *d = NULL;
 	int o = -1;
 	tether_error_clear();
-	int rc = TT_BACKEND_GET(r->b, verify)(&r->s->ctx, loc, state, pin_ref, &o, &d);
+	int rc = TT_BACKEND_GET(r->b, verify)(conf_ctx(r, loc), loc, state, pin_ref, &o, &d);
 	conf_keep_str(r, d);
 	if (rc)
 		return conf_call_failed(r, "verify", rc);
@@ -358,7 +420,7 @@ int conf_fork(struct conf_run *r, const json_t *loc, const json_t *state, const 
 {
 	json_t *ref = NULL;
 	tether_error_clear();
-	int rc = TT_BACKEND_GET(r->b, fork)(&r->s->ctx, loc, state, pin_ref, branch, expect, &ref);
+	int rc = TT_BACKEND_GET(r->b, fork)(conf_ctx(r, loc), loc, state, pin_ref, branch, expect, &ref);
 	conf_keep(r, ref);
 	if (rc)
 		return conf_call_failed(r, "fork", rc);
@@ -374,7 +436,7 @@ int conf_open(struct conf_run *r, const json_t *loc, const json_t *state, const 
 {
 	json_t *hd = NULL;
 	tether_error_clear();
-	int rc = TT_BACKEND_GET(r->b, open)(&r->s->ctx, loc, state, pin_ref, working_ref, read_only, &hd);
+	int rc = TT_BACKEND_GET(r->b, open)(conf_ctx(r, loc), loc, state, pin_ref, working_ref, read_only, &hd);
 	conf_keep(r, hd);
 	if (rc)
 		return conf_call_failed(r, read_only ? "open (read-only)" : "open (writable)", rc);

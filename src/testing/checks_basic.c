@@ -92,6 +92,10 @@ static int check_struct(struct conf_run *r)
 		                 b->maturity ? b->maturity : "(null)");
 	if (!b->summary || !*b->summary || strchr(b->summary, '\n'))
 		return conf_fail(r, "summary must be one non-empty line (tether backends prints it)");
+	if (!TT_BACKEND_GET(b, open_store) != !TT_BACKEND_GET(b, close_store))
+		return conf_fail(r, "%s is set without %s: sessions need both or neither",
+		                 TT_BACKEND_GET(b, open_store) ? "open_store" : "close_store",
+		                 TT_BACKEND_GET(b, open_store) ? "close_store" : "open_store");
 	const char *why = caps_inconsistent(b->caps);
 	if (why)
 		return conf_fail(r, "%s", why);
@@ -126,7 +130,7 @@ static int check_effective_caps(struct conf_run *r)
 {
 	unsigned caps = r->b->caps;
 	tether_error_clear();
-	int rc = TT_BACKEND_GET(r->b, effective_capabilities)(&r->s->ctx, r->loc, r->s->policy, &caps);
+	int rc = TT_BACKEND_GET(r->b, effective_capabilities)(conf_ctx(r, r->loc), r->loc, r->s->policy, &caps);
 	if (rc)
 		return conf_call_failed(r, "effective_capabilities", rc);
 	unsigned wanted = r->s->caps & ~(unsigned)TETHER_CAP_PIN; /* pin = "record" may take PIN away */
@@ -143,7 +147,7 @@ static int check_unknown_option(struct conf_run *r)
 	json_t *opts = conf_keep(r, json_pack("{s:s}", "no-such-option-for-conformance", "1"));
 	json_t *loc = NULL;
 	tether_error_clear();
-	int rc = r->b->make_locator(&r->s->ctx, r->s->scratch, opts, r->s->scratch, &loc);
+	int rc = r->b->make_locator(conf_ctx(r, NULL), r->s->scratch, opts, r->s->scratch, &loc);
 	if (rc == 0) {
 		json_decref(loc);
 		return conf_fail(r, "make_locator accepted an unknown option");
@@ -361,6 +365,7 @@ struct worker {
 	struct conf_suite *s;
 	const json_t *loc;
 	const json_t *expected; /* the state the main thread read */
+	struct tether_bctx ctx; /* with the object's session, if any */
 	char why[512];
 };
 
@@ -368,7 +373,7 @@ static void *work(void *arg)
 {
 	struct worker *w = arg;
 	const struct tether_backend *b = w->s->b;
-	const struct tether_bctx *ctx = &w->s->ctx;
+	const struct tether_bctx *ctx = &w->ctx;
 	for (int round = 0; round < ROUNDS && !w->why[0]; round++) {
 		struct tether_fingerprint fp = {TETHER_FINGERPRINT_INIT};
 		int rc = b->fingerprint(ctx, w->loc, w->s->policy, &fp);
@@ -416,7 +421,7 @@ static int check_threads(struct conf_run *r)
 		if (!rc)
 			rc = conf_fingerprint(r, loc, &state, NULL, NULL);
 		if (!rc)
-			w[i] = (struct worker){.s = r->s, .loc = loc, .expected = state};
+			w[i] = (struct worker){.s = r->s, .loc = loc, .expected = state, .ctx = *conf_ctx(r, loc)};
 	}
 	if (rc)
 		return rc;

@@ -20,7 +20,8 @@ static int diff(struct conf_run *r, const struct recorded *a, const struct recor
 {
 	json_t *d = NULL;
 	tether_error_clear();
-	int rc = TT_BACKEND_GET(r->b, diff)(&r->s->ctx, r->loc, a->state, b->state, a->listing, a->len, b->listing, b->len, max, &d);
+	int rc = TT_BACKEND_GET(r->b, diff)(conf_ctx(r, r->loc), r->loc, a->state, b->state, a->listing, a->len,
+	                                    b->listing, b->len, max, &d);
 	conf_keep(r, d);
 	if (rc)
 		return conf_call_failed(r, "diff", rc);
@@ -157,7 +158,7 @@ static int check_diff_streams(struct conf_run *r)
 		struct tether_listing_source sb = {TETHER_LISTING_SOURCE_INIT, .read = piece_read, .ud = &pb};
 		json_t *d = NULL;
 		tether_error_clear();
-		rc = TT_BACKEND_GET(r->b, diff_streams)(&r->s->ctx, r->loc, a.state, b.state, a.listing ? &sa : NULL,
+		rc = TT_BACKEND_GET(r->b, diff_streams)(conf_ctx(r, r->loc), r->loc, a.state, b.state, a.listing ? &sa : NULL,
 		                        b.listing ? &sb : NULL, 2000, &d);
 		conf_keep(r, d);
 		if (rc)
@@ -173,7 +174,7 @@ static int check_diff_streams(struct conf_run *r)
 	struct tether_listing_source sa = {TETHER_LISTING_SOURCE_INIT, .read = piece_read, .ud = &pa};
 	struct tether_listing_source sb = {TETHER_LISTING_SOURCE_INIT, .read = piece_read, .ud = &pb};
 	json_t *d = NULL;
-	rc = TT_BACKEND_GET(r->b, diff_streams)(&r->s->ctx, r->loc, a.state, b.state, &sa, &sb, 2000, &d);
+	rc = TT_BACKEND_GET(r->b, diff_streams)(conf_ctx(r, r->loc), r->loc, a.state, b.state, &sa, &sb, 2000, &d);
 	conf_keep(r, d);
 	tether_error_clear();
 	return rc ? 0 : conf_fail(r, "diff_streams succeeded over a listing whose source failed at its end");
@@ -183,7 +184,7 @@ static int history(struct conf_run *r, int max, json_t **out)
 {
 	json_t *h = NULL;
 	tether_error_clear();
-	int rc = TT_BACKEND_GET(r->b, history)(&r->s->ctx, r->loc, max, &h);
+	int rc = TT_BACKEND_GET(r->b, history)(conf_ctx(r, r->loc), r->loc, max, &h);
 	conf_keep(r, h);
 	if (rc)
 		return conf_call_failed(r, "history", rc);
@@ -245,7 +246,7 @@ static int check_history_max(struct conf_run *r)
 static int create(struct conf_run *r, const json_t *loc, const char *what)
 {
 	tether_error_clear();
-	int rc = TT_BACKEND_GET(r->b, create_store)(&r->s->ctx, loc);
+	int rc = TT_BACKEND_GET(r->b, create_store)(conf_ctx(r, loc), loc);
 	return rc ? conf_call_failed(r, what, rc) : 0;
 }
 
@@ -262,13 +263,13 @@ static int check_create_delete(struct conf_run *r)
 	if (rc)
 		return rc;
 	tether_error_clear();
-	if ((rc = TT_BACKEND_GET(r->b, delete_store)(&r->s->ctx, loc)))
+	if ((rc = TT_BACKEND_GET(r->b, delete_store)(conf_ctx(r, loc), loc)))
 		return conf_call_failed(r, "delete_store of an untouched store", rc);
 	/* Deleted means gone: the same locator can be created afresh. */
 	if ((rc = create(r, loc, "create_store after delete_store")))
 		return rc;
 	tether_error_clear();
-	if ((rc = TT_BACKEND_GET(r->b, delete_store)(&r->s->ctx, loc)))
+	if ((rc = TT_BACKEND_GET(r->b, delete_store)(conf_ctx(r, loc), loc)))
 		return conf_call_failed(r, "delete_store of a re-created store", rc);
 	return 0;
 }
@@ -288,7 +289,8 @@ static int check_delete_refused(struct conf_run *r)
 	if (rc)
 		return rc;
 	tether_error_clear();
-	if ((rc = conf_want_refused(r, "delete_store of a store holding data", TT_BACKEND_GET(r->b, delete_store)(&r->s->ctx, loc))))
+	if ((rc = conf_want_refused(r, "delete_store of a store holding data",
+	                            TT_BACKEND_GET(r->b, delete_store)(conf_ctx(r, loc), loc))))
 		return rc;
 	if ((rc = conf_fingerprint(r, loc, &after, NULL, NULL)))
 		return rc;
@@ -317,7 +319,7 @@ static int check_promote(struct conf_run *r)
 	if (rc)
 		return rc;
 	tether_error_clear();
-	rc = TT_BACKEND_GET(r->b, promote)(&r->s->ctx, r->loc, wref, s0, &result);
+	rc = TT_BACKEND_GET(r->b, promote)(conf_ctx(r, r->loc), r->loc, wref, s0, &result);
 	conf_keep(r, result);
 	if (rc)
 		return conf_call_failed(r, "promote of a fork the base has not moved from", rc);
@@ -349,7 +351,7 @@ static int check_promote_stale(struct conf_run *r)
 	if (rc)
 		return rc;
 	tether_error_clear();
-	rc = TT_BACKEND_GET(r->b, promote)(&r->s->ctx, r->loc, wref, s0, &result);
+	rc = TT_BACKEND_GET(r->b, promote)(conf_ctx(r, r->loc), r->loc, wref, s0, &result);
 	json_decref(result);
 	if ((rc = conf_want_refused(r, "promote expecting a base that moved", rc)) ||
 	    (rc = conf_fingerprint(r, r->loc, &after, NULL, NULL)))
@@ -368,7 +370,7 @@ static int check_merge(struct conf_run *r)
 	if (rc)
 		return rc;
 	tether_error_clear();
-	rc = TT_BACKEND_GET(r->b, merge)(&r->s->ctx, r->loc, wref, "tether conformance: merge", &result);
+	rc = TT_BACKEND_GET(r->b, merge)(conf_ctx(r, r->loc), r->loc, wref, "tether conformance: merge", &result);
 	conf_keep(r, result);
 	if (rc)
 		return conf_call_failed(r, "merge of a fork and a base with different writes", rc);

@@ -111,7 +111,7 @@ static int check_stale_expect(struct conf_run *r)
 	/* The working ref moved on from s0: expecting s0 there is stale. */
 	tether_error_clear();
 	json_t *moved = NULL;
-	rc = TT_BACKEND_GET(r->b, fork)(&r->s->ctx, r->loc, s0, pin, CONF_BRANCH, s0, &moved);
+	rc = TT_BACKEND_GET(r->b, fork)(conf_ctx(r, r->loc), r->loc, s0, pin, CONF_BRANCH, s0, &moved);
 	json_decref(moved);
 	if ((rc = conf_want_refused(r, "fork with a stale expect", rc)) || (rc = conf_fork_state(r, wref, &after)))
 		return rc;
@@ -142,7 +142,7 @@ static int check_expect_absent(struct conf_run *r)
 			return rc;
 		json_t *moved = NULL;
 		tether_error_clear();
-		rc = TT_BACKEND_GET(r->b, fork)(&r->s->ctx, r->loc, s0, pin, CONF_BRANCH, absent, &moved);
+		rc = TT_BACKEND_GET(r->b, fork)(conf_ctx(r, r->loc), r->loc, s0, pin, CONF_BRANCH, absent, &moved);
 		json_decref(moved);
 		if ((rc = conf_want_refused(r, round ? "fork expecting absent onto a written fork"
 		                                      : "fork expecting absent onto an existing ref",
@@ -168,7 +168,7 @@ static int check_delete_wref(struct conf_run *r)
 		return rc;
 	json_t *wloc = conf_working_locator(r, r->loc, wref);
 	tether_error_clear();
-	rc = TT_BACKEND_GET(r->b, delete_working_ref)(&r->s->ctx, r->loc, wref);
+	rc = TT_BACKEND_GET(r->b, delete_working_ref)(conf_ctx(r, r->loc), r->loc, wref);
 	if (rc)
 		return conf_call_failed(r, "delete_working_ref", rc);
 	conf_undo_drop(r, UNDO_WREF, wref);
@@ -177,7 +177,7 @@ static int check_delete_wref(struct conf_run *r)
 		return rc;
 	struct tether_fingerprint fp = {TETHER_FINGERPRINT_INIT};
 	tether_error_clear();
-	int frc = r->b->fingerprint(&r->s->ctx, wloc, r->s->policy, &fp);
+	int frc = r->b->fingerprint(conf_ctx(r, wloc), wloc, r->s->policy, &fp);
 	int still = frc == 0 && conf_same_content(r->s, fp.state, s1);
 	json_decref(fp.state);
 	free(fp.listing);
@@ -188,7 +188,7 @@ static int check_delete_wref(struct conf_run *r)
 		json_t *absent = conf_keep(r, conf_expect_absent());
 		json_t *again = NULL;
 		tether_error_clear();
-		rc = TT_BACKEND_GET(r->b, fork)(&r->s->ctx, r->loc, s0, pin, CONF_BRANCH, absent, &again);
+		rc = TT_BACKEND_GET(r->b, fork)(conf_ctx(r, r->loc), r->loc, s0, pin, CONF_BRANCH, absent, &again);
 		if (!rc)
 			conf_undo_push(r, UNDO_WREF, r->loc, again);
 		json_decref(again);
@@ -230,7 +230,7 @@ static int check_list_wrefs(struct conf_run *r)
 	if (rc)
 		return rc;
 	tether_error_clear();
-	if ((rc = TT_BACKEND_GET(r->b, list_working_refs)(&r->s->ctx, r->loc, &rows)) != 0)
+	if ((rc = TT_BACKEND_GET(r->b, list_working_refs)(conf_ctx(r, r->loc), r->loc, &rows)) != 0)
 		return conf_call_failed(r, "list_working_refs", rc);
 	conf_keep(r, rows);
 	const json_t *row = working_row(rows, CONF_BRANCH);

@@ -262,7 +262,7 @@ static int check_verify_many(struct conf_run *r)
 	                                   "the first state without its pin", "the second state without a pin"};
 	size_t n = sizeof items / sizeof *items;
 	tether_error_clear();
-	rc = TT_BACKEND_GET(r->b, verify_many)(&r->s->ctx, items, n);
+	rc = TT_BACKEND_GET(r->b, verify_many)(conf_ctx(r, r->loc), items, n);
 	for (size_t i = 0; i < n; i++)
 		conf_keep_str(r, items[i].detail);
 	if (rc)

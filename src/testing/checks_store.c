@@ -47,7 +47,7 @@ static int check_read_failure(struct conf_run *r)
 			break;
 		struct tether_fingerprint fp = {0};
 		tether_error_clear();
-		int got = r->b->fingerprint(&r->s->ctx, r->loc, r->s->policy, &fp);
+		int got = r->b->fingerprint(conf_ctx(r, r->loc), r->loc, r->s->policy, &fp);
 		unsigned long fired = tether_fault_store_fired();
 		clear_fault();
 		json_decref(fp.state);
@@ -81,7 +81,7 @@ static int pin_with_fault(struct conf_run *r, const char *spec, unsigned long n,
 	if (rc)
 		return rc;
 	tether_error_clear();
-	rc = r->b->pin(&r->s->ctx, r->loc, state, pin_id, &ref, &created);
+	rc = r->b->pin(conf_ctx(r, r->loc), r->loc, state, pin_id, &ref, &created);
 	*fired = tether_fault_store_fired() > 0;
 	clear_fault();
 	if (rc == 0 && ref)
@@ -179,7 +179,7 @@ static int check_fork_failure(struct conf_run *r)
 		if ((rc = set_fault(r, "write:%lu:fail", n)))
 			break;
 		tether_error_clear();
-		int got = r->b->fork(&r->s->ctx, r->loc, s0, pin_ref, CONF_BRANCH, NULL, &ref);
+		int got = r->b->fork(conf_ctx(r, r->loc), r->loc, s0, pin_ref, CONF_BRANCH, NULL, &ref);
 		fired = tether_fault_store_fired() > 0;
 		clear_fault();
 		if (got == 0 && ref)

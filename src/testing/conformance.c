@@ -14,6 +14,7 @@ static const struct conf_check *const tables[] = {
 	conf_checks_fork,
 	conf_checks_flags,
 	conf_checks_store,
+	conf_checks_session,
 };
 
 /* Undo in reverse: working refs and pins before the object that holds
@@ -21,18 +22,47 @@ static const struct conf_check *const tables[] = {
 static void undo_all(struct conf_run *r)
 {
 	const struct conf_suite *s = r->s;
+	r->no_session = 0; /* undo runs in the check's sessions, as the engine's cleanup would */
 	for (size_t i = r->nundo; i-- > 0;) {
 		struct conf_undo *u = &r->undo[i];
 		if (u->what == UNDO_WREF && TT_BACKEND_GET(s->b, delete_working_ref))
-			TT_BACKEND_GET(s->b, delete_working_ref)(&s->ctx, u->locator, u->ref);
+			TT_BACKEND_GET(s->b, delete_working_ref)(conf_ctx(r, u->locator), u->locator, u->ref);
 		else if (u->what == UNDO_PIN && TT_BACKEND_GET(s->b, unpin))
-			TT_BACKEND_GET(s->b, unpin)(&s->ctx, u->locator, u->ref);
+			TT_BACKEND_GET(s->b, unpin)(conf_ctx(r, u->locator), u->locator, u->ref);
 		else if (u->what == UNDO_OBJECT && TT_STRUCT_GET(struct tether_harness, s->h, cleanup))
 			TT_STRUCT_GET(struct tether_harness, s->h, cleanup)(s->h->ud, u->locator);
 		json_decref(u->locator);
 		json_decref(u->ref);
 	}
 	free(r->undo);
+}
+
+/* Undo what the check made, then close its sessions -- after the undo,
+ * which uses them, and before the harness removes the objects, whose
+ * stores a session may hold open. Objects are cleaned up last. */
+static void finish(struct conf_run *r)
+{
+	size_t objects = 0;
+	for (size_t i = 0; i < r->nundo; i++)
+		objects += r->undo[i].what == UNDO_OBJECT;
+	/* Pins and working refs first (they sit after their objects). */
+	struct conf_undo *all = r->undo;
+	size_t n = r->nundo, k = 0;
+	struct conf_undo *objs = objects ? malloc(objects * sizeof *objs) : NULL;
+	if (objects && !objs)
+		abort();
+	for (size_t i = 0; i < n; i++) {
+		if (all[i].what == UNDO_OBJECT)
+			objs[k++] = all[i];
+		else
+			all[i - k] = all[i];
+	}
+	r->nundo = n - k;
+	undo_all(r);
+	conf_sessions_close(r);
+	r->undo = objs;
+	r->nundo = k;
+	undo_all(r);
 }
 
 static void report(struct conf_suite *s, const char *name, int rc, const char *why)
@@ -65,7 +95,7 @@ static void run_one(struct conf_suite *s, const struct conf_check *c)
 		rc = c->run(&r);
 	if (rc < 0)
 		rc = CONF_FAIL;
-	undo_all(&r);
+	finish(&r);
 	report(s, c->name, rc, r.why);
 	free(r.why);
 	for (size_t i = 0; i < r.nstrs; i++)
@@ -175,6 +205,8 @@ int tether_conformance_run_counts(const struct tether_harness *h, FILE *out, str
 	s.ctx.key = "conformance";
 	s.ctx.threads = 2;
 	s.ctx.cancel = &s.cancel;
+	/* Both or neither (backend.h); the struct check fails one alone. */
+	s.sessions = TT_BACKEND_GET(s.b, open_store) && TT_BACKEND_GET(s.b, close_store);
 	if (make_scratch(&s) != 0) {
 		free(s.scratch);
 		return harness_unusable(out, "cannot make a scratch directory", counts);

@@ -7,6 +7,7 @@
 #include "core/registry.h"
 #include "testing/harnesses.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,6 +150,131 @@ static int diff_streams_blind(const struct tether_bctx *ctx, const json_t *loc, 
 	return 0;
 }
 
+/* Sessions. The memory backend has none; these copies add one. An honest
+ * session holds nothing but a mark that it is open: every wrapped call
+ * checks that a session it is handed is open (a closed one is freed, and
+ * ASan reports the read), and counts how many calls carried one. The
+ * stale session caches each locator's fingerprint, as a session that
+ * mistook "costly to open" for "safe to keep" would. */
+#define SESSION_OPEN 0x5e551011u
+struct mem_session {
+	unsigned mark;
+	pthread_mutex_t mu;
+	json_t *states; /* locator (canonical JSON) -> state; the stale one only */
+};
+static atomic_int sessions_open, sessions_opened, calls_with_session;
+
+static int mem_open_store(const struct tether_bctx *ctx, const json_t *loc, const json_t *identity, void **session)
+{
+	(void)ctx, (void)loc;
+	if (!json_is_object(identity))
+		return TETHER_ERROR;
+	struct mem_session *m = calloc(1, sizeof *m);
+	if (!m)
+		return TETHER_ERROR;
+	m->mark = SESSION_OPEN;
+	pthread_mutex_init(&m->mu, NULL);
+	m->states = json_object();
+	atomic_fetch_add(&sessions_open, 1);
+	atomic_fetch_add(&sessions_opened, 1);
+	*session = m;
+	return 0;
+}
+
+static void mem_close_store(const struct tether_bctx *ctx, void *session)
+{
+	(void)ctx;
+	struct mem_session *m = session;
+	if (m->mark != SESSION_OPEN)
+		abort(); /* closed twice */
+	m->mark = 0;
+	json_decref(m->states);
+	pthread_mutex_destroy(&m->mu);
+	free(m);
+	atomic_fetch_sub(&sessions_open, 1);
+}
+
+/* 0, or the error for a session that is not open. */
+static int session_checked(const struct tether_bctx *ctx)
+{
+	const struct mem_session *m = ctx->session;
+	if (!m)
+		return 0;
+	if (m->mark != SESSION_OPEN)
+		return tether_error_set(TETHER_ERROR, "memory (selftest): handed a session that is not open");
+	atomic_fetch_add(&calls_with_session, 1);
+	return 0;
+}
+
+static int fingerprint_in_session(const struct tether_bctx *ctx, const json_t *loc, const json_t *policy,
+                                  struct tether_fingerprint *out)
+{
+	int rc = session_checked(ctx);
+	return rc ? rc : honest->fingerprint(ctx, loc, policy, out);
+}
+
+static int identity_in_session(const struct tether_bctx *ctx, const json_t *loc, json_t **identity)
+{
+	int rc = session_checked(ctx);
+	return rc ? rc : honest->identity(ctx, loc, identity);
+}
+
+static int pin_in_session(const struct tether_bctx *ctx, const json_t *loc, const json_t *state,
+                          const char *pin_id, json_t **pin_ref, int *created)
+{
+	int rc = session_checked(ctx);
+	return rc ? rc : honest->pin(ctx, loc, state, pin_id, pin_ref, created);
+}
+
+static int verify_in_session(const struct tether_bctx *ctx, const json_t *loc, const json_t *state,
+                             const json_t *pin_ref, int *ok, char **detail)
+{
+	int rc = session_checked(ctx);
+	return rc ? rc : honest->verify(ctx, loc, state, pin_ref, ok, detail);
+}
+
+static int fork_in_session(const struct tether_bctx *ctx, const json_t *loc, const json_t *state,
+                           const json_t *pin_ref, const char *branch, const json_t *expect, json_t **wref)
+{
+	int rc = session_checked(ctx);
+	return rc ? rc : honest->fork(ctx, loc, state, pin_ref, branch, expect, wref);
+}
+
+/* The stale session: the first fingerprint of a locator is kept and
+ * given again for as long as the session is open. */
+static int fingerprint_stale(const struct tether_bctx *ctx, const json_t *loc, const json_t *policy,
+                             struct tether_fingerprint *out)
+{
+	struct mem_session *m = ctx->session;
+	int rc = session_checked(ctx);
+	if (rc || !m)
+		return rc ? rc : honest->fingerprint(ctx, loc, policy, out);
+	char *key = json_dumps(loc, JSON_COMPACT | JSON_SORT_KEYS);
+	if (!key)
+		return TETHER_ERROR;
+	pthread_mutex_lock(&m->mu);
+	json_t *kept = json_object_get(m->states, key);
+	if (kept) {
+		out->state = json_deep_copy(kept);
+	} else if (!(rc = honest->fingerprint(ctx, loc, policy, out))) {
+		json_object_set_new(m->states, key, json_deep_copy(out->state));
+	}
+	pthread_mutex_unlock(&m->mu);
+	free(key);
+	return rc;
+}
+
+static void with_sessions(struct tether_backend *b)
+{
+	b->open_store = mem_open_store;
+	b->close_store = mem_close_store;
+	b->fingerprint = fingerprint_in_session;
+	b->identity = identity_in_session;
+	b->pin = pin_in_session;
+	b->verify = verify_in_session;
+	b->fork = fork_in_session;
+}
+
 struct lie {
 	const char *what;
 	const char *caught_by; /* the check that must fail */
@@ -174,7 +300,20 @@ static void lie_no_verify(struct tether_backend *b) { b->verify = NULL; }       
 static void lie_verify_many(struct tether_backend *b) { b->verify_many = verify_many_trusting; }
 static void lie_diff_streams(struct tether_backend *b) { b->diff_streams = diff_streams_blind; }
 
+static void lie_stale_session(struct tether_backend *b)
+{
+	with_sessions(b);
+	b->fingerprint = fingerprint_stale;
+}
+static void lie_close_alone(struct tether_backend *b) { b->close_store = mem_close_store; }
+
 static const struct lie lies[] = {
+	{"a session keeping a stale state", "sessions: every call answers with ctx->session NULL as with the session",
+	 lie_stale_session},
+	{"a session keeping a stale state (from threads)",
+	 "sessions: calls from several threads on one session answer as without one", lie_stale_session},
+	{"a session keeping a stale state (in every check)", "fingerprint: changes after mutate", lie_stale_session},
+	{"close_store without open_store", "backend: the struct is well formed", lie_close_alone},
 	{"a fingerprint with an undeclared counter", "fingerprint: deterministic", lie_fingerprint},
 	{"an identity with a key the locator lacks", "identity: stable and a subset of the locator", lie_identity},
 	{"make_locator accepting any option", "make_locator: an unknown option is refused", lie_locator},
@@ -233,6 +372,24 @@ int main(void)
 	}
 	free(text);
 
+	/* With sessions: every check passes, each runs in sessions (calls
+	 * carry one), and every session opened is closed. */
+	struct tether_backend sessioned = *honest;
+	with_sessions(&sessioned);
+	text = NULL;
+	if (run(&sessioned, &text, &c) != 0 || c.failed || c.passed < 27 || atomic_load(&sessions_open) != 0 ||
+	    atomic_load(&sessions_opened) < c.passed || atomic_load(&calls_with_session) == 0) {
+		printf("FAIL the memory backend with sessions: %d passed, %d failed; %d sessions opened, %d left "
+		       "open, %d calls carried one\n%s", c.passed, c.failed, atomic_load(&sessions_opened),
+		       atomic_load(&sessions_open), atomic_load(&calls_with_session), text ? text : "");
+		failed++;
+	} else {
+		printf("ok   the memory backend with sessions passes all %d checks (%d sessions opened and closed, "
+		       "%d calls in one)\n", c.passed, atomic_load(&sessions_opened), atomic_load(&calls_with_session));
+		passed++;
+	}
+	free(text);
+
 	for (size_t i = 0; i < sizeof lies / sizeof lies[0]; i++) {
 		struct tether_backend liar = *honest;
 		lies[i].apply(&liar);
@@ -247,6 +404,14 @@ int main(void)
 			failed++;
 		}
 		free(text);
+	}
+	/* The liars' checks failed; their sessions were closed all the same. */
+	if (atomic_load(&sessions_open) != 0) {
+		printf("FAIL %d sessions were left open by failing checks\n", atomic_load(&sessions_open));
+		failed++;
+	} else {
+		printf("ok   every session a failing check opened was closed\n");
+		passed++;
 	}
 	tt_memory_reset();
 	printf("%d passed, %d failed\n", passed, failed);

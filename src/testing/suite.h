@@ -31,6 +31,7 @@ struct conf_suite {
 	json_t *policy;          /* as `tether add` builds it with no options */
 	char *scratch;
 	volatile int cancel;
+	int sessions;            /* the backend declares open_store and close_store */
 	FILE *out;
 	struct tether_conformance_counts counts;
 };
@@ -43,6 +44,14 @@ struct conf_undo {
 	json_t *ref;
 };
 
+/* A session a check opened, for one store identity (canonical JSON).
+ * session NULL: open_store failed; not asked again in this check, as the
+ * engine does not ask again in a command. */
+struct conf_session {
+	char *identity;
+	void *session;
+};
+
 struct conf_run {
 	struct conf_suite *s;
 	const struct tether_backend *b;
@@ -53,6 +62,13 @@ struct conf_run {
 	struct conf_undo *undo;
 	size_t nundo, capundo;
 	char *why;           /* the first failure's (or the skip's) reason */
+	/* Sessions: when the backend declares them, every call of the check
+	 * gets the session of its store, opened on first use as the engine
+	 * opens it, and closed when the check ends (after its undo). */
+	struct tether_bctx ctx; /* the suite's context, with the call's session */
+	struct conf_session *sessions;
+	size_t nsessions, capsessions;
+	int no_session;         /* set: calls get ctx->session NULL */
 };
 
 enum {
@@ -74,6 +90,7 @@ extern const struct conf_check conf_checks_pin[];
 extern const struct conf_check conf_checks_fork[];
 extern const struct conf_check conf_checks_flags[];
 extern const struct conf_check conf_checks_store[];
+extern const struct conf_check conf_checks_session[];
 
 /* The first function the capabilities in `caps` call for that the backend
  * lacks ("PIN needs unpin"), or NULL when none is missing. */
@@ -95,6 +112,16 @@ char *conf_keep_str(struct conf_run *r, char *s);
 void conf_undo_push(struct conf_run *r, int what, const json_t *locator, const json_t *ref);
 /* Forget a registered pin or working ref (the check released it itself). */
 void conf_undo_drop(struct conf_run *r, int what, const json_t *ref);
+
+/* The context for a backend call about `loc`: the suite's, with
+ * ctx->session the session of loc's store (opened through open_store on
+ * first use) when the backend declares sessions and r->no_session is 0,
+ * else NULL. Valid until the next conf_ctx call of this run. */
+const struct tether_bctx *conf_ctx(struct conf_run *r, const json_t *loc);
+/* The session conf_ctx would hand for `loc` (opening it), or NULL. */
+void *conf_session_for(struct conf_run *r, const json_t *loc);
+/* Close every session the check opened (newest first). */
+void conf_sessions_close(struct conf_run *r);
 
 /* Harness calls. */
 int conf_new_object(struct conf_run *r, json_t **locator);

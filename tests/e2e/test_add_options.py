@@ -37,8 +37,11 @@ def test_add_help_lists_each_kinds_options_under_the_kind(run):
     git = kind_section(text, "git")
     assert [l.split()[0] for l in git] == ["--remote", "--ref"]
     assert git[1].startswith("--ref REF") and git[1].endswith("default HEAD")
-    # a kind that declares none has no section
-    assert kind_section(text, "memory") == []
+    # memory and Icechunk declare the branch they follow (they took it only
+    # as --option branch=NAME before)
+    for kind in ("memory", "icechunk"):
+        (branch,) = kind_section(text, kind)
+        assert branch.startswith("--branch NAME") and branch.endswith("; default main"), branch
     assert run("help", "add").stdout == text
 
 
@@ -50,7 +53,11 @@ def test_backends_json_carries_the_declarations(run):
         "choices": ["immutable", "mutable"], "default": "immutable", "field": "policy", "defaults": True}]
     assert [o["name"] for o in kinds["git"]["add_options"]] == ["remote", "ref"]
     assert all(o["field"] == "locator" and o["choices"] is None for o in kinds["git"]["add_options"])
-    assert kinds["memory"]["add_options"] == []
+    for kind in ("memory", "icechunk"):
+        (branch,) = kinds[kind]["add_options"]
+        assert {k: branch[k] for k in ("name", "value_name", "choices", "default", "field", "defaults")} == {
+            "name": "branch", "value_name": "NAME", "choices": None, "default": "main", "field": "locator",
+            "defaults": False}
 
 
 def test_a_kinds_option_is_refused_for_another_kind(ds, new_repo):
@@ -87,6 +94,31 @@ def test_git_options_land_in_the_locator(ds, new_repo):
     ds.tether("add", "c", code.root, "--kind", "git", "--ref", "side", "--remote", "origin")
     assert ds.manifest("c")["locator"] == {"path": str(code.root), "ref": "side", "remote": "origin"}
     assert "remote" not in ds.manifest("c")["policy"]
+
+
+def test_memory_branch_is_declared_and_option_still_works(ds):
+    """--branch NAME and the older --option branch=NAME record the same
+    locator; an empty one, the two at once, or --branch on a kind that does
+    not declare it are usage errors that write nothing."""
+    ds.tether("add", "m", "memory://sys", "--kind", "memory", "--branch", "dev")
+    assert ds.manifest("m")["locator"] == {"system": "sys", "branch": "dev"}
+    assert "branch" not in ds.manifest("m")["policy"]
+    ds.tether("add", "n", "memory://sys", "--kind", "memory", "--option", "branch=dev")
+    assert ds.manifest("n")["locator"] == ds.manifest("m")["locator"]
+    ds.tether("add", "o", "memory://sys", "--kind", "memory")
+    assert ds.manifest("o")["locator"]["branch"] == "main"
+    before = ds.objects_files()
+    p = ds.tether("add", "x", "memory://sys", "--kind", "memory", "--branch", "", check_rc=2)
+    assert "--branch for kind memory takes a non-empty branch name" in p.stderr
+    p = ds.tether("add", "x", "memory://sys", "--kind", "memory", "--branch", "a", "--option", "branch=b",
+                  check_rc=2)
+    assert "backend option 'branch' given twice" in p.stderr
+    p = ds.tether("add", "x", "memory://sys", "--kind", "memory", "--branch", check_rc=2)
+    assert "--branch" in p.stderr
+    ds.write("data/a", "a")
+    p = ds.tether("add", "x", "data/a", "--kind", "file", "--branch", "dev", check_rc=2)
+    assert "unknown option '--branch' for 'add'" in p.stderr
+    assert ds.objects_files() == before
 
 
 def test_defaults_file_is_the_file_kinds_default(ds):

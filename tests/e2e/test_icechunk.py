@@ -174,6 +174,29 @@ def test_add_refuses_what_is_no_repository_and_a_missing_branch(ds, tmp_path, st
     assert ds.objects_files() == []
 
 
+def test_branch_is_a_declared_add_option(ds, store, run):
+    """--branch NAME is declared (tether add --help lists it under
+    icechunk) and means what --option branch=NAME still means: the locator
+    follows that branch, and commit records its head."""
+    help_text = run("add", "--help").stdout
+    assert "  icechunk:\n    --branch NAME  the repository's branch to follow; default main\n" in help_text
+    oracle.open_repo(store).create_branch("dev", head(store))
+    dev_head = write_array(store, "dev", "extra", [1, 2])
+    add(ds, "img", store, "--branch", "dev")
+    add(ds, "old", store, "--option", "branch=dev")
+    assert ds.manifest("img")["locator"] == ds.manifest("old")["locator"] == {"uri": str(store), "branch": "dev"}
+    ds.tether("commit", "-m", "dev")
+    assert ds.manifest("img")["state"] == {"snapshot_id": dev_head} != {"snapshot_id": head(store)}
+    # validated: a missing branch, an empty one, the flag without its value
+    p = add(ds, "x", store, "--branch", "nope", check_rc=2)
+    assert 'no branch "nope"' in p.stderr
+    p = add(ds, "x", store, "--branch", "", check_rc=2)
+    assert "--branch for kind icechunk takes a non-empty string" in p.stderr
+    p = add(ds, "x", store, "--branch", check_rc=2)
+    assert "--branch" in p.stderr
+    assert ds.objects_files() == ["img.toml", "old.toml"]
+
+
 @pytest.mark.parametrize("uri", ["{store}/../{name}", "{store}/", "file://{store}", "relative/{name}",
                                  "s3://user:pw@bucket/{name}", "nosuch://bucket/{name}"])
 def test_a_committed_uri_tether_would_not_record_is_refused(ds, store, uri):

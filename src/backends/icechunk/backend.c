@@ -335,6 +335,14 @@ static int ic_check_state(const json_t *state, const char **bad)
 	return 0;
 }
 
+/* --branch NAME (also --option branch=NAME): the branch the object
+ * follows. make_locator checks it names a branch of the repository. */
+static const struct tether_add_option ic_add_options[] = {
+	{TETHER_ADD_OPTION_INIT, .name = "branch", .value_name = "NAME", .help = "the repository's branch to follow",
+	 .default_value = "main", .field = TETHER_ADD_LOCATOR},
+	{0},
+};
+
 const struct tether_backend tt_backend_icechunk = {
 	TETHER_BACKEND_INIT,
 	.kind = "icechunk",
@@ -363,6 +371,7 @@ const struct tether_backend tt_backend_icechunk = {
 	.delete_store = ic_delete_store,
 	.list_working_refs = ic_list_working_refs,
 	.check_state = ic_check_state,
+	.add_options = ic_add_options,
 };
 
 TETHER_API tether_backend_module_t tether_backend_module = {&tt_backend_icechunk, NULL};

@@ -35,7 +35,7 @@ def test_add_help_lists_each_kinds_options_under_the_kind(run):
     assert file_opt.startswith("--file POLICY")
     assert "one of immutable or mutable; default immutable; [defaults] file in tether.toml" in file_opt
     git = kind_section(text, "git")
-    assert [l.split()[0] for l in git] == ["--remote", "--ref"]
+    assert [l.split()[0] for l in git] == ["--remote", "--ref", "--allow_dirty"]
     assert git[1].startswith("--ref REF") and git[1].endswith("default HEAD")
     # memory and Icechunk declare the branch they follow (they took it only
     # as --option branch=NAME before)
@@ -51,8 +51,9 @@ def test_backends_json_carries_the_declarations(run):
         "name": "file", "value_name": "POLICY",
         "help": "a change of the data is drift (immutable) or is recorded (mutable)",
         "choices": ["immutable", "mutable"], "default": "immutable", "field": "policy", "defaults": True}]
-    assert [o["name"] for o in kinds["git"]["add_options"]] == ["remote", "ref"]
-    assert all(o["field"] == "locator" and o["choices"] is None for o in kinds["git"]["add_options"])
+    assert [o["name"] for o in kinds["git"]["add_options"]] == ["remote", "ref", "allow_dirty"]
+    assert all(o["field"] == "locator" for o in kinds["git"]["add_options"])
+    assert [o["choices"] for o in kinds["git"]["add_options"]] == [None, None, ["true", "false"]]
     for kind in ("memory", "icechunk"):
         (branch,) = kinds[kind]["add_options"]
         assert {k: branch[k] for k in ("name", "value_name", "choices", "default", "field", "defaults")} == {

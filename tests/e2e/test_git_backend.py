@@ -779,6 +779,14 @@ def test_add_refuses_a_missing_ref_and_bad_options(gds, code):
     assert "'--depth'" in p.stderr
     p = gds.tether("add", "code", code.root, "--kind", "git", "--option", "allow_dirty=maybe", check_rc=2)
     assert "allow_dirty" in p.stderr
+    # allow_dirty is a declared option too: listed, and its values checked.
+    p = gds.tether("add", "--help")
+    assert "--allow_dirty BOOL" in p.stdout
+    p = gds.tether("add", "code", code.root, "--kind", "git", "--allow_dirty", "maybe", check_rc=2)
+    assert "--allow_dirty" in p.stderr and "true" in p.stderr and "false" in p.stderr
+    gds.tether("add", "dirty", code.root, "--kind", "git", "--allow_dirty", "true")
+    assert gds.manifest("dirty")["locator"]["allow_dirty"] is True
+    gds.manifest_path("dirty").unlink()
     p = gds.tether("add", "code", "https://example.com/code.git", "--kind", "git", check_rc=2)
     assert "https://example.com/code.git" in p.stderr
     assert not gds.manifest_path("code").exists()

@@ -14,11 +14,16 @@ const char *const gb_secret_keys[] = {"remote", NULL};
 
 /* `tether add --kind git --remote NAME --ref REF`: both land in the
  * locator, as free text (make_locator checks them). */
+static const char *const gb_bool_choices[] = {"true", "false", NULL};
+
 const struct tether_add_option gb_add_options[] = {
 	{TETHER_ADD_OPTION_INIT, .name = "remote", .value_name = "NAME",
 	 .help = "push pins to this configured remote", .field = TETHER_ADD_LOCATOR},
 	{TETHER_ADD_OPTION_INIT, .name = "ref", .value_name = "REF", .help = "the ref to follow",
 	 .default_value = "HEAD", .field = TETHER_ADD_LOCATOR},
+	{TETHER_ADD_OPTION_INIT, .name = "allow_dirty", .value_name = "BOOL",
+	 .help = "pin the checked-out commit even while the worktree has uncommitted changes",
+	 .choices = gb_bool_choices, .default_value = "false", .field = TETHER_ADD_LOCATOR},
 	{0},
 };
 

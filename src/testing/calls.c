@@ -8,6 +8,7 @@
 
 #include <ftw.h>
 #include <stdarg.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -495,4 +496,25 @@ const char *conf_show(struct conf_run *r, const json_t *v)
 		return "nothing";
 	char *s = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
 	return s ? conf_keep_str(r, s) : "(unprintable)";
+}
+
+int conf_run_threads(struct conf_run *r, int n, void *(*fn)(void *), void *workers, size_t stride, size_t why_at)
+{
+	pthread_t tid[CONF_MAX_THREADS];
+	int started = 0;
+	if (n > CONF_MAX_THREADS)
+		return conf_fail(r, "cannot start %d threads (at most %d)", n, CONF_MAX_THREADS);
+	for (; started < n; started++)
+		if (pthread_create(&tid[started], NULL, fn, (char *)workers + (size_t)started * stride) != 0)
+			break;
+	for (int i = 0; i < started; i++)
+		pthread_join(tid[i], NULL);
+	if (started < n)
+		return conf_fail(r, "cannot start %d threads", n);
+	for (int i = 0; i < n; i++) {
+		const char *why = (const char *)workers + (size_t)i * stride + why_at;
+		if (why[0])
+			return conf_fail(r, "%s", why);
+	}
+	return 0;
 }

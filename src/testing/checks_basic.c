@@ -4,7 +4,6 @@
 #include "core/abi.h"
 #include "testing/suite.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -411,8 +410,7 @@ static void *work(void *arg)
 static int check_threads(struct conf_run *r)
 {
 	struct worker w[N_THREADS];
-	pthread_t tid[N_THREADS];
-	int started = 0, rc = 0;
+	int rc = 0;
 	memset(w, 0, sizeof w);
 	/* The harness is driven from this thread only: it need not be thread-safe. */
 	for (int i = 0; i < N_THREADS && !rc; i++) {
@@ -425,17 +423,7 @@ static int check_threads(struct conf_run *r)
 	}
 	if (rc)
 		return rc;
-	for (; started < N_THREADS; started++)
-		if (pthread_create(&tid[started], NULL, work, &w[started]) != 0)
-			break;
-	for (int i = 0; i < started; i++)
-		pthread_join(tid[i], NULL);
-	if (started < N_THREADS)
-		return conf_fail(r, "cannot start %d threads", N_THREADS);
-	for (int i = 0; i < N_THREADS; i++)
-		if (w[i].why[0])
-			return conf_fail(r, "%s", w[i].why);
-	return 0;
+	return conf_run_threads(r, N_THREADS, work, w, sizeof *w, offsetof(struct worker, why));
 }
 
 const struct conf_check conf_checks_basic[] = {

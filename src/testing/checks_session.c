@@ -10,7 +10,6 @@
 #include "core/abi.h"
 #include "testing/suite.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,22 +209,10 @@ static int check_threads_one_session(struct conf_run *r)
 	struct tether_bctx ctx = *conf_ctx(r, r->loc);
 	struct shared sh = {r->s, r->loc, &ctx, state, identity, ref, pin_id};
 	struct worker w[N_THREADS];
-	pthread_t tid[N_THREADS];
-	int started = 0;
 	memset(w, 0, sizeof w);
-	for (; started < N_THREADS; started++) {
-		w[started].sh = &sh;
-		if (pthread_create(&tid[started], NULL, work, &w[started]) != 0)
-			break;
-	}
-	for (int i = 0; i < started; i++)
-		pthread_join(tid[i], NULL);
-	if (started < N_THREADS)
-		return conf_fail(r, "cannot start %d threads", N_THREADS);
 	for (int i = 0; i < N_THREADS; i++)
-		if (w[i].why[0])
-			return conf_fail(r, "%s", w[i].why);
-	return 0;
+		w[i].sh = &sh;
+	return conf_run_threads(r, N_THREADS, work, w, sizeof *w, offsetof(struct worker, why));
 }
 
 const struct conf_check conf_checks_session[] = {

@@ -98,6 +98,13 @@ const char *conf_missing_function(const struct tether_backend *b, unsigned caps)
 
 /* Failure and skip: record the reason (the first one wins), return the code. */
 int conf_fail(struct conf_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Run fn on n threads at once (n <= CONF_MAX_THREADS), each given one of n
+ * workers (structs `stride` bytes apart, each holding a NUL-terminated
+ * complaint at offset `why_at`, left "" by a worker that found nothing
+ * wrong), and wait for all: the first complaint, or threads that would not
+ * start, fails the check. */
+#define CONF_MAX_THREADS 16
+int conf_run_threads(struct conf_run *r, int n, void *(*fn)(void *), void *workers, size_t stride, size_t why_at);
 int conf_skip(struct conf_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A backend call returned rc (non-zero): fail with its code name and message. */
 int conf_call_failed(struct conf_run *r, const char *call, int rc);

@@ -2,6 +2,7 @@
  * writes, the three put modes, conditional copies, listings that skip
  * staging files, key checks, and removing an emptied root. */
 #include "check.h"
+#include "store_listed.h"
 
 #include <tether/store.h>
 
@@ -132,28 +133,6 @@ static void test_keys(tether_store *s)
 	}
 	/* A '#' that is not the staging suffix is an ordinary name. */
 	CHECK(put(s, "refs/branch.a#b/ref.json", "x", TETHER_PUT_IF_ABSENT, NULL) == 0);
-}
-
-/* The keys a paged listing gives, joined by ' ' (malloc'd), or NULL. */
-static char *listed(tether_store *s, const char *prefix, const char *after, size_t page)
-{
-	tether_store_iter *it = NULL;
-	if (tether_store_list(s, prefix, after, page, &it) != 0)
-		return NULL;
-	char *out = calloc(1, 4096);
-	const char *key = NULL;
-	int rc;
-	while ((rc = tether_store_next(it, &key)) == 0 && key) {
-		if (*out)
-			strcat(out, " ");
-		strcat(out, key);
-	}
-	tether_store_iter_free(it);
-	if (rc) {
-		free(out);
-		return NULL;
-	}
-	return out;
 }
 
 static int listing_is(tether_store *s, const char *prefix, const char *after, size_t page, const char *want)

@@ -6,6 +6,7 @@
  * tether-store-memtest.so. */
 #define _GNU_SOURCE
 #include "check.h"
+#include "store_listed.h"
 
 #include <tether/backend.h>
 #include <tether/store.h>
@@ -28,27 +29,6 @@ static int put(tether_store *s, const char *key, const char *text, enum tether_p
                const struct tether_store_version *expect)
 {
 	return tether_store_put(s, key, text, strlen(text), mode, expect, NULL);
-}
-
-static char *listed(tether_store *s, const char *prefix, const char *after, size_t page)
-{
-	tether_store_iter *it = NULL;
-	if (tether_store_list(s, prefix, after, page, &it) != 0)
-		return NULL;
-	char *out = calloc(1, 4096);
-	const char *key;
-	int rc;
-	while ((rc = tether_store_next(it, &key)) == 0 && key) {
-		if (*out)
-			strcat(out, " ");
-		strcat(out, key);
-	}
-	tether_store_iter_free(it);
-	if (rc) {
-		free(out);
-		return NULL;
-	}
-	return out;
 }
 
 static void test_loaded_on_first_use(void)

@@ -46,6 +46,22 @@ void out_size(char *buf, size_t len, long long bytes, int sign);
 /* Unix seconds as ISO 8601 local time: "2024-05-01T12:34:56+02:00". */
 void out_time(char *buf, size_t len, long long seconds);
 
+/* The noun a count takes: `one` when n is 1, else `many`, so a line
+ * reads "1 commit walked" and "2 commits walked". */
+const char *out_plural(long long n, const char *one, const char *many);
+
+/* A path, uri or name as text output shows it: itself when every byte is
+ * printable UTF-8 without '"' or '\\', else double-quoted with C escapes
+ * the way git quotes paths ("a\nb", "caf\303" for a stray byte), so a
+ * newline or an escape sequence in a file name cannot forge or garble a
+ * line. JSON output is not passed through it: JSON escapes already.
+ * The string lives until the 16th call after, on the same thread. */
+const char *out_path(const char *s);
+/* A free-text field (a detail, a reason, a message) for one line of text:
+ * control characters and bytes that are not UTF-8 escaped as out_path
+ * does, but without quotes around it. Same lifetime as out_path's. */
+const char *out_text(const char *s);
+
 /* Fields of a report object, tolerant of a missing or mistyped field so a
  * rendering never crashes on an engine that says less than expected. */
 const char *out_str(const json_t *obj, const char *key);                  /* or NULL */

@@ -82,7 +82,7 @@ static void print_object_line(const json_t *o)
 		printf("%s~ %s%s  %s -> %s", color, key, reset, pin_label(o, "from_pin"),
 		       pin_label(o, "to_pin"));
 	if (error)
-		printf("  (error: %s)", out_text(error));
+		printf("  (error: %s)", out_escape(error));
 	putchar('\n');
 }
 
@@ -95,8 +95,8 @@ static void print_entry(const json_t *e)
 	const char *old = out_str(e, "old_path");
 	const char *detail = out_str(e, "detail");
 	printf("    %s%s%s %s%s%s%s%s%s%s\n", out_color(change_color(change)), change, out_color(OUT_RESET),
-	       old ? out_path(old) : "", old ? " -> " : "", out_path(out_str_or(e, "path", "?")), amount,
-	       detail && *detail ? " (" : "", detail && *detail ? out_text(detail) : "", detail && *detail ? ")" : "");
+	       old ? out_escape(old) : "", old ? " -> " : "", out_escape(out_str_or(e, "path", "?")), amount,
+	       detail && *detail ? " (" : "", detail && *detail ? out_escape(detail) : "", detail && *detail ? ")" : "");
 }
 
 /* "    3 added, 1 removed, 2 modified, +10.1 KiB" (or "net +4 lines"); a
@@ -137,9 +137,9 @@ static void print_content(const json_t *content)
 	if (json_is_object(totals))
 		print_totals(totals, json_is_integer(json_object_get(json_array_get(entries, 0), "lines_added")));
 	else if (out_str(content, "summary") && *out_str(content, "summary"))
-		printf("    %s\n", out_text(out_str(content, "summary")));
+		printf("    %s\n", out_escape(out_str(content, "summary")));
 	if (out_str(content, "note") && *out_str(content, "note"))
-		printf("    (%s)\n", out_text(out_str(content, "note")));
+		printf("    (%s)\n", out_escape(out_str(content, "note")));
 }
 
 static void print_diff(const json_t *report, int content)

@@ -36,11 +36,11 @@ static void print_footer(const json_t *report, int dry, const char *from)
 	       commits, out_plural(commits, "commit", "commits"), referenced, out_plural(referenced, "pin", "pins"));
 	const char *file = out_str(report, "plan_file");
 	if (file)
-		printf("plan saved to %s; apply it with `tether gc --from-plan %s`\n", out_path(file), out_path(file));
+		printf("plan saved to %s; apply it with `tether gc --from-plan %s`\n", out_escape(file), out_escape(file));
 	else if (dry && from && (json_array_size(release) || json_array_size(listings)))
 		/* --from-plan acts unless --dry-run: the plan checked is applied by
 		 * the same command without it. */
-		printf("the plan still holds: apply it with `tether gc --from-plan %s`\n", out_path(from));
+		printf("the plan still holds: apply it with `tether gc --from-plan %s`\n", out_escape(from));
 	else if (dry && (json_array_size(release) || json_array_size(listings)))
 		printf("run `tether gc --no-dry-run` to release them\n");
 	if (out_bool(report, "commit_needed"))
@@ -54,8 +54,8 @@ static void print_prune(const json_t *report, int dry)
 	json_array_foreach(json_object_get(report, "prune"), i, p) {
 		int del = strcmp(out_str_or(p, "action", ""), "delete") == 0;
 		const char *state = !del ? "keeping" : dry ? "would delete" : out_bool(p, "done") ? "deleted" : "FAILED";
-		printf("  %-14s %s branch %s (%s)\n", state, out_str_or(p, "kind", "?"), out_path(out_str_or(p, "branch", "?")),
-		       out_text(out_str_or(p, "reason", "")));
+		printf("  %-14s %s branch %s (%s)\n", state, out_str_or(p, "kind", "?"), out_escape(out_str_or(p, "branch", "?")),
+		       out_escape(out_str_or(p, "reason", "")));
 	}
 }
 
@@ -67,19 +67,19 @@ static void print_gc(const json_t *report, const char *from)
 	print_prune(report, dry);
 	json_array_foreach(json_object_get(report, "release"), i, r) {
 		const char *state = dry ? "would release" : out_bool(r, "done") ? "released" : "FAILED";
-		printf("  %-14s %s pin %s\n", state, out_str_or(r, "kind", "?"), out_path(out_str_or(r, "pin", "?")));
+		printf("  %-14s %s pin %s\n", state, out_str_or(r, "kind", "?"), out_escape(out_str_or(r, "pin", "?")));
 	}
 	json_array_foreach(json_object_get(report, "listings"), i, r)
 		printf("  %-14s listing %.16s…\n", dry ? "would remove" : "removed", json_string_value(r));
 	json_array_foreach(json_object_get(report, "skipped"), i, r) {
 		if (out_str(r, "pin"))
-			printf("  %-14s pin %s (%s)\n", "skipped", out_path(out_str(r, "pin")),
-			       out_text(out_str_or(r, "reason", "")));
+			printf("  %-14s pin %s (%s)\n", "skipped", out_escape(out_str(r, "pin")),
+			       out_escape(out_str_or(r, "reason", "")));
 		else if (out_str(r, "store"))
-			printf("  %-14s %s (%s)\n", "skipped", out_path(out_str(r, "store")), out_text(out_str_or(r, "reason", "")));
+			printf("  %-14s %s (%s)\n", "skipped", out_escape(out_str(r, "store")), out_escape(out_str_or(r, "reason", "")));
 		else
 			printf("  %-14s listing %.16s… (%s)\n", "skipped", out_str_or(r, "listing", "?"),
-			       out_text(out_str_or(r, "reason", "")));
+			       out_escape(out_str_or(r, "reason", "")));
 	}
 	print_footer(report, dry, from);
 }
@@ -134,7 +134,7 @@ static int run_gc(const struct args *a)
 	size_t n_errors = json_array_size(json_object_get(report, "errors"));
 	if (rc == 0 && n_errors) {
 		fprintf(stderr, "tether: error: gc could not release everything: %s\n",
-		        out_text(json_string_value(json_array_get(json_object_get(report, "errors"), 0))));
+		        out_escape(json_string_value(json_array_get(json_object_get(report, "errors"), 0))));
 		rc = tether_exit_code(TETHER_ERROR);
 	}
 	json_decref(report);

@@ -64,7 +64,7 @@ static void print_text(const json_t *handle)
 	}
 	json_object_foreach((json_t *)handle, k, v) {
 		char *text = json_is_string(v) ? NULL : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-		printf("%-*s  %s\n", width, out_path(k), text ? text : out_path(json_string_value(v)));
+		printf("%-*s  %s\n", width, out_escape(k), text ? text : out_escape(json_string_value(v)));
 		free(text);
 	}
 }

@@ -20,7 +20,7 @@ static void print_ops(const json_t *report)
 		long long pins = (long long)json_array_size(json_object_get(e, "pins"));
 		printf("%-10s %-7s %s  %lld %s  %.12s  %s\n", out_str_or(e, "status", "?"), out_str_or(e, "op", "?"),
 		       out_str_or(e, "started", ""), pins, out_plural(pins, "pin", "pins"), out_str_or(e, "commit", "-"),
-		       out_text(out_str_or(e, "message", "")));
+		       out_escape(out_str_or(e, "message", "")));
 	}
 	if (!json_array_size(json_object_get(report, "ops")))
 		printf("the journal is empty\n");

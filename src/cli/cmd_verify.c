@@ -29,7 +29,7 @@ static int print_object(const json_t *o)
 		return 0;
 	}
 	printf("%sFAILED%s %s%s%s%s\n", out_color(OUT_RED), out_color(OUT_RESET), key, where,
-	       detail ? ": " : "", detail ? out_text(detail) : "");
+	       detail ? ": " : "", detail ? out_escape(detail) : "");
 	return 1;
 }
 

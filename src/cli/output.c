@@ -11,15 +11,13 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *escape(const char *s, int quote);
-
 /* One line of stderr: a name in the message (a file's, a uri) may hold a
  * newline or an escape sequence, shown escaped rather than obeyed. */
 static void print_line(const char *prefix, const char *fmt, va_list ap)
 {
 	char msg[2048];
 	vsnprintf(msg, sizeof msg, fmt, ap);
-	fprintf(stderr, "%s%s\n", prefix, escape(msg, 0));
+	fprintf(stderr, "%s%s\n", prefix, out_escape(msg));
 }
 
 static void print_error_line(const char *fmt, va_list ap)
@@ -61,9 +59,9 @@ int out_error(int err)
 {
 	const char *msg = tether_error_last();
 	const char *hint = tether_error_hint();
-	fprintf(stderr, "tether: error: %s\n", out_text(msg && *msg ? msg : describe_code(err)));
+	fprintf(stderr, "tether: error: %s\n", out_escape(msg && *msg ? msg : describe_code(err)));
 	if (hint)
-		fprintf(stderr, "hint: %s\n", out_text(hint));
+		fprintf(stderr, "hint: %s\n", out_escape(hint));
 	return tether_exit_code(err);
 }
 
@@ -266,59 +264,39 @@ enum { ESCAPED_SLOTS = 16 };
 static _Thread_local char *escaped_slot[ESCAPED_SLOTS];
 static _Thread_local unsigned escaped_next;
 
-static const char *escape(const char *s, int quote)
+const char *out_escape(const char *s)
 {
 	if (!s)
 		return NULL;
 	const unsigned char *u = (const unsigned char *)s;
-	size_t clean = 1;
-	for (size_t i = 0, n; u[i] && clean; i += n) {
-		n = printable_utf8(u + i);
-		clean = n > 0 && !(quote && (u[i] == '"' || u[i] == '\\'));
-	}
-	if (clean)
+	size_t i = 0, n;
+	while (u[i] && (n = printable_utf8(u + i)) > 0)
+		i += n;
+	if (!u[i])
 		return s;
-	/* At most 4 bytes for each byte ("\303"), the quotes and the NUL. */
-	char *out = malloc(strlen(s) * 4 + 3), *o = out;
+	/* At most 4 bytes for each byte ("\xFF") and the NUL. */
+	char *out = malloc(strlen(s) * 4 + 1), *o = out;
 	if (!out)
-		return quote ? "\"?\"" : "?";
-	if (quote)
-		*o++ = '"';
+		return "?";
 	static const char named[] = "\a\b\t\n\v\f\r";
 	static const char letters[] = "abtnvfr";
-	for (size_t i = 0, n; u[i]; i += n) {
+	for (i = 0; u[i]; i += n) {
 		n = printable_utf8(u + i);
-		const char *c = u[i] ? strchr(named, u[i]) : NULL;
-		if (n && quote && (u[i] == '"' || u[i] == '\\')) {
-			*o++ = '\\';
-			*o++ = (char)u[i];
-		} else if (n) {
+		const char *c = strchr(named, u[i]);
+		if (n) {
 			memcpy(o, u + i, n);
 			o += n;
-		} else if (c) {
-			*o++ = '\\';
-			*o++ = letters[c - named];
-			n = 1;
-		} else {
-			o += sprintf(o, "\\%03o", u[i]);
-			n = 1;
+			continue;
 		}
+		n = 1;
+		if (c)
+			o += sprintf(o, "\\%c", letters[c - named]);
+		else
+			o += sprintf(o, "\\x%02X", u[i]);
 	}
-	if (quote)
-		*o++ = '"';
 	*o = '\0';
 	free(escaped_slot[escaped_next]);
 	escaped_slot[escaped_next] = out;
 	escaped_next = (escaped_next + 1) % ESCAPED_SLOTS;
 	return out;
-}
-
-const char *out_path(const char *s)
-{
-	return escape(s, 1);
-}
-
-const char *out_text(const char *s)
-{
-	return escape(s, 0);
 }

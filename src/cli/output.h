@@ -50,17 +50,15 @@ void out_time(char *buf, size_t len, long long seconds);
  * reads "1 commit walked" and "2 commits walked". */
 const char *out_plural(long long n, const char *one, const char *many);
 
-/* A path, uri or name as text output shows it: itself when every byte is
- * printable UTF-8 without '"' or '\\', else double-quoted with C escapes
- * the way git quotes paths ("a\nb", "caf\303" for a stray byte), so a
- * newline or an escape sequence in a file name cannot forge or garble a
- * line. JSON output is not passed through it: JSON escapes already.
+/* A name (a path, a uri, a ref) or a free-text field (a detail, a reason,
+ * a message) for one line of text output: itself when every byte is
+ * printable UTF-8, else with each control character escaped (\n, \t, \r,
+ * ..., else \x1B) and each byte that is not UTF-8 as \xFF, the way the
+ * engine reports a file name that is not UTF-8, so a newline or an escape
+ * sequence in a file name can neither forge a line nor drive the
+ * terminal. JSON output is not passed through it: JSON escapes already.
  * The string lives until the 16th call after, on the same thread. */
-const char *out_path(const char *s);
-/* A free-text field (a detail, a reason, a message) for one line of text:
- * control characters and bytes that are not UTF-8 escaped as out_path
- * does, but without quotes around it. Same lifetime as out_path's. */
-const char *out_text(const char *s);
+const char *out_escape(const char *s);
 
 /* Fields of a report object, tolerant of a missing or mistyped field so a
  * rendering never crashes on an engine that says less than expected. */

@@ -503,15 +503,10 @@ static int refuse_tracked(struct tether_repo *repo, const char *name, const char
 			rc = repo->vcs->is_tracked(repo->vh, vpath, &tracked);
 		if (!rc && tracked) {
 			rc = tether_error_set(TETHER_EREFUSED, "%s is tracked by the repository: %s", path, why);
-			/* Untracking alone does not do: the check reads the last commit
-			 * too (git: HEAD; jj: @-), which carries the file until a commit
-			 * removes it. */
-			if (strcmp(repo->vcs->name, "jj") == 0)
-				tether_error_set_hint("untrack it and commit the removal: `jj file untrack 'root:\"%s\"' && "
-				                      "jj commit -m 'untrack %s'`%s", vpath, vpath, hint);
-			else
-				tether_error_set_hint("untrack it and commit the removal: `git rm -q --cached -- '%s' && "
-				                      "git commit -m 'untrack %s'`%s", path, vpath, hint);
+			/* Untracking alone does not do: the command commits the removal. */
+			char *untrack = tt_vcs_untrack_command(repo->vcs, path, vpath);
+			tether_error_set_hint("untrack it and commit the removal: `%s`%s", untrack ? untrack : "?", hint);
+			free(untrack);
 		}
 		free(vpath);
 		free(rel);

@@ -8,6 +8,7 @@
 #include "core/scan.h"
 #include "util/fsutil.h"
 #include "util/hash.h"
+#include "util/plural.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -182,10 +183,12 @@ static char *describe_change(const json_t *a, const json_t *b)
 		return tt_strdupf("sha256 %.12s… → %.12s…, size %" JSON_INTEGER_FORMAT " → %" JSON_INTEGER_FORMAT,
 		                  str_field(a, "sha256"), str_field(b, "sha256"), int_field(a, "size"),
 		                  int_field(b, "size"));
+	/* The noun agrees with the count it follows: "2 → 1 file". */
 	return tt_strdupf("digest %.12s… → %.12s…, %" JSON_INTEGER_FORMAT " → %" JSON_INTEGER_FORMAT
-	                  " files, %" JSON_INTEGER_FORMAT " → %" JSON_INTEGER_FORMAT " bytes",
+	                  " %s, %" JSON_INTEGER_FORMAT " → %" JSON_INTEGER_FORMAT " %s",
 	                  str_field(a, "digest"), str_field(b, "digest"), int_field(a, "count"),
-	                  int_field(b, "count"), int_field(a, "size"), int_field(b, "size"));
+	                  int_field(b, "count"), tt_plural(int_field(b, "count"), "file", "files"), int_field(a, "size"),
+	                  int_field(b, "size"), tt_plural(int_field(b, "size"), "byte", "bytes"));
 }
 
 static int file_check_drift(const struct tether_bctx *ctx, const json_t *locator, const json_t *policy,

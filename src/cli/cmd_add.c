@@ -1,5 +1,6 @@
 /* tether add KEY URI --kind K: register an object (write its manifest);
- * nothing is contacted until status or commit. */
+ * the store is opened to check it, and its state is recorded by the next
+ * commit. */
 #include "args.h"
 #include "output.h"
 
@@ -333,7 +334,9 @@ const struct cli_command cmd_add = {
 	         "           [--create] [--option NAME=VALUE]... [--json] [the kind's options: --NAME VALUE]...",
 	.description =
 		"Register the object at URI under KEY by writing .tether/objects/KEY.toml.\n"
-		"Nothing is contacted yet: the first 'tether commit' records its state.\n"
+		"The store is opened to check it: it must exist (unless --create makes it),\n"
+		"with the branch, ref or --at point named; nothing in it is changed (unless\n"
+		"--create), and no state is recorded: the first 'tether commit' does that.\n"
 		"Relative paths in URI are taken from the current directory.\n"
 		"Each kind takes its own options, which its backend declares (listed below).",
 	.spec = { ARGS_OPTIONS(options), .positionals = positionals, .min_positionals = 2,

@@ -88,7 +88,7 @@ static void print_plan(const json_t *report)
 	json_array_foreach(json_object_get(plan, "actions"), i, a)
 		print_action(a);
 	json_array_foreach(json_object_get(report, "files"), i, a)
-		printf("  %-9s %s\n", out_str_or(a, "change", "?"), out_str_or(a, "path", "?"));
+		printf("  %-9s %s\n", out_str_or(a, "change", "?"), out_escape(out_str_or(a, "path", "?")));
 	const json_t *forks = json_object_get(plan, "forks");
 	if (json_array_size(forks))
 		printf("then, once the commit lands (new.auto_fork):\n");
@@ -120,7 +120,7 @@ static void print_commit(const json_t *report, const char *message)
 	json_array_foreach(json_object_get(report, "objects"), i, o)
 		print_object(o);
 	json_array_foreach(json_object_get(report, "files"), i, o)
-		printf("  %-9s %s\n", out_str_or(o, "change", "?"), out_str_or(o, "path", "?"));
+		printf("  %-9s %s\n", out_str_or(o, "change", "?"), out_escape(out_str_or(o, "path", "?")));
 	/* A re-fork that left a branch where the commit found it is not news. */
 	json_array_foreach(json_object_get(report, "forks"), i, o)
 		if (strcmp(out_str_or(o, "action", ""), "forked") == 0)

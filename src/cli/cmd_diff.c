@@ -82,7 +82,7 @@ static void print_object_line(const json_t *o)
 		printf("%s~ %s%s  %s -> %s", color, key, reset, pin_label(o, "from_pin"),
 		       pin_label(o, "to_pin"));
 	if (error)
-		printf("  (error: %s)", error);
+		printf("  (error: %s)", out_escape(error));
 	putchar('\n');
 }
 
@@ -95,8 +95,8 @@ static void print_entry(const json_t *e)
 	const char *old = out_str(e, "old_path");
 	const char *detail = out_str(e, "detail");
 	printf("    %s%s%s %s%s%s%s%s%s%s\n", out_color(change_color(change)), change, out_color(OUT_RESET),
-	       old ? old : "", old ? " -> " : "", out_str_or(e, "path", "?"), amount,
-	       detail && *detail ? " (" : "", detail && *detail ? detail : "", detail && *detail ? ")" : "");
+	       old ? out_escape(old) : "", old ? " -> " : "", out_escape(out_str_or(e, "path", "?")), amount,
+	       detail && *detail ? " (" : "", detail && *detail ? out_escape(detail) : "", detail && *detail ? ")" : "");
 }
 
 /* "    3 added, 1 removed, 2 modified, +10.1 KiB" (or "net +4 lines"); a
@@ -107,7 +107,8 @@ static void print_totals(const json_t *totals, int in_lines)
 	if (!json_is_integer(json_object_get(totals, "size_delta")))
 		snprintf(delta, sizeof delta, "%lld renamed", out_int(totals, "renamed"));
 	else if (in_lines)
-		snprintf(delta, sizeof delta, "net %+lld lines", out_int(totals, "size_delta"));
+		snprintf(delta, sizeof delta, "net %+lld %s", out_int(totals, "size_delta"),
+		         out_plural(llabs(out_int(totals, "size_delta")), "line", "lines"));
 	else
 		out_size(delta, sizeof delta, out_int(totals, "size_delta"), 1);
 	printf("    %lld added, %lld removed, %lld modified, %s\n", out_int(totals, "added"),
@@ -136,9 +137,9 @@ static void print_content(const json_t *content)
 	if (json_is_object(totals))
 		print_totals(totals, json_is_integer(json_object_get(json_array_get(entries, 0), "lines_added")));
 	else if (out_str(content, "summary") && *out_str(content, "summary"))
-		printf("    %s\n", out_str(content, "summary"));
+		printf("    %s\n", out_escape(out_str(content, "summary")));
 	if (out_str(content, "note") && *out_str(content, "note"))
-		printf("    (%s)\n", out_str(content, "note"));
+		printf("    (%s)\n", out_escape(out_str(content, "note")));
 }
 
 static void print_diff(const json_t *report, int content)

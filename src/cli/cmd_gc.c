@@ -24,17 +24,23 @@ static const struct arg_option options[] = {
 	                      "with --prune-workspaces: delete unpinned and storage branches too" },
 };
 
-static void print_footer(const json_t *report, int dry)
+/* from: the plan file of --from-plan, or NULL. */
+static void print_footer(const json_t *report, int dry, const char *from)
 {
 	const json_t *release = json_object_get(report, "release");
 	const json_t *listings = json_object_get(report, "listings");
-	printf("%s%zu pin%s and %zu listing%s unreferenced (%lld commits walked, %lld pins referenced)\n",
-	       dry ? "dry run: " : "", json_array_size(release), json_array_size(release) == 1 ? "" : "s",
-	       json_array_size(listings), json_array_size(listings) == 1 ? "" : "s", out_int(report, "commits"),
-	       out_int(report, "referenced"));
+	long long n_release = (long long)json_array_size(release), n_listings = (long long)json_array_size(listings);
+	long long commits = out_int(report, "commits"), referenced = out_int(report, "referenced");
+	printf("%s%lld %s and %lld %s unreferenced (%lld %s walked, %lld %s referenced)\n", dry ? "dry run: " : "",
+	       n_release, out_plural(n_release, "pin", "pins"), n_listings, out_plural(n_listings, "listing", "listings"),
+	       commits, out_plural(commits, "commit", "commits"), referenced, out_plural(referenced, "pin", "pins"));
 	const char *file = out_str(report, "plan_file");
 	if (file)
-		printf("plan saved to %s; apply it with `tether gc --from-plan %s`\n", file, file);
+		printf("plan saved to %s; apply it with `tether gc --from-plan %s`\n", out_escape(file), out_escape(file));
+	else if (dry && from && (json_array_size(release) || json_array_size(listings)))
+		/* --from-plan acts unless --dry-run: the plan checked is applied by
+		 * the same command without it. */
+		printf("the plan still holds: apply it with `tether gc --from-plan %s`\n", out_escape(from));
 	else if (dry && (json_array_size(release) || json_array_size(listings)))
 		printf("run `tether gc --no-dry-run` to release them\n");
 	if (out_bool(report, "commit_needed"))
@@ -48,12 +54,12 @@ static void print_prune(const json_t *report, int dry)
 	json_array_foreach(json_object_get(report, "prune"), i, p) {
 		int del = strcmp(out_str_or(p, "action", ""), "delete") == 0;
 		const char *state = !del ? "keeping" : dry ? "would delete" : out_bool(p, "done") ? "deleted" : "FAILED";
-		printf("  %-14s %s branch %s (%s)\n", state, out_str_or(p, "kind", "?"), out_str_or(p, "branch", "?"),
-		       out_str_or(p, "reason", ""));
+		printf("  %-14s %s branch %s (%s)\n", state, out_str_or(p, "kind", "?"), out_escape(out_str_or(p, "branch", "?")),
+		       out_escape(out_str_or(p, "reason", "")));
 	}
 }
 
-static void print_gc(const json_t *report)
+static void print_gc(const json_t *report, const char *from)
 {
 	int dry = out_bool(report, "dry_run");
 	size_t i;
@@ -61,20 +67,21 @@ static void print_gc(const json_t *report)
 	print_prune(report, dry);
 	json_array_foreach(json_object_get(report, "release"), i, r) {
 		const char *state = dry ? "would release" : out_bool(r, "done") ? "released" : "FAILED";
-		printf("  %-14s %s pin %s\n", state, out_str_or(r, "kind", "?"), out_str_or(r, "pin", "?"));
+		printf("  %-14s %s pin %s\n", state, out_str_or(r, "kind", "?"), out_escape(out_str_or(r, "pin", "?")));
 	}
 	json_array_foreach(json_object_get(report, "listings"), i, r)
 		printf("  %-14s listing %.16s…\n", dry ? "would remove" : "removed", json_string_value(r));
 	json_array_foreach(json_object_get(report, "skipped"), i, r) {
 		if (out_str(r, "pin"))
-			printf("  %-14s pin %s (%s)\n", "skipped", out_str(r, "pin"), out_str_or(r, "reason", ""));
+			printf("  %-14s pin %s (%s)\n", "skipped", out_escape(out_str(r, "pin")),
+			       out_escape(out_str_or(r, "reason", "")));
 		else if (out_str(r, "store"))
-			printf("  %-14s %s (%s)\n", "skipped", out_str(r, "store"), out_str_or(r, "reason", ""));
+			printf("  %-14s %s (%s)\n", "skipped", out_escape(out_str(r, "store")), out_escape(out_str_or(r, "reason", "")));
 		else
 			printf("  %-14s listing %.16s… (%s)\n", "skipped", out_str_or(r, "listing", "?"),
-			       out_str_or(r, "reason", ""));
+			       out_escape(out_str_or(r, "reason", "")));
 	}
-	print_footer(report, dry);
+	print_footer(report, dry, from);
 }
 
 /* A dry run unless --no-dry-run or --from-plan says to act, and --dry-run
@@ -121,13 +128,13 @@ static int run_gc(const struct args *a)
 		json_decref(report);
 		return out_error(err);
 	}
-	rc = args_has(a, OPT_JSON) ? out_json(report) : (print_gc(report), 0);
+	rc = args_has(a, OPT_JSON) ? out_json(report) : (print_gc(report, from), 0);
 	/* A pin that could not be released is in the report; the exit code
 	 * says so too. */
 	size_t n_errors = json_array_size(json_object_get(report, "errors"));
 	if (rc == 0 && n_errors) {
 		fprintf(stderr, "tether: error: gc could not release everything: %s\n",
-		        json_string_value(json_array_get(json_object_get(report, "errors"), 0)));
+		        out_escape(json_string_value(json_array_get(json_object_get(report, "errors"), 0))));
 		rc = tether_exit_code(TETHER_ERROR);
 	}
 	json_decref(report);

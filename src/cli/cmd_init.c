@@ -31,7 +31,9 @@ const struct cli_command cmd_init = {
 	.summary = "create a dataset in the current directory",
 	.usage = "init",
 	.description = "Create tether.toml and .tether/ in the current directory, which must be\n"
-	               "inside a git checkout. Refuses when a dataset already exists there.",
+	               "inside a git checkout (one with a working tree) or a jj repository,\n"
+	               "colocated with git or not; its commits are then git's or jj's. Refuses\n"
+	               "when a dataset already exists there.",
 	.spec = { 0 },
 	.run = run_init,
 };

@@ -86,11 +86,12 @@ static void print_native(const json_t *report)
 		 * system accepts back), else the first 12 characters. */
 		const char *shown = out_str(e, "short_id");
 		printf("%s%.*s%s  %s  %s", out_color(OUT_YELLOW), shown ? (int)strlen(shown) : 12,
-		       shown ? shown : out_str_or(e, "id", "?"), out_color(OUT_RESET), date, out_str_or(e, "message", ""));
+		       shown ? shown : out_str_or(e, "id", "?"), out_color(OUT_RESET), date,
+		       out_escape(out_str_or(e, "message", "")));
 		size_t j;
 		json_t *r;
 		json_array_foreach(json_object_get(e, "refs"), j, r)
-			printf("%s%s", j ? ", " : "  (", json_string_value(r));
+			printf("%s%s", j ? ", " : "  (", out_escape(json_string_value(r)));
 		printf("%s\n", json_array_size(json_object_get(e, "refs")) ? ")" : "");
 	}
 }

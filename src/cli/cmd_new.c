@@ -26,7 +26,7 @@ static void print_object(const json_t *o)
 {
 	const char *action = out_str_or(o, "action", "?");
 	if (!out_str(o, "branch")) {
-		printf("  %-9s %s (%s)\n", action, out_str_or(o, "key", "?"), out_str_or(o, "detail", ""));
+		printf("  %-9s %s (%s)\n", action, out_str_or(o, "key", "?"), out_escape(out_str_or(o, "detail", "")));
 		return;
 	}
 	printf("  %-9s %s -> %s", action, out_str_or(o, "key", "?"), out_str(o, "branch"));

@@ -51,13 +51,20 @@ static void print_env(const json_t *handle)
 	}
 }
 
+/* "kind   git": one field a line, the values in one column however long
+ * the longest field name a backend gives. */
 static void print_text(const json_t *handle)
 {
 	const char *k;
 	json_t *v;
+	int width = 0;
+	json_object_foreach((json_t *)handle, k, v) {
+		if ((int)strlen(k) > width)
+			width = (int)strlen(k);
+	}
 	json_object_foreach((json_t *)handle, k, v) {
 		char *text = json_is_string(v) ? NULL : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-		printf("%-10s %s\n", k, text ? text : json_string_value(v));
+		printf("%-*s  %s\n", width, out_escape(k), text ? text : out_escape(json_string_value(v)));
 		free(text);
 	}
 }

@@ -17,10 +17,10 @@ static void print_ops(const json_t *report)
 	size_t i;
 	json_t *e;
 	json_array_foreach(json_object_get(report, "ops"), i, e) {
-		printf("%-10s %-7s %s  %zu pin%s  %.12s  %s\n", out_str_or(e, "status", "?"), out_str_or(e, "op", "?"),
-		       out_str_or(e, "started", ""), json_array_size(json_object_get(e, "pins")),
-		       json_array_size(json_object_get(e, "pins")) == 1 ? "" : "s", out_str_or(e, "commit", "-"),
-		       out_str_or(e, "message", ""));
+		long long pins = (long long)json_array_size(json_object_get(e, "pins"));
+		printf("%-10s %-7s %s  %lld %s  %.12s  %s\n", out_str_or(e, "status", "?"), out_str_or(e, "op", "?"),
+		       out_str_or(e, "started", ""), pins, out_plural(pins, "pin", "pins"), out_str_or(e, "commit", "-"),
+		       out_escape(out_str_or(e, "message", "")));
 	}
 	if (!json_array_size(json_object_get(report, "ops")))
 		printf("the journal is empty\n");

@@ -21,7 +21,7 @@ static void print_repair(const json_t *report)
 	json_array_foreach(json_object_get(report, "objects"), i, o) {
 		const char *detail = out_str(o, "detail");
 		printf("  %-11s %s pin %s%s%s\n", out_str_or(o, "action", "?"), out_str_or(o, "key", "?"),
-		       out_str_or(o, "pin", "?"), detail ? ": " : "", detail ? detail : "");
+		       out_str_or(o, "pin", "?"), detail ? ": " : "", detail ? out_escape(detail) : "");
 	}
 	printf("%s\n", out_bool(report, "ok") ? "every pinned state is held" : "some states could not be recovered");
 }

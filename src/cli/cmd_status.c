@@ -105,7 +105,7 @@ static void print_object(const json_t *o, int key_width)
 	/* The label says it already when it is the manifest's. */
 	if ((!l || strcmp(l->field, "status") == 0) && !is(manifest, "unchanged"))
 		printf(", manifest %s", manifest);
-	printf(")%s%s\n", detail ? ": " : "", detail ? detail : "");
+	printf(")%s%s\n", detail ? ": " : "", detail ? out_escape(detail) : "");
 }
 
 /* "4 objects: 2 clean, 1 modified, 1 drifted": the labels' counts in the
@@ -126,7 +126,7 @@ static void print_summary(const json_t *objects, int snapshot)
 		else
 			other++;
 	}
-	printf("%zu object%s", n, n == 1 ? "" : "s");
+	printf("%zu %s", n, out_plural((long long)n, "object", "objects"));
 	const char *sep = ": ";
 	for (size_t k = 0; k < NLABELS; k++) {
 		if (counts[k]) {
@@ -163,7 +163,7 @@ static void print_status(const json_t *report)
 	/* Dataset files the next commit records besides the manifests. */
 	json_array_foreach(json_object_get(report, "files"), i, o)
 		printf("  %-14s  %s  (to be recorded by the next commit)\n", out_str_or(o, "change", "?"),
-		       out_str_or(o, "path", "?"));
+		       out_escape(out_str_or(o, "path", "?")));
 	print_summary(objects, out_bool(report, "snapshot"));
 }
 

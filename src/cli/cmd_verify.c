@@ -29,7 +29,7 @@ static int print_object(const json_t *o)
 		return 0;
 	}
 	printf("%sFAILED%s %s%s%s%s\n", out_color(OUT_RED), out_color(OUT_RESET), key, where,
-	       detail ? ": " : "", detail ? detail : "");
+	       detail ? ": " : "", detail ? out_escape(detail) : "");
 	return 1;
 }
 
@@ -42,9 +42,9 @@ static void print_verify(const json_t *report)
 		failed += (size_t)print_object(o);
 	size_t n = json_array_size(objects);
 	if (failed)
-		printf("%zu of %zu object%s failed verification\n", failed, n, n == 1 ? "" : "s");
+		printf("%zu of %zu %s failed verification\n", failed, n, out_plural((long long)n, "object", "objects"));
 	else
-		printf("%zu object%s verified\n", n, n == 1 ? "" : "s");
+		printf("%zu %s verified\n", n, out_plural((long long)n, "object", "objects"));
 }
 
 static int run_verify(const struct args *a)

@@ -11,11 +11,18 @@
 #include <time.h>
 #include <unistd.h>
 
+/* One line of stderr: a name in the message (a file's, a uri) may hold a
+ * newline or an escape sequence, shown escaped rather than obeyed. */
+static void print_line(const char *prefix, const char *fmt, va_list ap)
+{
+	char msg[2048];
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	fprintf(stderr, "%s%s\n", prefix, out_escape(msg));
+}
+
 static void print_error_line(const char *fmt, va_list ap)
 {
-	fputs("tether: error: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	print_line("tether: error: ", fmt, ap);
 }
 
 /* Words for an error code the engine left without a message, so the user
@@ -52,9 +59,9 @@ int out_error(int err)
 {
 	const char *msg = tether_error_last();
 	const char *hint = tether_error_hint();
-	fprintf(stderr, "tether: error: %s\n", msg && *msg ? msg : describe_code(err));
+	fprintf(stderr, "tether: error: %s\n", out_escape(msg && *msg ? msg : describe_code(err)));
 	if (hint)
-		fprintf(stderr, "hint: %s\n", hint);
+		fprintf(stderr, "hint: %s\n", out_escape(hint));
 	return tether_exit_code(err);
 }
 
@@ -84,9 +91,7 @@ void out_warning(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fputs("warning: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	print_line("warning: ", fmt, ap);
 	va_end(ap);
 }
 
@@ -132,7 +137,8 @@ void out_progress(void *ud, const struct tether_progress *p)
 	if (p->finished) {
 		fputs("\r\033[K", stderr);
 	} else if (p->phase && strcmp(p->phase, "scanning") == 0) {
-		fprintf(stderr, "\rscanning: %llu files, %.1f MiB hashed\033[K", p->done,
+		fprintf(stderr, "\rscanning: %llu file%s, %.1f MiB hashed\033[K", p->done,
+		        out_plural((long long)p->done, "", "s"),
 		        (double)p->bytes / (1024.0 * 1024.0));
 	} else {
 		fprintf(stderr, "\r%s%s%s: %llu", p->phase ? p->phase : "working", p->key ? " " : "",
@@ -222,4 +228,75 @@ long long out_int(const json_t *obj, const char *key)
 int out_bool(const json_t *obj, const char *key)
 {
 	return json_is_true(json_object_get(obj, key));
+}
+
+const char *out_plural(long long n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+
+/* The length of the UTF-8 sequence at s that a terminal shows as text:
+ * 1-4, or 0 for a byte to escape (a control character, C1 controls
+ * U+0080-U+009F included, or a byte that starts no valid sequence). */
+static size_t printable_utf8(const unsigned char *s)
+{
+	if (*s < 0x20 || *s == 0x7f)
+		return 0;
+	if (*s < 0x80)
+		return 1;
+	size_t n = *s >= 0xf0 && *s <= 0xf4 ? 4 : *s >= 0xe0 ? 3 : *s >= 0xc2 && *s < 0xe0 ? 2 : 0;
+	if (n == 0 || (n == 3 && *s > 0xef))
+		return 0;
+	unsigned long cp = *s & (0x7f >> n);
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	static const unsigned long least[] = { 0, 0, 0x80, 0x800, 0x10000 };
+	if (cp < least[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f))
+		return 0;
+	return n;
+}
+
+/* Recent results, so that several may sit in one printf's arguments. */
+enum { ESCAPED_SLOTS = 16 };
+static _Thread_local char *escaped_slot[ESCAPED_SLOTS];
+static _Thread_local unsigned escaped_next;
+
+const char *out_escape(const char *s)
+{
+	if (!s)
+		return NULL;
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, n;
+	while (u[i] && (n = printable_utf8(u + i)) > 0)
+		i += n;
+	if (!u[i])
+		return s;
+	/* At most 4 bytes for each byte ("\xFF") and the NUL. */
+	char *out = malloc(strlen(s) * 4 + 1), *o = out;
+	if (!out)
+		return "?";
+	static const char named[] = "\a\b\t\n\v\f\r";
+	static const char letters[] = "abtnvfr";
+	for (i = 0; u[i]; i += n) {
+		n = printable_utf8(u + i);
+		const char *c = strchr(named, u[i]);
+		if (n) {
+			memcpy(o, u + i, n);
+			o += n;
+			continue;
+		}
+		n = 1;
+		if (c)
+			o += sprintf(o, "\\%c", letters[c - named]);
+		else
+			o += sprintf(o, "\\x%02X", u[i]);
+	}
+	*o = '\0';
+	free(escaped_slot[escaped_next]);
+	escaped_slot[escaped_next] = out;
+	escaped_next = (escaped_next + 1) % ESCAPED_SLOTS;
+	return out;
 }

@@ -46,6 +46,20 @@ void out_size(char *buf, size_t len, long long bytes, int sign);
 /* Unix seconds as ISO 8601 local time: "2024-05-01T12:34:56+02:00". */
 void out_time(char *buf, size_t len, long long seconds);
 
+/* The noun a count takes: `one` when n is 1, else `many`, so a line
+ * reads "1 commit walked" and "2 commits walked". */
+const char *out_plural(long long n, const char *one, const char *many);
+
+/* A name (a path, a uri, a ref) or a free-text field (a detail, a reason,
+ * a message) for one line of text output: itself when every byte is
+ * printable UTF-8, else with each control character escaped (\n, \t, \r,
+ * ..., else \x1B) and each byte that is not UTF-8 as \xFF, the way the
+ * engine reports a file name that is not UTF-8, so a newline or an escape
+ * sequence in a file name can neither forge a line nor drive the
+ * terminal. JSON output is not passed through it: JSON escapes already.
+ * The string lives until the 16th call after, on the same thread. */
+const char *out_escape(const char *s);
+
 /* Fields of a report object, tolerant of a missing or mistyped field so a
  * rendering never crashes on an engine that says less than expected. */
 const char *out_str(const json_t *obj, const char *key);                  /* or NULL */

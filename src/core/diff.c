@@ -8,6 +8,7 @@
 #include "core/pinid.h"
 #include "core/registry.h"
 #include "util/fsutil.h"
+#include "util/plural.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -273,8 +274,8 @@ static int diff_command(tether_repo *repo, const struct tether_diff_opts *opts, 
 		                    "objects", list);
 	/* The report stands; the return is the first failure's code. */
 	if (!rc && errs.n)
-		rc = tether_error_set(errs.first_rc, "%d object%s could not be compared (marked error); first: %s", errs.n,
-		                      errs.n == 1 ? "" : "s", errs.first);
+		rc = tether_error_set(errs.first_rc, "%d %s could not be compared (marked error); first: %s", errs.n,
+		                      tt_plural(errs.n, "object", "objects"), errs.first);
 	free(errs.first);
 	json_decref(list);
 	tt_objs_free(a.objs, a.set.n);

@@ -22,6 +22,7 @@
 #include "core/plan.h"
 #include "core/workspace.h"
 #include "util/fsutil.h"
+#include "util/plural.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -229,8 +230,9 @@ static int roll_back(struct tether_repo *repo, const struct new_target *t, struc
 		moved_failed = strdup(tether_error_last());
 	char *forks = !log->n ? strdup("")
 	              : unforked ? tt_strdupf("; a fork this run made could not be taken back: %s", unforked)
-	                         : tt_strdupf("; the %zu fork%s this run made %s taken back", log->n,
-	                                      log->n == 1 ? "" : "s", log->n == 1 ? "is" : "are");
+	                         : tt_strdupf("; the %zu %s this run made %s taken back", log->n,
+	                                      tt_plural((long long)log->n, "fork", "forks"),
+	                                      tt_plural((long long)log->n, "is", "are"));
 	char *moved = !pos ? strdup("") : moved_failed ? tt_strdupf("; moving the checkout back failed: %s", moved_failed)
 	                                               : strdup("; the checkout is back where it was");
 	tether_error_set(code, "%s%s%s%s%s", why, moved, forks, ws_failed ? "; restoring workspace.toml failed: " : "",

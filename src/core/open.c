@@ -143,6 +143,17 @@ static int open_command(tether_repo *repo, const struct tether_open_opts *opts, 
 	if (!rev && !opts->ignore_env && getenv("TETHER_REV") && *getenv("TETHER_REV"))
 		rev = getenv("TETHER_REV");
 	rc = rev ? open_at_rev(repo, opts->key, rev, opts->allow_drift, handle) : open_working(repo, opts->key, handle);
+	if (rc && rev && rev != opts->rev) {
+		/* Nothing on the command line named a revision: say where it came from. */
+		char *hint = tether_error_hint() ? strdup(tether_error_hint()) : NULL;
+		rc = tether_error_set(rc, "$TETHER_REV=%s: %s", rev, tether_error_last());
+		if (hint)
+			tether_error_set_hint("%s", hint);
+		else
+			tether_error_set_hint("the revision came from $TETHER_REV: unset it to open the working state, "
+			                      "or give -r REV");
+		free(hint);
+	}
 	if (!rc)
 		json_object_set_new(*handle, "key", json_string(opts->key));
 	return rc;

@@ -7,6 +7,7 @@
 
 #include "format/cjson.h"
 #include "util/fsutil.h"
+#include "util/plural.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -203,6 +204,41 @@ static char *describe_action(const json_t *a)
 	return tt_strdupf("%s%s%s", action ? action : "?", what ? " " : "", what ? what : "");
 }
 
+/* The first field, in name order, where two actions that read the same in
+ * describe_action differ (a fork's "expect": the head it is conditional
+ * on), or NULL. */
+static const char *differing_field(const json_t *a, const json_t *b)
+{
+	static const char *const described[] = {"key", "action", "pin", "branch", NULL};
+	const char *first = NULL, *k;
+	json_t *v;
+	for (int pass = 0; pass < 2; pass++) {
+		json_object_foreach((json_t *)(pass ? b : a), k, v) {
+			size_t i = 0;
+			while (described[i] && strcmp(described[i], k) != 0)
+				i++;
+			if (!described[i] && !json_equal(json_object_get(a, k), json_object_get(b, k)) &&
+			    (!first || strcmp(k, first) < 0))
+				first = k;
+		}
+	}
+	return first;
+}
+
+/* " with expect = {...}": field `k` of action `a`, or "". */
+static char *describe_field(const json_t *a, const char *k)
+{
+	if (!k)
+		return strdup("");
+	json_t *v = json_object_get(a, k);
+	char *text = v ? tt_cjson(v) : NULL;
+	if (text && strlen(text) > 80)
+		strcpy(text + 77, "...");
+	char *out = tt_strdupf(" with %s = %s", k, !v ? "(none)" : text ? text : "?");
+	free(text);
+	return out;
+}
+
 int tt_plan_check_actions(const char *op, const json_t *planned, const json_t *fresh)
 {
 	size_t i;
@@ -215,15 +251,22 @@ int tt_plan_check_actions(const char *op, const json_t *planned, const json_t *f
 		if (json_equal(p, e))
 			continue;
 		char *was = describe_action(p), *now = describe_action(e);
-		int rc = tether_error_set(TETHER_EREFUSED, "stale plan: %s: the plan says `%s`; `%s` would now do `%s`",
-		                          key, was, op, now);
+		/* The same action on another condition: name the condition. */
+		int same = strcmp(was, now) == 0;
+		const char *field = same ? differing_field(p, e) : NULL;
+		char *was_if = describe_field(p, field), *now_if = describe_field(e, field);
+		int rc = tether_error_set(TETHER_EREFUSED, "stale plan: %s: the plan says `%s`%s; `%s` would now do `%s`%s",
+		                          key, was, was_if, op, now, now_if);
 		free(was);
 		free(now);
+		free(was_if);
+		free(now_if);
 		return rc;
 	}
 	if (json_array_size(planned) != json_array_size(fresh))
-		return tether_error_set(TETHER_EREFUSED, "stale plan: it has %zu actions; `%s` would now take %zu",
-		                        json_array_size(planned), op, json_array_size(fresh));
+		return tether_error_set(TETHER_EREFUSED, "stale plan: it has %zu %s; `%s` would now take %zu",
+		                        json_array_size(planned), tt_plural((long long)json_array_size(planned), "action",
+		                        "actions"), op, json_array_size(fresh));
 	return 0;
 }
 

@@ -503,7 +503,10 @@ static int refuse_tracked(struct tether_repo *repo, const char *name, const char
 			rc = repo->vcs->is_tracked(repo->vh, vpath, &tracked);
 		if (!rc && tracked) {
 			rc = tether_error_set(TETHER_EREFUSED, "%s is tracked by the repository: %s", path, why);
-			tether_error_set_hint("untrack it (git rm --cached %s)%s", vpath, hint);
+			/* Untracking alone does not do: the command commits the removal. */
+			char *untrack = tt_vcs_untrack_command(repo->vcs, path, vpath);
+			tether_error_set_hint("untrack it and commit the removal: `%s`%s", untrack ? untrack : "?", hint);
+			free(untrack);
 		}
 		free(vpath);
 		free(rel);
@@ -669,7 +672,7 @@ int tether_repo_init(const char *start_dir, tether_repo **out)
 	int rc = tt_safe_check_dataset(repo->root);
 	if (!rc)
 		rc = tt_repo_vcs(repo);
-	if (rc == TETHER_ENOREPO)
+	if (rc == TETHER_ENOREPO && !tether_error_hint()) /* a bare repository says what to do instead */
 		tether_error_set_hint("tether lives inside a git or jj repository: run `git init` or "
 		                      "`jj git init` first");
 	if (!rc)

@@ -40,6 +40,7 @@
 #include "core/hashcache.h"
 #include "util/hash.h"
 #include "util/utf8.h"
+#include "util/plural.h"
 
 /* A hash task covers files of one directory until it holds this many bytes
  * or files: small enough to spread over the pool, big enough that the
@@ -1317,8 +1318,8 @@ static int finish(struct scan *s, struct dir_node *root, struct worker *workers,
 		out->summary->files_hashed = hashed;
 		out->summary->bytes_hashed = bytes;
 		if (listing_lines(root, n, out->summary, out->want_listing) != 0)
-			return tether_error_set(TETHER_ERROR, "scanning '%s': out of memory writing the listing of %zu files",
-			                        s->root, n);
+			return tether_error_set(TETHER_ERROR, "scanning '%s': out of memory writing the listing of %zu file%s",
+			                        s->root, n, tt_plural((long long)n, "", "s"));
 		return 0;
 	}
 	struct tt_scan_result *r = out->result;

@@ -5,6 +5,7 @@
 #include "core/sessions.h"
 
 #include "util/fsutil.h"
+#include "util/plural.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -92,8 +93,8 @@ static int status_command(tether_repo *repo, const struct tether_status_opts *op
 		 * refusal stays a refusal). */
 		for (size_t i = 0; !rc && errors && i < work.n; i++) {
 			if (objs[i].rc) {
-				rc = tether_error_set(objs[i].rc, "%d object%s could not be checked (status error); first: %s",
-				                      errors, errors == 1 ? "" : "s", objs[i].error);
+				rc = tether_error_set(objs[i].rc, "%d %s could not be checked (status error); first: %s",
+				                      errors, tt_plural(errors, "object", "objects"), objs[i].error);
 				break;
 			}
 		}

@@ -151,3 +151,12 @@ int tt_vcs_check_shared_dir(const char *workdir, const char *common_dir)
 	free(common);
 	return rc;
 }
+
+char *tt_vcs_untrack_command(const struct tether_vcs_ops *ops, const char *path, const char *vcs_rel)
+{
+	/* jj untracks only an ignored file (.tether/.gitignore ignores them);
+	 * its root: fileset names the path whatever the current directory. */
+	if (strcmp(ops->name, "jj") == 0)
+		return tt_strdupf("jj file untrack 'root:\"%s\"' && jj commit -m 'untrack %s'", vcs_rel, vcs_rel);
+	return tt_strdupf("git rm -q --cached -- '%s' && git commit -m 'untrack %s'", path, vcs_rel);
+}

@@ -1,4 +1,5 @@
-/* Which VCS holds a dataset, and where its shared state may live. */
+/* Which VCS holds a dataset, where its shared state may live, and the
+ * VCS-specific command a hint gives (the one place that names git and jj). */
 #ifndef TETHER_CORE_VCS_DETECT_H
 #define TETHER_CORE_VCS_DETECT_H
 
@@ -14,5 +15,12 @@ int tt_vcs_detect(const char *root, const struct tether_vcs_ops **ops, char **st
  * the walk cache) that lies inside the checkout anywhere but under its
  * top-level .git or .jj: that would be content a clone brings. */
 int tt_vcs_check_shared_dir(const char *workdir, const char *common_dir);
+
+/* The shell command that untracks a file the VCS of `ops` tracks and
+ * commits the removal (malloc'd): `path` absolute, `vcs_rel` relative to
+ * the repository's top. Both steps, since is_tracked reads the last commit
+ * too (git: HEAD; jj: @-), which carries the file until a commit removes
+ * it; after them the next command runs. */
+char *tt_vcs_untrack_command(const struct tether_vcs_ops *ops, const char *path, const char *vcs_rel);
 
 #endif

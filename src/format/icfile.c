@@ -1,5 +1,6 @@
 /* Icechunk's metadata file envelope: header, then exactly one zstd frame. */
 #include "format/icfile.h"
+#include "util/plural.h"
 
 #include <tether/backend.h>
 
@@ -161,7 +162,8 @@ static int icf_decompress(const uint8_t *src, size_t srclen, size_t max, const c
 	if (ZSTD_isError(frame))
 		return tether_error_set(TETHER_EIO, "%s: corrupt zstd frame (%s)", what, ZSTD_getErrorName(frame));
 	if (frame != srclen)
-		return tether_error_set(TETHER_EIO, "%s: %zu trailing bytes after the zstd frame", what, srclen - frame);
+		return tether_error_set(TETHER_EIO, "%s: %zu trailing %s after the zstd frame", what, srclen - frame,
+		                        tt_plural((long long)(srclen - frame), "byte", "bytes"));
 	unsigned long long size = ZSTD_getFrameContentSize(src, srclen);
 	if (size == ZSTD_CONTENTSIZE_ERROR)
 		return tether_error_set(TETHER_EIO, "%s: corrupt zstd frame header", what);
@@ -203,7 +205,8 @@ int icf_read(const void *data, size_t len, uint8_t want_type, size_t max_payload
 	*payload = NULL;
 	*plen = 0;
 	if (len < ICF_HEADER_SIZE)
-		return tether_error_set(TETHER_EIO, "%s: %zu bytes, too short for an Icechunk file", what, len);
+		return tether_error_set(TETHER_EIO, "%s: %zu %s, too short for an Icechunk file", what, len,
+		                        tt_plural((long long)len, "byte", "bytes"));
 	if (memcmp(p, icf_magic, sizeof icf_magic) != 0)
 		return tether_error_set(TETHER_EIO, "%s: not an Icechunk file (bad magic)", what);
 	h->spec = p[36];

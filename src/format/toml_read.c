@@ -1577,6 +1577,32 @@ json_t *tt_toml_parse(const char *buf, size_t len, const char *name, char *err, 
 	return tt_toml_parse_at(buf, len, name, err, errlen, NULL);
 }
 
+/* The first line (1-based) that opens with a merge-conflict marker, as
+ * git writes them (<<<<<<<, |||||||, =======, >>>>>>>) and jj (%%%%%%%,
+ * +++++++ besides; jj makes them longer when the text holds such a run),
+ * seven or more of one character then a space or the line's end; 0 when
+ * none does. Asked only of a file that did not parse. */
+static size_t conflict_marker_line(const char *p, const char *end)
+{
+	size_t line = 1;
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		const char *stop = eol ? eol : end;
+		if (stop - p >= 7 && *p && strchr("<|=>%+", *p)) {
+			const char *q = p + 1;
+			while (q < stop && *q == *p)
+				q++;
+			if (q - p >= 7 && (q == stop || *q == ' ' || *q == '\r'))
+				return line;
+		}
+		if (!eol)
+			break;
+		p = eol + 1;
+		line++;
+	}
+	return 0;
+}
+
 json_t *tt_toml_parse_at(const char *buf, size_t len, const char *name, char *err, size_t errlen,
                          struct tt_toml_where **where)
 {
@@ -1620,6 +1646,12 @@ json_t *tt_toml_parse_at(const char *buf, size_t len, const char *name, char *er
 	if (!P.failed && P.where && P.where->oom)
 		fail_oom(&P);
 	if (P.failed) {
+		/* A merge left both sides in the file: say so, not what the parser
+		 * tripped on first. */
+		size_t marker = conflict_marker_line(P.start, P.end);
+		if (marker && err && errlen)
+			snprintf(err, errlen, "%s:%zu:1: unresolved merge conflict markers; resolve the conflict "
+			         "(e.g. keep one side) and retry", name ? name : "<input>", marker);
 		json_decref(P.root);
 		tt_toml_where_free(P.where);
 		return NULL;

@@ -336,6 +336,11 @@ static int open_repository(const char *start_dir, git_repository **repo)
 		                           "%s is a bare git repository: tether needs a checkout "
 		                           "with a working tree",
 		                           where);
+		/* `git init` there would not help: the repository exists, it only
+		 * has no files checked out for tether.toml to sit among. */
+		tether_error_set_hint("work in a checkout of it: `git clone %s DIR` (or `git --git-dir=%s "
+		                      "worktree add DIR`), then run tether in DIR",
+		                      where, where);
 		git_repository_free(*repo);
 		*repo = NULL;
 		return err;

@@ -262,9 +262,9 @@ def test_diff_content_equals_repository_diff(ds, store):
         assert content["native"] == oracle.diff(store, ids[a], ids[b]), (a, b)
     # The text report, for one pair with something of everything.
     text = ds.tether("diff", commits[4], commits[6], "--content").stdout
-    assert "modified /data (1 chunks)" in text
+    assert "modified /data (1 chunk)" in text
     assert "removed /tmp" not in text  # made and removed in between
-    assert "modified /grp/x (1 chunks)" in text
+    assert "modified /grp/x (1 chunk)" in text
     moved = ds.tj("diff", commits[6], commits[7], "--content")["objects"][0]["content"]
     assert moved["entries"] == [{"change": "renamed", "old_path": "/grp/x", "path": "/grp/y"}]
 

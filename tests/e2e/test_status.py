@@ -90,7 +90,8 @@ def test_mutable_directory_modified(plates, change):
     assert o["manifest"] == "unchanged"
     assert o["recorded"] == recorded
     assert o["current"] == current
-    assert f"{recorded['count']} → {current['count']} files" in o["detail"]
+    noun = "file" if current["count"] == 1 else "files"  # the noun agrees with the count it follows
+    assert f"{recorded['count']} → {current['count']} {noun}" in o["detail"]
     assert f"{recorded['size']} → {current['size']} bytes" in o["detail"]
     assert r["clean"] is False
     assert by_key(r)["raw/samples"]["status"] == "clean"

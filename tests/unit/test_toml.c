@@ -372,8 +372,33 @@ static void test_key_positions(void)
 	CHECK(tt_toml_parse_at("a = \n", 5, "doc.toml", err, sizeof err, &w) == NULL && w == NULL);
 }
 
+/* A file a merge left conflicted is named as such, at the first marker,
+ * whatever the parser tripped on; a marker inside a string that parses is
+ * content; a line of six, or one with text glued on, is no marker. */
+static void test_conflict_markers(void)
+{
+	static const char *const conflicted =
+		"kind = \"file\"\n<<<<<<< HEAD\nfile = \"mutable\"\n=======\nfile = \"immutable\"\n>>>>>>> other\n";
+	static const char *const want =
+		"doc.toml:2:1: unresolved merge conflict markers; resolve the conflict (e.g. keep one side) and retry";
+	CHECK_STR(parse_error(conflicted), want);
+	CHECK_STR(parse_error("kind = \"file\"\n=======\r\na = 1\n"), "doc.toml:2:1: unresolved merge conflict "
+	          "markers; resolve the conflict (e.g. keep one side) and retry");
+	/* jj's markers, longer ones included. */
+	CHECK_STR(parse_error("a = 1\n<<<<<<<<<< Conflict 1 of 1\n%%%%%%%%%% Changes\n"),
+	          "doc.toml:2:1: unresolved merge conflict markers; resolve the conflict (e.g. keep one side) and retry");
+	CHECK_STR(parse_error("a = 1\n+++++++ Contents of side #2\n"),
+	          "doc.toml:2:1: unresolved merge conflict markers; resolve the conflict (e.g. keep one side) and retry");
+	CHECK_STR(parse_error("a = 1\n<<<<<< six\n"), "doc.toml:2:1: expected a key, found '<'");
+	CHECK_STR(parse_error("a = 1\n<<<<<<<x\n"), "doc.toml:2:1: expected a key, found '<'");
+	json_t *v = parse_ok("s = \"\"\"\n<<<<<<< HEAD\n=======\n\"\"\"\n");
+	CHECK(v && strcmp(json_string_value(json_object_get(v, "s")), "<<<<<<< HEAD\n=======\n") == 0);
+	json_decref(v);
+}
+
 int main(void)
 {
+	test_conflict_markers();
 	test_key_positions();
 	test_error_positions();
 	test_error_columns();

@@ -61,8 +61,10 @@ static int open_repository(struct gb_obj *o, int code)
 	if (git_repository_is_bare(o->repo)) {
 		git_repository_free(o->repo);
 		o->repo = NULL;
-		return tether_error_set(code, "%s is a bare git repository: kind git needs a checkout "
-		                        "with a working tree", o->path);
+		rc = tether_error_set(code, "%s is a bare git repository: kind git needs a checkout "
+		                      "with a working tree", o->path);
+		tether_error_set_hint("give a checkout of it instead (`git clone %s DIR`)", o->path);
+		return rc;
 	}
 	return 0;
 }

@@ -6,6 +6,7 @@
  * makes them fail rather than be discarded. A checked-out base must be
  * clean, and its checkout follows the move (worktree.c). */
 #include "backends/git/gitbe.h"
+#include "util/plural.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,8 +170,8 @@ static int refuse_conflicts(const struct gb_obj *o, const struct heads *h, git_i
 		git_index_conflict_iterator_free(it);
 	}
 	return tether_error_set(TETHER_EREFUSED, "git repository %s: merging %s into %s conflicts in %zu "
-	                        "path%s: %s%s; nothing was changed", o->path, h->work_ref, h->base_ref, n,
-	                        n == 1 ? "" : "s", list, n > CONFLICTS_LISTED ? ", ..." : "");
+	                        "%s: %s%s; nothing was changed", o->path, h->work_ref, h->base_ref, n,
+	                        tt_plural((long long)n, "path", "paths"), list, n > CONFLICTS_LISTED ? ", ..." : "");
 }
 
 /* The merged tree, written only when nothing conflicts. */

@@ -10,6 +10,7 @@
  * changed inverted (what `a` added, `b` lacks), what both changed as
  * modified. */
 #include "backends/icechunk/ic.h"
+#include "util/plural.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,9 +68,11 @@ static int entries_of(const json_t *native, json_t **out)
 		json_t *n = json_object_get(chunks, path);
 		char detail[96];
 		if (meta && n)
-			snprintf(detail, sizeof detail, "array metadata, %lld chunks", (long long)json_integer_value(n));
+			snprintf(detail, sizeof detail, "array metadata, %lld %s", (long long)json_integer_value(n),
+			         tt_plural(json_integer_value(n), "chunk", "chunks"));
 		else if (n)
-			snprintf(detail, sizeof detail, "%lld chunks", (long long)json_integer_value(n));
+			snprintf(detail, sizeof detail, "%lld %s", (long long)json_integer_value(n),
+			         tt_plural(json_integer_value(n), "chunk", "chunks"));
 		else
 			snprintf(detail, sizeof detail, "array metadata");
 		rc = put(by, path, MODIFIED, detail);
@@ -91,7 +94,7 @@ static int entries_of(const json_t *native, json_t **out)
 
 static int chunks_in(const char *detail)
 {
-	const char *p = strstr(detail, " chunks");
+	const char *p = strstr(detail, " chunk"); /* " chunk" or " chunks" */
 	if (!p)
 		return -1;
 	while (p > detail && p[-1] >= '0' && p[-1] <= '9')
@@ -107,11 +110,11 @@ static void join_details(const char *a, const char *b, char *out, size_t len)
 	const char *what = strstr(a, "group") || strstr(b, "group") ? "group metadata" : "array metadata";
 	int total = (ca > 0 ? ca : 0) + (cb > 0 ? cb : 0);
 	if (meta && total)
-		snprintf(out, len, "%s, %d chunks", what, total);
+		snprintf(out, len, "%s, %d %s", what, total, tt_plural(total, "chunk", "chunks"));
 	else if (meta)
 		snprintf(out, len, "%s", what);
 	else if (total)
-		snprintf(out, len, "%d chunks", total);
+		snprintf(out, len, "%d %s", total, tt_plural(total, "chunk", "chunks"));
 	else
 		snprintf(out, len, "%s", *a ? a : b);
 }

@@ -411,6 +411,15 @@ def run(tmp_path):
 
 
 @pytest.fixture
+def code(new_repo):
+    """A git repository outside the dataset's, to track as a `git` object."""
+    c = new_repo("code")
+    c.write("README", "code v1\n")
+    c.git_commit_all("code v1", "README")
+    return c
+
+
+@pytest.fixture
 def plates(ds):
     """A dataset holding a mutable directory (raw/plates: data/plates with
     two CSVs) and an immutable file (raw/samples: data/samples.csv)."""

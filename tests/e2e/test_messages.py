@@ -24,15 +24,6 @@ JJ = shutil.which("jj")
 
 
 @pytest.fixture
-def code(new_repo):
-    """A git repository outside the dataset's, to track as a `git` object."""
-    c = new_repo("code")
-    c.write("README", "code v1\n")
-    c.git_commit_all("code v1", "README")
-    return c
-
-
-@pytest.fixture
 def mixed(plates, code):
     """`plates` (a mutable directory, an immutable file) plus `code`."""
     plates.tether("add", "code", code.root, "--kind", "git")

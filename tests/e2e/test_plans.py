@@ -20,15 +20,6 @@ ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 # -- fixtures and helpers ---------------------------------------------------
 
 @pytest.fixture
-def code(new_repo):
-    """A git repository outside the dataset's, to track as a `git` object."""
-    c = new_repo("code")
-    c.write("README", "code v1\n")
-    c.git_commit_all("code v1", "README")
-    return c
-
-
-@pytest.fixture
 def mixed(plates, code):
     """`plates` plus `code`, a git object (pinned by tags, forked by branches)."""
     p = plates.tether("add", "code", code.root, "--kind", "git", check_rc=None)

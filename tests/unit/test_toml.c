@@ -382,13 +382,10 @@ static void test_conflict_markers(void)
 	static const char *const want =
 		"doc.toml:2:1: unresolved merge conflict markers; resolve the conflict (e.g. keep one side) and retry";
 	CHECK_STR(parse_error(conflicted), want);
-	CHECK_STR(parse_error("kind = \"file\"\n=======\r\na = 1\n"), "doc.toml:2:1: unresolved merge conflict "
-	          "markers; resolve the conflict (e.g. keep one side) and retry");
+	CHECK_STR(parse_error("kind = \"file\"\n=======\r\na = 1\n"), want);
 	/* jj's markers, longer ones included. */
-	CHECK_STR(parse_error("a = 1\n<<<<<<<<<< Conflict 1 of 1\n%%%%%%%%%% Changes\n"),
-	          "doc.toml:2:1: unresolved merge conflict markers; resolve the conflict (e.g. keep one side) and retry");
-	CHECK_STR(parse_error("a = 1\n+++++++ Contents of side #2\n"),
-	          "doc.toml:2:1: unresolved merge conflict markers; resolve the conflict (e.g. keep one side) and retry");
+	CHECK_STR(parse_error("a = 1\n<<<<<<<<<< Conflict 1 of 1\n%%%%%%%%%% Changes\n"), want);
+	CHECK_STR(parse_error("a = 1\n+++++++ Contents of side #2\n"), want);
 	CHECK_STR(parse_error("a = 1\n<<<<<< six\n"), "doc.toml:2:1: expected a key, found '<'");
 	CHECK_STR(parse_error("a = 1\n<<<<<<<x\n"), "doc.toml:2:1: expected a key, found '<'");
 	json_t *v = parse_ok("s = \"\"\"\n<<<<<<< HEAD\n=======\n\"\"\"\n");

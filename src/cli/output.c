@@ -137,8 +137,8 @@ void out_progress(void *ud, const struct tether_progress *p)
 	if (p->finished) {
 		fputs("\r\033[K", stderr);
 	} else if (p->phase && strcmp(p->phase, "scanning") == 0) {
-		fprintf(stderr, "\rscanning: %llu %s, %.1f MiB hashed\033[K", p->done,
-		        out_plural((long long)p->done, "file", "files"),
+		fprintf(stderr, "\rscanning: %llu file%s, %.1f MiB hashed\033[K", p->done,
+		        out_plural((long long)p->done, "", "s"),
 		        (double)p->bytes / (1024.0 * 1024.0));
 	} else {
 		fprintf(stderr, "\r%s%s%s: %llu", p->phase ? p->phase : "working", p->key ? " " : "",

@@ -1318,8 +1318,8 @@ static int finish(struct scan *s, struct dir_node *root, struct worker *workers,
 		out->summary->files_hashed = hashed;
 		out->summary->bytes_hashed = bytes;
 		if (listing_lines(root, n, out->summary, out->want_listing) != 0)
-			return tether_error_set(TETHER_ERROR, "scanning '%s': out of memory writing the listing of %zu %s",
-			                        s->root, n, tt_plural((long long)n, "file", "files"));
+			return tether_error_set(TETHER_ERROR, "scanning '%s': out of memory writing the listing of %zu file%s",
+			                        s->root, n, tt_plural((long long)n, "", "s"));
 		return 0;
 	}
 	struct tt_scan_result *r = out->result;

@@ -165,6 +165,11 @@ static void print_status(const json_t *report)
 		printf("  %-14s  %s  (to be recorded by the next commit)\n", out_str_or(o, "change", "?"),
 		       out_escape(out_str_or(o, "path", "?")));
 	print_summary(objects, out_bool(report, "snapshot"));
+	const json_t *layout = json_object_get(report, "layout");
+	if (out_bool(layout, "upgrade"))
+		printf("dataset layout %lld (this tether writes layout %lld): run 'tether upgrade' to migrate it\n",
+		       (long long)json_integer_value(json_object_get(layout, "dataset")),
+		       (long long)json_integer_value(json_object_get(layout, "current")));
 }
 
 static int run_status(const struct args *a)

@@ -37,12 +37,12 @@ static void print_upgrade(const json_t *report, int refused)
 		printf("  published  %.12s  (reached by %s)\n", out_str_or(o, "id", "?"), out_escape(out_str_or(o, "ref", "?")));
 	long long to = (long long)json_integer_value(json_object_get(report, "to"));
 	char commits[64] = "";
-	if (history)
+	if (json_is_object(history))
 		snprintf(commits, sizeof commits, " and %zu commit%s", ncommits, out_plural((long long)ncommits, "", "s"));
 	if (refused)
 		return; /* the error says why nothing was written */
 	if (nfiles == 0 && ncommits == 0)
-		printf("already at layout %lld%s\n", to, history ? ", history included" : "");
+		printf("already at layout %lld%s\n", to, json_is_object(history) ? ", history included" : "");
 	else if (dry)
 		printf("dry run: %zu file%s%s would move to layout %lld\n", nfiles, out_plural((long long)nfiles, "", "s"),
 		       commits, to);

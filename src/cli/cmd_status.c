@@ -166,10 +166,14 @@ static void print_status(const json_t *report)
 		       out_escape(out_str_or(o, "path", "?")));
 	print_summary(objects, out_bool(report, "snapshot"));
 	const json_t *layout = json_object_get(report, "layout");
-	if (out_bool(layout, "upgrade"))
+	long long dataset = (long long)json_integer_value(json_object_get(layout, "dataset")),
+	          current = (long long)json_integer_value(json_object_get(layout, "current"));
+	if (out_bool(layout, "upgrade") && dataset < current)
 		printf("dataset layout %lld (this tether writes layout %lld): run 'tether upgrade' to migrate it\n",
-		       (long long)json_integer_value(json_object_get(layout, "dataset")),
-		       (long long)json_integer_value(json_object_get(layout, "current")));
+		       dataset, current);
+	else if (out_bool(layout, "upgrade")) /* a manifest an older branch brought in */
+		printf("some manifests are of a layout older than %lld: run 'tether upgrade' to migrate them\n",
+		       current);
 }
 
 static int run_status(const struct args *a)

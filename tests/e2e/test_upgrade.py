@@ -331,3 +331,18 @@ def test_all_history_is_refused_on_jj_with_the_reason(tmp_path, jj_problem, vcs)
     assert (ds.tree(), ds.p("tether.toml").read_bytes()) == before
     ds.tether("upgrade")
     assert set(layouts(ds).values()) == {1}
+
+
+def test_an_older_manifest_in_an_upgraded_dataset_is_named_and_migrated(gds):
+    """A layout-0 manifest an old branch brings into a layout-1 dataset."""
+    gds.write("g.csv", "x\n")
+    gds.tether("add", "g", "g.csv", "--kind", "file")
+    m = gds.manifest_path("g")
+    m.write_text(m.read_text().replace("layout = 1\n", ""))
+    st = gds.tj("status")
+    assert st["layout"] == {"dataset": 1, "current": 1, "upgrade": True}
+    assert gds.tether("status").stdout.splitlines()[-1] == (
+        "some manifests are of a layout older than 1: run 'tether upgrade' to migrate them")
+    r = gds.tj("upgrade")
+    assert [(f["path"], f["from"]) for f in r["files"]] == [(".tether/objects/g.toml", 0)]
+    assert layouts(gds) == {"tether.toml": 1, ".tether/objects/g.toml": 1}

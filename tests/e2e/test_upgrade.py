@@ -346,3 +346,53 @@ def test_an_older_manifest_in_an_upgraded_dataset_is_named_and_migrated(gds):
     r = gds.tj("upgrade")
     assert [(f["path"], f["from"]) for f in r["files"]] == [(".tether/objects/g.toml", 0)]
     assert layouts(gds) == {"tether.toml": 1, ".tether/objects/g.toml": 1}
+
+
+def test_a_dotted_dataset_table_is_rewritten_canonically(gds):
+    """No [dataset] header line to add the layout under: the file is
+    written canonically, and reads as before plus the layout."""
+    toml = gds.p("tether.toml")
+    cfg = tomllib.loads(toml.read_text())
+    text = toml.read_text()
+    text = re.sub(r"\[dataset\]\nid = (\"[0-9a-f]+\")\nlayout = 1[^\n]*\n", r"dataset.id = \1\n", text)
+    assert text.startswith("# tether dataset: committed with the repository.\ndataset.id = ")
+    toml.write_text(text)
+    assert gds.tj("status")["layout"]["dataset"] == 0
+    gds.tether("upgrade")
+    assert tomllib.loads(toml.read_text()) == cfg
+    assert gds.tj("status")["layout"] == {"dataset": 1, "current": 1, "upgrade": False}
+
+
+def test_a_kill_before_the_history_rewrite_is_finished_by_the_rerun(gds):
+    ds = legacy(gds)
+    before = commits(ds)
+    p = ds.tether("upgrade", "--all-history", "--yes", check_rc=None, env={"TETHER_FAULT": "upgrade:history"})
+    assert p.returncode == -signal.SIGKILL, p.stderr
+    assert set(layouts(ds).values()) == {1}  # the working copy is done
+    assert commits(ds) == before  # the history is not
+    r = ds.tj("upgrade", "--all-history", "--yes")
+    assert r["files"] == [] and len(r["history"]["commits"]) == 2
+    assert ds.git("status", "--porcelain", "--untracked-files=no") == ""
+    for c in commits(ds):
+        assert set(history_layouts(ds, c).values()) == {1}
+
+
+def test_all_history_keeps_the_shape_of_merges(gds):
+    ds = legacy(gds)
+    ds.git("switch", "-q", "-c", "feat")
+    ds.write("data/plates/p9.csv", "well,value\nZ9,9\n")
+    ds.tether("commit", "-m", "on feat")
+    ds.git("switch", "-q", "main")
+    ds.write("side.txt", "main's\n")
+    ds.git_commit_all("on main", "side.txt")
+    ds.git("merge", "-q", "--no-ff", "-m", "merge feat", "feat")
+    shape = lambda: [len(line.split()) for line in ds.git("rev-list", "--parents", "--topo-order", "HEAD").splitlines()]
+    before_shape, feat = shape(), ds.git("rev-parse", "feat").strip()
+    r = ds.tj("upgrade", "--all-history", "--yes")
+    assert len(r["history"]["commits"]) == 5  # one, two, on feat, on main, the merge
+    assert shape() == before_shape
+    assert ds.git("rev-parse", "feat").strip() == feat  # other branches keep the old commits
+    for c in commits(ds)[:5]:
+        assert set(history_layouts(ds, c).values()) == {1}, c
+    assert ds.tj("verify", "--all-history")["ok"] is True
+    assert ds.tj("gc")["release"] == []

@@ -409,8 +409,13 @@ int tt_git_rewrite_files(struct tether_vcs *v, const char *dir, const char *cons
 	git_oid tip;
 	if (git_reference_lookup(&head, r.repo, "HEAD") < 0 || git_reference_type(head) != GIT_REFERENCE_SYMBOLIC)
 		rc = tether_error_set(TETHER_EREFUSED, "HEAD is detached: a history rewrite moves a branch, so check one out");
-	else if (branch = git_reference_symbolic_target(head), git_reference_name_to_id(&tip, r.repo, branch) < 0)
-		rc = tether_error_set(TETHER_EREFUSED, "the branch %s has no commits to rewrite", branch);
+	else if (branch = git_reference_symbolic_target(head), git_reference_name_to_id(&tip, r.repo, branch) < 0) {
+		/* An unborn branch: no history, nothing to rewrite. */
+		*report = json_pack("{s:s, s:n, s:[], s:[]}", "branch", branch, "head", "commits", "remote");
+		git_reference_free(head);
+		free(ndir);
+		return 0;
+	}
 	char tiphex[GIT_OID_HEXSZ + 1] = "";
 	if (!rc)
 		git_oid_tostr(tiphex, sizeof tiphex, &tip);

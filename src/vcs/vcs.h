@@ -291,8 +291,8 @@ struct tether_vcs_ops {
 	 * expect_head to the new head (TETHER_EREFUSED when it is no longer
 	 * there: nothing moved), "head" then being the new one; index entries
 	 * holding a blob the rewrite replaced take the replacement, the
-	 * working tree is left alone. A detached HEAD or an unborn branch is
-	 * TETHER_EREFUSED. NULL: the VCS cannot rewrite its history for
+	 * working tree is left alone. A detached HEAD is TETHER_EREFUSED; an
+	 * unborn branch has nothing to rewrite ("head" null). NULL: the VCS cannot rewrite its history for
 	 * tether (jj: jj keeps its own record of every commit, and a rewrite
 	 * of its git store behind it would leave the old commits visible to
 	 * jj beside the new ones). Appended last (ABI 4). */

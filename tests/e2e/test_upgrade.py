@@ -396,3 +396,17 @@ def test_all_history_keeps_the_shape_of_merges(gds):
         assert set(history_layouts(ds, c).values()) == {1}, c
     assert ds.tj("verify", "--all-history")["ok"] is True
     assert ds.tj("gc")["release"] == []
+
+
+def test_all_history_before_the_first_commit_and_on_a_detached_head(gds):
+    gds.write("g.csv", "x\n")
+    gds.tether("add", "g", "g.csv", "--kind", "file")
+    strip_layout(gds)
+    r = gds.tj("upgrade", "--all-history")  # nothing to confirm: no commits yet
+    assert r["history"]["commits"] == [] and r["history"]["head"] is None
+    assert set(layouts(gds).values()) == {1}
+    gds.tether("commit", "-m", "one")
+    gds.git("switch", "-q", "--detach", "HEAD")
+    p = gds.tether("upgrade", "--all-history", "--yes", check_rc=3)
+    assert p.stderr.splitlines()[0] == (
+        "tether: error: HEAD is detached: a history rewrite moves a branch, so check one out")

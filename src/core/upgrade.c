@@ -288,6 +288,10 @@ static int upgrade_command(struct tether_repo *repo, const struct tether_upgrade
 		}
 		json_decref(done);
 		tt_journal_free(&journal);
+		if (rc) { /* a failed write: the error says what happened, not a review */
+			json_decref(*report);
+			*report = NULL;
+		}
 	}
 	json_decref(files);
 	json_decref(history);

@@ -319,6 +319,31 @@ struct tether_repair_opts {
 };
 TETHER_API int tether_repair(tether_repo *repo, const struct tether_repair_opts *opts, json_t **report);
 
+/* tether upgrade [--all-history]: migrate the dataset's files to the
+ * newest layout this tether writes (TETHER_LAYOUT; docs/ARCHITECTURE.md,
+ * "Layout versions"): the working copy's manifests, then tether.toml, each
+ * written atomically, under the locks, journalled as "upgrade". With
+ * all_history, also every commit of the current branch whose dataset
+ * directory holds an older file, re-created (vcs rewrite_files) and the
+ * branch moved conditionally; refused (TETHER_EREFUSED, the report still
+ * given, nothing written) without yes, when a remote-tracking ref reaches
+ * a commit to rewrite and force is not set, and on a VCS that cannot
+ * rewrite. Report: {"from", "to", "dry_run", "files": [{"path", "from",
+ * "to"}], "history": null | {"branch", "head", "commits": [{"id", "new",
+ * "summary"}], "remote": [{"id", "ref"}]}}. */
+#define TETHER_LAYOUT 1
+#define TETHER_UPGRADE_OPTS_VERSION 1
+#define TETHER_UPGRADE_OPTS_INIT TETHER_STRUCT_INIT(struct tether_upgrade_opts, TETHER_UPGRADE_OPTS_VERSION)
+struct tether_upgrade_opts {
+	uint32_t version; /* TETHER_UPGRADE_OPTS_INIT */
+	uint32_t size;
+	int dry_run;     /* report what would change, write nothing */
+	int all_history; /* rewrite the current branch's history too */
+	int yes;         /* confirm the history rewrite */
+	int force;       /* rewrite commits a remote-tracking ref reaches */
+};
+TETHER_API int tether_upgrade(tether_repo *repo, const struct tether_upgrade_opts *opts, json_t **report);
+
 /* tether ops: the journal of store-writing operations, oldest first.
  * Report: {"ops": [{"id", "op", "status": "INCOMPLETE" | "COMPLETE" |
  * "ABORTED", "started", "message", "pins": [...], "commit"}]}. */

@@ -165,6 +165,15 @@ static void print_status(const json_t *report)
 		printf("  %-14s  %s  (to be recorded by the next commit)\n", out_str_or(o, "change", "?"),
 		       out_escape(out_str_or(o, "path", "?")));
 	print_summary(objects, out_bool(report, "snapshot"));
+	const json_t *layout = json_object_get(report, "layout");
+	long long dataset = (long long)json_integer_value(json_object_get(layout, "dataset")),
+	          current = (long long)json_integer_value(json_object_get(layout, "current"));
+	if (out_bool(layout, "upgrade") && dataset < current)
+		printf("dataset layout %lld (this tether writes layout %lld): run 'tether upgrade' to migrate it\n",
+		       dataset, current);
+	else if (out_bool(layout, "upgrade")) /* a manifest an older branch brought in */
+		printf("some manifests are of a layout older than %lld: run 'tether upgrade' to migrate them\n",
+		       current);
 }
 
 static int run_status(const struct args *a)

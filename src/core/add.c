@@ -181,7 +181,7 @@ static int add_command(tether_repo *repo, const struct tether_add_opts *opts, js
 	struct tt_manifest m = {.key = strdup(opts->key)};
 	if (!rc) {
 		m.doc = json_pack("{s:s, s:O, s:O}", "kind", b->kind, "locator", locator, "policy", policy);
-		rc = tt_manifest_save(repo->root, &m);
+		rc = tt_manifest_save(repo->root, repo->layout, &m);
 	}
 	if (!rc) {
 		json_t *warnings = json_array();

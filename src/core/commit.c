@@ -267,7 +267,7 @@ static int save_manifest(struct commit_run *run, size_t i, const json_t *before)
 		return tether_error_set(TETHER_ERROR, "%s: its manifest disappeared during the commit", m->key);
 	if (rc)
 		return rc;
-	return tt_manifest_save(run->repo->root, m);
+	return tt_manifest_save(run->repo->root, run->repo->layout, m);
 }
 
 /* Perform one planned action. */

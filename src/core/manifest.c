@@ -1,6 +1,7 @@
 #include "core/manifest.h"
 #include "core/abi.h"
 #include "core/add_options.h"
+#include "core/layout.h"
 #include "core/validate.h"
 
 #include <tether/backend.h>
@@ -178,7 +179,7 @@ static int check_state(const struct mcheck *c, const json_t *doc, const struct t
 
 static int validate(const json_t *doc, const struct mcheck *c)
 {
-	static const char *const known[] = {"kind", "pin", "recoverable", "listing", "locator",
+	static const char *const known[] = {"layout", "kind", "pin", "recoverable", "listing", "locator",
 	                                    "policy", "state", "pin_ref", NULL};
 	const char *k;
 	json_t *v;
@@ -238,7 +239,12 @@ int tt_manifest_parse(const char *key, const char *text, size_t len, const char 
 	if (!doc)
 		return tether_error_set(TETHER_ECONFIG, "%s", err);
 	struct mcheck c = {name, where};
-	int rc = tt_strings_check(doc, name);
+	/* The layout first: a newer manifest may hold keys this tether does
+	 * not know, and "newer layout" is the refusal that says what to do. */
+	int layout = 0;
+	int rc = tt_layout_of_manifest(doc, name, &layout);
+	if (!rc)
+		rc = tt_strings_check(doc, name);
 	if (!rc)
 		rc = validate(doc, &c);
 	tt_toml_where_free(where);
@@ -251,6 +257,7 @@ int tt_manifest_parse(const char *key, const char *text, size_t len, const char 
 	}
 	out->key = strdup(key);
 	out->doc = doc;
+	out->layout = layout;
 	tether_sha256_hex(text, len, out->digest);
 	return 0;
 }
@@ -282,8 +289,18 @@ int tt_manifest_load_working(const char *root, const char *key, struct tt_manife
 	return rc;
 }
 
-int tt_manifest_save(const char *root, const struct tt_manifest *m)
+void tt_manifest_set_layout(struct tt_manifest *m, int layout)
 {
+	if (layout > 0)
+		json_object_set_new(m->doc, "layout", json_integer(layout));
+	else
+		json_object_del(m->doc, "layout");
+	m->layout = layout;
+}
+
+int tt_manifest_save(const char *root, int layout, struct tt_manifest *m)
+{
+	tt_manifest_set_layout(m, layout);
 	char *text = tt_manifest_text(m);
 	if (!text)
 		return TETHER_ERROR;
@@ -291,7 +308,7 @@ int tt_manifest_save(const char *root, const struct tt_manifest *m)
 	char *path = tt_path_join(root, rel);
 	int rc = tt_safe_write_atomic(root, path, text, strlen(text));
 	if (!rc)
-		tether_sha256_hex(text, strlen(text), ((struct tt_manifest *)m)->digest);
+		tether_sha256_hex(text, strlen(text), m->digest);
 	free(rel);
 	free(path);
 	free(text);

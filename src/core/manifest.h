@@ -1,5 +1,6 @@
 /* Object manifests: .tether/objects/<key>.toml, one per object.
  *
+ *   layout = 1                    # the dataset's layout (core/layout.h); absent: 0
  *   kind = "<kind>"               # the backend's name
  *   pin = "<dataset8>.<hash16>"   # when recorded
  *   recoverable = false           # when recorded
@@ -21,6 +22,7 @@ struct tt_manifest {
 	char *key;
 	json_t *doc;      /* the whole manifest */
 	char digest[65];  /* sha256 of the manifest's bytes as read */
+	int layout;       /* its `layout`, 0 when absent */
 };
 
 struct tt_manifest_set {
@@ -38,8 +40,11 @@ char *tt_manifest_text(const struct tt_manifest *m);
 int tt_manifests_load_working(const char *root, struct tt_manifest_set *out);
 /* One manifest from the working copy; TETHER_ENOTFOUND when absent. */
 int tt_manifest_load_working(const char *root, const char *key, struct tt_manifest *out);
-/* Write one manifest into the working copy, atomically. */
-int tt_manifest_save(const char *root, const struct tt_manifest *m);
+/* Write one manifest into the working copy, atomically, in `layout` (the
+ * dataset's, repo->layout): its `layout` key set to it, or dropped for 0. */
+int tt_manifest_save(const char *root, int layout, struct tt_manifest *m);
+/* Give a manifest's document the `layout` key of `layout` (none for 0). */
+void tt_manifest_set_layout(struct tt_manifest *m, int layout);
 /* The manifest's path relative to the dataset root (malloc'd). */
 char *tt_manifest_relpath(const char *key);
 

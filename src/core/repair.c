@@ -34,7 +34,7 @@ static int record_new_ref(struct tether_repo *repo, json_t *rec, json_t *pin_ref
 		if (json_equal(tt_manifest_state(&m), json_object_get(rec, "state")) &&
 		    !json_equal(json_object_get(m.doc, "pin_ref"), pin_ref)) {
 			json_object_set(m.doc, "pin_ref", pin_ref);
-			rc = tt_manifest_save(repo->root, &m);
+			rc = tt_manifest_save(repo->root, repo->layout, &m);
 		}
 		tt_manifest_free(&m);
 		if (rc)

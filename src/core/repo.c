@@ -3,6 +3,7 @@
 #include "core/abi.h"
 #include "core/add_options.h"
 #include "core/cancel.h"
+#include "core/layout.h"
 #include "core/lock.h"
 #include "core/module.h"
 #include "core/registry.h"
@@ -270,7 +271,7 @@ static int validate_config(const struct cfgcheck *c, json_t *cfg, char id[33])
 		const char *const keys[4];
 		const char *allowed;
 	} inner[] = {
-		{"dataset", {"id", NULL}, "id"},
+		{"dataset", {"id", "layout", NULL}, "id, layout"},
 		{"snapshot", {"auto", NULL}, "auto"},
 		{"verify", {"on_status", NULL}, "on_status"},
 		{"new", {"auto_fork", NULL}, "auto_fork"},
@@ -344,7 +345,11 @@ static int load_config(struct tether_repo *repo)
 	struct cfgcheck c = {path, where};
 	if (!repo->config)
 		rc = tether_error_set(TETHER_ECONFIG, "%s", err);
-	else
+	/* The layout first: a newer one may hold tables this tether does not
+	 * know, and "newer layout" is the refusal that says what to do. */
+	if (!rc)
+		rc = tt_layout_of_config(repo->config, path, &repo->layout);
+	if (!rc)
 		rc = validate_config(&c, repo->config, repo->id);
 	tt_toml_where_free(where);
 	free(path);
@@ -637,6 +642,7 @@ static char *default_config_text(const char *id)
 	char *text = tt_strdupf("# tether dataset: committed with the repository.\n"
 	                  "[dataset]\n"
 	                  "id = \"%s\"\n"
+	                  "layout = %d         # the layout of tether's files; `tether upgrade` migrates older ones\n"
 	                  "\n"
 	                  "[snapshot]\n"
 	                  "auto = true        # status and commit fingerprint every object\n"
@@ -651,7 +657,7 @@ static char *default_config_text(const char *id)
 	                  "%s"
 	                  "write = \"fork\"\n"
 	                  "pin = \"native\"\n",
-	                  id, lines ? lines : "");
+	                  id, TT_LAYOUT_CURRENT, lines ? lines : "");
 	free(lines);
 	return text;
 }

@@ -16,6 +16,7 @@ struct tether_repo {
 	char *tether_dir;  /* root/.tether */
 	char *cache_dir;   /* root/.tether/cache */
 	json_t *config;    /* tether.toml */
+	int layout;        /* tether.toml's [dataset] layout: 0 when absent (core/layout.h) */
 	char id[33];
 	/* The VCS is loaded on first use: a command that does not need it
 	 * never loads libgit2. */

@@ -2,6 +2,7 @@
  * one, and how the manifest compares with the last commit. */
 #include "core/engine.h"
 #include "core/abi.h"
+#include "core/layout.h"
 #include "core/sessions.h"
 
 #include "util/fsutil.h"
@@ -83,12 +84,20 @@ static int status_command(tether_repo *repo, const struct tether_status_opts *op
 		}
 		json_t *files = NULL;
 		rc = tt_pending_files(repo, &files);
-		if (rc)
+		/* An older layout is read as it is; `tether upgrade` moves it on. */
+		int oldest = repo->layout;
+		for (size_t i = 0; i < work.n; i++)
+			oldest = work.v[i].layout < oldest ? work.v[i].layout : oldest;
+		json_t *layout = json_pack("{s:i, s:i, s:b}", "dataset", repo->layout, "current", TT_LAYOUT_CURRENT,
+		                           "upgrade", oldest < TT_LAYOUT_CURRENT);
+		if (rc) {
 			json_decref(list);
-		else
-			*report = json_pack("{s:s, s:b, s:b, s:i, s:o, s:o}", "dataset", repo->root, "snapshot", snapshot,
+			json_decref(layout);
+		} else {
+			*report = json_pack("{s:s, s:b, s:b, s:i, s:o, s:o, s:o}", "dataset", repo->root, "snapshot", snapshot,
 			                    "clean", clean && json_array_size(files) == 0, "errors", errors, "objects", list,
-			                    "files", files);
+			                    "files", files, "layout", layout);
+		}
 		/* The report stands; the return says the first failure's kind (a
 		 * refusal stays a refusal). */
 		for (size_t i = 0; !rc && errors && i < work.n; i++) {

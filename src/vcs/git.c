@@ -1928,4 +1928,5 @@ const struct tether_vcs_ops tt_git_ops = {
 	.history_files = git_history_files,
 	.position = git_position,
 	.return_to = git_return_to,
+	.rewrite_files = tt_git_rewrite_files,
 };

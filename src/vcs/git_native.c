@@ -964,6 +964,12 @@ static int native_switch_to(struct tether_vcs *v, const char *rev, const char *n
 	FORWARD(v, switch_to(v->full, rev, new_branch));
 }
 
+static int native_rewrite_files(struct tether_vcs *v, const char *dir, const char *const *paths, size_t npaths,
+                                tether_vcs_rewrite_cb cb, void *ud, const char *expect_head, json_t **report)
+{
+	FORWARD(v, rewrite_files(v->full, dir, paths, npaths, cb, ud, expect_head, report));
+}
+
 static int native_list_bookmarks(struct tether_vcs *v, json_t **names)
 {
 	FORWARD(v, list_bookmarks(v->full, names));
@@ -1012,4 +1018,5 @@ const struct tether_vcs_ops tt_git_native_ops = {
 	.history_files = native_history_files,
 	.position = native_position,
 	.return_to = native_return_to,
+	.rewrite_files = native_rewrite_files,
 };

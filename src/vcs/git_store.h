@@ -48,6 +48,10 @@ int tt_git_store_history_files(struct tether_vcs *v, const char *const *tips, si
                                const char *dir, const char *cache_path, tether_vcs_history_cb cb, void *ud,
                                size_t *commits);
 
+/* git_rewrite.c: tether_vcs_ops.rewrite_files on libgit2. */
+int tt_git_rewrite_files(struct tether_vcs *v, const char *dir, const char *const *paths, size_t npaths,
+                         tether_vcs_rewrite_cb cb, void *ud, const char *expect_head, json_t **report);
+
 /* Is `path` (normalised) a file or a directory in commit `id` (a full id)? */
 int tt_git_store_has_path(struct tether_vcs *v, const char *id, const char *path, int *present);
 

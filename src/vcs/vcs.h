@@ -30,11 +30,11 @@
 
 /* The version of struct tether_vcs_ops. It continues the numbers of the
  * `int abi` member it had before it carried a size (2 added the streams);
- * 3 is version and size themselves. Members are appended only, each with a
+ * 3 is version and size themselves; 4 added rewrite_files. Members are appended only, each with a
  * version bump; the engine reads one a module may lack through
  * TT_VCS_GET, and refuses a module newer than itself (docs/BACKENDS.md,
  * "Versions and sizes"). */
-#define TETHER_VCS_OPS_VERSION 3
+#define TETHER_VCS_OPS_VERSION 4
 #define TETHER_VCS_OPS_INIT .version = TETHER_VCS_OPS_VERSION, .size = (uint32_t)sizeof(struct tether_vcs_ops)
 /* Member m of ops, or NULL when the module's struct ends before it. */
 #define TT_VCS_GET(ops, m)                                                                                    \
@@ -55,6 +55,12 @@ struct tether_vcs_stream; /* a file being read piece by piece */
 /* Called once per file by read_tree; return non-zero to stop the walk (that
  * value is returned by read_tree). */
 typedef int (*tether_vcs_file_cb)(void *ud, const char *path, const char *data, size_t len);
+
+/* Called by rewrite_files for a file it may rewrite: set *out (malloc'd)
+ * and *outlen to its new bytes, or leave *out NULL to keep it. Non-zero
+ * stops the rewrite, which then changes nothing. */
+typedef int (*tether_vcs_rewrite_cb)(void *ud, const char *path, const char *data, size_t len, char **out,
+                                     size_t *outlen);
 
 /* Called by history_files once per distinct file: `commit` is the first
  * commit of the walk that holds it. Non-zero stops the walk, as above. */
@@ -263,6 +269,35 @@ struct tether_vcs_ops {
 	int (*open_stream)(struct tether_vcs *, const char *id, const char *path, struct tether_vcs_stream **s);
 	int (*read_stream)(struct tether_vcs_stream *, char *buf, size_t cap, size_t *got);
 	void (*close_stream)(struct tether_vcs_stream *);
+
+	/* Rewrite the current branch's history so that every file under
+	 * `paths` (each a file or a directory, relative to `dir`, itself
+	 * relative to the checkout top, "" the top) is what cb makes of it,
+	 * at every commit reachable from the branch's head: the behind
+	 * `upgrade --all-history`. Commits are re-created, oldest first, with
+	 * the same author, committer, message and parents (rewritten parents
+	 * replaced), and with only those files' blobs changed; a commit whose
+	 * files cb keeps and whose parents stay is kept as it is. cb sees each
+	 * distinct blob once, and a commit whose tree at `dir` was met before
+	 * costs a lookup, so the work follows what changed under `dir`.
+	 * Signatures on rewritten commits (gpgsig) are dropped: they would no
+	 * longer verify.
+	 * *report: {"branch" (the full ref name), "head" (its commit now),
+	 * "commits": [{"id", "new" (null on a dry run), "summary"}] (the
+	 * commits re-created, oldest first), "remote": [{"id", "ref"}] (those
+	 * of them some refs/remotes/ ref reaches, with one such ref)}.
+	 * expect_head NULL: a dry run that writes nothing, not even objects.
+	 * Otherwise the new objects are written and the branch moved from
+	 * expect_head to the new head (TETHER_EREFUSED when it is no longer
+	 * there: nothing moved), "head" then being the new one; index entries
+	 * holding a blob the rewrite replaced take the replacement, the
+	 * working tree is left alone. A detached HEAD is TETHER_EREFUSED; an
+	 * unborn branch has nothing to rewrite ("head" null). NULL: the VCS cannot rewrite its history for
+	 * tether (jj: jj keeps its own record of every commit, and a rewrite
+	 * of its git store behind it would leave the old commits visible to
+	 * jj beside the new ones). Appended last (ABI 4). */
+	int (*rewrite_files)(struct tether_vcs *, const char *dir, const char *const *paths, size_t npaths,
+	                     tether_vcs_rewrite_cb cb, void *ud, const char *expect_head, json_t **report);
 };
 
 /* A VCS module exports this. */

@@ -19,6 +19,7 @@ def test_init_creates_config_and_gitignore(repo):
     assert p.stderr == ""
     assert cfg["snapshot"]["auto"] is True
     assert cfg["defaults"]["file"] == "immutable"
+    assert cfg["dataset"]["layout"] == 1  # the layout of the dataset's files (test_upgrade.py)
 
     gitignore = repo.p(".tether/.gitignore").read_text().splitlines()
     for entry in ("/workspace.toml", "/secrets.toml", "/cache/", "/journal/", "/lock"):
@@ -108,6 +109,7 @@ def test_add_directory(ds):
     assert "warning: raw/plates is observed only" in p.stderr
     assert ds.objects_files() == ["raw", "raw/plates.toml"]
     assert ds.manifest("raw/plates") == {
+        "layout": 1,
         "kind": "file",
         "locator": {"uri": str(ds.root / "data" / "plates")},
         "policy": {"file": "mutable", "pin": "native", "write": "none"},

@@ -62,6 +62,15 @@ int main(void)
 	CHECK(strstr(tether_error_last(), "objects/k.toml:2:") != NULL);
 	CHECK(parse("kind = \"file\"\npolicy.pin = \"bogus\"\n[locator]\n", &m) == TETHER_ECONFIG);
 	CHECK(strstr(tether_error_last(), "objects/k.toml:2:8: policy.pin must be one of \"native\" or \"record\"") != NULL);
+	/* Layouts: absent is 0, 1 is read, a newer one refused naming both
+	 * (before its keys, which this tether may not know), a bad one malformed. */
+	CHECK(parse("layout = 1\nkind = \"martian\"\n[locator]\n", &m) == 0);
+	CHECK(m.layout == 1);
+	tt_manifest_free(&m);
+	CHECK(parse("layout = 2\nkind = \"martian\"\nfuture = 1\n[locator]\n", &m) == TETHER_EREFUSED);
+	CHECK(strstr(tether_error_last(), "objects/k.toml: layout 2 is newer than this tether understands (layout 1 at most)") != NULL);
+	CHECK(parse("layout = \"one\"\nkind = \"martian\"\n[locator]\n", &m) == TETHER_ECONFIG);
+	CHECK(strstr(tether_error_last(), "layout must be a whole number") != NULL);
 	/* A kind this build does not have: its own rules are not known here. */
 	CHECK(parse("kind = \"martian\"\n[locator]\n[policy]\ncolour = \"red\"\n", &m) == 0);
 	tt_manifest_free(&m);
@@ -73,13 +82,17 @@ int main(void)
 	for (int i = 0; i < 3; i++) {
 		struct tt_manifest w = {.key = (char *)keys[i],
 		                        .doc = json_pack("{s:s, s:{s:s}}", "kind", "file", "locator", "uri", keys[i])};
-		CHECK(tt_manifest_save(dir, &w) == 0);
+		/* "z" in layout 1, the others in layout 0 (no key) */
+		CHECK(tt_manifest_save(dir, i == 0 ? 1 : 0, &w) == 0);
+		CHECK(w.layout == (i == 0 ? 1 : 0));
 		json_decref(w.doc);
 	}
 	struct tt_manifest_set set;
 	CHECK(tt_manifests_load_working(dir, &set) == 0);
 	CHECK(set.n == 3);
 	if (set.n == 3) {
+		CHECK(set.v[2].layout == 1 && json_integer_value(json_object_get(set.v[2].doc, "layout")) == 1);
+		CHECK(set.v[0].layout == 0 && !json_object_get(set.v[0].doc, "layout"));
 		CHECK_STR(set.v[0].key, "a");
 		CHECK_STR(set.v[1].key, "a/b");
 		CHECK_STR(set.v[2].key, "z");

@@ -104,8 +104,8 @@ static void verify_one(void *ud, size_t i)
 	job->results[i] = result(o->m->key, ok, detail);
 	free(detail);
 	/* The listing is the engine's own record, checked above; the deep
-	 * check is the system's. Observed objects have nothing to re-read. */
-	if (job->deep && TT_BACKEND_GET(o->b, verify) && (o->caps & (TETHER_CAP_PIN | TETHER_CAP_ADDRESSABLE)))
+	 * check is the system's. */
+	if (job->deep && TT_BACKEND_GET(o->b, verify))
 		deep_check(o->b, &o->ctx, o->locator, state, json_object_get(o->m->doc, "pin_ref"), job->results[i]);
 }
 

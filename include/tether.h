@@ -224,9 +224,9 @@ TETHER_API int tether_log(tether_repo *repo, const struct tether_log_opts *opts,
 
 /* tether verify: every recorded state is still what it says.
  * Report: {"ok": bool, "objects": [{key, ok, detail}]}; with deep also
- * "deep": true, "deep_failed": [key, ...], and in each object that verify
- * found held "deep": "ok" | "failed" | "unsupported" (the backend has no
- * verify_deep). */
+ * "deep": true, "deep_failed": [{key, pin}], each object's "pin", and in
+ * each object that verify found held "deep": "ok" | "failed" |
+ * "unsupported" (the backend has no verify_deep). */
 #define TETHER_VERIFY_OPTS_VERSION 2
 #define TETHER_VERIFY_OPTS_INIT TETHER_STRUCT_INIT(struct tether_verify_opts, TETHER_VERIFY_OPTS_VERSION)
 struct tether_verify_opts {

@@ -58,8 +58,13 @@ static void print_verify(const json_t *report)
 	if (json_array_size(deep)) {
 		size_t nd = json_array_size(deep);
 		printf("%zu %s failed the deep check:", nd, out_plural((long long)nd, "state", "states"));
-		json_array_foreach(deep, i, o)
-			printf(" %s", out_escape(json_string_value(o) ? json_string_value(o) : "?"));
+		const char *sep = " ";
+		json_array_foreach(deep, i, o) {
+			printf("%s%s", sep, out_escape(out_str_or(o, "key", "?")));
+			if (out_str(o, "pin"))
+				printf(" (pin %s)", out_str(o, "pin"));
+			sep = ", ";
+		}
 		printf("\n");
 	}
 }

@@ -57,17 +57,19 @@ static void deep_check(const struct tether_backend *b, const struct tether_bctx 
 	free(detail);
 }
 
-/* The keys whose state failed the deep check, for the report. */
+/* The states that failed the deep check, for the report: [{key, pin}]
+ * (pin null for an addressed state that no pin holds). */
 static json_t *deep_failed(const json_t *list)
 {
-	json_t *keys = json_array(), *r;
+	json_t *failed = json_array(), *r;
 	size_t i;
 	json_array_foreach(list, i, r) {
 		const char *deep = json_string_value(json_object_get(r, "deep"));
 		if (deep && strcmp(deep, "failed") == 0)
-			json_array_append(keys, json_object_get(r, "key"));
+			json_array_append_new(failed, json_pack("{s:O, s:O?}", "key", json_object_get(r, "key"), "pin",
+			                                        json_object_get(r, "pin")));
 	}
-	return keys;
+	return failed;
 }
 
 static void verify_one(void *ud, size_t i)
@@ -105,6 +107,8 @@ static void verify_one(void *ud, size_t i)
 	free(detail);
 	/* The listing is the engine's own record, checked above; the deep
 	 * check is the system's. */
+	if (job->deep)
+		json_object_set_new(job->results[i], "pin", tt_manifest_pin(o->m) ? json_string(tt_manifest_pin(o->m)) : json_null());
 	if (job->deep && TT_BACKEND_GET(o->b, verify))
 		deep_check(o->b, &o->ctx, o->locator, state, json_object_get(o->m->doc, "pin_ref"), job->results[i]);
 }

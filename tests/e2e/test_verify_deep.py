@@ -42,18 +42,20 @@ def test_git_deep_holds_then_fails_on_a_missing_tree(dsv, code):
     assert by_key(r)["code"]["deep"] == "ok"
     assert dsv.tether("verify", "--deep").stdout == "ok code\n1 object verified (deep)\n"
 
+    pin = dsv.manifest("code")["pin"]
     tree = damage_tree(code)
     # The ref check cannot see it: the tag still names the commit.
     assert dsv.tj("verify") == {"ok": True, "objects": [{"key": "code", "ok": True, "detail": None}]}
     r = dsv.tj("verify", "--deep", check_rc=3)
-    assert r["ok"] is False and r["deep_failed"] == ["code"]
+    assert r["ok"] is False and r["deep_failed"] == [{"key": "code", "pin": pin}]
     o = by_key(r)["code"]
+    assert o["pin"] == pin
     assert o["ok"] is False and o["deep"] == "failed"
     assert o["detail"].startswith(f"deep check: tree {tree} of commit {code.head()} cannot be read")
     assert str(code.root) in o["detail"]
     lines = dsv.tether("verify", "--deep", check_rc=3).stdout.splitlines()
     assert lines[0].startswith(f"FAILED code: deep check: tree {tree}")
-    assert lines[1:] == ["1 of 1 object failed verification", "1 state failed the deep check: code"]
+    assert lines[1:] == ["1 of 1 object failed verification", f"1 state failed the deep check: code (pin {pin})"]
 
 
 def test_git_deep_over_history_names_the_damaged_state(gds, code):
@@ -67,7 +69,7 @@ def test_git_deep_over_history_names_the_damaged_state(gds, code):
     damage_tree(code)
     assert gds.tj("verify", "--all-history")["ok"] is True
     r = gds.tj("verify", "--all-history", "--deep", check_rc=3)
-    assert r["deep"] is True and r["deep_failed"] == ["code"]
+    assert r["deep"] is True and r["deep_failed"] == [{"key": "code", "pin": gds.manifest("code")["pin"]}]
     states = {o["commit"]: o for o in r["objects"]}
     assert len(states) == 2
     failed = [o for o in r["objects"] if not o["ok"]]
@@ -104,7 +106,7 @@ def test_icechunk_deep_fails_on_a_damaged_snapshot(gds, tmp_path):
     assert gds.tj("verify")["ok"] is True  # the tag still names the snapshot
     r = gds.tj("verify", "--deep", check_rc=3)
     o = by_key(r)["img"]
-    assert r["deep_failed"] == ["img"] and o["deep"] == "failed"
+    assert r["deep_failed"] == [{"key": "img", "pin": gds.manifest("img")["pin"]}] and o["deep"] == "failed"
     assert o["detail"].startswith(f"deep check: snapshot {snap} cannot be read: ")
     p = gds.tether("verify", "--deep", "--json", check_rc=3)
     assert json.loads(p.stdout)["ok"] is False

@@ -134,7 +134,9 @@ static void test_deep(tether_repo *repo)
 	CHECK(str(o, "detail") && strstr(str(o, "detail"), "deep check: snapshot ") != NULL &&
 	      strstr(str(o, "detail"), "damaged") != NULL);
 	CHECK(json_array_size(json_object_get(r, "deep_failed")) == 1);
-	CHECK_STR(json_string_value(json_array_get(json_object_get(r, "deep_failed"), 0)), "mem/a");
+	const json_t *df = json_array_get(json_object_get(r, "deep_failed"), 0);
+	CHECK_STR(str(df, "key"), "mem/a");
+	CHECK(str(df, "pin") && str(o, "pin") && strcmp(str(df, "pin"), str(o, "pin")) == 0);
 	json_decref(r);
 
 	/* Over history: the damaged state fails, the earlier ones hold. */

@@ -169,7 +169,7 @@ TETHER_API int tether_plan_load(const char *path, json_t **plan);
 /* tether commit -m MSG. Report: {"commit": id|null, "dry_run", "objects":
  * [...], "warnings": [...]}; "commit" is null when nothing changed (and in
  * a dry run). With from_plan, message may be NULL: the plan's is used. */
-#define TETHER_COMMIT_OPTS_VERSION 1
+#define TETHER_COMMIT_OPTS_VERSION 2
 #define TETHER_COMMIT_OPTS_INIT TETHER_STRUCT_INIT(struct tether_commit_opts, TETHER_COMMIT_OPTS_VERSION)
 struct tether_commit_opts {
 	uint32_t version; /* TETHER_COMMIT_OPTS_INIT */
@@ -184,6 +184,11 @@ struct tether_commit_opts {
 	/* Appended: where progress goes when progress is set (NULL: nowhere). */
 	tether_progress_fn progress_fn;
 	void *progress_ud;
+	/* Version 2: skip the quiescence check. Without it, an object whose
+	 * backend has NEEDS_QUIESCENCE and reports writers active
+	 * (check_quiescence) makes the commit refuse (TETHER_EREFUSED, naming
+	 * the object), before anything is fingerprinted or written. */
+	int force;
 };
 TETHER_API int tether_commit(tether_repo *repo, const struct tether_commit_opts *opts, json_t **report);
 
@@ -218,8 +223,11 @@ struct tether_log_opts {
 TETHER_API int tether_log(tether_repo *repo, const struct tether_log_opts *opts, json_t **report);
 
 /* tether verify: every recorded state is still what it says.
- * Report: {"ok": bool, "objects": [{key, ok, detail}]}. */
-#define TETHER_VERIFY_OPTS_VERSION 1
+ * Report: {"ok": bool, "objects": [{key, ok, detail}]}; with deep also
+ * "deep": true, "deep_failed": [{key, pin}], each object's "pin", and in
+ * each object that verify found held "deep": "ok" | "failed" |
+ * "unsupported" (the backend has no verify_deep). */
+#define TETHER_VERIFY_OPTS_VERSION 2
 #define TETHER_VERIFY_OPTS_INIT TETHER_STRUCT_INIT(struct tether_verify_opts, TETHER_VERIFY_OPTS_VERSION)
 struct tether_verify_opts {
 	uint32_t version; /* TETHER_VERIFY_OPTS_INIT */
@@ -229,6 +237,9 @@ struct tether_verify_opts {
 	/* Appended: where progress goes when progress is set (NULL: nowhere). */
 	tether_progress_fn progress_fn;
 	void *progress_ud;
+	/* Version 2: also re-read each pinned state's metadata (the backend's
+	 * verify_deep), not only check that its ref exists. */
+	int deep;
 };
 TETHER_API int tether_verify(tether_repo *repo, const struct tether_verify_opts *opts, json_t **report);
 

@@ -35,10 +35,11 @@ extern "C" {
  * themselves (and the same members in every struct below) and the members
  * after diff_streams (add_options, drift_hint, config_keys, open_store,
  * close_store), which the engine reads only inside a module's size, as it
- * will every member appended from now on with a new version. A module of
- * version 3 still loads (tether adapts it); one newer than this tether is
- * refused. */
-#define TETHER_BACKEND_VERSION 4
+ * will every member appended from now on with a new version; 5 added
+ * verify_deep and check_quiescence. A module of version 4 loads as it is
+ * (the members it lacks read as NULL), one of version 3 through an adapter;
+ * one newer than this tether is refused. */
+#define TETHER_BACKEND_VERSION 5
 #define TETHER_BACKEND_INIT TETHER_STRUCT_INIT(struct tether_backend, TETHER_BACKEND_VERSION)
 
 /* Tiers: each includes the ones above it. */
@@ -383,6 +384,25 @@ struct tether_backend {
 	int (*open_store)(const struct tether_bctx *ctx, const json_t *locator, const json_t *identity,
 	                  void **session);
 	void (*close_store)(const struct tether_bctx *ctx, void *session);
+
+	/* Version 5. Optional (NULL: `verify --deep` checks what verify
+	 * checks, and says the backend has no deeper check). What verify
+	 * answers, and then the pinned state re-read: its metadata fetched and
+	 * parsed as a reader of that state would (a git commit and its trees, an
+	 * Icechunk snapshot file), so that a state whose ref is there but whose
+	 * data is damaged or gone fails. Same arguments and answers as verify;
+	 * *detail says what could not be read. Costlier than verify: the engine
+	 * calls it only for `verify --deep`, once per state. */
+	int (*verify_deep)(const struct tether_bctx *, const json_t *locator, const json_t *state,
+	                   const json_t *pin_ref, int *ok, char **detail);
+	/* Version 5. Optional, for backends with NEEDS_QUIESCENCE (NULL: the
+	 * engine cannot tell, and commits). Are writers active on the object
+	 * now, so that its fingerprint would not be a consistent state? *busy =
+	 * 1 with *why (malloc'd: who is writing, in the system's terms), or 0.
+	 * `tether commit` asks every object whose capabilities have
+	 * NEEDS_QUIESCENCE before it fingerprints, and refuses while any is
+	 * busy unless --force. */
+	int (*check_quiescence)(const struct tether_bctx *, const json_t *locator, int *busy, char **why);
 };
 
 /* Register a backend (a third party's, or one from a module). Refuses a

@@ -110,6 +110,28 @@ json_t *tt_memory_read(const char *system, const char *ref)
 	return out;
 }
 
+int tt_memory_damage(const char *system, const char *snapshot_id)
+{
+	pthread_mutex_lock(&mem_lock);
+	json_t *snap = json_object_get(json_object_get(system_locked(system), "snapshots"), snapshot_id);
+	if (snap)
+		json_object_set_new(snap, "damaged", json_true());
+	pthread_mutex_unlock(&mem_lock);
+	return snap ? 0 : tether_error_set(TETHER_ENOTFOUND, "memory://%s has no snapshot %s", system, snapshot_id);
+}
+
+int tt_memory_set_busy(const char *system, const char *why)
+{
+	pthread_mutex_lock(&mem_lock);
+	json_t *sys = system_locked(system);
+	if (sys && why)
+		json_object_set_new(sys, "busy", json_string(why));
+	else if (sys)
+		json_object_del(sys, "busy");
+	pthread_mutex_unlock(&mem_lock);
+	return sys ? 0 : tether_error_set(TETHER_ENOTFOUND, "memory system '%s' does not exist", system);
+}
+
 static const char *loc_system(const json_t *locator)
 {
 	return json_string_value(json_object_get(locator, "system"));
@@ -237,6 +259,38 @@ static int mem_verify(const struct tether_bctx *ctx, const json_t *locator, cons
 	                             : tt_strdupf("tag %s is %s", tag ? tag : "?", at ? "moved" : "missing");
 	pthread_mutex_unlock(&mem_lock);
 	return 0;
+}
+
+/* verify, then the snapshot itself read: a damaged one (tt_memory_damage)
+ * fails though its tag is in place. */
+static int mem_verify_deep(const struct tether_bctx *ctx, const json_t *locator, const json_t *state,
+                           const json_t *pin_ref, int *ok, char **detail)
+{
+	int rc = mem_verify(ctx, locator, state, pin_ref, ok, detail);
+	if (rc || !*ok)
+		return rc;
+	const char *snap = json_string_value(json_object_get(state, "snapshot_id"));
+	pthread_mutex_lock(&mem_lock);
+	json_t *s = json_object_get(json_object_get(system_locked(loc_system(locator)), "snapshots"), snap);
+	if (!json_is_object(json_object_get(s, "payload")) || json_is_true(json_object_get(s, "damaged"))) {
+		*ok = 0;
+		*detail = tt_strdupf("snapshot %s cannot be read: its payload is damaged", snap);
+	}
+	pthread_mutex_unlock(&mem_lock);
+	return 0;
+}
+
+/* NEEDS_QUIESCENCE, for real: busy while tt_memory_set_busy says so. */
+static int mem_check_quiescence(const struct tether_bctx *ctx, const json_t *locator, int *busy, char **why)
+{
+	(void)ctx;
+	pthread_mutex_lock(&mem_lock);
+	json_t *sys = system_locked(loc_system(locator));
+	const char *w = json_string_value(json_object_get(sys, "busy"));
+	*busy = w != NULL;
+	*why = w ? strdup(w) : NULL;
+	pthread_mutex_unlock(&mem_lock);
+	return sys ? 0 : tether_error_set(TETHER_ENOTFOUND, "memory system '%s' does not exist", loc_system(locator));
 }
 
 static int mem_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
@@ -429,7 +483,7 @@ const struct tether_backend tt_backend_memory = {
 	.summary = "in-process reference backend (tests only: its store ends with the process)",
 	.caps = TETHER_CAP_FINGERPRINT | TETHER_CAP_ADDRESSABLE | TETHER_CAP_PIN | TETHER_CAP_FORK |
 	        TETHER_CAP_CHEAP_FINGERPRINT | TETHER_CAP_ATOMIC_REF | TETHER_CAP_CONDITIONAL_REF | TETHER_CAP_DIFF |
-	        TETHER_CAP_HISTORY | TETHER_CAP_CREATE,
+	        TETHER_CAP_HISTORY | TETHER_CAP_CREATE | TETHER_CAP_NEEDS_QUIESCENCE,
 	.volatile_keys = mem_volatile,
 	.make_locator = mem_make_locator,
 	.identity = mem_identity,
@@ -448,4 +502,6 @@ const struct tether_backend tt_backend_memory = {
 	.list_working_refs = mem_list_working_refs,
 	.check_state = mem_check_state,
 	.add_options = mem_add_options,
+	.verify_deep = mem_verify_deep,
+	.check_quiescence = mem_check_quiescence,
 };

@@ -14,6 +14,12 @@ int tt_memory_write(const char *system, const char *branch, const char *key, jso
                     char id_out[32]);
 /* The payload at a ref (branch or tag) as a new reference, or NULL. */
 json_t *tt_memory_read(const char *system, const char *ref);
+/* Test knobs. Damage a snapshot: its refs stay, but reading it fails, so
+ * verify holds and verify_deep does not (ENOTFOUND when there is none).
+ * Mark a system busy with writers (why non-NULL, copied) or quiescent
+ * again (NULL): what check_quiescence reports. */
+int tt_memory_damage(const char *system, const char *snapshot_id);
+int tt_memory_set_busy(const char *system, const char *why);
 /* Drop every system. */
 void tt_memory_reset(void);
 

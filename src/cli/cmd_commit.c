@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_MESSAGE, OPT_STRICT, OPT_JSON, OPT_DRY_RUN, OPT_PLAN, OPT_FROM_PLAN };
+enum { OPT_MESSAGE, OPT_STRICT, OPT_JSON, OPT_DRY_RUN, OPT_PLAN, OPT_FROM_PLAN, OPT_FORCE };
 
 static const struct arg_option options[] = {
 	[OPT_MESSAGE] = { "message", 'm', ARG_VALUE, "MSG", "the commit message (required, unless the plan has one)" },
@@ -20,6 +20,8 @@ static const struct arg_option options[] = {
 	[OPT_PLAN] = { "plan", 0, ARG_VALUE, "FILE", "save the plan to FILE as JSON; write nothing else" },
 	[OPT_FROM_PLAN] = { "from-plan", 0, ARG_VALUE, "FILE",
 	                    "re-check the plan in FILE and perform exactly its actions (exit 3 when stale)" },
+	[OPT_FORCE] = { "force", 0, ARG_FLAG, NULL,
+	                "commit even while a system that needs quiescence reports active writers" },
 };
 
 /* git's short form of a commit id. */
@@ -151,6 +153,7 @@ static int run_commit(const struct args *a)
 		.plan_out = args_value(a, OPT_PLAN),
 		.from_plan = plan,
 		.from_plan_file = from,
+		.force = args_has(a, OPT_FORCE),
 	};
 	json_t *report = NULL;
 	int err = tether_commit(repo, &opts, &report);
@@ -173,13 +176,18 @@ static int run_commit(const struct args *a)
 const struct cli_command cmd_commit = {
 	.name = "commit",
 	.summary = "record every object's state in a VCS commit",
-	.usage = "commit -m MSG [--strict] [--dry-run | --plan FILE | --from-plan FILE] [--json]",
+	.usage = "commit -m MSG [--strict] [--force] [--dry-run | --plan FILE | --from-plan FILE] [--json]",
 	.description =
 		"Fingerprint every object, pin the ones that can be pinned, record the\n"
 		"state of the others, write the manifests and make the VCS commit.\n"
 		"Objects that can only be observed are recorded with a warning (their\n"
 		"state cannot be recovered later); --strict refuses them instead. When no\n"
 		"object changed, no commit is made.\n"
+		"\n"
+		"A system that needs writers stopped for a consistent state\n"
+		"(NEEDS_QUIESCENCE) is asked first whether writers are active; while one\n"
+		"is, the commit refuses (exit 3), naming the object, before anything is\n"
+		"read or written. --force skips that check (with a warning per object).\n"
 		"\n"
 		"On a bookmark `tether new` put the checkout on, with [new] auto_fork =\n"
 		"true (the default), the commit then leaves every object with write = fork\n"

@@ -7,7 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { OPT_JSON, OPT_NO_DRY_RUN, OPT_DRY_RUN, OPT_PLAN, OPT_FROM_PLAN, OPT_PRUNE, OPT_KEEP, OPT_FORCE_PRUNE };
+enum { OPT_JSON, OPT_NO_DRY_RUN, OPT_DRY_RUN, OPT_PLAN, OPT_FROM_PLAN, OPT_PRUNE, OPT_KEEP, OPT_FORCE_PRUNE,
+       OPT_PRUNE_BOOKMARKS };
 
 static const struct arg_option options[] = {
 	[OPT_JSON] = { "json", 0, ARG_FLAG, NULL, "print the report as JSON" },
@@ -22,6 +23,9 @@ static const struct arg_option options[] = {
 	               "with --prune-workspaces: keep bookmark NAME's working branches (repeatable)" },
 	[OPT_FORCE_PRUNE] = { "force-prune", 0, ARG_FLAG, NULL,
 	                      "with --prune-workspaces: delete unpinned and storage branches too" },
+	/* The spec's caveats spell it so: a workspace is a bookmark's working
+	 * branches (tether.ws.<dataset8>.<bookmark>), so both name one thing. */
+	[OPT_PRUNE_BOOKMARKS] = { "prune-bookmarks", 0, ARG_FLAG, NULL, "the same as --prune-workspaces" },
 };
 
 /* from: the plan file of --from-plan, or NULL. */
@@ -115,7 +119,7 @@ static int run_gc(const struct args *a)
 		.plan_out = args_value(a, OPT_PLAN),
 		.from_plan = plan,
 		.from_plan_file = from,
-		.prune_workspaces = args_has(a, OPT_PRUNE),
+		.prune_workspaces = args_has(a, OPT_PRUNE) || args_has(a, OPT_PRUNE_BOOKMARKS),
 		.keep_workspaces = keep,
 		.n_keep = n_keep,
 		.force_prune = args_has(a, OPT_FORCE_PRUNE),
@@ -145,7 +149,7 @@ const struct cli_command cmd_gc = {
 	.name = "gc",
 	.summary = "release pins that no commit references",
 	.usage = "gc [--no-dry-run | --plan FILE | --from-plan FILE [--dry-run]]\n"
-	         "   [--prune-workspaces [--keep-workspace NAME]... [--force-prune]] [--json]",
+	         "   [--prune-workspaces | --prune-bookmarks [--keep-workspace NAME]... [--force-prune]] [--json]",
 	.description =
 		"Walk every commit reachable from any ref, and the working copy, collecting\n"
 		"the pins their manifests name. Each store's tether pins of this dataset\n"
@@ -163,7 +167,10 @@ const struct cli_command cmd_gc = {
 		"local branch (jj: bookmark), nor this checkout's, nor named by\n"
 		"--keep-workspace. Only a branch whose head a pin holds is deleted; one\n"
 		"with unpinned work, or in a store whose branches are its storage, needs\n"
-		"--force-prune. Not combined with --plan or --from-plan.",
+		"--force-prune. Not combined with --plan or --from-plan.\n"
+		"--prune-bookmarks is the same flag: a workspace is a bookmark's working\n"
+		"branches, so the bookmarks pruned are the tether.ws.* branches whose\n"
+		"bookmark is gone.",
 	.spec = { ARGS_OPTIONS(options) },
 	.run = run_gc,
 };

@@ -32,6 +32,7 @@ static const struct label labels[] = {
 	{ "status", "modified", "modified", OUT_YELLOW },
 	{ "status", "never-recorded", "never recorded", OUT_CYAN },
 	{ "status", "drifted", "drifted", OUT_RED },
+	{ "status", "unpinned", "unpinned", OUT_RED },
 	{ "status", "error", "error", OUT_RED },
 	{ "manifest", "unchanged", "unchanged", OUT_RESET },
 	{ "manifest", "added", "added", OUT_CYAN },
@@ -106,6 +107,9 @@ static void print_object(const json_t *o, int key_width)
 	if ((!l || strcmp(l->field, "status") == 0) && !is(manifest, "unchanged"))
 		printf(", manifest %s", manifest);
 	printf(")%s%s\n", detail ? ": " : "", detail ? out_escape(detail) : "");
+	/* A drifted object whose pin is gone as well ([verify] on_status). */
+	if (out_str(o, "pin_detail"))
+		printf("  %-14s  %s\n", "", out_escape(out_str(o, "pin_detail")));
 }
 
 /* "4 objects: 2 clean, 1 modified, 1 drifted": the labels' counts in the
@@ -141,12 +145,13 @@ static void print_summary(const json_t *objects, int snapshot)
 	printf("\n");
 }
 
-static int any_drifted(const json_t *objects)
+/* Drift, or a recorded state whose pin is gone ([verify] on_status). */
+static int any_refused(const json_t *objects)
 {
 	size_t i;
 	json_t *o;
 	json_array_foreach(objects, i, o) {
-		if (is(out_str(o, "status"), "drifted"))
+		if (is(out_str(o, "status"), "drifted") || is(out_str(o, "status"), "unpinned") || out_str(o, "pin_detail"))
 			return 1;
 	}
 	return 0;
@@ -165,6 +170,14 @@ static void print_status(const json_t *report)
 		printf("  %-14s  %s  (to be recorded by the next commit)\n", out_str_or(o, "change", "?"),
 		       out_escape(out_str_or(o, "path", "?")));
 	print_summary(objects, out_bool(report, "snapshot"));
+	const json_t *pins = json_object_get(report, "pins");
+	if (pins) {
+		long long checked = out_int(pins, "checked"), missing = (long long)json_array_size(json_object_get(pins, "missing"));
+		printf("%lld %s checked ([verify] on_status)%s", checked, out_plural(checked, "pin", "pins"),
+		       missing ? "" : ": all held\n");
+		if (missing)
+			printf(": %lld missing; `tether repair` re-creates a pin whose state the system still holds\n", missing);
+	}
 	const json_t *layout = json_object_get(report, "layout");
 	long long dataset = (long long)json_integer_value(json_object_get(layout, "dataset")),
 	          current = (long long)json_integer_value(json_object_get(layout, "current"));
@@ -203,7 +216,7 @@ static int run_status(const struct args *a)
 	 * whichever format they read. */
 	if (rc == 0 && err)
 		rc = out_error(err);
-	else if (rc == 0 && any_drifted(json_object_get(report, "objects")))
+	else if (rc == 0 && any_refused(json_object_get(report, "objects")))
 		rc = tether_exit_code(TETHER_EREFUSED);
 	json_decref(report);
 	return rc;
@@ -218,6 +231,10 @@ const struct cli_command cmd_status = {
 		"modified, never recorded, drifted (immutable data that changed; exit 3),\n"
 		"or error (its system could not be read: every other object is still\n"
 		"reported, then the first error's exit code).\n"
+		"With [verify] on_status = true in tether.toml, status also checks that\n"
+		"every pin HEAD's manifests name still exists (one listing per store) and\n"
+		"reports an object whose pin is gone as unpinned (exit 3); not with\n"
+		"--no-snapshot, which contacts no system.\n"
 		"Without a snapshot the data is not fingerprinted, and each object shows\n"
 		"whether its manifest was added or changed instead. Of --snapshot and\n"
 		"--no-snapshot, the one given last wins.",

@@ -83,6 +83,51 @@ static int refuse_drift_and_strict(struct commit_run *run, int strict)
 	return 0;
 }
 
+/* NEEDS_QUIESCENCE: a state read while writers are active is not one
+ * state, so before anything is fingerprinted every such object whose
+ * backend can tell (check_quiescence) is asked, and the first busy one
+ * refuses the commit. --force skips the check and says so in a warning. */
+static int refuse_busy(struct commit_run *run, int force)
+{
+	for (size_t i = 0; i < run->n; i++) {
+		struct tt_obj *o = &run->objs[i];
+		if (!(o->caps & TETHER_CAP_NEEDS_QUIESCENCE))
+			continue;
+		if (force) {
+			json_array_append_new(run->warnings,
+			                      json_sprintf("%s: --force: not checked for active writers (kind %s needs them "
+			                                   "stopped for a consistent state)", o->m->key, o->b->kind));
+			continue;
+		}
+		int (*check)(const struct tether_bctx *, const json_t *, int *, char **) =
+		        TT_BACKEND_GET(o->b, check_quiescence);
+		if (!check)
+			continue;
+		int busy = 0;
+		char *why = NULL;
+		tether_error_clear();
+		int rc = check(&o->ctx, o->locator, &busy, &why);
+		if (rc) {
+			char *msg = strdup(tether_error_last());
+			free(why);
+			tether_error_set(rc, "%s: cannot tell whether writers are active: %s", o->m->key, msg ? msg : "");
+			tether_error_set_hint("commit with --force to record the state without the check");
+			free(msg);
+			return rc;
+		}
+		if (busy) {
+			tether_error_set(TETHER_EREFUSED, "%s: writers are active (%s): a commit now would not record one "
+			                 "consistent state", o->m->key, why && *why ? why : "the system says so");
+			tether_error_set_hint("stop the writers and commit again, or `tether commit --force` to record the "
+			                      "state as it is");
+			free(why);
+			return TETHER_EREFUSED;
+		}
+		free(why);
+	}
+	return 0;
+}
+
 /* HEAD's commit id, or "" on an unborn branch. */
 static int head_id(struct tether_repo *repo, char id[41])
 {
@@ -570,8 +615,11 @@ static void finish_landed(struct commit_run *run, const char *id, int journal_rc
 static int run_commit(struct commit_run *run, const struct tether_commit_opts *opts, const char *message,
                       json_t **report)
 {
+	int rc = refuse_busy(run, opts->force);
+	if (rc)
+		return rc;
 	tt_objs_snapshot(run->objs, run->n);
-	int rc = refuse_drift_and_strict(run, opts->strict);
+	rc = refuse_drift_and_strict(run, opts->strict);
 	if (!rc)
 		rc = build_plan(run, message);
 	if (!rc && opts->from_plan)

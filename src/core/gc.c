@@ -362,7 +362,7 @@ static int check_opts(struct tether_repo *repo, const struct tether_gc_opts *opt
 		return tether_error_set(TETHER_EUSAGE, "--prune-workspaces cannot go in a plan: run it without "
 		                        "--plan or --from-plan");
 	if (!opts->prune_workspaces && (opts->force_prune || opts->n_keep))
-		return tether_error_set(TETHER_EUSAGE, "--force-prune and --keep-workspace need --prune-workspaces");
+		return tether_error_set(TETHER_EUSAGE, "--force-prune and --keep-workspace need --prune-workspaces (or --prune-bookmarks)");
 	int rc = tt_plan_check_opts(opts->plan_out, opts->from_plan);
 	if (!rc && opts->from_plan)
 		rc = tt_plan_check_header(repo, opts->from_plan, "gc", opts->from_plan_file);

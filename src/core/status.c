@@ -4,6 +4,7 @@
 #include "core/abi.h"
 #include "core/layout.h"
 #include "core/sessions.h"
+#include "core/verify.h"
 
 #include "util/fsutil.h"
 #include "util/plural.h"
@@ -34,6 +35,79 @@ static json_t *object_report(const struct tt_obj *o, const json_t *head, int sna
 	                 "manifest", manifest_change(o->m, head), "recorded", recorded, "current",
 	                 snapshot && !failed ? o->fp.state : NULL, "pin", tt_manifest_pin(o->m), "detail",
 	                 failed ? o->error : o->detail);
+}
+
+/* [verify] on_status = true: every pin HEAD's manifests name is checked
+ * to exist where it says (verify's check, batched per store), and each
+ * object whose pin is missing is reported "unpinned". Returns the
+ * {"checked", "missing": [{key, pin, detail}]} summary, or NULL with the
+ * error set when HEAD's manifests cannot be read. An unborn HEAD has no
+ * pins to check. */
+static json_t *check_head_pins(struct tether_repo *repo, int *rc)
+{
+	char id[41];
+	*rc = tt_repo_resolve(repo, "HEAD", id);
+	if (*rc == TETHER_ENOTFOUND) {
+		tether_error_clear();
+		*rc = 0;
+		return json_pack("{s:i, s:[]}", "checked", 0, "missing");
+	}
+	struct tt_manifest_set head;
+	if (!*rc)
+		*rc = tt_manifests_at(repo, id, &head);
+	if (*rc)
+		return NULL;
+	json_t **records = calloc(head.n + 1, sizeof *records), **results = calloc(head.n + 1, sizeof *results);
+	size_t n = 0;
+	for (size_t i = 0; i < head.n; i++) {
+		const struct tt_manifest *m = &head.v[i];
+		if (!tt_manifest_pin(m) || !tt_manifest_state(m))
+			continue;
+		records[n++] = json_pack("{s:s, s:O, s:O*, s:O, s:O*, s:s, s:[s], s:s}", "kind", tt_manifest_kind(m),
+		                         "locator", tt_manifest_locator(m), "policy", tt_manifest_policy(m), "state",
+		                         tt_manifest_state(m), "pin_ref", json_object_get(m->doc, "pin_ref"), "pin",
+		                         tt_manifest_pin(m), "keys", m->key, "commit", id);
+	}
+	tt_verify_records(repo, records, n, 0, results);
+	json_t *missing = json_array();
+	for (size_t i = 0; i < n; i++) {
+		if (!json_is_true(json_object_get(results[i], "ok")))
+			json_array_append_new(missing, json_pack("{s:O, s:O, s:O?}", "key", json_object_get(results[i], "key"),
+			                                         "pin", json_object_get(records[i], "pin"), "detail",
+			                                         json_object_get(results[i], "detail")));
+		json_decref(results[i]);
+		json_decref(records[i]);
+	}
+	free(records);
+	free(results);
+	tt_manifest_set_free(&head);
+	return json_pack("{s:i, s:o}", "checked", (int)n, "missing", missing);
+}
+
+/* Mark the objects whose HEAD pin is missing. A drifted or unreadable
+ * object keeps its status (that is the bigger news) and gains the pin's
+ * detail as pin_detail. */
+static void mark_unpinned(json_t *list, const json_t *missing)
+{
+	size_t i, j;
+	json_t *o, *m;
+	json_array_foreach(missing, j, m) {
+		const char *key = json_string_value(json_object_get(m, "key"));
+		json_t *why = json_sprintf("pin %s: %s", json_string_value(json_object_get(m, "pin")),
+		                           json_string_value(json_object_get(m, "detail")) ? json_string_value(json_object_get(m, "detail")) : "missing");
+		json_array_foreach(list, i, o) {
+			if (!key || strcmp(json_string_value(json_object_get(o, "key")), key) != 0)
+				continue;
+			const char *st = json_string_value(json_object_get(o, "status"));
+			if (strcmp(st, "drifted") == 0 || strcmp(st, "error") == 0) {
+				json_object_set(o, "pin_detail", why);
+			} else {
+				json_object_set_new(o, "status", json_string("unpinned"));
+				json_object_set(o, "detail", why);
+			}
+		}
+		json_decref(why);
+	}
 }
 
 static int status_command(tether_repo *repo, const struct tether_status_opts *opts, json_t **report)
@@ -82,8 +156,19 @@ static int status_command(tether_repo *repo, const struct tether_status_opts *op
 			                                      json_object_get(h, "state"), "current", "pin",
 			                                      json_object_get(h, "pin"), "detail"));
 		}
+		/* The pins are checked only when systems are contacted at all
+		 * (--no-snapshot contacts none). */
+		json_t *pins = NULL;
+		if (snapshot && tt_repo_config_bool(repo, "verify", "on_status", 0)) {
+			pins = check_head_pins(repo, &rc);
+			if (pins && json_array_size(json_object_get(pins, "missing"))) {
+				clean = 0;
+				mark_unpinned(list, json_object_get(pins, "missing"));
+			}
+		}
 		json_t *files = NULL;
-		rc = tt_pending_files(repo, &files);
+		if (!rc)
+			rc = tt_pending_files(repo, &files);
 		/* An older layout is read as it is; `tether upgrade` moves it on. */
 		int oldest = repo->layout;
 		for (size_t i = 0; i < work.n; i++)
@@ -93,10 +178,13 @@ static int status_command(tether_repo *repo, const struct tether_status_opts *op
 		if (rc) {
 			json_decref(list);
 			json_decref(layout);
+			json_decref(pins);
 		} else {
 			*report = json_pack("{s:s, s:b, s:b, s:i, s:o, s:o, s:o}", "dataset", repo->root, "snapshot", snapshot,
 			                    "clean", clean && json_array_size(files) == 0, "errors", errors, "objects", list,
 			                    "files", files, "layout", layout);
+			if (pins)
+				json_object_set_new(*report, "pins", pins);
 		}
 		/* The report stands; the return says the first failure's kind (a
 		 * refusal stays a refusal). */

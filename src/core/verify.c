@@ -5,6 +5,7 @@
 #include "core/engine.h"
 #include "core/sessions.h"
 #include "core/history.h"
+#include "core/verify.h"
 #include "core/registry.h"
 #include "format/cjson.h"
 
@@ -18,11 +19,57 @@ struct verify_job {
 	struct tether_repo *repo;
 	struct tt_obj *objs;
 	json_t **results;
+	int deep;
 };
 
 static json_t *result(const char *key, int ok, const char *detail)
 {
 	return json_pack("{s:s, s:b, s:s?}", "key", key, "ok", ok, "detail", detail);
+}
+
+/* --deep, on a state verify found held: the backend re-reads it
+ * (verify_deep). The result says "deep": "ok", "failed" (then not ok, and
+ * the detail says what could not be read) or "unsupported" (the backend
+ * has no deeper check than verify's). */
+static void deep_check(const struct tether_backend *b, const struct tether_bctx *ctx, const json_t *locator,
+                       const json_t *state, const json_t *pin_ref, json_t *res)
+{
+	if (!json_is_true(json_object_get(res, "ok")))
+		return;
+	if (!TT_BACKEND_GET(b, verify_deep)) {
+		json_object_set_new(res, "deep", json_string("unsupported"));
+		return;
+	}
+	int ok = 1;
+	char *detail = NULL;
+	tether_error_clear();
+	int rc = tt_cancelled() ? tt_cancel_error("verify") : TT_BACKEND_GET(b, verify_deep)(ctx, locator, state, pin_ref, &ok, &detail);
+	if (rc) {
+		ok = 0;
+		free(detail);
+		detail = strdup(tether_error_last());
+	}
+	json_object_set_new(res, "deep", json_string(ok ? "ok" : "failed"));
+	if (!ok) {
+		json_object_set_new(res, "ok", json_false());
+		json_object_set_new(res, "detail", json_sprintf("deep check: %s", detail ? detail : "the state cannot be read"));
+	}
+	free(detail);
+}
+
+/* The states that failed the deep check, for the report: [{key, pin}]
+ * (pin null for an addressed state that no pin holds). */
+static json_t *deep_failed(const json_t *list)
+{
+	json_t *failed = json_array(), *r;
+	size_t i;
+	json_array_foreach(list, i, r) {
+		const char *deep = json_string_value(json_object_get(r, "deep"));
+		if (deep && strcmp(deep, "failed") == 0)
+			json_array_append_new(failed, json_pack("{s:O, s:O?}", "key", json_object_get(r, "key"), "pin",
+			                                        json_object_get(r, "pin")));
+	}
+	return failed;
 }
 
 static void verify_one(void *ud, size_t i)
@@ -58,6 +105,12 @@ static void verify_one(void *ud, size_t i)
 	}
 	job->results[i] = result(o->m->key, ok, detail);
 	free(detail);
+	/* The listing is the engine's own record, checked above; the deep
+	 * check is the system's. */
+	if (job->deep)
+		json_object_set_new(job->results[i], "pin", tt_manifest_pin(o->m) ? json_string(tt_manifest_pin(o->m)) : json_null());
+	if (job->deep && TT_BACKEND_GET(o->b, verify))
+		deep_check(o->b, &o->ctx, o->locator, state, json_object_get(o->m->doc, "pin_ref"), job->results[i]);
 }
 
 /* History: each distinct recorded state is verified once, however many
@@ -110,7 +163,18 @@ struct history_job {
 	json_t **records;
 	json_t **results;
 	struct store_group *groups;
+	int deep;
 };
+
+/* --deep over a group, once verify (or verify_many) has answered. */
+static void deep_group(struct history_job *job, const struct store_group *g, const struct tether_bctx *ctx)
+{
+	for (size_t m = 0; job->deep && m < g->n; m++) {
+		json_t *rec = job->records[g->members[m]];
+		deep_check(g->b, ctx, json_object_get(rec, "locator"), json_object_get(rec, "state"),
+		           json_object_get(rec, "pin_ref"), job->results[g->members[m]]);
+	}
+}
 
 static void verify_each(struct history_job *job, const struct store_group *g, const struct tether_bctx *ctx)
 {
@@ -142,6 +206,7 @@ static void verify_group(void *ud, size_t i)
 	struct tether_verify_item *items = TT_BACKEND_GET(g->b, verify_many) && g->n > 1 ? calloc(g->n, sizeof *items) : NULL;
 	if (!items) {
 		verify_each(job, g, &ctx);
+		deep_group(job, g, &ctx);
 		return;
 	}
 	for (size_t m = 0; m < g->n; m++) {
@@ -161,6 +226,7 @@ static void verify_group(void *ud, size_t i)
 	for (size_t m = 0; m < g->n; m++)
 		free(items[m].detail);
 	free(items);
+	deep_group(job, g, &ctx);
 }
 
 /* The group of the store `rec` names: one per (kind, identity, key). */
@@ -201,21 +267,12 @@ static void group_add(struct store_group *g, size_t record)
 	g->members[g->n++] = record;
 }
 
-static int verify_history(struct tether_repo *repo, json_t **report)
+void tt_verify_records(struct tether_repo *repo, json_t *const *records, size_t n, int deep, json_t **results)
 {
-	struct tt_history h;
-	int rc = tt_history_collect(repo, &h);
-	if (rc) {
-		tt_history_free(&h);
-		return rc;
-	}
-	size_t n = json_object_size(h.records), i = 0, ngroups = 0;
-	json_t **records = calloc(n + 1, sizeof *records), **results = calloc(n + 1, sizeof *results);
-	const char *k;
-	json_t *rec, *index = json_object();
+	json_t *index = json_object();
 	struct store_group *groups = NULL;
-	json_object_foreach(h.records, k, rec) records[i++] = rec;
-	for (i = 0; i < n; i++) {
+	size_t ngroups = 0;
+	for (size_t i = 0; i < n; i++) {
 		tether_error_clear();
 		const struct tether_backend *b = tether_backend_find(record_kind(records[i]));
 		if (!(results[i] = settled_result(records[i], b))) {
@@ -224,8 +281,27 @@ static int verify_history(struct tether_repo *repo, json_t **report)
 		}
 	}
 	json_decref(index);
-	struct history_job job = {repo, records, results, groups};
+	struct history_job job = {repo, (json_t **)records, results, groups, deep};
 	tt_pool_run(ngroups, 0, verify_group, &job);
+	for (size_t i = 0; i < ngroups; i++)
+		free(groups[i].members);
+	free(groups);
+}
+
+static int verify_history(struct tether_repo *repo, int deep, json_t **report)
+{
+	struct tt_history h;
+	int rc = tt_history_collect(repo, &h);
+	if (rc) {
+		tt_history_free(&h);
+		return rc;
+	}
+	size_t n = json_object_size(h.records), i = 0;
+	json_t **records = calloc(n + 1, sizeof *records), **results = calloc(n + 1, sizeof *results);
+	const char *k;
+	json_t *rec;
+	json_object_foreach(h.records, k, rec) records[i++] = rec;
+	tt_verify_records(repo, records, n, deep, results);
 	/* Stopped (tether_cancel): what was verified is not the whole answer. */
 	rc = tt_cancelled() ? tt_cancel_error("verify") : 0;
 	json_t *list = rc ? NULL : json_array();
@@ -237,12 +313,15 @@ static int verify_history(struct tether_repo *repo, json_t **report)
 		else
 			json_decref(results[i]);
 	}
-	if (list)
-		*report = json_pack("{s:b, s:b, s:I, s:I, s:o}", "ok", all_ok, "all_history", 1, "commits",
-		                    (json_int_t)h.commits, "states", (json_int_t)n, "objects", list);
-	for (i = 0; i < ngroups; i++)
-		free(groups[i].members);
-	free(groups);
+	if (list) {
+		*report = json_pack("{s:b, s:b, s:I, s:I}", "ok", all_ok, "all_history", 1, "commits",
+		                    (json_int_t)h.commits, "states", (json_int_t)n);
+		if (deep) {
+			json_object_set_new(*report, "deep", json_true());
+			json_object_set_new(*report, "deep_failed", deep_failed(list));
+		}
+		json_object_set_new(*report, "objects", list);
+	}
 	free(records);
 	free(results);
 	tt_history_free(&h);
@@ -254,7 +333,7 @@ static int verify_command(tether_repo *repo, const struct tether_verify_opts *op
 	*report = NULL;
 	if (opts->all_history) {
 		int rc = tt_repo_check_secrets(repo);
-		return rc ? rc : verify_history(repo, report);
+		return rc ? rc : verify_history(repo, opts->deep, report);
 	}
 	struct tt_manifest_set set;
 	int rc = tt_repo_check_secrets(repo);
@@ -266,7 +345,7 @@ static int verify_command(tether_repo *repo, const struct tether_verify_opts *op
 	rc = tt_objs_prepare(repo, &set, opts->progress, &objs);
 	if (!rc) {
 		json_t **results = calloc(set.n + 1, sizeof *results);
-		struct verify_job job = {repo, objs, results};
+		struct verify_job job = {repo, objs, results, opts->deep};
 		tt_pool_run(set.n, 0, verify_one, &job);
 		json_t *list = json_array();
 		if (tt_cancelled())
@@ -277,7 +356,12 @@ static int verify_command(tether_repo *repo, const struct tether_verify_opts *op
 			json_array_append_new(list, results[i]);
 		}
 		free(results);
-		*report = json_pack("{s:b, s:o}", "ok", all_ok, "objects", list);
+		*report = json_pack("{s:b}", "ok", all_ok);
+		if (opts->deep) {
+			json_object_set_new(*report, "deep", json_true());
+			json_object_set_new(*report, "deep_failed", deep_failed(list));
+		}
+		json_object_set_new(*report, "objects", list);
 	}
 	tt_objs_free(objs, set.n);
 	tt_manifest_set_free(&set);

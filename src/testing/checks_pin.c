@@ -281,6 +281,52 @@ static int check_verify_many(struct conf_run *r)
 	return 0;
 }
 
+static int has_verify_deep(const struct conf_suite *s)
+{
+	return TT_BACKEND_GET(s->b, verify_deep) != NULL;
+}
+
+/* verify_deep's answer for one state and pin, checked as conf_verify checks
+ * verify's. */
+static int deep(struct conf_run *r, const json_t *state, const json_t *ref, int *ok, const char **detail)
+{
+	char *d = NULL;
+	int o = -1;
+	tether_error_clear();
+	int rc = TT_BACKEND_GET(r->b, verify_deep)(conf_ctx(r, r->loc), r->loc, state, ref, &o, &d);
+	conf_keep_str(r, d);
+	if (rc)
+		return conf_call_failed(r, "verify_deep", rc);
+	if (o != 0 && o != 1)
+		return conf_fail(r, "verify_deep returned 0 but set *ok to %d, not 0 or 1", o);
+	if (!o && !d)
+		return conf_fail(r, "verify_deep said not ok without a detail saying why");
+	*ok = o;
+	*detail = d;
+	return 0;
+}
+
+/* A deep check is verify and more: it accepts a held pin (whose data is
+ * intact), and never a pin that verify refuses. */
+static int check_verify_deep(struct conf_run *r)
+{
+	json_t *s0, *ref0;
+	int ok;
+	const char *detail;
+	int rc = conf_fingerprint(r, r->loc, &s0, NULL, NULL);
+	if (!rc)
+		rc = conf_pin(r, r->loc, s0, &ref0);
+	if (!rc)
+		rc = deep(r, s0, ref0, &ok, &detail);
+	if (rc)
+		return rc;
+	if (!ok)
+		return conf_fail(r, "verify_deep refused the state just pinned: %s", detail);
+	if ((rc = conf_unpin(r, r->loc, ref0)) || (rc = deep(r, s0, ref0, &ok, &detail)))
+		return rc;
+	return ok ? conf_fail(r, "verify_deep accepts a released pin (%s), which verify refuses", conf_show(r, ref0)) : 0;
+}
+
 const struct conf_check conf_checks_pin[] = {
 	{"pin: pin creates a ref that verify accepts", TETHER_CAP_PIN, NULL, 0, check_pin_verifies},
 	{"pin: list_pins lists it (names start with \"tether.\")", TETHER_CAP_PIN, NULL, 0, check_list_pins},
@@ -291,5 +337,7 @@ const struct conf_check conf_checks_pin[] = {
 	{"pin: two states get two pins, each vouching only for its own", TETHER_CAP_PIN, NULL, 0, check_two_pins},
 	{"pin: verify_many answers as verify does, state by state", TETHER_CAP_PIN, has_verify_many, 0,
 	 check_verify_many},
+	{"pin: verify_deep accepts a held pin and refuses a released one", TETHER_CAP_PIN, has_verify_deep, 0,
+	 check_verify_deep},
 	{NULL, 0, NULL, 0, NULL},
 };

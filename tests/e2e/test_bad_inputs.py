@@ -24,7 +24,7 @@ USAGE_CASES = [
     (["log", "-n", "0"], "'--max-count' needs a whole number"),
     (["log", "--max-count", "99999999999999999999"], "(got '99999999999999999999')"),
     (["log", "a", "b"], "unexpected argument 'b' for 'log'"),
-    (["verify", "--deep"], "unknown option '--deep' for 'verify'"),
+    (["verify", "--shallow"], "unknown option '--shallow' for 'verify'"),  # (--deep is one of verify's)
     (["verify", "x"], "unexpected argument 'x' for 'verify'"),
     (["backends", "--all"], "unknown option '--all' for 'backends'"),
     (["init", "--bare"], "unknown option '--bare' for 'init'"),

@@ -331,6 +331,42 @@ def test_verify_notices_a_lost_pin(life):
     assert {o["pin"]: o["ok"] for o in vh["objects"]} == {pin1: True, pin2: False}
 
 
+def test_verify_deep_agrees_with_verify_on_held_and_lost_pins(life):
+    """--deep re-reads each held state through the system (every kind here
+    has a deeper check); a pin that is gone fails as verify says, not as a
+    deep failure."""
+    L, ds, a = life, life.ds, life.a
+    (s1, pin1, ref1), (s2, pin2, ref2) = two_pins(L)
+    v = ds.tj("verify", "--deep")
+    assert v["ok"] is True and v["deep_failed"] == []
+    assert [(o["key"], o["deep"]) for o in v["objects"]] == [(KEY, "ok")]
+    vh = ds.tj("verify", "--all-history", "--deep")
+    assert {o["pin"]: o["deep"] for o in vh["objects"]} == {pin1: "ok", pin2: "ok"}
+    a.delete_pin(L.store, ref2)
+    vh = ds.tj("verify", "--all-history", "--deep", check_rc=3)
+    assert {o["pin"]: (o["ok"], o.get("deep")) for o in vh["objects"]} == {pin1: (True, "ok"), pin2: (False, None)}
+    assert vh["deep_failed"] == []
+
+
+def test_status_on_status_notices_a_lost_pin(life):
+    """[verify] on_status = true: status checks HEAD's pin and reports it
+    gone; without it, status stays clean."""
+    L, ds, a = life, life.ds, life.a
+    (s1, pin1, ref1), (s2, pin2, ref2) = two_pins(L)
+    toml = ds.p("tether.toml")
+    toml.write_text(toml.read_text().replace("on_status = false", "on_status = true"))
+    ds.git_commit_all("check pins on status", "tether.toml")
+    st = ds.tj("status")
+    assert st["clean"] is True and st["pins"] == {"checked": 1, "missing": []}
+    a.delete_pin(L.store, ref2)
+    st = ds.tj("status", check_rc=3)
+    assert [(o["key"], o["status"]) for o in st["objects"]] == [(KEY, "unpinned")]
+    assert [(m["key"], m["pin"]) for m in st["pins"]["missing"]] == [(KEY, pin2)]
+    toml.write_text(toml.read_text().replace("on_status = true", "on_status = false"))
+    st = ds.tj("status")
+    assert [(o["key"], o["status"]) for o in st["objects"]] == [(KEY, "clean")] and "pins" not in st
+
+
 def test_repair_after_a_lost_pin(life):
     L, ds, a = life, life.ds, life.a
     c1 = a.content(L.store, a.base_branch)

@@ -114,6 +114,18 @@ static void test_versions_refused(void)
 	ok = full("current");
 	CHECK(tether_backend_register(&ok) == 0);
 	CHECK(tether_backend_find("current") == &ok);
+
+	/* A version 4 module: its struct ends at close_store, and loads; the
+	 * members version 5 appended read as absent. */
+	static struct tether_backend four;
+	four = full("four");
+	four.version = 4;
+	four.size = (uint32_t)TT_SIZE_THROUGH(struct tether_backend, close_store);
+	CHECK(tether_backend_register(&four) == 0);
+	CHECK(tether_backend_find("four") == &four);
+	CHECK(TT_BACKEND_GET(&four, verify_deep) == NULL);
+	CHECK(TT_BACKEND_GET(&four, check_quiescence) == NULL);
+	CHECK(TT_BACKEND_GET(&four, verify_many) == verify_many);
 }
 
 /* The other plug-in structs' accessors, the same way. */
@@ -177,10 +189,25 @@ static void test_opts(void)
 	struct tether_commit_opts newer = {TETHER_COMMIT_OPTS_INIT};
 	newer.version = TETHER_COMMIT_OPTS_VERSION + 1;
 	CHECK(TT_OPTS_IN("struct tether_commit_opts", TETHER_COMMIT_OPTS_VERSION, &newer, &out) == TETHER_EUSAGE);
-	CHECK(strstr(tether_error_last(), "newer than this tether's version 1") != NULL);
+	char want[64];
+	snprintf(want, sizeof want, "newer than this tether's version %d", TETHER_COMMIT_OPTS_VERSION);
+	CHECK(strstr(tether_error_last(), want) != NULL);
 
 	CHECK(TT_OPTS_IN("struct tether_commit_opts", TETHER_COMMIT_OPTS_VERSION, NULL, &out) == 0);
 	CHECK(out.message == NULL && out.version == 0);
+
+	/* A version 1 caller (before force): its struct ends at progress_ud,
+	 * and force reads as 0, so the quiescence check is made. */
+	struct tether_commit_opts v1 = {TETHER_COMMIT_OPTS_INIT, .message = "m", .force = 1};
+	v1.version = 1;
+	v1.size = (uint32_t)offsetof(struct tether_commit_opts, force);
+	CHECK(TT_OPTS_IN("struct tether_commit_opts", TETHER_COMMIT_OPTS_VERSION, &v1, &out) == 0);
+	CHECK(out.force == 0 && out.version == 1);
+	struct tether_verify_opts vv1 = {TETHER_VERIFY_OPTS_INIT, .all_history = 1, .deep = 1}, vout;
+	vv1.version = 1;
+	vv1.size = (uint32_t)offsetof(struct tether_verify_opts, deep);
+	CHECK(TT_OPTS_IN("struct tether_verify_opts", TETHER_VERIFY_OPTS_VERSION, &vv1, &vout) == 0);
+	CHECK(vout.all_history == 1 && vout.deep == 0);
 }
 
 /* ---- a backend of the version 3 layout ------------------------------------ */

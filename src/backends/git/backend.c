@@ -364,6 +364,7 @@ const struct tether_backend tt_backend_git = {
 	.add_options = gb_add_options,
 	.open_store = gb_open_store,
 	.close_store = gb_close_store,
+	.verify_deep = gb_verify_deep,
 };
 
 /* What the front (front.c) looks up after loading this module. Not

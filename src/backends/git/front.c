@@ -144,6 +144,9 @@ FORWARD(merge, (bctx *c, const json_t *loc, const json_t *wref, const char *msg,
 FORWARD(create_store, (bctx *c, const json_t *loc), (c, loc))
 FORWARD(delete_store, (bctx *c, const json_t *loc), (c, loc))
 FORWARD(list_working_refs, (bctx *c, const json_t *loc, json_t **refs), (c, loc, refs))
+/* verify --deep parses commits and trees, which is libgit2's work. */
+FORWARD(verify_deep, (bctx *c, const json_t *loc, const json_t *st, const json_t *ref, int *ok, char **detail),
+        (c, loc, st, ref, ok, detail))
 
 /* The same description as the libgit2 module's tt_backend_git. */
 const struct tether_backend tt_backend_git_front = {
@@ -176,6 +179,7 @@ const struct tether_backend tt_backend_git_front = {
 	.add_options = gb_add_options,
 	.open_store = gb_open_store,
 	.close_store = gb_close_store,
+	.verify_deep = fw_verify_deep,
 };
 
 TETHER_API tether_backend_module_t tether_backend_module = {&tt_backend_git_front, NULL};

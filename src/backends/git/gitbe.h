@@ -26,6 +26,10 @@ extern const struct tether_backend tt_backend_git;
  * small per-thread cache instead of being opened and parsed each time. */
 int gb_open_cached(const struct tether_bctx *ctx, const json_t *locator, struct gb_obj *o);
 
+/* verify_deep.c: verify, then the commit and its trees read back. */
+int gb_verify_deep(const struct tether_bctx *ctx, const json_t *locator, const json_t *state,
+                   const json_t *pin_ref, int *ok, char **detail);
+
 /* util.c: libgit2, errors, ids, references. */
 int gb_delete_ref(const struct gb_obj *o, const char *refname);
 int gb_libgit2_ready(void);

@@ -372,6 +372,7 @@ const struct tether_backend tt_backend_icechunk = {
 	.list_working_refs = ic_list_working_refs,
 	.check_state = ic_check_state,
 	.add_options = ic_add_options,
+	.verify_deep = ic_verify_deep,
 };
 
 TETHER_API tether_backend_module_t tether_backend_module = {&tt_backend_icechunk, NULL};

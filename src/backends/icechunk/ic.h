@@ -443,6 +443,9 @@ int ic_unpin(const struct tether_bctx *, const json_t *locator, const json_t *pi
 int ic_list_pins(const struct tether_bctx *, const json_t *locator, json_t **pin_refs);
 int ic_verify(const struct tether_bctx *, const json_t *locator, const json_t *state,
               const json_t *pin_ref, int *ok, char **detail);
+/* verify, then the pinned snapshot file read and parsed (verify --deep). */
+int ic_verify_deep(const struct tether_bctx *, const json_t *locator, const json_t *state,
+                   const json_t *pin_ref, int *ok, char **detail);
 int ic_fork(const struct tether_bctx *, const json_t *locator, const json_t *state,
             const json_t *pin_ref, const char *branch, const json_t *expect, json_t **working_ref);
 int ic_delete_working_ref(const struct tether_bctx *, const json_t *locator,

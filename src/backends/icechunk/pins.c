@@ -132,3 +132,37 @@ int ic_verify(const struct tether_bctx *ctx, const json_t *locator, const json_t
 	free(live);
 	return rc;
 }
+
+/* verify --deep: verify's answer, then the snapshot file the pin names
+ * fetched, decompressed and parsed (its id, parent, message and node
+ * table), as a reader opening that snapshot would. A tag still naming
+ * the snapshot says nothing about a snapshot file that is gone or
+ * damaged; this does. */
+int ic_verify_deep(const struct tether_bctx *ctx, const json_t *locator, const json_t *state,
+                   const json_t *pin_ref, int *ok, char **detail)
+{
+	int rc = ic_verify(ctx, locator, state, pin_ref, ok, detail);
+	if (rc || !*ok)
+		return rc;
+	struct ic_loc loc;
+	struct ic_repository repo;
+	struct ic_id want;
+	if ((rc = ic_open_locator(ctx, locator, &loc, &repo)))
+		return rc;
+	if (!(rc = ic_state_snapshot(state, repo.uri, &want))) {
+		struct ic_snapshot_file f;
+		tether_error_clear();
+		int bad = ic_snapshot_read(repo.store, &want, &f);
+		if (bad == TETHER_ECANCELLED || bad == TETHER_ETRANSIENT) {
+			rc = bad; /* not an answer about the snapshot */
+		} else if (bad) {
+			*ok = 0;
+			free(*detail);
+			*detail = tt_strdupf("snapshot %s cannot be read: %s",
+			                     json_string_value(json_object_get(state, "snapshot_id")), tether_error_last());
+		}
+		ic_snapshot_free(&f);
+	}
+	ic_repository_close(&repo);
+	return rc;
+}

@@ -18,8 +18,21 @@ static void print_ops(const json_t *report)
 	json_t *e;
 	json_array_foreach(json_object_get(report, "ops"), i, e) {
 		long long pins = (long long)json_array_size(json_object_get(e, "pins"));
-		printf("%-10s %-7s %s  %lld %s  %.12s  %s\n", out_str_or(e, "status", "?"), out_str_or(e, "op", "?"),
-		       out_str_or(e, "started", ""), pins, out_plural(pins, "pin", "pins"), out_str_or(e, "commit", "-"),
+		/* promote and merge move branches rather than make pins: their
+		 * count is of moves, done and planned. */
+		const json_t *moves = json_object_get(e, "moves");
+		long long done = 0;
+		size_t k;
+		json_t *m;
+		json_array_foreach(moves, k, m) done += json_is_true(json_object_get(m, "done"));
+		char count[64];
+		if (json_is_array(moves))
+			snprintf(count, sizeof count, "%lld/%lld %s", done, (long long)json_array_size(moves),
+			         out_plural((long long)json_array_size(moves), "move", "moves"));
+		else
+			snprintf(count, sizeof count, "%lld %s", pins, out_plural(pins, "pin", "pins"));
+		printf("%-10s %-7s %s  %s  %.12s  %s\n", out_str_or(e, "status", "?"), out_str_or(e, "op", "?"),
+		       out_str_or(e, "started", ""), count, out_str_or(e, "commit", "-"),
 		       out_escape(out_str_or(e, "message", "")));
 	}
 	if (!json_array_size(json_object_get(report, "ops")))

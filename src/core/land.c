@@ -450,7 +450,11 @@ static int promote_stopped(struct land_run *run, struct landing *l, struct tt_ob
 static json_t *result_entry(const char *key, const char *action, const char *branch, const json_t *base,
                             const char *detail)
 {
-	json_t *e = json_pack("{s:s, s:s, s:s?, s:s?}", "key", key, "action", action, "branch", branch, "detail", detail);
+	json_t *e = json_pack("{s:s, s:s}", "key", key, "action", action);
+	if (branch)
+		json_object_set_new(e, "branch", json_string(branch));
+	if (detail)
+		json_object_set_new(e, "detail", json_string(detail));
 	if (base)
 		json_object_set(e, "base", (json_t *)base);
 	return e;

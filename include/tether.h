@@ -354,7 +354,8 @@ TETHER_API int tether_repair(tether_repo *repo, const struct tether_repair_opts 
 
 /* tether ops: the journal of store-writing operations, oldest first.
  * Report: {"ops": [{"id", "op", "status": "INCOMPLETE" | "COMPLETE" |
- * "ABORTED", "started", "message", "pins": [...], "commit"}]}. */
+ * "ABORTED" | "PARTIAL", "started", "message", "pins": [...], "commit",
+ * "moves" (promote, merge)}]}. */
 TETHER_API int tether_ops(tether_repo *repo, json_t **report);
 
 /* The registered backends: [{kind, maturity, tier, flags: [...], summary,

@@ -60,9 +60,12 @@ const struct cli_command cmd_ops = {
 	.summary = "list the journal of store-writing operations",
 	.usage = "ops [--json]",
 	.description =
-		"List the journal: each commit that created pins, with its status.\n"
-		"INCOMPLETE means the process died between creating pins and the VCS\n"
-		"commit: gc keeps those pins, and the next commit finishes the work.",
+		"List the journal: each commit that created pins, and each promote or\n"
+		"merge that moved a branch, with its status. INCOMPLETE means the process\n"
+		"died part-way: for a commit, between creating pins and the VCS commit (gc\n"
+		"keeps those pins, and the next commit finishes the work); for a promote or\n"
+		"merge, between its moves (running it again lands the rest). PARTIAL: a\n"
+		"promote moved some bases, then one failed.",
 	.spec = { ARGS_OPTIONS(options) },
 	.run = run_ops,
 };

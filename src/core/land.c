@@ -612,6 +612,15 @@ static int apply_plan(struct land_run *run, json_t **list, char **journal_id)
 		rc = tt_journal_begin_with(run->repo, run->op, run->message, pins, fields, &l.journal);
 		json_decref(fields);
 		json_decref(pins);
+		if (rc) {
+			/* Nothing moves unjournaled. */
+			tt_journal_free(&l.journal);
+			json_decref(moves);
+			json_decref(l.landed);
+			*list = l.list;
+			return tether_error_set(rc, "cannot write the journal entry; nothing was moved: %s",
+			                        tether_error_last());
+		}
 		l.moves = json_object_get(l.journal.entry, "moves");
 		tt_fault_point(run->op, "journal-written");
 	}

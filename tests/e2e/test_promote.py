@@ -275,6 +275,11 @@ def test_a_kill_at_each_step_is_finished_by_the_rerun(dsv, code, new_repo, step)
     assert head_of(code, "main") == (sha if step == "moved" else base_code)
     assert head_of(other, "main") == base_other
 
+    # A commit finishes only a commit: the promote's entry stays open.
+    dsv.tether("commit", "-m", "nothing")
+    assert [e["status"] for e in promote_entries(dsv)] == ["INCOMPLETE"]
+    assert dsv.tj("gc")["release"] == []
+
     r = dsv.tj("promote")
     assert [(o["key"], o["action"]) for o in r["objects"]] == \
         [("code", "up-to-date" if step == "moved" else "promoted"), ("other", "promoted")]
@@ -441,3 +446,52 @@ def test_merge_conflicts_are_per_object(gds, code, new_repo):
     assert "other: " in gds.tether("merge", check_rc=3).stderr
     text = gds.tether("merge", "code", check_rc=3).stdout
     assert text.startswith("  conflict   code (git repository ")
+
+
+@pytest.mark.parametrize("step", ["journal-written", "merged", "followed"])
+def test_a_merge_killed_at_each_step_is_finished(gds, code, step):
+    """Killed before the merge, after it (the working branch not moved
+    yet), or after the working branch followed: the re-run (after the
+    commit that records the followed branch, in the last case) finishes,
+    with one merge commit, and closes the dead entry."""
+    branch = forked(gds, ("code", code))
+    fork = worked(gds, code)
+    moved = code_commit(code, {"other.txt": "x\n"}, "base moves on")
+    gds.tether("merge", check_rc=-9, env={"TETHER_FAULT": f"merge:{step}"})
+    [entry] = promote_entries(gds, "merge")
+    assert entry["status"] == "INCOMPLETE"
+    if step == "journal-written":
+        assert (head_of(code, "main"), head_of(code, branch)) == (moved, fork)
+    else:
+        merged = head_of(code, "main")
+        assert code.git("log", "-1", "--format=%P", "main").split() == [moved, fork]
+        assert head_of(code, branch) == (merged if step == "followed" else fork)
+    if step == "followed":
+        p = gds.tether("merge", check_rc=3)
+        assert "uncommitted work" in p.stderr
+        gds.tether("commit", "-m", "merged")
+    r = gds.tj("merge")
+    assert [o["action"] for o in r["objects"]] == ["up-to-date" if step == "followed" else "merged"]
+    merged = head_of(code, "main")
+    assert code.git("log", "-1", "--format=%P", "main").split() == [moved, fork], "one merge commit"
+    assert head_of(code, branch) == merged
+    assert {e["id"]: e for e in promote_entries(gds, "merge")}[entry["id"]]["status"] == "COMPLETE"
+    assert [e for e in gds.tj("ops")["ops"] if e["status"] == "INCOMPLETE"] == []
+
+
+def test_usage_errors(gds, code, tmp_path):
+    forked(gds, ("code", code))
+    worked(gds, code)
+    f = tmp_path / "p.json"
+    gds.tether("merge", "--plan", f)
+    p = gds.tether("merge", "--from-plan", f, "-m", "x", check_rc=2)
+    assert "--from-plan takes no KEY and no -m" in p.stderr
+    p = gds.tether("promote", "--plan", f, "--from-plan", f, check_rc=2)
+    assert "--plan and --from-plan cannot be combined" in p.stderr
+    p = gds.tether("promote", "--plan", tmp_path / "nope" / "p.json", check_rc=2)
+    assert "the directory" in p.stderr and "does not exist" in p.stderr
+    p = gds.tether("promote", "--from-plan", f, check_rc=3)
+    assert "plan is for `merge`, not `promote`" in p.stderr
+    # --from-plan --dry-run only checks the plan
+    r = gds.tj("merge", "--from-plan", f, "--dry-run")
+    assert r["dry_run"] is True and promote_entries(gds, "merge") == []

@@ -522,10 +522,24 @@ static int follow_merge(struct land_run *run, struct tt_obj *o, const char *bran
 static int merge_one(struct land_run *run, struct landing *l, struct tt_obj *o, const json_t *a)
 {
 	const char *branch = json_string_value(json_object_get(a, "branch"));
-	json_t *now = NULL;
+	json_t *now = NULL, *work = NULL;
 	int rc = read_base(o, &now);
-	if (rc)
-		return rc;
+	if (!rc)
+		rc = read_working(o, &work);
+	int landed = !rc && tt_same_content(o->b, now, work);
+	json_decref(work);
+	if (rc || landed) {
+		json_decref(now);
+		if (rc)
+			return rc;
+		/* Another key of the same store, which shares the working
+		 * branch, merged it (and the branch followed). */
+		json_array_append_new(l->list, result_entry(o->m->key, "up-to-date", branch, NULL,
+		                                            "the base branch is at the working branch's head"));
+		json_array_append_new(l->landed, json_string(o->m->key));
+		mark_done(l, o->m->key, NULL);
+		return 0;
+	}
 	if (!tt_same_content(o->b, now, json_object_get(a, "expect"))) {
 		char *was = tt_state_brief(o->b, json_object_get(a, "expect")), *is = tt_state_brief(o->b, now);
 		char *why = tt_strdupf("its base branch moved since the plan (from %s to %s): nothing was merged; `tether "

@@ -495,3 +495,25 @@ def test_usage_errors(gds, code, tmp_path):
     # --from-plan --dry-run only checks the plan
     r = gds.tj("merge", "--from-plan", f, "--dry-run")
     assert r["dry_run"] is True and promote_entries(gds, "merge") == []
+
+
+@pytest.mark.parametrize("command", ["promote", "merge"])
+def test_two_keys_on_one_store_land_once(gds, code, command):
+    """Keys on one store share its working branch: the first lands it, the
+    second finds it landed."""
+    branch = forked(gds, ("code", code), ("twin", code))
+    fork = write_on(code, branch, {"main.py": "fork\n"}, "fork write")
+    gds.tether("commit", "-m", "fork write")
+    if command == "merge":
+        code_commit(code, {"other.txt": "x\n"}, "base moves on")
+    r = gds.tj(command)
+    assert [(o["key"], o["action"]) for o in r["objects"]] == \
+        [("code", "promoted" if command == "promote" else "merged"), ("twin", "up-to-date")]
+    landed = head_of(code, "main")
+    assert head_of(code, branch) == landed
+    if command == "promote":
+        assert landed == fork
+    else:
+        assert code.git("log", "-1", "--format=%P", "main").split()[1] == fork
+    [entry] = promote_entries(gds, command)
+    assert entry["status"] == "COMPLETE" and [m["done"] for m in entry["moves"]] == [True, True]

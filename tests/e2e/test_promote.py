@@ -517,3 +517,18 @@ def test_two_keys_on_one_store_land_once(gds, code, command):
         assert code.git("log", "-1", "--format=%P", "main").split()[1] == fork
     [entry] = promote_entries(gds, command)
     assert entry["status"] == "COMPLETE" and [m["done"] for m in entry["moves"]] == [True, True]
+
+
+def test_two_keys_on_one_icechunk_store_promote_once(tmp_path, gds):
+    import icechunk_oracle as ico
+    store = tmp_path / "imaging.icechunk"
+    ico.create(store)
+    for key in ("img", "twin"):
+        gds.tether("add", key, store, "--kind", "icechunk")
+    gds.tether("commit", "-m", "base")
+    gds.tether("new", "-b", "feat")
+    fork = ico.commit(store, fork_name(gds))
+    gds.tether("commit", "-m", "fork")
+    r = gds.tj("promote")
+    assert [(o["key"], o["action"]) for o in r["objects"]] == [("img", "promoted"), ("twin", "up-to-date")]
+    assert ico.branch_head(store, "main") == fork

@@ -38,7 +38,7 @@ int tt_journal_entry_dead(const json_t *entry);
 /* Close such an entry as COMPLETE, its work finished by `finished_by` (an
  * entry id or a commit id; may be NULL). */
 int tt_journal_close_dead(struct tether_repo *repo, const json_t *entry, const char *finished_by);
-/* status: "COMPLETE", "ABORTED" or "PARTIAL" (a promote that moved some
+/* status: "COMPLETE", "ABORTED" or "PARTIAL" (a promote or merge that moved some
  * bases and then failed); commit id or NULL. */
 int tt_journal_end(struct tt_journal *j, const char *status, const char *commit);
 void tt_journal_free(struct tt_journal *j);

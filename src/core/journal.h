@@ -39,7 +39,7 @@ int tt_journal_entry_dead(const json_t *entry);
  * entry id or a commit id; may be NULL). */
 int tt_journal_close_dead(struct tether_repo *repo, const json_t *entry, const char *finished_by);
 /* status: "COMPLETE", "ABORTED" or "PARTIAL" (a promote or merge that moved some
- * bases and then failed); commit id or NULL. */
+ * bases and not others); commit id or NULL. */
 int tt_journal_end(struct tt_journal *j, const char *status, const char *commit);
 void tt_journal_free(struct tt_journal *j);
 /* Every entry, oldest first, each with "id" (its file name). */

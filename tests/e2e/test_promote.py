@@ -238,6 +238,11 @@ def test_a_stale_plan_names_the_head_that_moved(gds, code, tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps(bad))
     p = gds.tether("promote", "--from-plan", tmp_path / "bad.json", check_rc=2)
     assert 'actions[0].branch: "../x" is not a valid branch name' in p.stderr
+    bad = json.loads(f.read_text())
+    bad["actions"][0]["expect"] = "HEAD"
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    p = gds.tether("promote", "--from-plan", tmp_path / "bad.json", check_rc=2)
+    assert "actions[0].expect: must be a state (an object)" in p.stderr
 
 
 def test_a_writer_racing_the_move_makes_it_fail(gds, code):

@@ -297,6 +297,39 @@ struct tether_new_opts {
 };
 TETHER_API int tether_new(tether_repo *repo, const struct tether_new_opts *opts, json_t **report);
 
+/* tether promote [KEY...] and tether merge [KEY...]: land this workspace's
+ * working branches on their base branches (docs/CLI.md, "tether promote").
+ * Each object with a working branch here (or each of `keys`) must have it
+ * at the state its working manifest records (committed). promote
+ * fast-forwards the base branch to it (PROMOTE), conditional on the base
+ * head the plan reviewed, system by system: the first failure stops it,
+ * and its message names what landed before it. merge three-way merges it
+ * into the base (MERGE), then moves the working branch to the merged head
+ * (conditional on the head it was at), so the next commit records what the
+ * base now holds; an object that conflicts is reported and nothing is
+ * written for it, the others proceed, and the return is TETHER_EREFUSED
+ * with the report still made.
+ * Report: {"op", "dry_run", "objects": [{"key", "action": "promoted" |
+ * "merged" | "up-to-date" | "skipped" | "conflict" | "refused", "branch",
+ * "base": {"branch", "from", "to"}, "detail"}], "journal": id|null}; a
+ * plan's report has "plan" and "plan_file" instead of "objects". Both
+ * take the locks and journal their moves (op "promote" / "merge"). */
+#define TETHER_LAND_OPTS_VERSION 1
+#define TETHER_LAND_OPTS_INIT TETHER_STRUCT_INIT(struct tether_land_opts, TETHER_LAND_OPTS_VERSION)
+struct tether_land_opts {
+	uint32_t version; /* TETHER_LAND_OPTS_INIT */
+	uint32_t size;
+	const char *const *keys;  /* the objects to land, n_keys of them; none: every one with a working branch */
+	size_t n_keys;
+	const char *message;      /* merge: the merge commit's message (NULL: the backend's) */
+	int dry_run;              /* plan only */
+	const char *plan_out;     /* plan only, and save the plan here */
+	const json_t *from_plan;  /* apply this plan (no keys, no message) */
+	const char *from_plan_file; /* the plan's file, for messages (may be NULL) */
+};
+TETHER_API int tether_promote(tether_repo *repo, const struct tether_land_opts *opts, json_t **report);
+TETHER_API int tether_merge(tether_repo *repo, const struct tether_land_opts *opts, json_t **report);
+
 /* tether open KEY [-r REV]: the object's handle descriptor. With a rev (or
  * $TETHER_REV when rev is NULL), read-only at the state that revision
  * records; otherwise writable on this workspace's working ref, forked on
@@ -357,7 +390,8 @@ TETHER_API int tether_upgrade(tether_repo *repo, const struct tether_upgrade_opt
 
 /* tether ops: the journal of store-writing operations, oldest first.
  * Report: {"ops": [{"id", "op", "status": "INCOMPLETE" | "COMPLETE" |
- * "ABORTED", "started", "message", "pins": [...], "commit"}]}. */
+ * "ABORTED" | "PARTIAL", "started", "message", "pins": [...], "commit",
+ * "moves" (promote, merge)}]}. */
 TETHER_API int tether_ops(tether_repo *repo, json_t **report);
 
 /* The registered backends: [{kind, maturity, tier, flags: [...], summary,

@@ -18,8 +18,21 @@ static void print_ops(const json_t *report)
 	json_t *e;
 	json_array_foreach(json_object_get(report, "ops"), i, e) {
 		long long pins = (long long)json_array_size(json_object_get(e, "pins"));
-		printf("%-10s %-7s %s  %lld %s  %.12s  %s\n", out_str_or(e, "status", "?"), out_str_or(e, "op", "?"),
-		       out_str_or(e, "started", ""), pins, out_plural(pins, "pin", "pins"), out_str_or(e, "commit", "-"),
+		/* promote and merge move branches rather than make pins: their
+		 * count is of moves, done and planned. */
+		const json_t *moves = json_object_get(e, "moves");
+		long long done = 0;
+		size_t k;
+		json_t *m;
+		json_array_foreach(moves, k, m) done += json_is_true(json_object_get(m, "done"));
+		char count[64];
+		if (json_is_array(moves))
+			snprintf(count, sizeof count, "%lld/%lld %s", done, (long long)json_array_size(moves),
+			         out_plural((long long)json_array_size(moves), "move", "moves"));
+		else
+			snprintf(count, sizeof count, "%lld %s", pins, out_plural(pins, "pin", "pins"));
+		printf("%-10s %-7s %s  %s  %.12s  %s\n", out_str_or(e, "status", "?"), out_str_or(e, "op", "?"),
+		       out_str_or(e, "started", ""), count, out_str_or(e, "commit", "-"),
 		       out_escape(out_str_or(e, "message", "")));
 	}
 	if (!json_array_size(json_object_get(report, "ops")))
@@ -47,9 +60,12 @@ const struct cli_command cmd_ops = {
 	.summary = "list the journal of store-writing operations",
 	.usage = "ops [--json]",
 	.description =
-		"List the journal: each commit that created pins, with its status.\n"
-		"INCOMPLETE means the process died between creating pins and the VCS\n"
-		"commit: gc keeps those pins, and the next commit finishes the work.",
+		"List the journal: each commit that created pins, and each promote or\n"
+		"merge that moved a branch, with its status. INCOMPLETE means the process\n"
+		"died part-way: for a commit, between creating pins and the VCS commit (gc\n"
+		"keeps those pins, and the next commit finishes the work); for a promote or\n"
+		"merge, between its moves (running it again lands the rest). PARTIAL: a\n"
+		"promote moved some bases, then one failed.",
 	.spec = { ARGS_OPTIONS(options) },
 	.run = run_ops,
 };

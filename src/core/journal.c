@@ -55,6 +55,12 @@ static int journal_dir(struct tether_repo *repo, char **dir)
 
 #define CLOSED_DIR "closed"
 
+static int is_incomplete_entry(const json_t *e)
+{
+	const char *status = json_string_value(json_object_get(e, "status"));
+	return status && strcmp(status, "INCOMPLETE") == 0;
+}
+
 static int write_entry(const char *path, const json_t *entry)
 {
 	char *text = json_dumps(entry, JSON_INDENT(1) | JSON_SORT_KEYS);
@@ -76,6 +82,12 @@ static void now_iso(char out[32])
 int tt_journal_begin(struct tether_repo *repo, const char *op, const char *message, json_t *pins,
                      struct tt_journal *j)
 {
+	return tt_journal_begin_with(repo, op, message, pins, NULL, j);
+}
+
+int tt_journal_begin_with(struct tether_repo *repo, const char *op, const char *message, json_t *pins,
+                          const json_t *fields, struct tt_journal *j)
+{
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	int rc = journal_dir(repo, &j->dir);
@@ -86,6 +98,8 @@ int tt_journal_begin(struct tether_repo *repo, const char *op, const char *messa
 	now_iso(started);
 	j->entry = json_pack("{s:s, s:s, s:s, s:s?, s:O, s:n}", "op", op, "status", "INCOMPLETE", "started", started,
 	                     "message", message, "pins", pins, "commit");
+	if (fields)
+		json_object_update_missing(j->entry, (json_t *)fields);
 	char *path = tt_path_join(j->dir, j->name);
 	rc = write_entry(path, j->entry);
 	free(path);
@@ -103,6 +117,47 @@ static int close_entry(const char *dir, const char *name, const json_t *entry)
 	free(closed);
 	free(open);
 	return rc;
+}
+
+int tt_journal_update(struct tt_journal *j)
+{
+	if (!j->entry)
+		return 0;
+	char *path = tt_path_join(j->dir, j->name);
+	int rc = write_entry(path, j->entry);
+	free(path);
+	return rc;
+}
+
+int tt_journal_close_dead(struct tether_repo *repo, const json_t *entry, const char *finished_by)
+{
+	char *dir = NULL;
+	int rc = journal_dir(repo, &dir);
+	const char *id = json_string_value(json_object_get(entry, "id"));
+	if (!rc && !id)
+		rc = tether_error_set(TETHER_ERROR, "a journal entry without an id");
+	if (rc) {
+		free(dir);
+		return rc;
+	}
+	char *name = tt_strdupf("%s.json", id);
+	json_t *closed = json_deep_copy(entry);
+	json_object_del(closed, "id");
+	json_object_set_new(closed, "status", json_string("COMPLETE"));
+	json_object_set_new(closed, "finished_by", finished_by ? json_string(finished_by) : json_null());
+	rc = close_entry(dir, name, closed);
+	json_decref(closed);
+	free(name);
+	free(dir);
+	return rc;
+}
+
+int tt_journal_entry_dead(const json_t *entry)
+{
+	const char *id = json_string_value(json_object_get(entry, "id"));
+	const char *dash = id ? strrchr(id, '-') : NULL;
+	long pid = dash ? atol(dash + 1) : 0;
+	return is_incomplete_entry(entry) && !(pid > 0 && (pid == (long)getpid() || kill((pid_t)pid, 0) == 0));
 }
 
 int tt_journal_end(struct tt_journal *j, const char *status, const char *commit)
@@ -270,8 +325,15 @@ int tt_journal_open_entries(struct tether_repo *repo, json_t **entries)
 
 static int is_incomplete(const json_t *e)
 {
-	const char *status = json_string_value(json_object_get(e, "status"));
-	return status && strcmp(status, "INCOMPLETE") == 0;
+	return is_incomplete_entry(e);
+}
+
+/* A commit finishes only a commit's entry: a dead promote's or merge's
+ * moves are finished by re-running that command (land.c). */
+static int is_commit_entry(const json_t *e)
+{
+	const char *op = json_string_value(json_object_get(e, "op"));
+	return !op || strcmp(op, "commit") == 0;
 }
 
 /* Bring one open entry where it belongs: a closed one (written by an
@@ -286,7 +348,7 @@ static int tidy_open_entry(const char *dir, json_t *e, const char *commit)
 	json_object_del(entry, "id");
 	if (!is_incomplete(e)) {
 		rc = close_entry(dir, name, entry);
-	} else {
+	} else if (is_commit_entry(e)) {
 		/* Only a dead process's entry: a live one may still be working. */
 		const char *dash = strrchr(id, '-');
 		long pid = dash ? atol(dash + 1) : 0;

@@ -26,7 +26,20 @@ struct tt_journal {
 
 int tt_journal_begin(struct tether_repo *repo, const char *op, const char *message, json_t *pins,
                      struct tt_journal *j);
-/* status: "COMPLETE" or "ABORTED"; commit id or NULL. */
+/* tt_journal_begin, with more members for the entry (`fields`, may be
+ * NULL): a promote's or merge's "moves". */
+int tt_journal_begin_with(struct tether_repo *repo, const char *op, const char *message, json_t *pins,
+                          const json_t *fields, struct tt_journal *j);
+/* Rewrite the open entry after the caller changed j->entry (a move done). */
+int tt_journal_update(struct tt_journal *j);
+/* Is this entry (from tt_journal_open_entries) INCOMPLETE and its process
+ * gone? */
+int tt_journal_entry_dead(const json_t *entry);
+/* Close such an entry as COMPLETE, its work finished by `finished_by` (an
+ * entry id or a commit id; may be NULL). */
+int tt_journal_close_dead(struct tether_repo *repo, const json_t *entry, const char *finished_by);
+/* status: "COMPLETE", "ABORTED" or "PARTIAL" (a promote or merge that moved some
+ * bases and not others); commit id or NULL. */
 int tt_journal_end(struct tt_journal *j, const char *status, const char *commit);
 void tt_journal_free(struct tt_journal *j);
 /* Every entry, oldest first, each with "id" (its file name). */
@@ -40,7 +53,8 @@ int tt_journal_open_entries(struct tether_repo *repo, json_t **entries);
  * summarised in <journal>/closed.index, a cache rebuilt from them when it
  * does not cover them (journal.c says how). */
 int tt_journal_pin_stores(struct tether_repo *repo, json_t **pins);
-/* Close INCOMPLETE entries whose work a later commit finished, and move
+/* Close INCOMPLETE commit entries whose work a later commit finished (an
+ * entry of another op is finished by that op's re-run), and move
  * entries an earlier tether closed in place into closed/. */
 int tt_journal_close_finished(struct tether_repo *repo, const char *commit);
 

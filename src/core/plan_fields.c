@@ -278,6 +278,31 @@ static int check_gc_plan(const struct fields *f, const json_t *plan)
 	return 0;
 }
 
+/* promote, merge: per object a key, the working branch, and the two heads
+ * as states; merge's message. */
+static int check_land_plan(const struct fields *f, const json_t *plan)
+{
+	int rc = check_objects(f, json_object_get(tt_plan_preconditions(plan), "objects"));
+	if (!rc)
+		rc = check_object_actions(f, tt_plan_actions(plan), 1);
+	size_t i;
+	json_t *a;
+	char field[64];
+	json_array_foreach(tt_plan_actions(plan), i, a) {
+		static const char *const heads[] = {"expect", "head"};
+		for (size_t h = 0; !rc && h < 2; h++) {
+			const json_t *v = json_object_get(a, heads[h]);
+			snprintf(field, sizeof field, "actions[%zu].%s", i, heads[h]);
+			if (v && !json_is_object(v))
+				rc = bad(f, field, "must be a state (an object)");
+		}
+	}
+	const json_t *message = json_object_get(plan, "message");
+	if (!rc && message && !json_is_null(message) && !json_is_string(message))
+		rc = bad(f, "message", "must be a string or null");
+	return rc;
+}
+
 int tt_plan_check_fields(const struct tether_repo *repo, const json_t *plan, const char *op, const char *file)
 {
 	struct fields f = {.file = file, .dataset8 = repo->id};
@@ -287,5 +312,7 @@ int tt_plan_check_fields(const struct tether_repo *repo, const json_t *plan, con
 		return check_new_plan(&f, plan);
 	if (strcmp(op, "gc") == 0)
 		return check_gc_plan(&f, plan);
+	if (strcmp(op, "promote") == 0 || strcmp(op, "merge") == 0)
+		return check_land_plan(&f, plan);
 	return 0;
 }

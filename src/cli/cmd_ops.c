@@ -17,10 +17,13 @@ static void print_ops(const json_t *report)
 	size_t i;
 	json_t *e;
 	json_array_foreach(json_object_get(report, "ops"), i, e) {
-		long long pins = (long long)json_array_size(json_object_get(e, "pins"));
+		/* A commit counts the pins it made; restore and drop, the objects
+		 * they act on. */
+		const json_t *keys = json_object_get(e, "keys");
+		long long n = (long long)json_array_size(keys ? keys : json_object_get(e, "pins"));
 		printf("%-10s %-7s %s  %lld %s  %.12s  %s\n", out_str_or(e, "status", "?"), out_str_or(e, "op", "?"),
-		       out_str_or(e, "started", ""), pins, out_plural(pins, "pin", "pins"), out_str_or(e, "commit", "-"),
-		       out_escape(out_str_or(e, "message", "")));
+		       out_str_or(e, "started", ""), n, keys ? out_plural(n, "object", "objects") : out_plural(n, "pin", "pins"),
+		       out_str_or(e, "commit", "-"), out_escape(out_str_or(e, "message", "")));
 	}
 	if (!json_array_size(json_object_get(report, "ops")))
 		printf("the journal is empty\n");
@@ -47,7 +50,8 @@ const struct cli_command cmd_ops = {
 	.summary = "list the journal of store-writing operations",
 	.usage = "ops [--json]",
 	.description =
-		"List the journal: each commit that created pins, with its status.\n"
+		"List the journal: each commit that created pins, and each restore and\n"
+		"drop that wrote to a store, with its status.\n"
 		"INCOMPLETE means the process died between creating pins and the VCS\n"
 		"commit: gc keeps those pins, and the next commit finishes the work.",
 	.spec = { ARGS_OPTIONS(options) },

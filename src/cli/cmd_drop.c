@@ -41,7 +41,7 @@ static void print_object(const json_t *o, int dry)
 	if (strcmp(fork, "none") != 0)
 		printf("  %s: %s branch %s (%s)\n", key, verb(fork, dry, done), out_escape(out_str_or(o, "branch", "?")),
 		       out_escape(out_str_or(o, "fork_reason", "")));
-	if (strcmp(fork, "keep") == 0 && out_str(o, "head"))
+	if (strcmp(fork, "keep") == 0 && json_object_get(o, "head"))
 		printf(dry ? "  hint: `tether commit` first keeps those writes in history; `tether drop --force %s` deletes "
 		             "the branch anyway\n"
 		           : "  hint: the branch stays in the store: to delete it, restore %s's manifest from the last "

@@ -394,6 +394,12 @@ static int apply_steps(struct drop_run *run, json_t *done)
 	for (size_t i = 0; !rc && i < run->n; i++) {
 		if (strcmp(str(run->items[i].action, "store"), "delete") != 0)
 			continue;
+		int twice = 0; /* two keys of one store, both dropped: one deletion */
+		for (size_t j = 0; j < i; j++)
+			twice |= strcmp(str(run->items[j].action, "store"), "delete") == 0 &&
+			         json_equal(run->items[j].identity, run->items[i].identity);
+		if (twice)
+			continue;
 		rc = tt_cancelled() ? tt_cancel_error("drop") : delete_store(run, &run->items[i], done);
 		if (!rc)
 			tt_fault_point("drop", "store-deleted");

@@ -3,7 +3,9 @@
  * any, and marks it COMPLETE once the VCS commit has landed (ABORTED when
  * it rolled back). An entry left INCOMPLETE means the process died in
  * between: gc keeps the pins it names, and the next commit finishes the
- * work and closes it.
+ * work and closes it. restore and drop write entries of their own ("op",
+ * "keys", no pins) before their first store write; a dead one is closed by
+ * the re-run of the same op over the same keys.
  *
  * <journal>/<unix-nanoseconds>-<pid>.json while open (INCOMPLETE), and
  * <journal>/closed/<same name> once closed, where <journal> is

@@ -273,11 +273,14 @@ static int build_plan(struct drop_run *run)
 	return 0;
 }
 
-static int check_keys(struct drop_run *run)
+static int check_keys(struct drop_run *run, int planned)
 {
 	size_t i;
 	json_t *k;
 	json_array_foreach(run->keys, i, k) {
+		if (!tt_manifest_set_find(&run->work, json_string_value(k)) && planned)
+			return tether_error_set(TETHER_EREFUSED, "stale plan: %s was removed since the plan",
+			                        json_string_value(k));
 		if (!tt_manifest_set_find(&run->work, json_string_value(k))) {
 			char *rel = tt_manifest_relpath(json_string_value(k));
 			int rc = tether_error_set(TETHER_ENOTFOUND, "no object '%s' in this dataset (no %s)",
@@ -489,7 +492,7 @@ static int run_drop(struct drop_run *run, const struct tether_drop_opts *opts, j
 {
 	int rc = tt_manifests_load_working(run->repo->root, &run->work);
 	if (!rc)
-		rc = check_keys(run);
+		rc = check_keys(run, opts->from_plan != NULL);
 	if (!rc)
 		rc = tt_objs_prepare(run->repo, &run->work, 0, &run->objs);
 	if (!rc)

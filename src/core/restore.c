@@ -219,11 +219,14 @@ static int build_plan(struct restore_run *run)
 }
 
 /* The keys asked for are objects of the working copy. */
-static int check_keys(struct restore_run *run)
+static int check_keys(struct restore_run *run, int planned)
 {
 	size_t i;
 	json_t *k;
 	json_array_foreach(run->keys, i, k) {
+		if (!tt_manifest_set_find(&run->work, json_string_value(k)) && planned)
+			return tether_error_set(TETHER_EREFUSED, "stale plan: %s was removed since the plan",
+			                        json_string_value(k));
 		if (!tt_manifest_set_find(&run->work, json_string_value(k))) {
 			char *rel = tt_manifest_relpath(json_string_value(k));
 			int rc = tether_error_set(TETHER_ENOTFOUND, "no object '%s' in this dataset (no %s)",
@@ -430,7 +433,7 @@ static int run_restore(struct restore_run *run, const struct tether_restore_opts
 {
 	int rc = tt_manifests_load_working(run->repo->root, &run->work);
 	if (!rc)
-		rc = check_keys(run);
+		rc = check_keys(run, opts->from_plan != NULL);
 	if (!rc)
 		rc = tt_manifests_at(run->repo, run->commit, &run->at);
 	if (!rc)

@@ -214,3 +214,34 @@ def test_a_kill_after_the_store_is_deleted_is_finished_by_the_rerun(dsv, tmp_pat
     assert r["objects"][0]["store"] == "gone" and not dsv.manifest_path("scratch").exists()
     assert [o["status"] for o in ops(dsv) if o["op"] == "drop"] == ["COMPLETE", "COMPLETE"]
     assert dsv.tether("drop", "scratch", check_rc=1).stderr.startswith("tether: error: no object 'scratch'")
+
+
+def test_hostile_and_stale_plans(dsv, code, tmp_path):
+    forked(dsv, code)
+    pf = tmp_path / "drop.json"
+    dsv.tether("drop", "code", "--plan", pf)
+    doc = json.loads(pf.read_text())
+    for field, value, says in [
+        ("keys", ["../../etc/passwd"], "keys[0]: \"../../etc/passwd\" is not an object key"),
+        ("keys", [], "keys: names no object"),
+        ("keys", "code", "keys: must be an array of object keys"),
+        ("force", "yes", "force: must be true or false"),
+    ]:
+        bad = dict(doc, **{field: value})
+        pf.write_text(json.dumps(bad))
+        p = dsv.tether("drop", "--from-plan", pf, check_rc=2)
+        assert p.stderr == f"tether: error: malformed plan {pf}: {says}\n", p.stderr
+    bad = json.loads(json.dumps(doc))
+    bad["actions"][0]["branch"] = "-x"
+    pf.write_text(json.dumps(bad))
+    p = dsv.tether("drop", "--from-plan", pf, check_rc=2)
+    assert p.stderr.startswith(f"tether: error: malformed plan {pf}: actions[0].branch: "), p.stderr
+    pf.write_text(json.dumps(dict(doc, op="restore")))
+    assert dsv.tether("drop", "--from-plan", pf, check_rc=3).stderr == (
+        "tether: error: plan is for `restore`, not `drop`\n")
+    assert dsv.manifest_path("code").exists()
+    # Applied once, the plan is stale: the object is gone.
+    pf.write_text(json.dumps(doc))
+    dsv.tether("drop", "--from-plan", pf)
+    p = dsv.tether("drop", "--from-plan", pf, check_rc=3)
+    assert p.stderr == "tether: error: stale plan: code was removed since the plan\n"

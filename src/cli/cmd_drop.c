@@ -75,9 +75,10 @@ static int run_drop(const struct args *a)
 {
 	const char *from = args_value(a, OPT_FROM_PLAN);
 	if (from && (a->npos || args_has(a, OPT_FORCE) || args_has(a, OPT_DELETE_STORE)))
-		return out_usage("drop", "--from-plan takes no KEY, --force or --delete-store (the plan names them)");
+		return out_usage("drop", "--from-plan takes no KEY, --force or --delete-store (the plan names them) "
+		                         "for 'drop'");
 	if (!from && !a->npos)
-		return out_usage("drop", "missing argument KEY");
+		return out_usage("drop", "missing argument KEY for 'drop'");
 	json_t *plan;
 	tether_repo *repo;
 	int rc = cli_find_repo_with_plan(from, &plan, &repo);

@@ -84,7 +84,7 @@ static int run_restore(const struct args *a)
 {
 	const char *from = args_value(a, OPT_FROM_PLAN);
 	if (from && (a->npos || args_has(a, OPT_REV)))
-		return out_usage("restore", "--from-plan takes no -r and no KEY (the plan names them)");
+		return out_usage("restore", "--from-plan takes no -r and no KEY (the plan names them) for 'restore'");
 	json_t *plan;
 	tether_repo *repo;
 	int rc = cli_find_repo_with_plan(from, &plan, &repo);

@@ -88,7 +88,7 @@ def test_unknown_keys_and_bad_input_write_nothing(dsv, code, tmp_path):
     for args, rc, says in [
         (["nope"], 1, "tether: error: no object 'nope' in this dataset (no .tether/objects/nope.toml)\n"),
         (["code", "nope"], 1, "tether: error: no object 'nope' in this dataset (no .tether/objects/nope.toml)\n"),
-        ([], 2, None),
+        ([], 2, "tether: error: missing argument KEY for 'drop'\nhint: see 'tether drop --help'\n"),
         (["../x"], 2, None),
         (["code", "--from-plan", tmp_path / "p.json"], 2, None),
     ]:

@@ -245,3 +245,18 @@ def test_hostile_and_stale_plans(dsv, code, tmp_path):
     dsv.tether("drop", "--from-plan", pf)
     p = dsv.tether("drop", "--from-plan", pf, check_rc=3)
     assert p.stderr == "tether: error: stale plan: code was removed since the plan\n"
+
+
+def test_a_kill_after_the_journal_entry_is_finished_by_the_rerun(dsv, code):
+    _, _, branch = forked(dsv, code)
+    pin_tags = tags(code)
+    dsv.tether("drop", "code", check_rc=-9, env={"TETHER_FAULT": "drop:journal-written"})
+    assert branch in branches(code) and dsv.manifest_path("code").exists()
+    dsv.tether("drop", "code")
+    assert branch not in branches(code) and not dsv.manifest_path("code").exists()
+    dsv.tether("commit", "-m", "dropped")
+    # verify and gc agree: every recorded state is held, nothing to release.
+    assert dsv.tj("verify", "--all-history")["ok"] is True
+    assert dsv.tj("gc", "--no-dry-run")["release"] == []
+    assert tags(code) == pin_tags
+    assert [o["status"] for o in ops(dsv) if o["op"] == "drop"] == ["COMPLETE", "COMPLETE"]

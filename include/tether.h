@@ -330,6 +330,57 @@ struct tether_land_opts {
 TETHER_API int tether_promote(tether_repo *repo, const struct tether_land_opts *opts, json_t **report);
 TETHER_API int tether_merge(tether_repo *repo, const struct tether_land_opts *opts, json_t **report);
 
+/* tether restore [-r REV] [KEY...]: put each object's working branch in
+ * this workspace back to the state REV records (default HEAD: discard the
+ * writes made since), as `jj restore` puts files back. A conditional fork
+ * reset: the branch moves only from the head the plan reviewed. A base
+ * branch is never moved: a named object with no working branch here, one
+ * with write = track, one that is not forkable, or one REV does not record
+ * is refused (TETHER_EREFUSED) naming it; with no keys those are skipped.
+ * A reset refused or failing part-way takes back the resets made. Report:
+ * {"rev", "commit", "dry_run", "objects": [{key, action: "reset" |
+ * "unchanged" | "skip", "branch", "from", "to", "detail"}]}. */
+#define TETHER_RESTORE_OPTS_VERSION 1
+#define TETHER_RESTORE_OPTS_INIT TETHER_STRUCT_INIT(struct tether_restore_opts, TETHER_RESTORE_OPTS_VERSION)
+struct tether_restore_opts {
+	uint32_t version; /* TETHER_RESTORE_OPTS_INIT */
+	uint32_t size;
+	const char *rev;               /* NULL: HEAD */
+	const char *const *keys;       /* n_keys of them; none: every object with a working branch */
+	size_t n_keys;
+	int dry_run;                   /* plan only */
+	const char *plan_out;          /* plan only, and save the plan here */
+	const json_t *from_plan;       /* apply this plan (rev and keys must be unset) */
+	const char *from_plan_file;    /* the plan's file, for messages (may be NULL) */
+};
+TETHER_API int tether_restore(tether_repo *repo, const struct tether_restore_opts *opts, json_t **report);
+
+/* tether drop KEY...: remove objects from the dataset. Each manifest is
+ * removed from the working copy (the next commit records the removal, as
+ * `git rm` does), and this workspace's working branch of each is deleted
+ * when a pin in history holds its head, else kept and reported (force:
+ * deleted anyway). With delete_store, a store tether created (CREATE) that
+ * no other object and no recorded state names is deleted too, the backend
+ * re-checking that tether made it and that it is still ref-empty just
+ * before. Report: {"dry_run", "objects": [{key, manifest: "removed",
+ * "branch", "fork": "delete" | "keep" | "gone" | "none", "store": "delete"
+ * | "keep" | "gone" | "none", "reason", "done"}]}. */
+#define TETHER_DROP_OPTS_VERSION 1
+#define TETHER_DROP_OPTS_INIT TETHER_STRUCT_INIT(struct tether_drop_opts, TETHER_DROP_OPTS_VERSION)
+struct tether_drop_opts {
+	uint32_t version; /* TETHER_DROP_OPTS_INIT */
+	uint32_t size;
+	const char *const *keys;       /* n_keys of them, at least one (none with from_plan) */
+	size_t n_keys;
+	int force;                     /* delete working branches no pin holds */
+	int delete_store;              /* delete stores tether created that are ref-empty */
+	int dry_run;
+	const char *plan_out;
+	const json_t *from_plan;       /* keys, force and delete_store come from the plan */
+	const char *from_plan_file;
+};
+TETHER_API int tether_drop(tether_repo *repo, const struct tether_drop_opts *opts, json_t **report);
+
 /* tether open KEY [-r REV]: the object's handle descriptor. With a rev (or
  * $TETHER_REV when rev is NULL), read-only at the state that revision
  * records; otherwise writable on this workspace's working ref, forked on

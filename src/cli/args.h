@@ -115,6 +115,8 @@ extern const struct cli_command cmd_open;
 extern const struct cli_command cmd_ops;
 extern const struct cli_command cmd_repair;
 extern const struct cli_command cmd_upgrade;
+extern const struct cli_command cmd_restore;
+extern const struct cli_command cmd_drop;
 
 /* Provided by main.c: what a command needs before it calls the engine. */
 

@@ -18,9 +18,10 @@ static void print_ops(const json_t *report)
 	json_t *e;
 	json_array_foreach(json_object_get(report, "ops"), i, e) {
 		long long pins = (long long)json_array_size(json_object_get(e, "pins"));
-		/* promote and merge move branches rather than make pins: their
-		 * count is of moves, done and planned. */
-		const json_t *moves = json_object_get(e, "moves");
+		/* A commit counts the pins it made; promote and merge, their
+		 * moves (done and planned); restore and drop, the objects they
+		 * act on. */
+		const json_t *moves = json_object_get(e, "moves"), *keys = json_object_get(e, "keys");
 		long long done = 0;
 		size_t k;
 		json_t *m;
@@ -29,6 +30,9 @@ static void print_ops(const json_t *report)
 		if (json_is_array(moves))
 			snprintf(count, sizeof count, "%lld/%lld %s", done, (long long)json_array_size(moves),
 			         out_plural((long long)json_array_size(moves), "move", "moves"));
+		else if (json_is_array(keys))
+			snprintf(count, sizeof count, "%lld %s", (long long)json_array_size(keys),
+			         out_plural((long long)json_array_size(keys), "object", "objects"));
 		else
 			snprintf(count, sizeof count, "%lld %s", pins, out_plural(pins, "pin", "pins"));
 		printf("%-10s %-7s %s  %s  %.12s  %s\n", out_str_or(e, "status", "?"), out_str_or(e, "op", "?"),
@@ -60,12 +64,13 @@ const struct cli_command cmd_ops = {
 	.summary = "list the journal of store-writing operations",
 	.usage = "ops [--json]",
 	.description =
-		"List the journal: each commit that created pins, and each promote or\n"
-		"merge that moved a branch, with its status. INCOMPLETE means the process\n"
-		"died part-way: for a commit, between creating pins and the VCS commit (gc\n"
-		"keeps those pins, and the next commit finishes the work); for a promote or\n"
-		"merge, between its moves (running it again lands the rest). PARTIAL: a\n"
-		"promote moved some bases, then one failed.",
+		"List the journal: each commit that created pins, each promote or merge\n"
+		"that moved a branch, and each restore and drop that wrote to a store,\n"
+		"with its status. INCOMPLETE means the process died part-way: for a\n"
+		"commit, between creating pins and the VCS commit (gc keeps those pins,\n"
+		"and the next commit finishes the work); for the others, between their\n"
+		"steps (running the command again finishes it). PARTIAL: a promote moved\n"
+		"some bases, then one failed.",
 	.spec = { ARGS_OPTIONS(options) },
 	.run = run_ops,
 };

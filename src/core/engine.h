@@ -57,6 +57,11 @@ char *tt_fork_scope(struct tt_obj *o);
  * it does not hold; 0 when it does, or when the backend cannot list its
  * working branches (the fork's own condition then decides). */
 int tt_fork_precheck(struct tt_obj *o, const char *branch, const json_t *expect);
+/* Where `branch` of the object's store stands now: *head (new reference,
+ * or NULL) and whether the branch exists, from list_working_refs, or from a
+ * fingerprint of the object's working locator when the backend cannot
+ * list its working branches. */
+int tt_fork_head(struct tt_obj *o, const char *branch, json_t **head, int *exists);
 /* Objects of one branch scope fork one branch, so they must be recorded
  * at one state: TETHER_EREFUSED naming two that are not. */
 int tt_fork_scopes_agree(struct tt_obj *objs, size_t n, const char *branch);

@@ -117,6 +117,37 @@ static json_t *find_row(const json_t *rows, const char *branch)
 	return NULL;
 }
 
+int tt_fork_head(struct tt_obj *o, const char *branch, json_t **head, int *exists)
+{
+	*head = NULL;
+	*exists = 0;
+	if (TT_BACKEND_GET(o->b, list_working_refs)) {
+		json_t *rows = NULL;
+		int rc = TT_BACKEND_GET(o->b, list_working_refs)(&o->ctx, tt_manifest_locator(o->m), &rows);
+		const json_t *row = rc ? NULL : find_row(rows, branch);
+		const json_t *h = json_object_get(row, "head");
+		*exists = row != NULL;
+		*head = h ? json_deep_copy(h) : NULL;
+		json_decref(rows);
+		return rc;
+	}
+	/* No listing: the working branch's state is what the object reads
+	 * there (its locator has the working ref merged in). */
+	struct tether_fingerprint fp = {TETHER_FINGERPRINT_INIT};
+	int only = o->ctx.state_only;
+	o->ctx.state_only = 1;
+	int rc = o->b->fingerprint(&o->ctx, o->locator, tt_manifest_policy(o->m), &fp);
+	o->ctx.state_only = only;
+	free(fp.listing);
+	if (rc) {
+		json_decref(fp.state);
+		return rc;
+	}
+	*head = fp.state;
+	*exists = 1;
+	return 0;
+}
+
 static int refuse(const struct tt_obj *o, const char *branch, const char *why)
 {
 	tether_error_set(TETHER_EREFUSED, "%s: cannot fork %s: %s", o->m->key, branch, why);

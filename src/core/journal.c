@@ -328,12 +328,23 @@ static int is_incomplete(const json_t *e)
 	return is_incomplete_entry(e);
 }
 
-/* A commit finishes only a commit's entry: a dead promote's or merge's
- * moves are finished by re-running that command (land.c). */
-static int is_commit_entry(const json_t *e)
+/* An entry of `op` (a commit's entry: one with no op, as the first ones
+ * were, counts as a commit's). A commit finishes only a commit's entry: a
+ * dead promote's, merge's, restore's or drop's is finished by re-running
+ * that command. */
+static int is_op(const json_t *e, const char *op)
 {
-	const char *op = json_string_value(json_object_get(e, "op"));
-	return !op || strcmp(op, "commit") == 0;
+	const char *have = json_string_value(json_object_get(e, "op"));
+	return strcmp(have ? have : "commit", op) == 0;
+}
+
+/* Was the entry's process alive when asked (this one included)? */
+static int writer_alive(const json_t *e)
+{
+	const char *id = json_string_value(json_object_get(e, "id"));
+	const char *dash = id ? strrchr(id, '-') : NULL;
+	long pid = dash ? atol(dash + 1) : 0;
+	return pid > 0 && (pid == (long)getpid() || kill((pid_t)pid, 0) == 0);
 }
 
 /* Bring one open entry where it belongs: a closed one (written by an
@@ -348,11 +359,9 @@ static int tidy_open_entry(const char *dir, json_t *e, const char *commit)
 	json_object_del(entry, "id");
 	if (!is_incomplete(e)) {
 		rc = close_entry(dir, name, entry);
-	} else if (is_commit_entry(e)) {
+	} else if (is_op(e, "commit")) {
 		/* Only a dead process's entry: a live one may still be working. */
-		const char *dash = strrchr(id, '-');
-		long pid = dash ? atol(dash + 1) : 0;
-		if (!(pid > 0 && (pid == (long)getpid() || kill((pid_t)pid, 0) == 0))) {
+		if (!writer_alive(e)) {
 			json_object_set_new(entry, "finished_by", commit && *commit ? json_string(commit) : json_null());
 			json_object_set_new(entry, "status", json_string("COMPLETE"));
 			json_object_set_new(entry, "commit", commit && *commit ? json_string(commit) : json_null());
@@ -409,6 +418,77 @@ int tt_journal_close_finished(struct tether_repo *repo, const char *commit)
 	}
 	free(dir);
 	json_decref(entries);
+	return rc;
+}
+
+int tt_journal_note(struct tt_journal *j, const char *field, json_t *value)
+{
+	if (!j->entry) {
+		json_decref(value);
+		return 0;
+	}
+	json_object_set_new(j->entry, field, value);
+	char *path = tt_path_join(j->dir, j->name);
+	int rc = write_entry(path, j->entry);
+	free(path);
+	return rc;
+}
+
+int tt_journal_dead_entries(struct tether_repo *repo, const char *op, json_t **out)
+{
+	json_t *entries = NULL;
+	*out = json_array();
+	int rc = tt_journal_open_entries(repo, &entries);
+	size_t i;
+	json_t *e;
+	json_array_foreach(entries, i, e)
+		if (is_incomplete(e) && is_op(e, op) && !writer_alive(e))
+			json_array_append(*out, e);
+	json_decref(entries);
+	return rc;
+}
+
+static int has_string(const json_t *list, const char *s)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(list, i, v)
+		if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
+			return 1;
+	return 0;
+}
+
+int tt_journal_close_dead_runs(struct tether_repo *repo, const char *op, const json_t *keys, const char *target,
+                               const char *by)
+{
+	char *dir = NULL;
+	json_t *dead = NULL;
+	int rc = journal_dir(repo, &dir);
+	if (!rc)
+		rc = tt_journal_dead_entries(repo, op, &dead);
+	size_t i, k;
+	json_t *e, *key;
+	json_array_foreach(dead, i, e) {
+		if (rc)
+			break;
+		const char *t = json_string_value(json_object_get(e, "target"));
+		int covered = !target || (t && strcmp(t, target) == 0);
+		json_array_foreach(json_object_get(e, "keys"), k, key)
+			covered = covered && json_is_string(key) && has_string(keys, json_string_value(key));
+		if (!covered)
+			continue;
+		json_t *entry = json_deep_copy(e);
+		const char *id = json_string_value(json_object_get(e, "id"));
+		char *name = tt_strdupf("%s.json", id);
+		json_object_del(entry, "id");
+		json_object_set_new(entry, "status", json_string("COMPLETE"));
+		json_object_set_new(entry, "finished_by", by ? json_string(by) : json_null());
+		rc = close_entry(dir, name, entry);
+		free(name);
+		json_decref(entry);
+	}
+	json_decref(dead);
+	free(dir);
 	return rc;
 }
 

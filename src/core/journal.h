@@ -3,7 +3,9 @@
  * any, and marks it COMPLETE once the VCS commit has landed (ABORTED when
  * it rolled back). An entry left INCOMPLETE means the process died in
  * between: gc keeps the pins it names, and the next commit finishes the
- * work and closes it.
+ * work and closes it. restore and drop write entries of their own ("op",
+ * "keys", no pins) before their first store write; a dead one is closed by
+ * the re-run of the same op over the same keys.
  *
  * <journal>/<unix-nanoseconds>-<pid>.json while open (INCOMPLETE), and
  * <journal>/closed/<same name> once closed, where <journal> is
@@ -57,6 +59,21 @@ int tt_journal_pin_stores(struct tether_repo *repo, json_t **pins);
  * entry of another op is finished by that op's re-run), and move
  * entries an earlier tether closed in place into closed/. */
 int tt_journal_close_finished(struct tether_repo *repo, const char *commit);
+
+/* Set `field` of the open entry to `value` (stolen) and write it again: a
+ * command that is not a commit says there what it is doing (restore and
+ * drop: "keys", "target", "steps"), so `ops` shows it and its re-run can
+ * tell a dead run's work from its own. */
+int tt_journal_note(struct tt_journal *j, const char *field, json_t *value);
+/* A re-run of `op` finished what a dead process's INCOMPLETE entry of the
+ * same op began: close every such entry whose "keys" are all among `keys`
+ * and whose "target" is `target` (NULL: any), COMPLETE with "finished_by"
+ * naming this run's entry (`by`). A live process's entry is left alone. */
+int tt_journal_close_dead_runs(struct tether_repo *repo, const char *op, const json_t *keys, const char *target,
+                               const char *by);
+/* The INCOMPLETE entries of `op` a dead process left (new reference, an
+ * array): what its re-run may find half-done. */
+int tt_journal_dead_entries(struct tether_repo *repo, const char *op, json_t **entries);
 
 /* Test hook: with TETHER_FAULT=<op>:<step> in the environment, the process
  * kills itself with SIGKILL when it reaches that step, as a crash would;

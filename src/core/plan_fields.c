@@ -303,6 +303,59 @@ static int check_land_plan(const struct fields *f, const json_t *plan)
 	return rc;
 }
 
+/* "keys": the keys a restore or drop was asked for. */
+static int check_key_list(const struct fields *f, const json_t *keys, int required)
+{
+	if (!keys && !required)
+		return 0;
+	if (!json_is_array(keys))
+		return bad(f, "keys", "must be an array of object keys");
+	size_t i;
+	json_t *k;
+	char field[64];
+	json_array_foreach(keys, i, k) {
+		snprintf(field, sizeof field, "keys[%zu]", i);
+		int rc = check_key(f, field, k);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int check_restore_plan(const struct fields *f, const json_t *plan)
+{
+	const json_t *pre = tt_plan_preconditions(plan);
+	int rc = check_commit_id(f, "preconditions.commit", json_object_get(pre, "commit"), 0);
+	const json_t *rev = json_object_get(plan, "rev");
+	if (!rc && rev && !json_is_string(rev))
+		rc = bad(f, "rev", "must be a string");
+	if (!rc)
+		rc = check_key_list(f, json_object_get(plan, "keys"), 0);
+	if (!rc)
+		rc = check_objects(f, json_object_get(pre, "objects"));
+	if (!rc)
+		rc = check_object_actions(f, tt_plan_actions(plan), 1);
+	return rc;
+}
+
+static int check_drop_plan(const struct fields *f, const json_t *plan)
+{
+	int rc = check_key_list(f, json_object_get(plan, "keys"), 1);
+	if (!rc && !json_array_size(json_object_get(plan, "keys")))
+		rc = bad(f, "keys", "names no object");
+	if (!rc)
+		rc = check_objects(f, json_object_get(tt_plan_preconditions(plan), "objects"));
+	if (!rc)
+		rc = check_object_actions(f, tt_plan_actions(plan), 1);
+	static const char *const flags[] = {"force", "delete_store", NULL};
+	for (size_t i = 0; !rc && flags[i]; i++) {
+		const json_t *v = json_object_get(plan, flags[i]);
+		if (v && !json_is_boolean(v))
+			rc = bad(f, flags[i], "must be true or false");
+	}
+	return rc;
+}
+
 int tt_plan_check_fields(const struct tether_repo *repo, const json_t *plan, const char *op, const char *file)
 {
 	struct fields f = {.file = file, .dataset8 = repo->id};
@@ -314,5 +367,9 @@ int tt_plan_check_fields(const struct tether_repo *repo, const json_t *plan, con
 		return check_gc_plan(&f, plan);
 	if (strcmp(op, "promote") == 0 || strcmp(op, "merge") == 0)
 		return check_land_plan(&f, plan);
+	if (strcmp(op, "restore") == 0)
+		return check_restore_plan(&f, plan);
+	if (strcmp(op, "drop") == 0)
+		return check_drop_plan(&f, plan);
 	return 0;
 }

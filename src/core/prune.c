@@ -59,8 +59,8 @@ static int live_branches(struct tether_repo *repo, const struct tether_gc_opts *
 
 /* Does a pin hold `head`: is it the state of a pinned record of this
  * store (same kind and identity) in history? */
-static int head_pinned(struct tether_repo *repo, const struct tt_history *h, const json_t *store,
-                       const struct tether_backend *b, const json_t *head)
+int tt_prune_head_pinned(struct tether_repo *repo, const struct tt_history *h, const json_t *store,
+                         const struct tether_backend *b, const json_t *head)
 {
 	const char *kind = json_string_value(json_object_get(store, "kind"));
 	const char *k;
@@ -133,7 +133,7 @@ static int prune_store(struct tether_repo *repo, const struct tt_history *h, con
 			continue;
 		const json_t *head = json_object_get(r, "head");
 		const char *reason;
-		int pinned = head && head_pinned(repo, h, store, b, head);
+		int pinned = head && tt_prune_head_pinned(repo, h, store, b, head);
 		const char *action = decide(pinned, (caps & TETHER_CAP_BRANCH_IS_STORAGE) != 0, force, &reason);
 		json_array_append_new(out, json_pack("{s:s, s:O, s:O, s:O, s:s, s:O?, s:b, s:s, s:s, s:b}", "kind",
 		                                     kind, "identity", json_object_get(store, "identity"), "store",

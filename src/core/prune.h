@@ -14,6 +14,10 @@
  * listed goes to `skipped`. */
 int tt_prune_find(struct tether_repo *repo, const struct tt_history *h, const json_t *stores,
                   const struct tether_gc_opts *opts, json_t *out, json_t *skipped);
+/* Does a pin hold `head`: is it the state of a pinned record (same kind
+ * and identity as `store`, {"kind", "identity"}) among the walk's? */
+int tt_prune_head_pinned(struct tether_repo *repo, const struct tt_history *h, const json_t *store,
+                         const struct tether_backend *b, const json_t *head);
 /* Delete the ones whose action is "delete"; failures go to `errors`. */
 void tt_prune_apply(struct tether_repo *repo, json_t *prune, json_t *errors);
 /* The report's rows: the candidates without their stores and refs. New reference. */

@@ -261,7 +261,7 @@ static int refuse_foreign(git_repository *repo, const char *path, const char *da
 
 	if (rc == 0 && (!owner.ptr || strcmp(owner.ptr, dataset_id) != 0))
 		rc = tether_error_set(TETHER_EREFUSED, "git repository %s was not created by this dataset "
-		                      "(tether.owner is %s); not deleted", path, owner.ptr ? owner.ptr : "unset");
+		                      "(tether.owner is %s); not deleted", path, owner.size ? owner.ptr : "unset");
 	git_buf_dispose(&owner);
 	return rc;
 }

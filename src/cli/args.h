@@ -112,6 +112,8 @@ extern const struct cli_command cmd_new;
 extern const struct cli_command cmd_open;
 extern const struct cli_command cmd_ops;
 extern const struct cli_command cmd_repair;
+extern const struct cli_command cmd_abandon;
+extern const struct cli_command cmd_undo;
 
 /* Provided by main.c: what a command needs before it calls the engine. */
 

@@ -92,6 +92,29 @@ int tt_journal_begin(struct tether_repo *repo, const char *op, const char *messa
 	return rc;
 }
 
+int tt_journal_begin_op(struct tether_repo *repo, const char *op, json_t *fields, struct tt_journal *j)
+{
+	json_t *pins = json_array();
+	int rc = tt_journal_begin(repo, op, NULL, pins, j);
+	json_decref(pins);
+	if (!rc && fields) {
+		json_object_update(j->entry, fields);
+		rc = tt_journal_save(j);
+	}
+	json_decref(fields);
+	return rc;
+}
+
+int tt_journal_save(struct tt_journal *j)
+{
+	if (!j->entry)
+		return 0;
+	char *path = tt_path_join(j->dir, j->name);
+	int rc = write_entry(path, j->entry);
+	free(path);
+	return rc;
+}
+
 /* Write the entry's closed text under closed/, then remove the open copy. */
 static int close_entry(const char *dir, const char *name, const json_t *entry)
 {
@@ -114,6 +137,18 @@ int tt_journal_end(struct tt_journal *j, const char *status, const char *commit)
 	return close_entry(j->dir, j->name, j->entry);
 }
 
+int tt_journal_discard(struct tt_journal *j)
+{
+	if (!j->entry)
+		return 0;
+	char *path = tt_path_join(j->dir, j->name);
+	int rc = tt_remove_if_exists(path);
+	free(path);
+	json_decref(j->entry);
+	j->entry = NULL;
+	return rc;
+}
+
 void tt_journal_free(struct tt_journal *j)
 {
 	free(j->dir);
@@ -121,6 +156,37 @@ void tt_journal_free(struct tt_journal *j)
 	json_decref(j->entry);
 	j->dir = j->name = NULL;
 	j->entry = NULL;
+}
+
+int tt_journal_entry_dead(const json_t *entry)
+{
+	const char *id = json_string_value(json_object_get(entry, "id"));
+	const char *dash = id ? strrchr(id, '-') : NULL;
+	long pid = dash ? atol(dash + 1) : 0;
+	return !(pid > 0 && (pid == (long)getpid() || kill((pid_t)pid, 0) == 0));
+}
+
+int tt_journal_close_other(struct tether_repo *repo, const json_t *entry, const char *status, json_t *extra)
+{
+	char *dir = NULL;
+	int rc = journal_dir(repo, &dir);
+	const char *id = json_string_value(json_object_get(entry, "id"));
+	if (!rc && !id)
+		rc = tether_error_set(TETHER_ERROR, "a journal entry without an id");
+	if (!rc) {
+		json_t *e = json_deep_copy(entry);
+		json_object_del(e, "id");
+		if (extra)
+			json_object_update(e, extra);
+		json_object_set_new(e, "status", json_string(status));
+		char *name = tt_strdupf("%s.json", id);
+		rc = close_entry(dir, name, e);
+		free(name);
+		json_decref(e);
+	}
+	json_decref(extra);
+	free(dir);
+	return rc;
 }
 
 static int by_id(const void *a, const void *b)
@@ -284,8 +350,11 @@ static int tidy_open_entry(const char *dir, json_t *e, const char *commit)
 	int rc = 0;
 	json_t *entry = json_deep_copy(e);
 	json_object_del(entry, "id");
+	const char *op = json_string_value(json_object_get(e, "op"));
 	if (!is_incomplete(e)) {
 		rc = close_entry(dir, name, entry);
+	} else if (op && strcmp(op, "commit") != 0) {
+		/* Another op's entry is its own re-run's to close (undo reads it). */
 	} else {
 		/* Only a dead process's entry: a live one may still be working. */
 		const char *dash = strrchr(id, '-');

@@ -1928,4 +1928,6 @@ const struct tether_vcs_ops tt_git_ops = {
 	.history_files = git_history_files,
 	.position = git_position,
 	.return_to = git_return_to,
+	.containing_refs = tt_git_containing_refs,
+	.abandon = tt_git_abandon,
 };

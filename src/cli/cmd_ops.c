@@ -47,9 +47,10 @@ const struct cli_command cmd_ops = {
 	.summary = "list the journal of store-writing operations",
 	.usage = "ops [--json]",
 	.description =
-		"List the journal: each commit that created pins, with its status.\n"
-		"INCOMPLETE means the process died between creating pins and the VCS\n"
-		"commit: gc keeps those pins, and the next commit finishes the work.",
+		"List the journal: each commit, new, abandon and undo, with its status.\n"
+		"INCOMPLETE means the operation is running or its process died: for a\n"
+		"commit, between creating pins and the VCS commit (gc keeps those pins,\n"
+		"and the next commit finishes the work). `tether undo` reads the journal.",
 	.spec = { ARGS_OPTIONS(options) },
 	.run = run_ops,
 };

@@ -154,7 +154,7 @@ struct tether_status_opts {
 TETHER_API int tether_status(tether_repo *repo, const struct tether_status_opts *opts, json_t **report);
 
 /* Plans (docs/CLI.md, "Plans"). Every store-writing command (commit, new,
- * gc) builds a plan first: {"tether_plan": 1, "op", "dataset", "created",
+ * gc, abandon, undo) builds a plan first: {"tether_plan": 1, "op", "dataset", "created",
  * "preconditions", "actions", ...}. With dry_run it only reports it (the
  * report holds "plan"); with plan_out it also saves it to that file (and
  * writes nothing else); with from_plan it re-checks the plan's
@@ -339,9 +339,12 @@ TETHER_API int tether_ops(tether_repo *repo, json_t **report);
 struct tether_abandon_opts {
 	uint32_t version; /* TETHER_ABANDON_OPTS_INIT */
 	uint32_t size;
-	const char *rev;
-	int force;   /* abandon a commit other refs hold */
-	int dry_run; /* check and report only */
+	const char *rev;          /* NULL with from_plan: the plan's commit */
+	int force;                /* abandon a commit other refs hold */
+	int dry_run;              /* check and report only (the report holds "plan") */
+	const char *plan_out;     /* plan only, and save the plan here */
+	const json_t *from_plan;  /* apply this plan: stale (TETHER_EREFUSED) when HEAD or the refs holding the commit moved */
+	const char *from_plan_file; /* the plan's file, for messages (may be NULL) */
 };
 TETHER_API int tether_abandon(tether_repo *repo, const struct tether_abandon_opts *opts, json_t **report);
 
@@ -358,7 +361,10 @@ TETHER_API int tether_abandon(tether_repo *repo, const struct tether_abandon_opt
 struct tether_undo_opts {
 	uint32_t version; /* TETHER_UNDO_OPTS_INIT */
 	uint32_t size;
-	int dry_run; /* check and report only */
+	int dry_run;              /* check and report only (the report holds "plan") */
+	const char *plan_out;     /* plan only, and save the plan here */
+	const json_t *from_plan;  /* apply this plan: stale (TETHER_EREFUSED) when the operation to undo or its steps changed */
+	const char *from_plan_file; /* the plan's file, for messages (may be NULL) */
 };
 TETHER_API int tether_undo(tether_repo *repo, const struct tether_undo_opts *opts, json_t **report);
 

@@ -6,11 +6,14 @@
 
 #include <stdio.h>
 
-enum { OPT_JSON, OPT_DRY_RUN };
+enum { OPT_JSON, OPT_DRY_RUN, OPT_PLAN, OPT_FROM_PLAN };
 
 static const struct arg_option options[] = {
 	[OPT_JSON] = { "json", 0, ARG_FLAG, NULL, "print the report as JSON" },
 	[OPT_DRY_RUN] = { "dry-run", 0, ARG_FLAG, NULL, "check and list the steps; write nothing" },
+	[OPT_PLAN] = { "plan", 0, ARG_VALUE, "FILE", "save the plan to FILE as JSON; write nothing else" },
+	[OPT_FROM_PLAN] = { "from-plan", 0, ARG_VALUE, "FILE",
+	                    "re-check the plan in FILE and perform exactly its steps (exit 3 when stale)" },
 };
 
 static void print_undo(const json_t *report)
@@ -30,20 +33,32 @@ static void print_undo(const json_t *report)
 		printf("  released %s of %s\n", out_str_or(s, "pin", "?"), out_escape(out_str_or(s, "key", "?")));
 	json_array_foreach(json_object_get(report, "errors"), i, s)
 		out_warning("%s", json_string_value(s));
-	if (dry_run)
+	if (dry_run && out_str(report, "plan_file"))
+		printf("plan saved to %s; apply it with `tether undo --from-plan %s`\n", out_str(report, "plan_file"),
+		       out_str(report, "plan_file"));
+	else if (dry_run)
 		printf("dry run: nothing written\n");
 }
 
 static int run_undo(const struct args *a)
 {
+	const char *from = args_value(a, OPT_FROM_PLAN);
+	json_t *plan;
 	tether_repo *repo;
-	int rc = cli_find_repo(&repo);
+	int rc = cli_find_repo_with_plan(from, &plan, &repo);
 	if (rc)
 		return rc;
-	struct tether_undo_opts opts = { TETHER_UNDO_OPTS_INIT, .dry_run = args_has(a, OPT_DRY_RUN) };
+	struct tether_undo_opts opts = {
+		TETHER_UNDO_OPTS_INIT,
+		.dry_run = args_has(a, OPT_DRY_RUN),
+		.plan_out = args_value(a, OPT_PLAN),
+		.from_plan = plan,
+		.from_plan_file = from,
+	};
 	json_t *report = NULL;
 	int err = tether_undo(repo, &opts, &report);
 	tether_repo_free(repo);
+	json_decref(plan);
 	if (err)
 		return out_error(err);
 	rc = args_has(a, OPT_JSON) ? out_json(report) : (print_undo(report), 0);
@@ -54,7 +69,7 @@ static int run_undo(const struct args *a)
 const struct cli_command cmd_undo = {
 	.name = "undo",
 	.summary = "take back the last store-writing operation",
-	.usage = "undo [--dry-run] [--json]",
+	.usage = "undo [--dry-run | --plan FILE | --from-plan FILE] [--json]",
 	.description =
 		"Take back the last operation of the journal (`tether ops`) not undone yet:\n"
 		"  commit  its VCS commit removed (while it is HEAD and no other ref holds\n"
@@ -66,7 +81,9 @@ const struct cli_command cmd_undo = {
 		"Refused (exit 3), saying why, when history or a store moved on since, or\n"
 		"when the operation has no inverse. A second undo takes back the operation\n"
 		"before; an undo is not undone (run the command again). An undo killed\n"
-		"part-way is finished by the next one. --dry-run lists the steps.",
+		"part-way is finished by the next one. --dry-run lists the steps; --plan\n"
+		"FILE also saves them, and --from-plan FILE performs them, refusing (exit 3)\n"
+		"when the operation to undo or its steps changed since.",
 	.spec = { ARGS_OPTIONS(options) },
 	.run = run_undo,
 };

@@ -14,6 +14,7 @@
 #include "core/engine.h"
 #include "core/journal.h"
 #include "core/lock.h"
+#include "core/plan.h"
 #include "core/sessions.h"
 #include "core/surgery.h"
 
@@ -61,16 +62,58 @@ static int head_commit(struct tether_repo *repo, char head[41])
 	return rc;
 }
 
+/* The refs' names, for the plan: what it reviewed must be what holds the
+ * commit when it is applied. */
+static json_t *ref_names(const json_t *refs)
+{
+	json_t *names = json_array();
+	size_t i;
+	json_t *r;
+	json_array_foreach(refs, i, r) json_array_append(names, json_object_get(r, "ref"));
+	return names;
+}
+
+/* --from-plan: the commit and HEAD the plan reviewed, still so. */
+static int check_plan(const json_t *plan, const char *head, const json_t *refs)
+{
+	const json_t *pre = tt_plan_preconditions(plan);
+	int rc = tt_plan_check_ref("HEAD", json_string_value(json_object_get(pre, "head")), head);
+	json_t *now = ref_names(refs);
+	if (!rc && !json_equal(now, json_object_get(pre, "refs")))
+		rc = tether_error_set(TETHER_EREFUSED, "stale plan: the refs that hold the commit changed since the plan");
+	json_decref(now);
+	return rc;
+}
+
+static json_t *build_plan(struct tether_repo *repo, const char *id, const char *head, const json_t *refs, int force,
+                          const json_t *candidates)
+{
+	json_t *plan = tt_plan_new(repo, "abandon");
+	json_t *pre = tt_plan_preconditions(plan);
+	json_object_set_new(pre, "commit", json_string(id));
+	json_object_set_new(pre, "head", json_string(head));
+	json_object_set_new(pre, "refs", ref_names(refs));
+	json_array_append_new(tt_plan_actions(plan), json_pack("{s:s, s:s}", "action", "abandon", "commit", id));
+	json_object_set_new(plan, "force", json_boolean(force));
+	json_object_set(plan, "pins", (json_t *)candidates);
+	return plan;
+}
+
 static int run_abandon(struct tether_repo *repo, const struct tether_abandon_opts *opts, json_t **report)
 {
 	char id[41], head[41], new_head[41] = "";
-	int rc = repo->vcs->resolve(repo->vh, opts->rev, id);
+	const char *rev = opts->from_plan ? json_string_value(json_object_get(tt_plan_preconditions(opts->from_plan),
+	                                                                      "commit"))
+	                                  : opts->rev;
+	int force = opts->from_plan ? json_is_true(json_object_get(opts->from_plan, "force")) : opts->force;
+	int dry_run = opts->dry_run || opts->plan_out;
+	int rc = repo->vcs->resolve(repo->vh, rev, id);
 	if (rc)
 		return tether_error_set(rc, "REV: %s", tether_error_last());
 	rc = head_commit(repo, head);
 	int landed = 0;
 	json_t *dead = NULL;
-	if (!rc && !opts->dry_run)
+	if (!rc && !dry_run && !opts->from_plan)
 		rc = finish_dead_run(repo, id, head, &landed, &dead);
 	json_t *refs = NULL, *candidates = NULL;
 	if (!rc && landed) {
@@ -82,12 +125,17 @@ static int run_abandon(struct tether_repo *repo, const struct tether_abandon_opt
 	}
 	json_decref(dead);
 	if (!rc && !landed)
-		rc = tt_refuse_published(repo, id, opts->force, "abandon", &refs);
+		rc = tt_refuse_published(repo, id, force, "abandon", &refs);
+	if (!rc && opts->from_plan)
+		rc = check_plan(opts->from_plan, head, refs);
 	if (!rc && !landed)
 		rc = tt_vcs_abandon(repo, id, head, 1, new_head);
 	if (!rc && !landed)
 		rc = tt_commit_new_pins(repo, id, &candidates);
-	if (!rc && !landed && !opts->dry_run) {
+	json_t *plan = !rc && !landed ? build_plan(repo, id, head, refs, force, candidates) : NULL;
+	if (!rc && opts->plan_out)
+		rc = tt_plan_save(plan, opts->plan_out);
+	if (!rc && !landed && !dry_run) {
 		struct tt_journal j = {0};
 		rc = tt_journal_begin_op(repo, "abandon", json_pack("{s:s, s:s, s:O}", "abandon", id, "head_before", head,
 		                                                     "candidates", candidates), &j);
@@ -111,11 +159,16 @@ static int run_abandon(struct tether_repo *repo, const struct tether_abandon_opt
 	/* What the dry run names are the pins the commit brought in; once it is
 	 * gone, the walk of history as it is then says which nothing names. */
 	if (!rc)
-		rc = opts->dry_run ? ((pins = json_incref(candidates)), 0) : tt_pins_unnamed(repo, candidates, &pins);
-	if (!rc)
-		*report = json_pack("{s:s, s:s, s:s?, s:b, s:b, s:O, s:O}", "commit", id, "head_before", head, "head",
-		                    *new_head ? new_head : NULL, "dry_run", opts->dry_run, "finished", landed, "refs",
-		                    refs, "pins", pins);
+		rc = dry_run ? ((pins = json_incref(candidates)), 0) : tt_pins_unnamed(repo, candidates, &pins);
+	if (!rc) {
+		*report = json_pack("{s:s, s:s, s:s?, s:b, s:O, s:O}", "commit", id, "head_before", head, "head",
+		                    *new_head ? new_head : NULL, "finished", landed, "refs", refs, "pins", pins);
+		if (plan)
+			tt_plan_report(*report, plan, dry_run, opts->plan_out);
+		else
+			json_object_set_new(*report, "dry_run", json_false());
+	}
+	json_decref(plan);
 	json_decref(refs);
 	json_decref(candidates);
 	json_decref(pins);
@@ -125,9 +178,15 @@ static int run_abandon(struct tether_repo *repo, const struct tether_abandon_opt
 static int abandon_command(tether_repo *repo, const struct tether_abandon_opts *opts, json_t **report)
 {
 	*report = NULL;
-	if (!opts->rev || !*opts->rev)
-		return tether_error_set(TETHER_EUSAGE, "abandon needs REV, the commit to drop");
-	int rc = tt_repo_check_secrets(repo);
+	int rc = tt_plan_check_opts(opts->plan_out, opts->from_plan);
+	if (!rc && opts->from_plan && opts->rev)
+		rc = tether_error_set(TETHER_EUSAGE, "--from-plan takes no REV: the plan names the commit");
+	if (!rc && !opts->from_plan && (!opts->rev || !*opts->rev))
+		rc = tether_error_set(TETHER_EUSAGE, "abandon needs REV, the commit to drop");
+	if (!rc && opts->from_plan)
+		rc = tt_plan_check_header(repo, opts->from_plan, "abandon", opts->from_plan_file);
+	if (!rc)
+		rc = tt_repo_check_secrets(repo);
 	if (!rc)
 		rc = tt_repo_vcs(repo);
 	if (rc)

@@ -9,6 +9,7 @@
  * progress its entry recorded. */
 #include "core/abi.h"
 #include "core/lock.h"
+#include "core/plan.h"
 #include "core/sessions.h"
 #include "core/undo.h"
 
@@ -161,6 +162,36 @@ static int apply(struct tt_undo *u, const struct tt_undo_inverse *inv, const jso
 	return rc;
 }
 
+/* The plan: which entry, resumed from which dead run, and the steps. */
+static json_t *build_plan(struct tether_repo *repo, const json_t *target, const json_t *resume, const json_t *steps)
+{
+	json_t *plan = tt_plan_new(repo, "undo");
+	json_t *pre = tt_plan_preconditions(plan);
+	json_object_set_new(pre, "entry", json_string(str(target, "id")));
+	json_object_set_new(pre, "op", json_string(str(target, "op")));
+	json_object_set_new(pre, "resume", resume ? json_string(str(resume, "id")) : json_null());
+	size_t i;
+	json_t *s;
+	json_array_foreach(steps, i, s)
+		json_array_append_new(tt_plan_actions(plan), json_pack("{s:s, s:O}", "action", "step", "step", s));
+	return plan;
+}
+
+/* --from-plan: the operation to undo and its steps are still the plan's. */
+static int check_plan(const json_t *planned, const json_t *fresh)
+{
+	const json_t *was = tt_plan_preconditions(planned), *now = tt_plan_preconditions(fresh);
+	if (!json_equal(json_object_get(was, "entry"), json_object_get(now, "entry")) ||
+	    !json_equal(json_object_get(was, "resume"), json_object_get(now, "resume")))
+		return tether_error_set(TETHER_EREFUSED, "stale plan: the operation to undo is now %s (journal entry %s), "
+		                        "not entry %s", str(now, "op"), str(now, "entry"),
+		                        str(was, "entry") ? str(was, "entry") : "?");
+	if (!json_equal(tt_plan_actions(planned), tt_plan_actions(fresh)))
+		return tether_error_set(TETHER_EREFUSED, "stale plan: undoing %s now takes other steps than the plan's",
+		                        str(now, "entry"));
+	return 0;
+}
+
 static int run_undo(struct tether_repo *repo, const struct tether_undo_opts *opts, json_t **report)
 {
 	json_t *entries = NULL;
@@ -175,17 +206,25 @@ static int run_undo(struct tether_repo *repo, const struct tether_undo_opts *opt
 	                    .report = json_object()};
 	u.progress = resume && json_is_object(json_object_get(resume, "progress"))
 	             ? json_deep_copy(json_object_get(resume, "progress")) : json_object();
+	int dry_run = opts->dry_run || opts->plan_out;
 	if (!rc)
 		rc = inv->check(&u);
-	if (!rc && !opts->dry_run)
+	json_t *plan = rc ? NULL : build_plan(repo, target, resume, u.steps);
+	if (!rc && opts->from_plan)
+		rc = check_plan(opts->from_plan, plan);
+	if (!rc && opts->plan_out)
+		rc = tt_plan_save(plan, opts->plan_out);
+	if (!rc && !dry_run)
 		rc = apply(&u, inv, resume);
 	if (!rc) {
-		*report = json_pack("{s:{s:s, s:s, s:s?, s:s?, s:O?}, s:b, s:b, s:O}", "undone", "id", str(target, "id"),
+		*report = json_pack("{s:{s:s, s:s, s:s?, s:s?, s:O?}, s:b, s:O}", "undone", "id", str(target, "id"),
 		                    "op", str(target, "op"), "started", str(target, "started"), "message",
-		                    str(target, "message"), "commit", json_object_get(target, "commit"), "dry_run",
-		                    opts->dry_run, "resumed", resume != NULL, "steps", u.steps);
+		                    str(target, "message"), "commit", json_object_get(target, "commit"), "resumed",
+		                    resume != NULL, "steps", u.steps);
 		json_object_update(*report, u.report);
+		tt_plan_report(*report, plan, dry_run, opts->plan_out);
 	}
+	json_decref(plan);
 	json_decref(u.steps);
 	json_decref(u.report);
 	json_decref(u.progress);
@@ -196,7 +235,11 @@ static int run_undo(struct tether_repo *repo, const struct tether_undo_opts *opt
 static int undo_command(tether_repo *repo, const struct tether_undo_opts *opts, json_t **report)
 {
 	*report = NULL;
-	int rc = tt_repo_check_secrets(repo);
+	int rc = tt_plan_check_opts(opts->plan_out, opts->from_plan);
+	if (!rc && opts->from_plan)
+		rc = tt_plan_check_header(repo, opts->from_plan, "undo", opts->from_plan_file);
+	if (!rc)
+		rc = tt_repo_check_secrets(repo);
 	if (!rc)
 		rc = tt_repo_vcs(repo);
 	if (rc)

@@ -254,3 +254,30 @@ def test_a_writer_racing_the_branch_move_makes_it_fail(gds, code, store):
     assert gds.head() == late
     assert gds.git("rev-list", "HEAD").split() == [late, h.result, h.try_, h.base]
     assert ops(gds)[-1]["status"] == "ABORTED"
+
+
+def test_plans(gds, code, store, tmp_path):
+    h = History(gds, code, store)
+    plan = tmp_path / "abandon.json"
+    before = unchanged(gds, code, store)
+    p = gds.tether("abandon", h.try_, "--plan", plan)
+    assert p.stdout.endswith(f"plan saved to {plan}; apply it with `tether abandon --from-plan {plan}`\n")
+    assert unchanged(gds, code, store) == before
+    saved = __import__("json").loads(plan.read_text())
+    assert (saved["op"], saved["preconditions"]["commit"], saved["preconditions"]["head"], saved["force"]) == (
+        "abandon", h.try_, h.result, False)
+    gds.tether("abandon", h.try_, "--from-plan", plan, check_rc=2)
+    r = gds.tj("abandon", "--from-plan", plan)
+    assert gds.commit_ids() == [r["head"], h.base]
+    assert sorted(p["pin"] for p in r["pins"]) == sorted(h.try_pins.values())
+
+
+def test_a_stale_plan_is_refused(gds, code, store, tmp_path):
+    h = History(gds, code, store)
+    plan = tmp_path / "abandon.json"
+    gds.tether("abandon", h.try_, "--plan", plan)
+    gds.write("late.txt", "late\n")
+    late = gds.git_commit_all("late", "late.txt")
+    p = gds.tether("abandon", "--from-plan", plan, check_rc=3)
+    assert p.stderr.startswith("tether: error: stale plan"), p.stderr
+    assert gds.head() == late

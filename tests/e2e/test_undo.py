@@ -219,3 +219,17 @@ def test_a_killed_undo_of_a_new_is_finished_by_the_next(gds, code, store):
     assert u["resumed"] is True and u["undone"]["op"] == "new"
     assert ws_branches(code, gds) == [] and (where(gds), workspace_text(gds)) == (where0, ws0)
     assert_consistent(gds)
+
+
+def test_plans(gds, code, store, tmp_path):
+    h = History(gds, code, store)
+    plan = tmp_path / "undo.json"
+    p = gds.tether("undo", "--plan", plan)
+    assert p.stdout.endswith(f"plan saved to {plan}; apply it with `tether undo --from-plan {plan}`\n")
+    assert gds.head() == h.result
+    u = gds.tj("undo", "--from-plan", plan)
+    assert u["undone"]["commit"] == h.result and gds.head() == h.try_
+    # The same plan again: the operation it names is undone now.
+    p = gds.tether("undo", "--from-plan", plan, check_rc=3)
+    assert p.stderr.startswith("tether: error: stale plan: the operation to undo is now commit"), p.stderr
+    assert gds.head() == h.try_

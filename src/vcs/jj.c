@@ -1413,7 +1413,7 @@ static int jj_abandon(struct tether_vcs *v, const char *id, const char *expect_h
 		                      "committed: abandon takes a commit", id);
 	json_t *fixups = NULL;
 	if (!rc)
-		rc = tt_git_abandon_check(v, at, id, 1, own, nown, &fixups);
+		rc = tt_git_abandon_check(v, at, id, 0, own, nown, &fixups);
 	if (rc == TETHER_EREFUSED && strstr(tether_error_last(), at))
 		tether_error_set_hint("@ is the working copy: its uncommitted changes touch what the commit changed");
 	/* @ wins nothing: what it holds is not committed, and must not clash. */

@@ -297,7 +297,8 @@ struct tether_vcs_ops {
 	 * jj: `jj abandon`, after the same checks from the working-copy commit
 	 * @ down (snapshotted first): the work @ holds is carried along, as jj
 	 * does, unless it changes a path `id` changed (refused, where jj would
-	 * leave @ conflicted); `id` may be a first commit. jj rebases every
+	 * leave @ conflicted); a first commit (a child of jj's root) is refused
+	 * as on git: it is where the dataset's files began. jj rebases every
 	 * descendant, @ included; then each descendant that wins an `own` path
 	 * gets its version back (`jj restore --from` its old commit), and the
 	 * new tip is the new @-. */

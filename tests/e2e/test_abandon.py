@@ -281,3 +281,20 @@ def test_a_stale_plan_is_refused(gds, code, store, tmp_path):
     p = gds.tether("abandon", "--from-plan", plan, check_rc=3)
     assert p.stderr.startswith("tether: error: stale plan"), p.stderr
     assert gds.head() == late
+
+
+def test_another_bookmark_holding_it_is_refused_in_every_vcs(dsv, code, store):
+    h = History(dsv, code, store)
+    if dsv.vcs == "git":
+        dsv.git("branch", "keep", h.try_)
+        name = "refs/heads/keep"
+    else:
+        subprocess.run(["jj", "bookmark", "create", "keep", "-r", h.try_], cwd=str(dsv.root), env=dsv.env,
+                       check=True, capture_output=True)
+        name = "keep"
+    p = dsv.tether("abandon", h.try_, check_rc=3)
+    assert p.stderr.startswith(f"tether: error: commit {h.try_[:12]} is in another branch: {name}\n"), p.stderr
+    assert dsv.commit_ids() == [h.result, h.try_, h.base]
+    # the first commit is refused in every VCS: it is where the dataset began
+    p = dsv.tether("abandon", h.base, "--force", check_rc=3)
+    assert "is the branch's first commit" in p.stderr

@@ -40,7 +40,12 @@ static int finish_dead_run(struct tether_repo *repo, const char *id, const char 
 		if (rc || !op || strcmp(op, "abandon") != 0 || !what || strcmp(what, id) != 0 || !before ||
 		    !tt_journal_entry_dead(e))
 			continue;
-		int moved = strcmp(before, head) != 0;
+		/* Landed: HEAD moved and the commit is no longer on its line (a
+		 * HEAD moved by someone else, with the commit still there, is a
+		 * rewrite that never happened). */
+		char ignored[41];
+		int moved = strcmp(before, head) != 0 && tt_vcs_abandon(repo, id, head, 1, ignored) != 0;
+		tether_error_clear();
 		rc = tt_journal_close_other(repo, e, moved ? "COMPLETE" : "ABORTED",
 		                            json_pack("{s:s?, s:s}", "commit", moved ? head : NULL, "finished_by",
 		                                      "a re-run of abandon"));

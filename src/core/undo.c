@@ -40,8 +40,10 @@ static int did_something(const json_t *e)
 {
 	if (is(e, "status", "ABORTED"))
 		return 0;
-	/* a commit with nothing to commit made no commit, and so no pin */
-	return !(is(e, "op", "commit") && is(e, "status", "COMPLETE") && !str(e, "commit"));
+	/* a commit with nothing to commit made no commit, and so no pin; a dead
+	 * commit a later one finished is that one's (its entry is the record) */
+	return !(is(e, "op", "commit") && is(e, "status", "COMPLETE") && (!str(e, "commit") ||
+	                                                                   json_object_get(e, "finished_by")));
 }
 
 static json_t *find_by_id(const json_t *entries, const char *id)

@@ -233,3 +233,19 @@ def test_plans(gds, code, store, tmp_path):
     p = gds.tether("undo", "--from-plan", plan, check_rc=3)
     assert p.stderr.startswith("tether: error: stale plan: the operation to undo is now commit"), p.stderr
     assert gds.head() == h.try_
+
+
+def test_a_killed_commit_finished_by_its_rerun_is_undone_once(gds, code, store):
+    """The dead commit's entry is closed by the re-run (finished_by): undo
+    takes back the re-run's commit, then the commit before, not the same
+    commit twice."""
+    h = History(gds, code, store)
+    code_commit(code, {"main.py": "more\n"}, "more")
+    oracle.commit(store)
+    gds.tether("commit", "-m", "x", check_rc=-9, env={"TETHER_FAULT": "commit:journal-written"})
+    c = gds.tj("commit", "-m", "x")["commit"]
+    assert [e.get("finished_by") for e in ops(gds) if e["op"] == "commit"][-2:] == [c, None]
+    assert gds.tj("undo")["undone"]["commit"] == c
+    assert gds.tj("undo")["undone"]["commit"] == h.result
+    assert gds.commit_ids() == [h.try_, h.base]
+    assert_consistent(gds)

@@ -154,7 +154,7 @@ struct tether_status_opts {
 TETHER_API int tether_status(tether_repo *repo, const struct tether_status_opts *opts, json_t **report);
 
 /* Plans (docs/CLI.md, "Plans"). Every store-writing command (commit, new,
- * gc) builds a plan first: {"tether_plan": 1, "op", "dataset", "created",
+ * gc, abandon, undo) builds a plan first: {"tether_plan": 1, "op", "dataset", "created",
  * "preconditions", "actions", ...}. With dry_run it only reports it (the
  * report holds "plan"); with plan_out it also saves it to that file (and
  * writes nothing else); with from_plan it re-checks the plan's
@@ -444,6 +444,50 @@ TETHER_API int tether_upgrade(tether_repo *repo, const struct tether_upgrade_opt
  * "ABORTED" | "PARTIAL", "started", "message", "pins": [...], "commit",
  * "moves" (promote, merge)}]}. */
 TETHER_API int tether_ops(tether_repo *repo, json_t **report);
+
+/* tether abandon REV: drop dataset commit REV from the current branch
+ * through the VCS (jj abandon; on git a rebase of the branch's descendants
+ * of REV onto its parent, conditional on HEAD), refused (TETHER_EREFUSED)
+ * when another ref holds REV (pushed, or in another branch) unless force,
+ * when the working tree is dirty, or when the rewrite would conflict or
+ * cross a merge. Report: {"commit", "head_before", "head" (the new tip;
+ * null in a dry run), "dry_run", "finished" (this run only closed a killed
+ * run's rewrite), "refs": [{"ref", "remote"}] (the refs holding REV, with
+ * force), "pins": [{"key", "kind", "pin"}]}: the pins only REV named, which
+ * the next gc releases (a dry run: the pins REV brought in). */
+#define TETHER_ABANDON_OPTS_VERSION 1
+#define TETHER_ABANDON_OPTS_INIT TETHER_STRUCT_INIT(struct tether_abandon_opts, TETHER_ABANDON_OPTS_VERSION)
+struct tether_abandon_opts {
+	uint32_t version; /* TETHER_ABANDON_OPTS_INIT */
+	uint32_t size;
+	const char *rev;          /* NULL with from_plan: the plan's commit */
+	int force;                /* abandon a commit other refs hold */
+	int dry_run;              /* check and report only (the report holds "plan") */
+	const char *plan_out;     /* plan only, and save the plan here */
+	const json_t *from_plan;  /* apply this plan: stale (TETHER_EREFUSED) when HEAD or the refs holding the commit moved */
+	const char *from_plan_file; /* the plan's file, for messages (may be NULL) */
+};
+TETHER_API int tether_abandon(tether_repo *repo, const struct tether_abandon_opts *opts, json_t **report);
+
+/* tether undo: take back the last operation of the journal that is not
+ * undone yet (docs/CLI.md, "undo"): a commit (its VCS commit removed while
+ * it is HEAD and no other ref holds it; the pins it created released), a
+ * new (the checkout and workspace put back, the working refs it forked
+ * deleted or moved back while untouched), and the ops that registered an
+ * inverse. Refused (TETHER_EREFUSED, naming why) when history or a store
+ * moved on since, or the op has no inverse. Report: {"undone": {"id",
+ * "op", ...}, "dry_run", "steps": [str], "released": [...], ...}. */
+#define TETHER_UNDO_OPTS_VERSION 1
+#define TETHER_UNDO_OPTS_INIT TETHER_STRUCT_INIT(struct tether_undo_opts, TETHER_UNDO_OPTS_VERSION)
+struct tether_undo_opts {
+	uint32_t version; /* TETHER_UNDO_OPTS_INIT */
+	uint32_t size;
+	int dry_run;              /* check and report only (the report holds "plan") */
+	const char *plan_out;     /* plan only, and save the plan here */
+	const json_t *from_plan;  /* apply this plan: stale (TETHER_EREFUSED) when the operation to undo or its steps changed */
+	const char *from_plan_file; /* the plan's file, for messages (may be NULL) */
+};
+TETHER_API int tether_undo(tether_repo *repo, const struct tether_undo_opts *opts, json_t **report);
 
 /* The registered backends: [{kind, maturity, tier, flags: [...], summary,
  * add_options: [...]}] (add_options as tether_add_options gives them). */

@@ -117,6 +117,8 @@ extern const struct cli_command cmd_repair;
 extern const struct cli_command cmd_upgrade;
 extern const struct cli_command cmd_restore;
 extern const struct cli_command cmd_drop;
+extern const struct cli_command cmd_abandon;
+extern const struct cli_command cmd_undo;
 
 /* Provided by main.c: what a command needs before it calls the engine. */
 

@@ -64,13 +64,13 @@ const struct cli_command cmd_ops = {
 	.summary = "list the journal of store-writing operations",
 	.usage = "ops [--json]",
 	.description =
-		"List the journal: each commit that created pins, each promote or merge\n"
-		"that moved a branch, and each restore and drop that wrote to a store,\n"
-		"with its status. INCOMPLETE means the process died part-way: for a\n"
-		"commit, between creating pins and the VCS commit (gc keeps those pins,\n"
-		"and the next commit finishes the work); for the others, between their\n"
-		"steps (running the command again finishes it). PARTIAL: a promote moved\n"
-		"some bases, then one failed.",
+		"List the journal: each commit, new, promote, merge, restore, drop,\n"
+		"abandon and undo, with its status. INCOMPLETE means the operation is\n"
+		"running or its process died part-way: for a commit, between creating\n"
+		"pins and the VCS commit (gc keeps those pins, and the next commit\n"
+		"finishes the work); for the others, between their steps (running the\n"
+		"command again finishes it). PARTIAL: a promote moved some bases, then\n"
+		"one failed. `tether undo` reads the journal.",
 	.spec = { ARGS_OPTIONS(options) },
 	.run = run_ops,
 };

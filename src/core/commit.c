@@ -498,6 +498,21 @@ static json_t *journal_pins(struct commit_run *run)
 	return pins;
 }
 
+/* The pins this run's calls made (not those that existed already): what
+ * undo of this commit releases, with the pin_ref to release them by. */
+static json_t *created_pins(struct commit_run *run)
+{
+	json_t *made = json_array();
+	for (size_t i = 0; i < run->npins; i++) {
+		const struct created_pin *p = &run->pins[i];
+		if (p->created)
+			json_array_append_new(made, json_pack("{s:s, s:s, s:O, s:s, s:O}", "key", p->obj->m->key, "kind",
+			                                      p->obj->b->kind, "locator", p->obj->locator, "pin", p->pin,
+			                                      "pin_ref", p->pin_ref));
+	}
+	return made;
+}
+
 /* HEAD's view for the next status, read back from the new commit rather
  * than copied from the working manifests: the VCS leaves out a path the
  * repository's ignore rules match, and then the view and the report must
@@ -543,8 +558,14 @@ static int apply_plan(struct commit_run *run, const char *message, char id[41])
 	sweep_temporaries(run);
 	json_t *pins = journal_pins(run);
 	struct tt_journal journal = {0};
-	int rc = json_array_size(pins) ? tt_journal_begin(run->repo, "commit", message, pins, &journal) : 0;
+	/* Every commit is journalled, pins or not: undo takes the last one back
+	 * from what its entry says (the head it started from). */
+	int rc = tt_journal_begin(run->repo, "commit", message, pins, &journal);
 	json_decref(pins);
+	if (!rc) {
+		json_object_set(journal.entry, "head_before", json_object_get(tt_plan_preconditions(run->plan), "head"));
+		rc = tt_journal_update(&journal);
+	}
 	tt_fault_point("commit", "journal-written");
 	/* A stop asked (tether_cancel) is taken between objects and before the
 	 * VCS commit, never after it: what stops here is undone below, as any
@@ -578,7 +599,10 @@ static int apply_plan(struct commit_run *run, const char *message, char id[41])
 	 * updated) is reported once the journal says so. */
 	int late = rc;
 	char *late_message = late ? strdup(tether_error_last()) : NULL;
-	rc = tt_journal_end(&journal, "COMPLETE", id);
+	json_object_set_new(journal.entry, "created", created_pins(run));
+	/* Nothing committed and no pin named: no operation to record. */
+	int noop = !*id && !late && !json_array_size(json_object_get(journal.entry, "pins"));
+	rc = noop ? tt_journal_discard(&journal) : tt_journal_end(&journal, "COMPLETE", id);
 	tt_journal_free(&journal);
 	if (late) {
 		finish_landed(run, id, rc);

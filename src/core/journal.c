@@ -106,6 +106,19 @@ int tt_journal_begin_with(struct tether_repo *repo, const char *op, const char *
 	return rc;
 }
 
+int tt_journal_begin_op(struct tether_repo *repo, const char *op, json_t *fields, struct tt_journal *j)
+{
+	json_t *pins = json_array();
+	int rc = tt_journal_begin(repo, op, NULL, pins, j);
+	json_decref(pins);
+	if (!rc && fields) {
+		json_object_update(j->entry, fields);
+		rc = tt_journal_update(j);
+	}
+	json_decref(fields);
+	return rc;
+}
+
 /* Write the entry's closed text under closed/, then remove the open copy. */
 static int close_entry(const char *dir, const char *name, const json_t *entry)
 {
@@ -131,25 +144,8 @@ int tt_journal_update(struct tt_journal *j)
 
 int tt_journal_close_dead(struct tether_repo *repo, const json_t *entry, const char *finished_by)
 {
-	char *dir = NULL;
-	int rc = journal_dir(repo, &dir);
-	const char *id = json_string_value(json_object_get(entry, "id"));
-	if (!rc && !id)
-		rc = tether_error_set(TETHER_ERROR, "a journal entry without an id");
-	if (rc) {
-		free(dir);
-		return rc;
-	}
-	char *name = tt_strdupf("%s.json", id);
-	json_t *closed = json_deep_copy(entry);
-	json_object_del(closed, "id");
-	json_object_set_new(closed, "status", json_string("COMPLETE"));
-	json_object_set_new(closed, "finished_by", finished_by ? json_string(finished_by) : json_null());
-	rc = close_entry(dir, name, closed);
-	json_decref(closed);
-	free(name);
-	free(dir);
-	return rc;
+	return tt_journal_close_other(repo, entry, "COMPLETE",
+	                              json_pack("{s:o}", "finished_by", finished_by ? json_string(finished_by) : json_null()));
 }
 
 int tt_journal_entry_dead(const json_t *entry)
@@ -169,6 +165,18 @@ int tt_journal_end(struct tt_journal *j, const char *status, const char *commit)
 	return close_entry(j->dir, j->name, j->entry);
 }
 
+int tt_journal_discard(struct tt_journal *j)
+{
+	if (!j->entry)
+		return 0;
+	char *path = tt_path_join(j->dir, j->name);
+	int rc = tt_remove_if_exists(path);
+	free(path);
+	json_decref(j->entry);
+	j->entry = NULL;
+	return rc;
+}
+
 void tt_journal_free(struct tt_journal *j)
 {
 	free(j->dir);
@@ -176,6 +184,29 @@ void tt_journal_free(struct tt_journal *j)
 	json_decref(j->entry);
 	j->dir = j->name = NULL;
 	j->entry = NULL;
+}
+
+int tt_journal_close_other(struct tether_repo *repo, const json_t *entry, const char *status, json_t *extra)
+{
+	char *dir = NULL;
+	int rc = journal_dir(repo, &dir);
+	const char *id = json_string_value(json_object_get(entry, "id"));
+	if (!rc && !id)
+		rc = tether_error_set(TETHER_ERROR, "a journal entry without an id");
+	if (!rc) {
+		json_t *e = json_deep_copy(entry);
+		json_object_del(e, "id");
+		if (extra)
+			json_object_update(e, extra);
+		json_object_set_new(e, "status", json_string(status));
+		char *name = tt_strdupf("%s.json", id);
+		rc = close_entry(dir, name, e);
+		free(name);
+		json_decref(e);
+	}
+	json_decref(extra);
+	free(dir);
+	return rc;
 }
 
 static int by_id(const void *a, const void *b)

@@ -14,6 +14,12 @@
  * opened is the error of every journal function):
  *   {"op": "commit", "status": "INCOMPLETE", "started": "...", "message": "...",
  *    "pins": [{"kind", "locator", "pin"}], "commit": null}
+ *
+ * Besides the pins gc keeps, an entry records what `tether undo` needs to
+ * take the operation back (docs/ARCHITECTURE.md, "Undo"): a commit its
+ * "head_before" and the pins it "created"; a new the position, the
+ * workspace and the forks before and after; abandon and undo what they
+ * rewrote. Every op writes one entry, pins or not.
  */
 #ifndef TETHER_CORE_JOURNAL_H
 #define TETHER_CORE_JOURNAL_H
@@ -40,10 +46,19 @@ int tt_journal_entry_dead(const json_t *entry);
 /* Close such an entry as COMPLETE, its work finished by `finished_by` (an
  * entry id or a commit id; may be NULL). */
 int tt_journal_close_dead(struct tether_repo *repo, const json_t *entry, const char *finished_by);
+/* An entry for any op: {op, status INCOMPLETE, started, pins: [], commit:
+ * null} and the members of `fields` (stolen; may be NULL). */
+int tt_journal_begin_op(struct tether_repo *repo, const char *op, json_t *fields, struct tt_journal *j);
+/* Close an open entry another process left (`entry` as listed, with its
+ * "id"), with `status` and the members of `extra` (stolen; may be NULL). */
+int tt_journal_close_other(struct tether_repo *repo, const json_t *entry, const char *status, json_t *extra);
 /* status: "COMPLETE", "ABORTED" or "PARTIAL" (a promote or merge that moved some
  * bases and not others); commit id or NULL. */
 int tt_journal_end(struct tt_journal *j, const char *status, const char *commit);
 void tt_journal_free(struct tt_journal *j);
+/* Remove the open entry: the op did nothing worth a record (a commit with
+ * nothing to commit and no pin to keep). */
+int tt_journal_discard(struct tt_journal *j);
 /* Every entry, oldest first, each with "id" (its file name). */
 int tt_journal_list(struct tether_repo *repo, json_t **entries);
 /* The entries not closed yet (the only ones that can be INCOMPLETE), oldest

@@ -246,6 +246,37 @@ static int roll_back(struct tether_repo *repo, const struct new_target *t, struc
 	return code;
 }
 
+/* A fork made, in the journal: the branch, where it was (null: absent),
+ * where the fork put it, and what undo needs to reach the store. */
+static int journal_fork(struct tt_journal *j, const struct tt_fork_done *d)
+{
+	struct tt_obj *o = d->obj;
+	json_array_append_new(json_object_get(j->entry, "forks"),
+	                      json_pack("{s:s, s:s, s:O, s:s, s:O?, s:O, s:O, s:O*}", "key", o->m->key, "kind", o->b->kind,
+	                                "locator", tt_manifest_locator(o->m), "branch", d->branch, "before", d->before,
+	                                "after", d->after, "ref", d->wref, "pin_ref",
+	                                json_object_get(o->m->doc, "pin_ref")));
+	return tt_journal_update(j);
+}
+
+/* Close the INCOMPLETE entries of `new` runs that died. */
+static int close_dead_runs(struct tether_repo *repo)
+{
+	json_t *open = NULL;
+	int rc = tt_journal_open_entries(repo, &open);
+	size_t i;
+	json_t *e;
+	json_array_foreach(open, i, e) {
+		const char *op = json_string_value(json_object_get(e, "op"));
+		const char *status = json_string_value(json_object_get(e, "status"));
+		if (!rc && op && strcmp(op, "new") == 0 && status && strcmp(status, "INCOMPLETE") == 0 &&
+		    tt_journal_entry_dead(e))
+			rc = tt_journal_close_other(repo, e, "COMPLETE", json_pack("{s:s}", "finished_by", "a later `new`"));
+	}
+	json_decref(open);
+	return rc;
+}
+
 /* The plan's actions: move the checkout, then fork each object. */
 static int apply_plan(struct tether_repo *repo, const struct new_target *t, struct tt_obj *objs, size_t n,
                       const char *bookmark, json_t *ws, json_t *list)
@@ -254,19 +285,43 @@ static int apply_plan(struct tether_repo *repo, const struct new_target *t, stru
 	char *ws_text = NULL;
 	struct tt_fork_log log = {0};
 	int moves = t->to || t->create;
+	struct tt_journal journal = {0};
 	int rc = moves ? repo->vcs->position(repo->vh, &pos) : 0;
 	if (!rc)
 		rc = tt_workspace_text(repo, &ws_text);
+	/* A `new` that died part-way was finished by this run, which found its
+	 * forks where the dead one left them (undo takes back this run first,
+	 * then that one). */
+	if (!rc)
+		rc = close_dead_runs(repo);
+	/* What undo needs to put it all back (undo_new.c). */
+	if (!rc)
+		rc = tt_journal_begin_op(repo, "new", json_pack("{s:s, s:s, s:s?, s:O?, s:s?, s:[]}", "target", t->commit,
+		                                                 "bookmark", bookmark, "created_branch", t->create,
+		                                                 "position_before", pos, "workspace_before", ws_text,
+		                                                 "forks"), &journal);
 	if (!rc)
 		rc = repo->vcs->switch_to(repo->vh, t->to, t->create);
 	if (rc) {
+		int code = rc;
+		char *why = strdup(tether_error_last());
+		tt_journal_end(&journal, "ABORTED", NULL);
+		tt_journal_free(&journal);
+		tether_error_set(code, "%s", why);
+		free(why);
 		json_decref(pos);
 		free(ws_text);
-		return rc; /* switch_to moves nothing when it fails */
+		return code; /* switch_to moves nothing when it fails */
 	}
+	json_t *after = NULL;
+	if (moves && repo->vcs->position(repo->vh, &after) != 0)
+		tether_error_clear(); /* undo then refuses, not knowing where new left the checkout */
+	json_object_set_new(journal.entry, "position_after", after ? after : json_null());
+	rc = tt_journal_update(&journal);
 	tt_fault_point("new", "switched");
 	json_object_set_new(ws, "bookmark", json_string(bookmark));
-	rc = tt_workspace_save(repo, ws);
+	if (!rc)
+		rc = tt_workspace_save(repo, ws);
 	/* The workspace is saved after every fork: a run that dies part-way
 	 * leaves each branch it made with its head recorded, so the re-run's
 	 * conditional fork finds it where it expects. */
@@ -276,16 +331,27 @@ static int apply_plan(struct tether_repo *repo, const struct new_target *t, stru
 			rc = tt_cancel_error("new"); /* rolled back below, as any failure */
 			break;
 		}
+		size_t forked = log.n;
 		rc = tt_fork_object(repo, &objs[i], ws, bookmark, &log, &r);
 		if (!rc)
 			json_array_append_new(list, r);
+		if (!rc && log.n > forked)
+			rc = journal_fork(&journal, &log.v[forked]);
 		if (!rc)
 			rc = tt_workspace_save(repo, ws);
 		if (!rc)
 			tt_fault_point("new", "forked");
 	}
-	if (rc)
+	if (rc) {
 		rc = roll_back(repo, t, &log, ws_text, pos, rc);
+		char *why = strdup(tether_error_last());
+		tt_journal_end(&journal, "ABORTED", NULL);
+		tether_error_set(rc, "%s", why);
+		free(why);
+	} else {
+		rc = tt_journal_end(&journal, "COMPLETE", t->commit);
+	}
+	tt_journal_free(&journal);
 	tt_fork_log_free(&log);
 	json_decref(pos);
 	free(ws_text);

@@ -356,6 +356,43 @@ static int check_drop_plan(const struct fields *f, const json_t *plan)
 	return rc;
 }
 
+static int check_abandon_plan(const struct fields *f, const json_t *plan)
+{
+	const json_t *pre = tt_plan_preconditions(plan);
+	int rc = check_commit_id(f, "preconditions.commit", json_object_get(pre, "commit"), 0);
+	if (!rc)
+		rc = check_commit_id(f, "preconditions.head", json_object_get(pre, "head"), 0);
+	if (!rc && !json_is_array(json_object_get(pre, "refs")))
+		rc = bad(f, "preconditions.refs", "must be an array");
+	if (!rc && !json_is_boolean(json_object_get(plan, "force")))
+		rc = bad(f, "force", "must be true or false");
+	return rc;
+}
+
+/* A journal entry's id: <19 digits>-<pid>. */
+static int check_entry_id(const struct fields *f, const char *field, const json_t *v, int nullable)
+{
+	if (nullable && (!v || json_is_null(v)))
+		return 0;
+	const char *s = json_string_value(v);
+	size_t n = s ? strlen(s) : 0;
+	int ok = n > 20 && n < 40 && s[19] == '-';
+	for (size_t i = 0; ok && i < n; i++)
+		ok = i == 19 || (s[i] >= '0' && s[i] <= '9');
+	char shownv[72];
+	shown(v, shownv);
+	return ok ? 0 : bad(f, field, "%s is not a journal entry id", shownv);
+}
+
+static int check_undo_plan(const struct fields *f, const json_t *plan)
+{
+	const json_t *pre = tt_plan_preconditions(plan);
+	int rc = check_entry_id(f, "preconditions.entry", json_object_get(pre, "entry"), 0);
+	if (!rc)
+		rc = check_entry_id(f, "preconditions.resume", json_object_get(pre, "resume"), 1);
+	return rc;
+}
+
 int tt_plan_check_fields(const struct tether_repo *repo, const json_t *plan, const char *op, const char *file)
 {
 	struct fields f = {.file = file, .dataset8 = repo->id};
@@ -371,5 +408,9 @@ int tt_plan_check_fields(const struct tether_repo *repo, const json_t *plan, con
 		return check_restore_plan(&f, plan);
 	if (strcmp(op, "drop") == 0)
 		return check_drop_plan(&f, plan);
+	if (strcmp(op, "abandon") == 0)
+		return check_abandon_plan(&f, plan);
+	if (strcmp(op, "undo") == 0)
+		return check_undo_plan(&f, plan);
 	return 0;
 }

@@ -1929,4 +1929,6 @@ const struct tether_vcs_ops tt_git_ops = {
 	.position = git_position,
 	.return_to = git_return_to,
 	.rewrite_files = tt_git_rewrite_files,
+	.containing_refs = tt_git_containing_refs,
+	.abandon = tt_git_abandon,
 };

@@ -996,6 +996,17 @@ static int native_return_to(struct tether_vcs *v, const json_t *pos, const char 
 	FORWARD(v, return_to(v->full, pos, created_branch));
 }
 
+static int native_containing_refs(struct tether_vcs *v, const char *id, json_t **refs)
+{
+	FORWARD(v, containing_refs(v->full, id, refs));
+}
+
+static int native_abandon(struct tether_vcs *v, const char *id, const char *expect_head, int check_only,
+                          const char *const *own, size_t nown, char new_head[41])
+{
+	FORWARD(v, abandon(v->full, id, expect_head, check_only, own, nown, new_head));
+}
+
 const struct tether_vcs_ops tt_git_native_ops = {
 	TETHER_VCS_OPS_INIT,
 	.name = "git",
@@ -1019,4 +1030,6 @@ const struct tether_vcs_ops tt_git_native_ops = {
 	.position = native_position,
 	.return_to = native_return_to,
 	.rewrite_files = native_rewrite_files,
+	.containing_refs = native_containing_refs,
+	.abandon = native_abandon,
 };

@@ -60,4 +60,16 @@ int tt_git_store_has_path(struct tether_vcs *v, const char *id, const char *path
  * ".." and ".git" refused with TETHER_EUSAGE). *out is malloc'd. */
 int tt_git_normalize_path(const char *in, char **out);
 
+/* git_abandon.c: tether_vcs_ops.containing_refs and .abandon on libgit2,
+ * and abandon's checks of the history alone (first-parent line from
+ * `head` down to `id`, no merge, no descendant touching what `id` touched
+ * outside `own`; allow_root: `id` may be a first commit), which jj shares:
+ * *fixups lists the descendants whose version of an `own` path must win,
+ * [{"commit", "paths"}], oldest first. */
+int tt_git_containing_refs(struct tether_vcs *v, const char *id, json_t **refs);
+int tt_git_abandon(struct tether_vcs *v, const char *id, const char *expect_head, int check_only,
+                   const char *const *own, size_t nown, char new_head[41]);
+int tt_git_abandon_check(struct tether_vcs *v, const char *head, const char *id, int allow_root,
+                         const char *const *own, size_t nown, json_t **fixups);
+
 #endif

@@ -1265,6 +1265,191 @@ static int jj_return_to(struct tether_vcs *v, const json_t *pos, const char *cre
 }
 
 /* ------------------------------------------------------------------ */
+/* History surgery: containing_refs, abandon                           */
+/* ------------------------------------------------------------------ */
+
+/* One line per commit of `id::` that a ref names: its local bookmarks,
+ * its remote bookmarks as name@remote, its tags, tab-separated lists. */
+static const char CONTAINING_TEMPLATE[] =
+	"--template=local_bookmarks.map(|b| b.name()).join(\" \") ++ \"\\t\" ++ "
+	"remote_bookmarks.map(|b| b.name() ++ \"@\" ++ b.remote()).join(\" \") ++ \"\\t\" ++ "
+	"tags.map(|t| t.name()).join(\" \") ++ \"\\n\"";
+
+static void add_refs(json_t *out, char *list, int remote, const char *skip)
+{
+	for (char *name = strtok(list, " "); name; name = strtok(NULL, " ")) {
+		size_t len = strlen(name);
+		/* a colocated repository's @git entries mirror the local bookmarks */
+		if (remote && len > 4 && strcmp(name + len - 4, "@git") == 0)
+			continue;
+		if (!remote && skip && strcmp(name, skip) == 0)
+			continue;
+		json_array_append_new(out, json_pack("{s:s, s:b}", "ref", name, "remote", remote));
+	}
+}
+
+static int jj_containing_refs(struct tether_vcs *v, const char *id, json_t **refs)
+{
+	*refs = NULL;
+	if (!is_full_id(id))
+		return tether_error_set(TETHER_EUSAGE, "'%s' is not a full commit id", id);
+	char *current = NULL;
+	int rc = jj_current_branch(v, &current);
+	if (rc)
+		return rc;
+	char *revset = tt_strdupf("--revisions=%s:: & (bookmarks() | remote_bookmarks() | tags())", id);
+	const char *args[] = { "log", "--ignore-working-copy", "--no-graph", revset, CONTAINING_TEMPLATE, NULL };
+	struct tt_jj_result res;
+	rc = jj_call(v, "cannot list the refs on the commit's descendants", args, &res);
+	free(revset);
+	if (rc) {
+		free(current);
+		return rc;
+	}
+	json_t *out = json_array();
+	char *cursor = res.out, *line;
+	while ((line = next_line(&cursor))) {
+		char *remote = strchr(line, '\t'), *tags = remote ? strchr(remote + 1, '\t') : NULL;
+		if (!tags)
+			continue;
+		*remote++ = '\0';
+		*tags++ = '\0';
+		add_refs(out, line, 0, current);
+		add_refs(out, remote, 1, NULL);
+		add_refs(out, tags, 0, NULL);
+	}
+	tt_jj_result_free(&res);
+	free(current);
+	*refs = out;
+	return 0;
+}
+
+/* The working-copy commit @, snapshotted first: what it holds is the
+ * uncommitted work, which the rewrite carries along. */
+static int working_copy_commit(struct tether_vcs *v, char id[41])
+{
+	const char *args[] = { "log", "--no-graph", "--revisions=@", "--template=commit_id", NULL };
+	struct tt_jj_result res;
+	int rc = jj_call(v, "cannot snapshot the working copy", args, &res);
+	if (rc)
+		return rc;
+	if (!is_full_id(res.out))
+		rc = tether_error_set(TETHER_ERROR, "jj printed '%s' for the working-copy commit", res.out);
+	else
+		memcpy(id, res.out, 41);
+	tt_jj_result_free(&res);
+	return rc;
+}
+
+/* The change id of commit `id` (visible or not). */
+static int change_of(struct tether_vcs *v, const char *id, char **change)
+{
+	char *arg = tt_strdupf("--revisions=%s", id);
+	const char *args[] = { "log", "--ignore-working-copy", "--no-graph", arg, "--template=change_id", NULL };
+	struct tt_jj_result res;
+	int rc = jj_call(v, "cannot read a change id", args, &res);
+	free(arg);
+	*change = NULL;
+	if (rc)
+		return rc;
+	if (!res.out_len || !(*change = strdup(res.out)))
+		rc = tether_error_set(TETHER_ERROR, "jj gave no change id for %.12s", id);
+	tt_jj_result_free(&res);
+	return rc;
+}
+
+/* After the rewrite, each descendant that wins an owned path gets its own
+ * version of it back: `jj restore --from OLD --into CHANGE -- PATHS`
+ * (oldest first, so the later ones rebase cleanly onto it). */
+static int restore_winners(struct tether_vcs *v, const json_t *fixups, json_t *changes)
+{
+	size_t i, k;
+	json_t *f, *p;
+	int rc = 0;
+	json_array_foreach(fixups, i, f) {
+		if (rc)
+			break;
+		const json_t *paths = json_object_get(f, "paths");
+		const char **list = calloc(json_array_size(paths) + 1, sizeof *list);
+		if (!list)
+			return tt_fail_oom();
+		json_array_foreach(paths, k, p) list[k] = json_string_value(p);
+		struct filesets fs = { 0 };
+		rc = make_filesets(jj_of(v), list, json_array_size(paths), &fs);
+		free(list);
+		char *from = tt_strdupf("--from=%s", json_string_value(json_object_get(f, "commit")));
+		char *into = tt_strdupf("--into=%s", json_string_value(json_array_get(changes, i)));
+		const char *fixed[] = { "restore", from, into };
+		struct tt_jj_result res;
+		if (!rc)
+			rc = call_on_paths(v, "cannot keep a later commit's version of the dataset", fixed, 3, &fs, &res);
+		if (!rc)
+			tt_jj_result_free(&res);
+		free(from);
+		free(into);
+		filesets_free(&fs);
+	}
+	return rc;
+}
+
+static int jj_abandon(struct tether_vcs *v, const char *id, const char *expect_head, int check_only,
+                      const char *const *own, size_t nown, char new_head[41])
+{
+	char head[41];
+	new_head[0] = '\0';
+	if (!is_full_id(id))
+		return tether_error_set(TETHER_EUSAGE, "'%s' is not a full commit id", id);
+	char at[41];
+	int rc = working_copy_commit(v, at);
+	if (!rc)
+		rc = jj_resolve(v, "HEAD", head);
+	if (!rc && expect_head && strcmp(head, expect_head) != 0)
+		rc = tether_error_set(TETHER_EREFUSED, "HEAD (@-) moved: it is %.12s, not %.12s as planned", head,
+		                      expect_head);
+	/* From @: uncommitted work that changes what `id` changed would be
+	 * left conflicted by the rebase (git refuses a dirty tree instead). */
+	if (!rc && strcmp(at, id) == 0)
+		rc = tether_error_set(TETHER_EUSAGE, "%.12s is the working-copy commit @, which holds what is not "
+		                      "committed: abandon takes a commit", id);
+	json_t *fixups = NULL;
+	if (!rc)
+		rc = tt_git_abandon_check(v, at, id, 0, own, nown, &fixups);
+	if (rc == TETHER_EREFUSED && strstr(tether_error_last(), at))
+		tether_error_set_hint("@ is the working copy: its uncommitted changes touch what the commit changed");
+	/* @ wins nothing: what it holds is not committed, and must not clash. */
+	size_t i;
+	json_t *f;
+	json_array_foreach(fixups, i, f) {
+		if (!rc && strcmp(json_string_value(json_object_get(f, "commit")), at) == 0) {
+			rc = tether_error_set(TETHER_EREFUSED, "the working copy (@) has uncommitted changes to %s, which "
+			                      "%.12s changed", json_string_value(json_array_get(json_object_get(f, "paths"), 0)),
+			                      id);
+			tether_error_set_hint("commit them first (`tether commit` or `jj commit`); `jj diff` lists them");
+		}
+	}
+	json_t *changes = json_array();
+	json_array_foreach(fixups, i, f) {
+		char *change = NULL;
+		if (!rc && !check_only && (rc = change_of(v, json_string_value(json_object_get(f, "commit")), &change)) == 0)
+			json_array_append_new(changes, json_string(change));
+		free(change);
+	}
+	if (!rc && !check_only) {
+		const char *args[] = { "abandon", "--", id, NULL };
+		char what[128];
+		snprintf(what, sizeof what, "cannot abandon %.12s", id);
+		rc = simple_call(v, what, args);
+		if (!rc)
+			rc = restore_winners(v, fixups, changes);
+		if (!rc)
+			rc = jj_resolve(v, "HEAD", new_head);
+	}
+	json_decref(changes);
+	json_decref(fixups);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
 /* The module                                                          */
 /* ------------------------------------------------------------------ */
 
@@ -1287,6 +1472,8 @@ static const struct tether_vcs_ops jj_ops = {
 	.history_files = jj_history_files,
 	.position = jj_position,
 	.return_to = jj_return_to,
+	.containing_refs = jj_containing_refs,
+	.abandon = jj_abandon,
 };
 
 TETHER_API tether_vcs_module_t tether_vcs_module = { &jj_ops, NULL };

@@ -30,7 +30,8 @@
 
 /* The version of struct tether_vcs_ops. It continues the numbers of the
  * `int abi` member it had before it carried a size (2 added the streams);
- * 3 is version and size themselves; 4 added rewrite_files. Members are appended only, each with a
+ * 3 is version and size themselves; 4 added rewrite_files, containing_refs and
+ * abandon (history surgery). Members are appended only, each with a
  * version bump; the engine reads one a module may lack through
  * TT_VCS_GET, and refuses a module newer than itself (docs/BACKENDS.md,
  * "Versions and sizes"). */
@@ -295,9 +296,49 @@ struct tether_vcs_ops {
 	 * unborn branch has nothing to rewrite ("head" null). NULL: the VCS cannot rewrite its history for
 	 * tether (jj: jj keeps its own record of every commit, and a rewrite
 	 * of its git store behind it would leave the old commits visible to
-	 * jj beside the new ones). Appended last (ABI 4). */
+	 * jj beside the new ones). Appended (version 4). */
 	int (*rewrite_files)(struct tether_vcs *, const char *dir, const char *const *paths, size_t npaths,
 	                     tether_vcs_rewrite_cb cb, void *ud, const char *expect_head, json_t **report);
+
+	/* The refs other than the current branch (and HEAD) whose history
+	 * holds commit `id` (a full id): local branches, remote-tracking
+	 * branches and tags, as [{"ref": its name, "remote": bool}] with
+	 * "remote" true for one that says the commit was pushed ("origin/main").
+	 * abandon and undo refuse a commit someone else may already have.
+	 * jj: bookmarks other than the current one, remote bookmarks (not the
+	 * @git ones of a colocated repository) and tags on `id::`, named
+	 * "feat", "main@origin", "v1". Appended (version 4). */
+	int (*containing_refs)(struct tether_vcs *, const char *id, json_t **refs);
+
+	/* Drop commit `id` from the current branch's history: its descendants
+	 * on the branch (first parents from HEAD down to it) are re-created
+	 * onto its parent, the branch is moved to the new tip on the condition
+	 * that HEAD is still `expect_head` (TETHER_EREFUSED when it moved), and
+	 * the checkout follows it; *new_head is the new tip. `own` (nown paths,
+	 * relative to the checkout top) are the caller's snapshots: where a
+	 * descendant changes one of them that `id` changed too, the
+	 * descendant's version is taken whole (a dataset manifest records a
+	 * whole state; the later one stands). Refused (TETHER_EREFUSED,
+	 * nothing written) when the working tree has uncommitted changes to
+	 * tracked files, when HEAD is detached or an operation (a merge, a
+	 * rebase) is in progress, when `id` is not on the branch's first-parent
+	 * line or that line holds a merge commit between HEAD and `id`, when
+	 * `id` is the first commit (nothing to rebase onto), and when a
+	 * descendant changes a path `id` changed outside `own` (the rebase
+	 * would conflict). With check_only, every refusal is checked and
+	 * nothing is written (*new_head ""). The ref moves in one step, so a
+	 * process killed part-way leaves the branch either where it was or at
+	 * the new tip; commits it made before are unreachable, never seen.
+	 * jj: `jj abandon`, after the same checks from the working-copy commit
+	 * @ down (snapshotted first): the work @ holds is carried along, as jj
+	 * does, unless it changes a path `id` changed (refused, where jj would
+	 * leave @ conflicted); a first commit (a child of jj's root) is refused
+	 * as on git: it is where the dataset's files began. jj rebases every
+	 * descendant, @ included; then each descendant that wins an `own` path
+	 * gets its version back (`jj restore --from` its old commit), and the
+	 * new tip is the new @-. */
+	int (*abandon)(struct tether_vcs *, const char *id, const char *expect_head, int check_only,
+	               const char *const *own, size_t nown, char new_head[41]);
 };
 
 /* A VCS module exports this. */

@@ -219,7 +219,7 @@ def test_kill_before_vcs_commit_then_rerun_finishes(scene, step):
     entry = after[-1]
     assert JOURNAL_ID.match(entry["id"]) and ISO_UTC.match(entry["started"])
     assert {k: v for k, v in entry.items() if k not in ("id", "started")} == {
-        "op": "commit", "status": "INCOMPLETE", "message": "x", "commit": None,
+        "op": "commit", "status": "INCOMPLETE", "message": "x", "commit": None, "head_before": head0,
         "pins": [journal_pin(codes[k], k, pins[k]) for k in CODE_KEYS],
     }
     # What the dead process left behind, exactly.
@@ -420,7 +420,7 @@ def test_vcs_commit_refused_during_merge_rolls_back(scene):
     assert after[:len(ops0)] == ops0 and len(after) == len(ops0) + 1
     entry = after[-1]
     assert {k: v for k, v in entry.items() if k not in ("id", "started")} == {
-        "op": "commit", "status": "ABORTED", "message": "x", "commit": None,
+        "op": "commit", "status": "ABORTED", "message": "x", "commit": None, "head_before": ds.head(),
         "pins": [journal_pin(codes[k], k, pins[k]) for k in CODE_KEYS],
     }
     assert incomplete(ds) == []

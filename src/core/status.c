@@ -4,6 +4,8 @@
 #include "core/abi.h"
 #include "core/sessions.h"
 
+#include "core/workspace.h"
+#include "core/workspace_check.h"
 #include "util/fsutil.h"
 #include "util/plural.h"
 
@@ -33,6 +35,43 @@ static json_t *object_report(const struct tt_obj *o, const json_t *head, int sna
 	                 "manifest", manifest_change(o->m, head), "recorded", recorded, "current",
 	                 snapshot && !failed ? o->fp.state : NULL, "pin", tt_manifest_pin(o->m), "detail",
 	                 failed ? o->error : o->detail);
+}
+
+/* The workspace against the checkout (workspace_check.h), with what to
+ * do about a stale one or a missing workspace.toml. */
+static int workspace_report(tether_repo *repo, const struct tt_obj *objs, size_t n, json_t **out)
+{
+	json_t *ws = NULL;
+	int rc = tt_workspace_load(repo, &ws);
+	/* Only a workspace with a bookmark can be stale, and only objects that
+	 * fork miss a workspace file: otherwise the VCS is not asked (a local
+	 * status loads no more of it than the head view needs). */
+	int forks = 0;
+	for (size_t i = 0; i < n; i++)
+		forks |= tt_fork_wanted(&objs[i]);
+	if (!rc && (json_object_get(ws, "bookmark") || forks))
+		rc = tt_workspace_position(repo, ws, out);
+	else if (!rc)
+		*out = json_pack("{s:s, s:n, s:b}", "file", json_object_size(json_object_get(ws, "working")) ||
+		                 json_object_get(ws, "workspace_id") ? "present" : "missing", "bookmark", "stale", 0);
+	json_decref(ws);
+	if (rc)
+		return rc;
+	json_t *pos = *out;
+	const char *cur = json_string_value(json_object_get(json_object_get(pos, "checkout"), "bookmark"));
+	if (json_is_true(json_object_get(pos, "stale"))) {
+		json_object_set_new(pos, "hint", cur ? json_sprintf("`tether new` works on %s (forking its working branches); "
+		                                                    "`tether new --adopt` adopts the ones it has", cur)
+		                                     : json_sprintf("`tether new %s` goes back; `tether new --adopt` keeps its "
+		                                                    "working branches here",
+		                                                    json_string_value(json_object_get(pos, "bookmark"))));
+	} else if (forks && strcmp(json_string_value(json_object_get(pos, "file")), "missing") == 0 &&
+	           !json_is_true(json_object_get(pos, "on_trunk"))) {
+		json_object_set_new(pos, "hint", json_sprintf("no .tether/workspace.toml: this checkout records no working "
+		                                              "branches; `tether new --adopt` takes the ones the stores hold "
+		                                              "for %s, `tether new` forks them", cur ? cur : "this commit"));
+	}
+	return 0;
 }
 
 static int status_command(tether_repo *repo, const struct tether_status_opts *opts, json_t **report)
@@ -81,14 +120,19 @@ static int status_command(tether_repo *repo, const struct tether_status_opts *op
 			                                      json_object_get(h, "state"), "current", "pin",
 			                                      json_object_get(h, "pin"), "detail"));
 		}
-		json_t *files = NULL;
+		json_t *files = NULL, *workspace = NULL;
 		rc = tt_pending_files(repo, &files);
-		if (rc)
+		if (!rc)
+			rc = workspace_report(repo, objs, work.n, &workspace);
+		if (rc) {
 			json_decref(list);
-		else
-			*report = json_pack("{s:s, s:b, s:b, s:i, s:o, s:o}", "dataset", repo->root, "snapshot", snapshot,
-			                    "clean", clean && json_array_size(files) == 0, "errors", errors, "objects", list,
-			                    "files", files);
+			json_decref(files);
+		} else {
+			int stale = json_is_true(json_object_get(workspace, "stale"));
+			*report = json_pack("{s:s, s:b, s:b, s:i, s:o, s:o, s:o}", "dataset", repo->root, "snapshot", snapshot,
+			                    "clean", clean && !stale && json_array_size(files) == 0, "errors", errors,
+			                    "objects", list, "files", files, "workspace", workspace);
+		}
 		/* The report stands; the return says the first failure's kind (a
 		 * refusal stays a refusal). */
 		for (size_t i = 0; !rc && errors && i < work.n; i++) {

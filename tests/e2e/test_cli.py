@@ -8,7 +8,7 @@ import pytest
 
 from conftest import SOURCE_ROOT, TETHER_BIN, check_sanitizers
 
-COMMANDS = ["init", "add", "backends", "status", "commit", "diff", "log", "verify", "new", "open", "gc", "repair", "ops", "help"]
+COMMANDS = ["init", "add", "backends", "status", "commit", "diff", "log", "verify", "new", "pull", "open", "gc", "repair", "ops", "help"]
 
 
 def project_version():

@@ -52,7 +52,7 @@ static int workspace_report(tether_repo *repo, const struct tt_obj *objs, size_t
 	if (!rc && (json_object_get(ws, "bookmark") || forks))
 		rc = tt_workspace_position(repo, ws, out);
 	else if (!rc)
-		*out = json_pack("{s:s, s:n, s:b}", "file", json_object_size(json_object_get(ws, "working")) ||
+		*out = json_pack("{s:s, s:n, s:b}", "saved", json_object_size(json_object_get(ws, "working")) ||
 		                 json_object_get(ws, "workspace_id") ? "present" : "missing", "bookmark", "stale", 0);
 	json_decref(ws);
 	if (rc)
@@ -65,7 +65,7 @@ static int workspace_report(tether_repo *repo, const struct tt_obj *objs, size_t
 		                                     : json_sprintf("`tether new %s` goes back; `tether new --adopt` keeps its "
 		                                                    "working branches here",
 		                                                    json_string_value(json_object_get(pos, "bookmark"))));
-	} else if (forks && strcmp(json_string_value(json_object_get(pos, "file")), "missing") == 0 &&
+	} else if (forks && strcmp(json_string_value(json_object_get(pos, "saved")), "missing") == 0 &&
 	           !json_is_true(json_object_get(pos, "on_trunk"))) {
 		json_object_set_new(pos, "hint", json_sprintf("no .tether/workspace.toml: this checkout records no working "
 		                                              "branches; `tether new --adopt` takes the ones the stores hold "

@@ -64,7 +64,7 @@ int tt_workspace_position(struct tether_repo *repo, const json_t *ws, json_t **r
 		                    "where .tether/workspace.toml works on %s", *head ? head : "an unborn branch", was,
 		                    bookmark);
 	const char *on = bookmark ? bookmark : current;
-	*report = json_pack("{s:s, s:s?, s:s?, s:{s:s?, s:s?}, s:s, s:b, s:b, s:s?}", "file",
+	*report = json_pack("{s:s, s:s?, s:s?, s:{s:s?, s:s?}, s:s, s:b, s:b, s:s?}", "saved",
 	                    workspace_file_present(repo) ? "present" : "missing", "bookmark", bookmark, "head", was,
 	                    "checkout", "bookmark", current, "head", *head ? head : NULL, "trunk", tt_trunk(repo),
 	                    "on_trunk", tt_is_trunk(repo, on), "stale", reason != NULL, "reason", reason);

@@ -10,7 +10,7 @@
 
 #include "core/repo.h"
 
-/* Where the workspace and the checkout stand: {"file": "present" |
+/* Where the workspace and the checkout stand: {"saved": "present" |
  * "missing", "bookmark", "head" (recorded, or null), "checkout":
  * {"bookmark", "head"}, "trunk", "on_trunk", "stale", "reason"?}. A
  * bookmark is compared by name, so a commit on it (or jj's working-copy

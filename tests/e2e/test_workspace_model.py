@@ -228,7 +228,7 @@ def test_adopt_takes_the_checkouts_bookmark_and_its_existing_branches(dsv, code)
     # over the branch it did not make here, --adopt takes it as it is.
     dsv.p(".tether/workspace.toml").unlink()
     st = dsv.tj("status")
-    assert st["workspace"]["file"] == "missing"
+    assert st["workspace"]["saved"] == "missing"
     assert "`tether new --adopt` takes the ones the stores hold" in st["workspace"]["hint"]
     p = dsv.tether("new", check_rc=3)
     assert f"cannot fork {feat}: it exists already" in p.stderr

@@ -56,7 +56,7 @@ static void print_pull(const json_t *report)
 	else if (dry)
 		printf("dry run: nothing written\n");
 	else if (moved)
-		printf("`tether commit` pins the %s now %s on\n", moved == 1 ? "object" : "objects",
+		printf("`tether commit` pins the %s now on %s\n", moved == 1 ? "object" : "objects",
 		       moved == 1 ? "its branch head" : "their branch heads");
 }
 

@@ -127,7 +127,7 @@ static int plan_object(struct pull_run *run, struct tt_obj *o)
 		const char *branch = json_string_value(json_object_get(entry, "branch"));
 		json_object_set_new(a, "action", json_string("stay"));
 		json_object_set_new(a, "detail", branch ? json_sprintf("works on %s, a working branch an older tether forked "
-		                                                       "on the trunk: `tether new` puts it on its upstream "
+		                                                       "on the trunk: `tether new` moves it onto its upstream "
 		                                                       "branch", branch)
 		                                        : json_string("not at a detached `at`: nothing to move"));
 		return 0;

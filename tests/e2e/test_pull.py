@@ -202,3 +202,22 @@ def test_pull_moves_an_icechunk_key_onto_main_and_the_tag_names_the_head(dsv, st
         assert oracle.open_repo(store).lookup_tag(m["pin_ref"]["tag"]) == third
     assert sorted(oracle.open_repo(store).list_branches()) == ["main"]  # nothing forked on the trunk
     assert oracle.read_data(store, branch="main") == oracle.read_data(store, snapshot_id=third)
+
+
+def test_pull_names_a_working_branch_an_older_tether_forked_on_the_trunk(gds, code):
+    """Before the trunk stood for the upstream branch, `new main` forked
+    tether.ws.<dataset8>.main: such a workspace is said, not moved."""
+    detached(gds, code)
+    gds.tether("new", "-b", "feat")
+    legacy = f"tether.ws.{gds.dataset_id()[:8]}.feat"
+    gds.git("checkout", "-q", "main")
+    ws = gds.p(".tether/workspace.toml")
+    text = ws.read_text().replace('bookmark = "feat"', 'bookmark = "main"')
+    ws.write_text(text)
+    assert gds.tj("status")["workspace"]["stale"] is False
+    r = gds.tj("pull", "code")
+    assert r["objects"] == [{"key": "code", "action": "stay", "detail": (
+        f"works on {legacy}, a working branch an older tether forked on the trunk: `tether new` moves it onto "
+        "its upstream branch")}]
+    assert [o["action"] for o in gds.tj("new")["objects"]] == ["upstream", "detached"]
+    assert gds.tj("pull", "code")["objects"][0]["detail"] == "not at a detached `at`: nothing to move"

@@ -137,7 +137,8 @@ TETHER_API int tether_add_history(tether_repo *repo, const struct tether_add_opt
 
 /* tether status. snapshot: -1 = tether.toml's snapshot.auto, 0 = no, 1 = yes.
  * Report: {"objects": [{key, kind, tier, status, ...}], "clean": bool,
- * "errors": int}. An object whose system cannot be read has status
+ * "errors": int, "workspace": {"stale": bool, "reason", "hint", "bookmark",
+ * ...}} (a stale workspace makes "clean" false). An object whose system cannot be read has status
  * "error" (detail: why); the report is still made, and the return is the
  * first such object's error code (its message says how many failed). */
 #define TETHER_STATUS_OPTS_VERSION 1

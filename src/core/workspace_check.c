@@ -57,6 +57,26 @@ int tt_workspace_position(struct tether_repo *repo, const json_t *ws, json_t **r
 	const char *bookmark = json_string_value(json_object_get(ws, "bookmark"));
 	const char *was = json_string_value(json_object_get(ws, "head"));
 	char *reason = NULL;
+	/* jj puts several bookmarks on one change: the workspace's being one of
+	 * them is agreement, whichever current_branch picked. */
+	int among = 0;
+	json_t *here = NULL;
+	if (bookmark && current && strcmp(current, bookmark) != 0 && TT_VCS_GET(repo->vcs, checkout_bookmarks)) {
+		rc = TT_VCS_GET(repo->vcs, checkout_bookmarks)(repo->vh, &here);
+		size_t i;
+		json_t *n;
+		json_array_foreach(here, i, n)
+			among |= json_is_string(n) && strcmp(json_string_value(n), bookmark) == 0;
+		json_decref(here);
+		if (rc) {
+			free(current);
+			return rc;
+		}
+	}
+	if (among) {
+		free(current);
+		current = strdup(bookmark);
+	}
 	if (bookmark && current && strcmp(current, bookmark) != 0)
 		reason = tt_strdupf("the checkout is on %s, but .tether/workspace.toml works on %s", current, bookmark);
 	else if (bookmark && !current && was && strcmp(was, head) != 0 && (!*head || !reaches(repo, head, was)))

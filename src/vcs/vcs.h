@@ -34,7 +34,7 @@
  * version bump; the engine reads one a module may lack through
  * TT_VCS_GET, and refuses a module newer than itself (docs/BACKENDS.md,
  * "Versions and sizes"). */
-#define TETHER_VCS_OPS_VERSION 3
+#define TETHER_VCS_OPS_VERSION 4 /* 4: checkout_bookmarks */
 #define TETHER_VCS_OPS_INIT .version = TETHER_VCS_OPS_VERSION, .size = (uint32_t)sizeof(struct tether_vcs_ops)
 /* Member m of ops, or NULL when the module's struct ends before it. */
 #define TT_VCS_GET(ops, m)                                                                                    \
@@ -263,6 +263,15 @@ struct tether_vcs_ops {
 	int (*open_stream)(struct tether_vcs *, const char *id, const char *path, struct tether_vcs_stream **s);
 	int (*read_stream)(struct tether_vcs_stream *, char *buf, size_t cap, size_t *got);
 	void (*close_stream)(struct tether_vcs_stream *);
+
+	/* Every bookmark the checkout stands on, as a JSON array of names
+	 * (*names the caller's): git: the branch HEAD names (none when
+	 * detached); jj: each bookmark on @, then each on @- (current_branch
+	 * picks one of them). The stale-workspace check asks whether the
+	 * workspace's bookmark is among them, so a second bookmark on jj's
+	 * change is no disagreement. Appended (version 4); NULL in older
+	 * modules: the engine compares current_branch alone. */
+	int (*checkout_bookmarks)(struct tether_vcs *, json_t **names);
 };
 
 /* A VCS module exports this. */

@@ -350,3 +350,19 @@ def test_a_force_tracked_workspace_toml_is_refused(gds, code):
     for args in (["commit", "-m", "x"], ["open", "code"], ["status"], ["pull"]):
         p = gds.tether(*args, check_rc=3)
         assert "workspace.toml" in p.stderr and "tracked" in p.stderr, (args, p.stderr)
+
+
+def test_a_second_jj_bookmark_on_the_change_is_no_disagreement(dsv, code):
+    """jj puts several bookmarks on one change: the workspace's being one of
+    them is agreement, whichever one jj lists first (checkout_bookmarks).
+    In git a second branch at the same commit is another checkout."""
+    baseline(dsv, code)
+    dsv.tether("new", "main", "-b", "zz")
+    if dsv.vcs == "git":
+        dsv.git("checkout", "-q", "-b", "aa")
+        assert dsv.tj("status")["workspace"]["stale"] is True
+        return
+    jj(dsv, "bookmark", "create", "aa", "-r", "@")  # sorts before zz
+    st = dsv.tj("status")["workspace"]
+    assert st["stale"] is False and st["bookmark"] == "zz", st
+    dsv.tether("commit", "-m", "on both bookmarks")

@@ -63,8 +63,7 @@ static int workspace_report(tether_repo *repo, const struct tt_obj *objs, size_t
 		json_object_set_new(pos, "hint", cur ? json_sprintf("`tether new` works on %s (forking its working branches); "
 		                                                    "`tether new --adopt` adopts the ones it has", cur)
 		                                     : json_sprintf("`tether new %s` goes back; `tether new --adopt` keeps its "
-		                                                    "working branches here",
-		                                                    json_string_value(json_object_get(pos, "bookmark"))));
+		                                                    "working branches here", tt_workspace_return_rev(pos)));
 	} else if (forks && strcmp(json_string_value(json_object_get(pos, "saved")), "missing") == 0 &&
 	           !json_is_true(json_object_get(pos, "on_trunk"))) {
 		json_object_set_new(pos, "hint", json_sprintf("no .tether/workspace.toml: this checkout records no working "

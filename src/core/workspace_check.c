@@ -93,6 +93,16 @@ int tt_workspace_position(struct tether_repo *repo, const json_t *ws, json_t **r
 	return 0;
 }
 
+const char *tt_workspace_return_rev(const json_t *position)
+{
+	const char *bookmark = json_string_value(json_object_get(position, "bookmark"));
+	const char *head = json_string_value(json_object_get(position, "head"));
+	/* `new` names a detached checkout after its commit: go back by id. */
+	if (bookmark && strncmp(bookmark, "detached-", 9) == 0 && head)
+		return head;
+	return bookmark ? bookmark : "?";
+}
+
 int tt_workspace_refuse_stale(struct tether_repo *repo, const char *what)
 {
 	json_t *ws = NULL, *pos = NULL;
@@ -113,8 +123,7 @@ int tt_workspace_refuse_stale(struct tether_repo *repo, const char *what)
 		else
 			tether_error_set_hint("run `tether new %s` to go back, `tether new` to work here (forking this "
 			                      "commit's branches), or `tether new --adopt` to keep %s's working branches here",
-			                      json_string_value(json_object_get(pos, "bookmark")),
-			                      json_string_value(json_object_get(pos, "bookmark")));
+			                      tt_workspace_return_rev(pos), json_string_value(json_object_get(pos, "bookmark")));
 	}
 	json_decref(pos);
 	json_decref(ws);

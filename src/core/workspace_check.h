@@ -18,6 +18,10 @@
  * detached, or no jj bookmark on @ or @-) agrees while it is at or after
  * the recorded commit. */
 int tt_workspace_position(struct tether_repo *repo, const json_t *ws, json_t **report);
+/* The revision `tether new REV` goes back to the workspace with: its
+ * bookmark, or the recorded commit for a detached one (borrowed from
+ * position, tt_workspace_position's report). */
+const char *tt_workspace_return_rev(const json_t *position);
 /* TETHER_EREFUSED, naming both sides and the fix, when the workspace is
  * stale; `what` is the refused write ("commit", "open for writing").
  * Refuses a workspace.toml the VCS tracks first (tt_repo_check_secrets). */

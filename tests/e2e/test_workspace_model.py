@@ -366,3 +366,18 @@ def test_a_second_jj_bookmark_on_the_change_is_no_disagreement(dsv, code):
     st = dsv.tj("status")["workspace"]
     assert st["stale"] is False and st["bookmark"] == "zz", st
     dsv.tether("commit", "-m", "on both bookmarks")
+
+
+def test_a_workspace_on_a_commit_is_gone_back_to_by_id(gds, code):
+    baseline(gds, code)
+    gds.write("notes.txt", "n\n")
+    gds.git_commit_all("a commit of the user's", "notes.txt")
+    second = gds.head()
+    assert gds.tj("new", second)["bookmark"] == f"detached-{second[:12]}"
+    gds.git("checkout", "-q", "--detach", "HEAD~1")  # before it: does not follow it
+    st = gds.tj("status")["workspace"]
+    assert st["stale"] is True and st["hint"].startswith(f"`tether new {second}` goes back"), st
+    p = gds.tether("commit", "-m", "x", check_rc=3)
+    assert f"`tether new {second}` to go back" in p.stderr, p.stderr
+    gds.tether("new", second)
+    assert gds.tj("status")["workspace"]["stale"] is False

@@ -137,7 +137,8 @@ TETHER_API int tether_add_history(tether_repo *repo, const struct tether_add_opt
 
 /* tether status. snapshot: -1 = tether.toml's snapshot.auto, 0 = no, 1 = yes.
  * Report: {"objects": [{key, kind, tier, status, ...}], "clean": bool,
- * "errors": int}. An object whose system cannot be read has status
+ * "errors": int, "workspace": {"stale": bool, "reason", "hint", "bookmark",
+ * ...}} (a stale workspace makes "clean" false). An object whose system cannot be read has status
  * "error" (detail: why); the report is still made, and the return is the
  * first such object's error code (its message says how many failed). */
 #define TETHER_STATUS_OPTS_VERSION 1
@@ -281,9 +282,13 @@ TETHER_API int tether_gc(tether_repo *repo, const struct tether_gc_opts *opts, j
 /* tether new [REV] [-b NAME]: move the checkout to REV (creating branch
  * NAME there), then fork a writable branch tether.ws.<dataset8>.<bookmark>
  * in every Forkable object with write = "fork", off the state REV records.
+ * On the trunk bookmark (trunk.h: `[new] trunk`, else main/master/trunk)
+ * objects work on their upstream branch and nothing is forked; an object
+ * at a detached `at` is never forked.
  * Report: {"commit", "bookmark", "dry_run", "objects": [{key, action:
- * "forked" | "tracking" | "skipped", "ref", "detail"}]}. */
-#define TETHER_NEW_OPTS_VERSION 1
+ * "forked" | "adopted" | "tracking" | "upstream" | "detached" | "skipped",
+ * "ref", "detail"}]}. */
+#define TETHER_NEW_OPTS_VERSION 2 /* 2: adopt */
 #define TETHER_NEW_OPTS_INIT TETHER_STRUCT_INIT(struct tether_new_opts, TETHER_NEW_OPTS_VERSION)
 struct tether_new_opts {
 	uint32_t version; /* TETHER_NEW_OPTS_INIT */
@@ -294,6 +299,10 @@ struct tether_new_opts {
 	const char *plan_out;     /* plan only, and save the plan here */
 	const json_t *from_plan;  /* apply this plan (rev and branch must be NULL) */
 	const char *from_plan_file; /* the plan's file, for messages (may be NULL) */
+	/* Take the checkout's bookmark as the workspace where it is (no rev, no
+	 * branch): working branches the stores hold already are adopted as
+	 * they are, only missing ones forked. (version 2) */
+	int adopt;
 };
 TETHER_API int tether_new(tether_repo *repo, const struct tether_new_opts *opts, json_t **report);
 
@@ -380,6 +389,26 @@ struct tether_drop_opts {
 	const char *from_plan_file;
 };
 TETHER_API int tether_drop(tether_repo *repo, const struct tether_drop_opts *opts, json_t **report);
+
+/* tether pull [KEY...]: on the trunk, move every object at a detached `at`
+ * onto its upstream branch: the working manifest's locator loses `at`,
+ * and the next commit pins the branch head. Refused off the trunk and on a
+ * stale workspace. Report: {"bookmark", "dry_run", "objects": [{key,
+ * action: "moved" | "stay", "from", "to", "detail"}]}, and "plan" when
+ * only planned. */
+#define TETHER_PULL_OPTS_VERSION 1
+#define TETHER_PULL_OPTS_INIT TETHER_STRUCT_INIT(struct tether_pull_opts, TETHER_PULL_OPTS_VERSION)
+struct tether_pull_opts {
+	uint32_t version; /* TETHER_PULL_OPTS_INIT */
+	uint32_t size;
+	const char *const *keys; /* only these objects (n_keys of them); none: every object */
+	size_t n_keys;
+	int dry_run;               /* plan only */
+	const char *plan_out;      /* plan only, and save the plan here */
+	const json_t *from_plan;   /* apply this plan (no keys) */
+	const char *from_plan_file; /* the plan's file, for messages (may be NULL) */
+};
+TETHER_API int tether_pull(tether_repo *repo, const struct tether_pull_opts *opts, json_t **report);
 
 /* tether open KEY [-r REV]: the object's handle descriptor. With a rev (or
  * $TETHER_REV when rev is NULL), read-only at the state that revision

@@ -111,6 +111,7 @@ extern const struct cli_command cmd_gc;
 extern const struct cli_command cmd_new;
 extern const struct cli_command cmd_promote;
 extern const struct cli_command cmd_merge;
+extern const struct cli_command cmd_pull;
 extern const struct cli_command cmd_open;
 extern const struct cli_command cmd_ops;
 extern const struct cli_command cmd_repair;

@@ -157,9 +157,21 @@ static int any_refused(const json_t *objects)
 	return 0;
 }
 
+/* A stale workspace first: every line below is read through it. */
+static void print_workspace(const json_t *ws)
+{
+	const char *hint = out_str(ws, "hint");
+	if (out_bool(ws, "stale"))
+		printf("%sworkspace stale%s: %s\n", out_color(OUT_RED), out_color(OUT_RESET),
+		       out_escape(out_str_or(ws, "reason", "")));
+	if (hint)
+		printf("%s%s\n", out_bool(ws, "stale") ? "  " : "workspace: ", out_escape(hint));
+}
+
 static void print_status(const json_t *report)
 {
 	const json_t *objects = json_object_get(report, "objects");
+	print_workspace(json_object_get(report, "workspace"));
 	int key_width = key_column_width(objects);
 	size_t i;
 	json_t *o;
@@ -237,7 +249,10 @@ const struct cli_command cmd_status = {
 		"--no-snapshot, which contacts no system.\n"
 		"Without a snapshot the data is not fingerprinted, and each object shows\n"
 		"whether its manifest was added or changed instead. Of --snapshot and\n"
-		"--no-snapshot, the one given last wins.",
+		"--no-snapshot, the one given last wins.\n"
+		"A stale workspace (the checkout moved to another bookmark without `tether\n"
+		"new`, so .tether/workspace.toml names another bookmark's working branches)\n"
+		"is said first, with the fix; commit and writable open refuse until then.",
 	.spec = { ARGS_OPTIONS(options) },
 	.run = run_status,
 };

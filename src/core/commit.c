@@ -29,7 +29,9 @@
 #include "core/pinid.h"
 #include "core/plan.h"
 #include "core/tempfiles.h"
+#include "core/trunk.h"
 #include "core/workspace.h"
+#include "core/workspace_check.h"
 #include "util/fsutil.h"
 #include "util/safefs.h"
 
@@ -191,19 +193,22 @@ static int plan_object(struct commit_run *run, struct tt_obj *o)
  * it at; "refork" where it has: moved to the state just pinned unless it is
  * there already, conditional on the head the commit read. Nothing at all
  * on a checkout `tether new` never put on a bookmark (every object works on
- * its own branch there), or with auto_fork = false. */
+ * its own branch there), on the trunk (its objects work on their upstream
+ * branches), or with auto_fork = false; never an object at a detached
+ * `at` (it stays there until `pull`). */
 static json_t *plan_forks(struct commit_run *run)
 {
 	json_t *forks = json_array();
 	const char *bookmark = json_string_value(json_object_get(run->ws, "bookmark"));
-	if (!bookmark || !tt_repo_config_bool(run->repo, "new", "auto_fork", 1))
+	if (!bookmark || !tt_repo_config_bool(run->repo, "new", "auto_fork", 1) || tt_is_trunk(run->repo, bookmark))
 		return forks;
 	char *branch = tt_working_branch_name(run->repo, bookmark);
 	for (size_t i = 0; i < run->n; i++) {
 		struct tt_obj *o = &run->objs[i];
 		const char *action = json_string_value(json_object_get(json_array_get(tt_plan_actions(run->plan), i),
 		                                                       "action"));
-		if (!tt_fork_wanted(o) || (!tt_manifest_state(o->m) && strcmp(action, "unchanged") == 0))
+		if (!tt_fork_wanted(o) || tt_obj_detached(o) ||
+		    (!tt_manifest_state(o->m) && strcmp(action, "unchanged") == 0))
 			continue;
 		const char *on = json_string_value(json_object_get(tt_workspace_entry(run->ws, o->m->key), "branch"));
 		int refork = on && strcmp(on, branch) == 0;
@@ -470,10 +475,20 @@ static int auto_fork(struct commit_run *run)
 	return 0;
 }
 
-/* After the commit: the working heads advanced, then new.auto_fork. */
+/* After the commit: the workspace stands at the new commit (its bookmark
+ * is carried forward with it), the working heads advanced, then
+ * new.auto_fork. */
 static int after_commit(struct commit_run *run, const char *id)
 {
-	int rc = advance_working_heads(run) ? tt_workspace_save(run->repo, run->ws) : 0;
+	int moved = 0;
+	const char *bookmark = json_string_value(json_object_get(run->ws, "bookmark"));
+	if (*id && bookmark) {
+		char *b = strdup(bookmark);
+		tt_workspace_set_position(run->ws, b, id);
+		free(b);
+		moved = 1;
+	}
+	int rc = advance_working_heads(run) || moved ? tt_workspace_save(run->repo, run->ws) : 0;
 	if (!rc && *id)
 		rc = auto_fork(run);
 	return rc;
@@ -723,6 +738,11 @@ static int commit_command(tether_repo *repo, const struct tether_commit_opts *op
 	rc = tt_repo_lock(repo, &lock, &shared);
 	if (rc)
 		return rc;
+	rc = tt_workspace_refuse_stale(repo, "commit");
+	if (rc) {
+		tt_repo_unlock(repo, &lock, &shared);
+		return rc;
+	}
 	struct tt_manifest_set set;
 	rc = tt_manifests_load_working(repo->root, &set);
 	struct commit_run run = {.repo = repo, .n = set.n};

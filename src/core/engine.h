@@ -39,9 +39,12 @@ int tt_manifests_at(struct tether_repo *repo, const char *id, struct tt_manifest
 
 /* fork.c: working branches. */
 /* What `new` does to one object, decided without touching it: "fork" a
- * working branch, "track" the upstream one, or "skip" it (*detail says
- * why). */
-const char *tt_fork_decision(const struct tt_obj *o, const char **detail);
+ * working branch, "track" the upstream one (write = track), work on the
+ * "upstream" branch itself (on the trunk), stay "detached" at the `at` its
+ * locator names, or "skip" it (*detail says why). */
+const char *tt_fork_decision(const struct tt_obj *o, int on_trunk, const char **detail);
+/* Does the object's locator hold a detached `at` (add --at / --pick)? */
+int tt_obj_detached(const struct tt_obj *o);
 /* Does the object work on a working branch (forkable, write = fork)? */
 int tt_fork_wanted(const struct tt_obj *o);
 /* The condition a fork of `branch` is made on: the head tether last left
@@ -62,9 +65,18 @@ int tt_fork_precheck(struct tt_obj *o, const char *branch, const json_t *expect)
  * fingerprint of the object's working locator when the backend cannot
  * list its working branches. */
 int tt_fork_head(struct tt_obj *o, const char *branch, json_t **head, int *exists);
+/* The working branch `branch` as the store holds it now: its working ref
+ * (the overlay a fork would return) and its head, both new references, or
+ * both NULL when it is absent or the backend cannot list its branches. */
+int tt_fork_find_working(struct tt_obj *o, const char *branch, json_t **wref, json_t **head);
+/* `new --adopt`: take the existing working branch into the workspace as it
+ * is, without moving it, on the condition that it is still at the head the
+ * plan showed (TETHER_EREFUSED when it moved or went). */
+int tt_fork_adopt(struct tether_repo *repo, struct tt_obj *o, json_t *ws, const char *branch,
+                  const json_t *planned_head, json_t **result);
 /* Objects of one branch scope fork one branch, so they must be recorded
  * at one state: TETHER_EREFUSED naming two that are not. */
-int tt_fork_scopes_agree(struct tt_obj *objs, size_t n, const char *branch);
+int tt_fork_scopes_agree(struct tt_obj *objs, size_t n, const char *branch, int on_trunk);
 /* A state in one short line, for messages (malloc'd). */
 char *tt_state_brief(const struct tether_backend *b, const json_t *state);
 

@@ -12,6 +12,7 @@
 #include "core/engine.h"
 
 #include "core/pinid.h"
+#include "core/trunk.h"
 #include "core/workspace.h"
 #include "format/cjson.h"
 #include "util/fsutil.h"
@@ -30,7 +31,12 @@ int tt_fork_wanted(const struct tt_obj *o)
 	return (o->caps & TETHER_CAP_FORK) && strcmp(write_policy(o), "fork") == 0;
 }
 
-const char *tt_fork_decision(const struct tt_obj *o, const char **detail)
+int tt_obj_detached(const struct tt_obj *o)
+{
+	return json_object_get(tt_manifest_locator(o->m), "at") != NULL;
+}
+
+const char *tt_fork_decision(const struct tt_obj *o, int on_trunk, const char **detail)
 {
 	const char *policy = write_policy(o);
 	*detail = NULL;
@@ -41,6 +47,18 @@ const char *tt_fork_decision(const struct tt_obj *o, const char **detail)
 	if (strcmp(policy, "track") == 0) {
 		*detail = "writes go to the upstream branch";
 		return "track";
+	}
+	/* Where `at` puts it, it stays (pinned there by the first commit) until
+	 * a `pull` on the trunk moves it onto its branch: a fork would hide
+	 * that position, and two keys of one store at two states must coexist. */
+	if (tt_obj_detached(o)) {
+		*detail = "at its detached `at`: `tether pull` on the trunk moves it onto its branch";
+		return "detached";
+	}
+	/* The trunk stands for the upstream branch itself. */
+	if (on_trunk) {
+		*detail = "on the trunk: works on its upstream branch";
+		return "upstream";
 	}
 	if (!tt_manifest_state(o->m)) {
 		*detail = "never recorded: commit it first";
@@ -186,13 +204,64 @@ int tt_fork_precheck(struct tt_obj *o, const char *branch, const json_t *expect)
 	return rc;
 }
 
-int tt_fork_scopes_agree(struct tt_obj *objs, size_t n, const char *branch)
+int tt_fork_find_working(struct tt_obj *o, const char *branch, json_t **wref, json_t **head)
+{
+	*wref = *head = NULL;
+	if (!TT_BACKEND_GET(o->b, list_working_refs))
+		return 0; /* nothing to find: a fork decides, on its own condition */
+	json_t *rows = NULL;
+	int rc = TT_BACKEND_GET(o->b, list_working_refs)(&o->ctx, tt_manifest_locator(o->m), &rows);
+	if (rc) {
+		rc = tether_error_set(rc, "%s: cannot look for %s: %s", o->m->key, branch, tether_error_last());
+	} else {
+		json_t *row = find_row(rows, branch);
+		if (row && json_is_object(json_object_get(row, "ref")) && json_object_get(row, "head")) {
+			*wref = json_incref(json_object_get(row, "ref"));
+			*head = json_incref(json_object_get(row, "head"));
+		}
+	}
+	json_decref(rows);
+	return rc;
+}
+
+int tt_fork_adopt(struct tether_repo *repo, struct tt_obj *o, json_t *ws, const char *branch,
+                  const json_t *planned_head, json_t **result)
+{
+	(void)repo;
+	json_t *wref = NULL, *head = NULL;
+	*result = NULL;
+	int rc = tt_fork_find_working(o, branch, &wref, &head);
+	/* Nothing is written to the store, but the head recorded is the one the
+	 * plan showed: a branch that moved or went since is refused. */
+	if (!rc && (!head || !tt_same_content(o->b, planned_head, head))) {
+		char *was = tt_state_brief(o->b, planned_head), *now = head ? tt_state_brief(o->b, head) : NULL;
+		rc = tether_error_set(TETHER_EREFUSED, "%s: cannot adopt %s: it %s since the plan (at %s%s%s)", o->m->key,
+		                      branch, now ? "moved" : "was deleted", was, now ? ", now at " : "", now ? now : "");
+		free(was);
+		free(now);
+	}
+	if (!rc) {
+		char *scope = tt_fork_scope(o);
+		json_object_set_new(json_object_get(ws, "working"), o->m->key,
+		                    json_pack("{s:O, s:s?, s:O?, s:s, s:{s:O}, s:s?}", "ref", wref, "from_pin",
+		                              tt_manifest_pin(o->m), "state", tt_manifest_state(o->m), "branch", branch,
+		                              "heads", branch, head, "scope", scope));
+		*result = json_pack("{s:s, s:s, s:s, s:O, s:O}", "key", o->m->key, "action", "adopted", "branch", branch,
+		                    "ref", wref, "head", head);
+		free(scope);
+	}
+	json_decref(wref);
+	json_decref(head);
+	return rc;
+}
+
+int tt_fork_scopes_agree(struct tt_obj *objs, size_t n, const char *branch, int on_trunk)
 {
 	json_t *first = json_object(); /* scope -> index of its first forked object */
 	int rc = 0;
 	for (size_t i = 0; !rc && i < n; i++) {
 		const char *detail;
-		if (strcmp(tt_fork_decision(&objs[i], &detail), "fork") != 0)
+		if (strcmp(tt_fork_decision(&objs[i], on_trunk, &detail), "fork") != 0)
 			continue;
 		char *scope = tt_fork_scope(&objs[i]);
 		json_t *seen = scope ? json_object_get(first, scope) : NULL;
@@ -221,15 +290,24 @@ int tt_fork_object(struct tether_repo *repo, struct tt_obj *o, json_t *ws, const
 {
 	const json_t *state = tt_manifest_state(o->m);
 	const char *detail;
-	const char *action = tt_fork_decision(o, &detail);
+	const char *action = tt_fork_decision(o, tt_is_trunk(repo, bookmark), &detail);
 	*result = NULL;
 	if (strcmp(action, "skip") == 0) {
 		*result = json_pack("{s:s, s:s, s:s}", "key", o->m->key, "action", "skipped", "detail", detail);
 		return 0;
 	}
-	if (strcmp(action, "track") == 0) {
+	if (strcmp(action, "fork") != 0) {
+		/* No working ref: the object reads and writes its locator's own
+		 * position (the upstream branch, or a detached `at`). */
+		static const struct {
+			const char *decision, *done;
+		} done[] = {{"track", "tracking"}, {"upstream", "upstream"}, {"detached", "detached"}};
+		const char *said = action;
+		for (size_t i = 0; i < sizeof done / sizeof done[0]; i++)
+			if (strcmp(done[i].decision, action) == 0)
+				said = done[i].done;
 		json_object_del(json_object_get(ws, "working"), o->m->key);
-		*result = json_pack("{s:s, s:s, s:s}", "key", o->m->key, "action", "tracking", "detail", detail);
+		*result = json_pack("{s:s, s:s, s:s}", "key", o->m->key, "action", said, "detail", detail);
 		return 0;
 	}
 	char *branch = tt_working_branch_name(repo, bookmark);

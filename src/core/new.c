@@ -20,6 +20,7 @@
 #include "core/lock.h"
 #include "core/pinid.h"
 #include "core/plan.h"
+#include "core/trunk.h"
 #include "core/workspace.h"
 #include "util/fsutil.h"
 #include "util/plural.h"
@@ -138,24 +139,50 @@ static char *target_bookmark(struct tether_repo *repo, const struct new_target *
 	return tt_strdupf("detached-%.12s", t->commit);
 }
 
+/* --adopt: the checkout's bookmark; on a checkout that names none, the one
+ * the workspace works on stays (the checkout moved under it, and adopting
+ * keeps its working branches here). */
+static char *adopt_bookmark(struct tether_repo *repo, const struct new_target *t, const json_t *ws)
+{
+	char *name = NULL;
+	if (repo->vcs->current_branch(repo->vh, &name) == 0 && name)
+		return name;
+	tether_error_clear();
+	const char *kept = json_string_value(json_object_get(ws, "bookmark"));
+	return kept ? strdup(kept) : target_bookmark(repo, t);
+}
+
 /* One object's planned action; a fork carries the condition it is made on:
  * "expect" is null (the branch must not exist) or the head tether last left
- * it at. */
-static json_t *plan_action(struct tether_repo *repo, struct tt_obj *o, const char *bookmark, const json_t *ws)
+ * it at. With --adopt, a working branch the store already holds is taken as
+ * it is ("adopt", at the "head" it has now), and only a missing one is
+ * forked, on the condition that it is still missing. */
+static int plan_action(struct tether_repo *repo, struct tt_obj *o, const char *bookmark, const json_t *ws,
+                       int adopt, json_t **out)
 {
 	const char *detail;
-	const char *action = tt_fork_decision(o, &detail);
+	const char *action = tt_fork_decision(o, tt_is_trunk(repo, bookmark), &detail);
 	json_t *a = json_pack("{s:s, s:s}", "key", o->m->key, "action", action);
+	*out = a;
 	if (detail) {
 		json_object_set_new(a, "detail", json_string(detail));
-	} else {
-		char *branch = tt_working_branch_name(repo, bookmark);
-		json_t *known = tt_fork_expect(ws, o, branch);
-		json_object_set_new(a, "branch", json_string(branch));
-		json_object_set_new(a, "expect", known ? tt_content_state(o->b, known) : json_null());
-		free(branch);
+		return 0;
 	}
-	return a;
+	char *branch = tt_working_branch_name(repo, bookmark);
+	json_t *head = NULL, *wref = NULL;
+	int rc = adopt ? tt_fork_find_working(o, branch, &wref, &head) : 0;
+	json_object_set_new(a, "branch", json_string(branch));
+	if (head) {
+		json_object_set_new(a, "action", json_string("adopt"));
+		json_object_set_new(a, "head", tt_content_state(o->b, head));
+	} else {
+		json_t *known = adopt ? NULL : tt_fork_expect(ws, o, branch);
+		json_object_set_new(a, "expect", known ? tt_content_state(o->b, known) : json_null());
+	}
+	json_decref(head);
+	json_decref(wref);
+	free(branch);
+	return rc;
 }
 
 /* The forkable object's state at the target commit. */
@@ -169,22 +196,28 @@ static json_t *object_precondition(const struct tt_obj *o)
 	                 "digest", digest);
 }
 
-static json_t *build_plan(struct tether_repo *repo, const struct new_target *t, struct tt_obj *objs, size_t n,
-                          const char *bookmark, const json_t *ws)
+static int build_plan(struct tether_repo *repo, const struct new_target *t, struct tt_obj *objs, size_t n,
+                      const char *bookmark, const json_t *ws, int adopt, json_t **out)
 {
 	json_t *plan = tt_plan_new(repo, "new");
+	int rc = 0;
+	*out = plan;
 	json_t *pre = tt_plan_preconditions(plan), *objects = json_array();
 	json_object_set_new(pre, "commit", json_string(t->commit));
 	json_object_set_new(pre, "ref", t->ref ? json_string(t->ref) : json_null());
 	json_object_set_new(pre, "objects", objects);
 	json_object_set_new(plan, "switch", json_pack("{s:s?, s:s?}", "to", t->to, "create", t->create));
 	json_object_set_new(plan, "bookmark", json_string(bookmark));
-	for (size_t i = 0; i < n; i++) {
-		json_array_append_new(tt_plan_actions(plan), plan_action(repo, &objs[i], bookmark, ws));
+	if (adopt)
+		json_object_set_new(plan, "adopt", json_true());
+	for (size_t i = 0; !rc && i < n; i++) {
+		json_t *a = NULL;
+		rc = plan_action(repo, &objs[i], bookmark, ws, adopt, &a);
+		json_array_append_new(tt_plan_actions(plan), a);
 		if (objs[i].caps & TETHER_CAP_FORK)
 			json_array_append_new(objects, object_precondition(&objs[i]));
 	}
-	return plan;
+	return rc;
 }
 
 /* --from-plan: the plan made then must be the plan made now. */
@@ -202,14 +235,15 @@ static int check_plan(const json_t *planned, const json_t *fresh)
 
 /* Every fork's condition, against the stores, before anything moves. */
 static int check_forks(struct tether_repo *repo, struct tt_obj *objs, size_t n, const char *bookmark,
-                       const json_t *ws)
+                       const json_t *ws, const json_t *plan)
 {
 	char *branch = tt_working_branch_name(repo, bookmark);
-	int rc = tt_fork_scopes_agree(objs, n, branch);
+	int rc = tt_fork_scopes_agree(objs, n, branch, tt_is_trunk(repo, bookmark));
+	int adopt = json_is_true(json_object_get(plan, "adopt"));
 	for (size_t i = 0; !rc && i < n; i++) {
-		const char *detail;
-		if (strcmp(tt_fork_decision(&objs[i], &detail), "fork") == 0)
-			rc = tt_fork_precheck(&objs[i], branch, tt_fork_expect(ws, &objs[i], branch));
+		const char *action = json_string_value(json_object_get(json_array_get(tt_plan_actions(plan), i), "action"));
+		if (strcmp(action, "fork") == 0)
+			rc = tt_fork_precheck(&objs[i], branch, adopt ? NULL : tt_fork_expect(ws, &objs[i], branch));
 	}
 	free(branch);
 	return rc;
@@ -279,8 +313,9 @@ static int close_dead_runs(struct tether_repo *repo)
 
 /* The plan's actions: move the checkout, then fork each object. */
 static int apply_plan(struct tether_repo *repo, const struct new_target *t, struct tt_obj *objs, size_t n,
-                      const char *bookmark, json_t *ws, json_t *list)
+                      const char *bookmark, json_t *ws, const json_t *plan, json_t *list)
 {
+	int adopt = json_is_true(json_object_get(plan, "adopt"));
 	json_t *pos = NULL;
 	char *ws_text = NULL;
 	struct tt_fork_log log = {0};
@@ -319,7 +354,11 @@ static int apply_plan(struct tether_repo *repo, const struct new_target *t, stru
 	json_object_set_new(journal.entry, "position_after", after ? after : json_null());
 	rc = tt_journal_update(&journal);
 	tt_fault_point("new", "switched");
-	json_object_set_new(ws, "bookmark", json_string(bookmark));
+	tt_workspace_set_position(ws, bookmark, t->commit);
+	/* Adopting: what this checkout recorded about branches that are gone
+	 * or moved no longer holds; each is taken as the store has it now. */
+	for (size_t i = 0; adopt && i < n; i++)
+		json_object_del(json_object_get(ws, "working"), objs[i].m->key);
 	if (!rc)
 		rc = tt_workspace_save(repo, ws);
 	/* The workspace is saved after every fork: a run that dies part-way
@@ -332,7 +371,12 @@ static int apply_plan(struct tether_repo *repo, const struct new_target *t, stru
 			break;
 		}
 		size_t forked = log.n;
-		rc = tt_fork_object(repo, &objs[i], ws, bookmark, &log, &r);
+		const json_t *a = json_array_get(tt_plan_actions(plan), i);
+		if (strcmp(json_string_value(json_object_get(a, "action")), "adopt") == 0)
+			rc = tt_fork_adopt(repo, &objs[i], ws, json_string_value(json_object_get(a, "branch")),
+			                   json_object_get(a, "head"), &r);
+		else
+			rc = tt_fork_object(repo, &objs[i], ws, bookmark, &log, &r);
 		if (!rc)
 			json_array_append_new(list, r);
 		if (!rc && log.n > forked)
@@ -392,17 +436,19 @@ static int run_new(struct tether_repo *repo, const struct tether_new_opts *opts,
 		tt_objs_free(objs, set->n);
 		return rc;
 	}
-	char *bookmark = target_bookmark(repo, t);
-	json_t *plan = build_plan(repo, t, objs, set->n, bookmark, ws), *list = json_array();
+	int adopt = opts->adopt || json_is_true(json_object_get(opts->from_plan, "adopt"));
+	char *bookmark = adopt ? adopt_bookmark(repo, t, ws) : target_bookmark(repo, t);
+	json_t *plan = NULL, *list = json_array();
+	rc = build_plan(repo, t, objs, set->n, bookmark, ws, adopt, &plan);
 	int dry_run = opts->dry_run || opts->plan_out;
-	if (opts->from_plan)
+	if (!rc && opts->from_plan)
 		rc = check_plan(opts->from_plan, plan);
 	if (!rc)
-		rc = check_forks(repo, objs, set->n, bookmark, ws);
+		rc = check_forks(repo, objs, set->n, bookmark, ws, plan);
 	if (!rc && opts->plan_out)
 		rc = tt_plan_save(plan, opts->plan_out);
 	if (!rc && !dry_run)
-		rc = apply_plan(repo, t, objs, set->n, bookmark, ws, list);
+		rc = apply_plan(repo, t, objs, set->n, bookmark, ws, plan, list);
 	if (!rc) {
 		*report = json_pack("{s:s, s:s}", "commit", t->commit, "bookmark", bookmark);
 		if (!dry_run)
@@ -421,8 +467,10 @@ static int new_command(tether_repo *repo, const struct tether_new_opts *opts, js
 {
 	*report = NULL;
 	int rc = tt_plan_check_opts(opts->plan_out, opts->from_plan);
-	if (!rc && opts->from_plan && (opts->rev || opts->branch))
-		rc = tether_error_set(TETHER_EUSAGE, "--from-plan takes no REV and no -b: the plan names where to go");
+	if (!rc && opts->from_plan && (opts->rev || opts->branch || opts->adopt))
+		rc = tether_error_set(TETHER_EUSAGE, "--from-plan takes no REV, -b or --adopt: the plan names where to go");
+	if (!rc && opts->adopt && (opts->rev || opts->branch))
+		rc = tether_error_set(TETHER_EUSAGE, "--adopt takes no REV and no -b: it adopts the checkout where it is");
 	if (!rc && opts->from_plan)
 		rc = tt_plan_check_header(repo, opts->from_plan, "new", opts->from_plan_file);
 	if (!rc)

@@ -7,7 +7,9 @@
 #include "core/sessions.h"
 
 #include "core/lock.h"
+#include "core/trunk.h"
 #include "core/workspace.h"
+#include "core/workspace_check.h"
 #include "util/fsutil.h"
 
 #include <stdlib.h>
@@ -82,6 +84,31 @@ static int open_at_rev(struct tether_repo *repo, const char *key, const char *re
 	return rc;
 }
 
+/* The bookmark a lazy fork is made for: the one the workspace stands for,
+ * else the checkout's branch, else (HEAD detached) the commit's, as `new`
+ * names it (malloc'd). */
+static int open_bookmark(struct tether_repo *repo, char **bookmark)
+{
+	json_t *ws = NULL;
+	int rc = tt_workspace_load(repo, &ws);
+	const char *b = json_string_value(json_object_get(ws, "bookmark"));
+	*bookmark = NULL;
+	if (!rc && b)
+		*bookmark = strdup(b);
+	if (!rc && !b)
+		rc = tt_repo_vcs(repo);
+	if (!rc && !b)
+		rc = repo->vcs->current_branch(repo->vh, bookmark);
+	if (!rc && !*bookmark) {
+		char head[41] = "";
+		rc = repo->vcs->resolve(repo->vh, "HEAD", head);
+		if (!rc)
+			*bookmark = tt_strdupf("detached-%.12s", head);
+	}
+	json_decref(ws);
+	return rc;
+}
+
 /* Writable: the working ref, forked now when the workspace has none yet
  * (under both locks, so two checkouts cannot fork over each other). */
 static int open_working(struct tether_repo *repo, const char *key, json_t **handle)
@@ -96,20 +123,34 @@ static int open_working(struct tether_repo *repo, const char *key, json_t **hand
 	rc = tt_objs_prepare(repo, &one, 0, &objs);
 	const char *write = rc ? NULL : json_string_value(json_object_get(tt_manifest_policy(&m), "write"));
 	int wants_fork = !rc && (objs->caps & TETHER_CAP_FORK) && write && strcmp(write, "fork") == 0;
-	if (!rc && wants_fork && !objs->working_ref && tt_manifest_state(&m)) {
+	/* At a detached `at`, the handle reads that state and writes nothing:
+	 * `pull` on the trunk moves the object onto its branch first. */
+	int detached = !rc && !objs->working_ref && tt_obj_detached(objs);
+	/* A stale workspace's working refs are another bookmark's. */
+	if (!rc && wants_fork)
+		rc = tt_workspace_refuse_stale(repo, "open for writing");
+	char *bookmark = NULL;
+	if (!rc && wants_fork && !detached && !objs->working_ref)
+		rc = open_bookmark(repo, &bookmark);
+	if (!rc && wants_fork && !detached && !objs->working_ref && tt_manifest_state(&m) &&
+	    !tt_is_trunk(repo, bookmark)) {
 		struct tt_lock checkout = {-1}, shared = {-1};
 		rc = tt_repo_lock(repo, &checkout, &shared);
 		if (!rc) /* a fork on the word of a workspace.toml a clone committed: never */
 			rc = tt_repo_check_secrets(repo);
 		if (!rc)
 			rc = tt_workspace_load(repo, &ws);
-		char *bookmark = NULL;
+		if (!rc && !json_object_get(ws, "bookmark")) {
+			/* The first fork of a checkout `new` never put anywhere: the
+			 * workspace now stands for this bookmark, here. */
+			char head[41] = "";
+			if (repo->vcs->resolve(repo->vh, "HEAD", head) != 0)
+				tether_error_clear();
+			tt_workspace_set_position(ws, bookmark, head);
+		}
 		if (!rc) {
-			const char *b = json_string_value(json_object_get(ws, "bookmark"));
-			if (!b && repo->vcs->current_branch(repo->vh, &bookmark) == 0 && bookmark)
-				b = bookmark;
 			json_t *r = NULL;
-			rc = tt_fork_object(repo, objs, ws, b ? b : "main", NULL, &r);
+			rc = tt_fork_object(repo, objs, ws, bookmark, NULL, &r);
 			json_decref(r);
 		}
 		if (!rc)
@@ -118,15 +159,15 @@ static int open_working(struct tether_repo *repo, const char *key, json_t **hand
 			json_decref(objs->working_ref);
 			objs->working_ref = json_incref(json_object_get(tt_workspace_entry(ws, key), "ref"));
 		}
-		free(bookmark);
 		tt_repo_unlock(repo, &checkout, &shared);
 	}
+	free(bookmark);
 	if (!rc && !TT_BACKEND_GET(objs->b, open))
 		rc = tether_error_set(TETHER_EREFUSED, "kind %s gives no handles", objs->b->kind);
 	if (!rc)
 		rc = TT_BACKEND_GET(objs->b, open)(&objs->ctx, tt_manifest_locator(&m), tt_manifest_state(&m),
 		                   json_object_get(m.doc, "pin_ref"), objs->working_ref,
-		                   !(objs->caps & TETHER_CAP_FORK), handle);
+		                   !(objs->caps & TETHER_CAP_FORK) || detached, handle);
 	json_decref(ws);
 	tt_objs_free(objs, 1);
 	tt_manifest_free(&m);

@@ -412,5 +412,9 @@ int tt_plan_check_fields(const struct tether_repo *repo, const json_t *plan, con
 		return check_abandon_plan(&f, plan);
 	if (strcmp(op, "undo") == 0)
 		return check_undo_plan(&f, plan);
+	if (strcmp(op, "pull") == 0) {
+		int rc = check_objects(&f, json_object_get(tt_plan_preconditions(plan), "objects"));
+		return rc ? rc : check_object_actions(&f, tt_plan_actions(plan), 0);
+	}
 	return 0;
 }

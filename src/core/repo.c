@@ -65,6 +65,7 @@ void tether_repo_free(tether_repo *repo)
 	free(repo->workdir);
 	free(repo->common_dir);
 	free(repo->rel);
+	free(repo->trunk);
 	json_decref(repo->config);
 	json_decref(repo->secrets);
 	tt_toml_where_free(repo->secrets_where);
@@ -107,6 +108,20 @@ static int check_bool(const struct cfgcheck *c, const json_t *table, const char 
 	json_t *v = json_object_get(table, key);
 	if (v && !json_is_boolean(v))
 		return refuse_at(c, table, key, "%s.%s must be true or false", tname, key);
+	return 0;
+}
+
+/* [new] trunk names the bookmark that stands for the upstream branches: a
+ * bookmark name, so no whitespace and nothing a branch name cannot hold. */
+static int check_trunk(const struct cfgcheck *c, const json_t *table)
+{
+	json_t *v = json_object_get(table, "trunk");
+	const char *s = json_string_value(v);
+	int ok = s && *s && *s != '-' && strncmp(s, "detached-", 9) != 0;
+	for (const char *p = s; ok && *p; p++)
+		ok = (unsigned char)*p > ' ' && *p != 0x7f && !strchr("~^:?*[\\", *p);
+	if (v && !ok)
+		return refuse_at(c, table, "trunk", "new.trunk must be a bookmark name (a string such as \"main\")");
 	return 0;
 }
 
@@ -274,7 +289,7 @@ static int validate_config(const struct cfgcheck *c, json_t *cfg, char id[33])
 		{"dataset", {"id", "layout", NULL}, "id, layout"},
 		{"snapshot", {"auto", NULL}, "auto"},
 		{"verify", {"on_status", NULL}, "on_status"},
-		{"new", {"auto_fork", NULL}, "auto_fork"},
+		{"new", {"auto_fork", "trunk", NULL}, "auto_fork, trunk"},
 	};
 	for (size_t i = 0; !rc && i < sizeof inner / sizeof inner[0]; i++)
 		rc = check_known(c, json_object_get(cfg, inner[i].table), inner[i].table, inner[i].keys, inner[i].allowed);
@@ -293,6 +308,8 @@ static int validate_config(const struct cfgcheck *c, json_t *cfg, char id[33])
 		rc = check_bool(c, json_object_get(cfg, "verify"), "verify", "on_status");
 	if (!rc)
 		rc = check_bool(c, json_object_get(cfg, "new"), "new", "auto_fork");
+	if (!rc)
+		rc = check_trunk(c, json_object_get(cfg, "new"));
 	json_t *defaults = json_object_get(cfg, "defaults");
 	if (!rc)
 		rc = check_choice(c, defaults, "defaults", "write", writes);

@@ -25,6 +25,7 @@ struct tether_repo {
 	char *workdir;     /* checkout top */
 	char *common_dir;
 	char *rel;         /* dataset root relative to workdir: "" or "a/b" */
+	char *trunk;       /* the trunk bookmark, once trunk.c has settled it */
 	json_t *secrets;   /* .tether/secrets.toml, or NULL */
 	struct tt_toml_where *secrets_where; /* where its keys are, for messages */
 	int secrets_loaded;

@@ -6,6 +6,8 @@
 #include "core/sessions.h"
 #include "core/verify.h"
 
+#include "core/workspace.h"
+#include "core/workspace_check.h"
 #include "util/fsutil.h"
 #include "util/plural.h"
 
@@ -110,6 +112,42 @@ static void mark_unpinned(json_t *list, const json_t *missing)
 	}
 }
 
+/* The workspace against the checkout (workspace_check.h), with what to
+ * do about a stale one or a missing workspace.toml. */
+static int workspace_report(tether_repo *repo, const struct tt_obj *objs, size_t n, json_t **out)
+{
+	json_t *ws = NULL;
+	int rc = tt_workspace_load(repo, &ws);
+	/* Only a workspace with a bookmark can be stale, and only objects that
+	 * fork miss a workspace file: otherwise the VCS is not asked (a local
+	 * status loads no more of it than the head view needs). */
+	int forks = 0;
+	for (size_t i = 0; i < n; i++)
+		forks |= tt_fork_wanted(&objs[i]);
+	if (!rc && (json_object_get(ws, "bookmark") || forks))
+		rc = tt_workspace_position(repo, ws, out);
+	else if (!rc)
+		*out = json_pack("{s:s, s:n, s:b}", "saved", json_object_size(json_object_get(ws, "working")) ||
+		                 json_object_get(ws, "workspace_id") ? "present" : "missing", "bookmark", "stale", 0);
+	json_decref(ws);
+	if (rc)
+		return rc;
+	json_t *pos = *out;
+	const char *cur = json_string_value(json_object_get(json_object_get(pos, "checkout"), "bookmark"));
+	if (json_is_true(json_object_get(pos, "stale"))) {
+		json_object_set_new(pos, "hint", cur ? json_sprintf("`tether new` works on %s (forking its working branches); "
+		                                                    "`tether new --adopt` adopts the ones it has", cur)
+		                                     : json_sprintf("`tether new %s` goes back; `tether new --adopt` keeps its "
+		                                                    "working branches here", tt_workspace_return_rev(pos)));
+	} else if (forks && strcmp(json_string_value(json_object_get(pos, "saved")), "missing") == 0 &&
+	           !json_is_true(json_object_get(pos, "on_trunk"))) {
+		json_object_set_new(pos, "hint", json_sprintf("no .tether/workspace.toml: this checkout records no working "
+		                                              "branches; `tether new --adopt` takes the ones the stores hold "
+		                                              "for %s, `tether new` forks them", cur ? cur : "this commit"));
+	}
+	return 0;
+}
+
 static int status_command(tether_repo *repo, const struct tether_status_opts *opts, json_t **report)
 {
 	*report = NULL;
@@ -166,9 +204,11 @@ static int status_command(tether_repo *repo, const struct tether_status_opts *op
 				mark_unpinned(list, json_object_get(pins, "missing"));
 			}
 		}
-		json_t *files = NULL;
+		json_t *files = NULL, *workspace = NULL;
 		if (!rc)
 			rc = tt_pending_files(repo, &files);
+		if (!rc)
+			rc = workspace_report(repo, objs, work.n, &workspace);
 		/* An older layout is read as it is; `tether upgrade` moves it on. */
 		int oldest = repo->layout;
 		for (size_t i = 0; i < work.n; i++)
@@ -177,12 +217,14 @@ static int status_command(tether_repo *repo, const struct tether_status_opts *op
 		                           "upgrade", oldest < TT_LAYOUT_CURRENT);
 		if (rc) {
 			json_decref(list);
+			json_decref(files);
 			json_decref(layout);
 			json_decref(pins);
 		} else {
-			*report = json_pack("{s:s, s:b, s:b, s:i, s:o, s:o, s:o}", "dataset", repo->root, "snapshot", snapshot,
-			                    "clean", clean && json_array_size(files) == 0, "errors", errors, "objects", list,
-			                    "files", files, "layout", layout);
+			int stale = json_is_true(json_object_get(workspace, "stale"));
+			*report = json_pack("{s:s, s:b, s:b, s:i, s:o, s:o, s:o, s:o}", "dataset", repo->root, "snapshot",
+			                    snapshot, "clean", clean && !stale && json_array_size(files) == 0, "errors", errors,
+			                    "objects", list, "files", files, "workspace", workspace, "layout", layout);
 			if (pins)
 				json_object_set_new(*report, "pins", pins);
 		}

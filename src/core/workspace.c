@@ -145,3 +145,12 @@ char *tt_working_branch_name(const struct tether_repo *repo, const char *bookmar
 			*p = '-';
 	return name;
 }
+
+void tt_workspace_set_position(json_t *ws, const char *bookmark, const char *head)
+{
+	json_object_set_new(ws, "bookmark", json_string(bookmark));
+	if (head && *head)
+		json_object_set_new(ws, "head", json_string(head));
+	else
+		json_object_del(ws, "head");
+}

@@ -2,7 +2,8 @@
  * id, the bookmark it works on, and each object's working ref.
  *
  *   workspace_id = "3f9a0c12"
- *   bookmark = "main"
+ *   bookmark = "feat"                               # what `tether new` put it on
+ *   head = "<commit id>"                            # and where (commit moves it on)
  *   [working."raw/x"]
  *   ref = { branch = "tether.ws.ab12cd34.main" }   # the backend's overlay
  *   from_pin = "ab12cd34.0123456789abcdef"           # the pin it was forked off
@@ -24,6 +25,10 @@ int tt_workspace_save(struct tether_repo *repo, json_t *ws);
  * fails part-way leaves the workspace as it found it. */
 int tt_workspace_text(struct tether_repo *repo, char **text);
 int tt_workspace_restore(struct tether_repo *repo, const char *text);
+/* The bookmark and commit this workspace stands for (new, a lazy fork, and
+ * each commit record them; workspace_check.c compares them with the
+ * checkout). head "" or NULL: none (an unborn branch). */
+void tt_workspace_set_position(json_t *ws, const char *bookmark, const char *head);
 /* The working entry of `key` ({ref, from_pin, state}), or NULL. */
 json_t *tt_workspace_entry(const json_t *ws, const char *key);
 /* The locator with the working ref merged in (new reference). */

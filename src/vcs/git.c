@@ -1909,6 +1909,18 @@ static int vcs_tree_id(struct tether_vcs *v, const char *id, const char *dir, ch
 	return rc < 0 ? rc : 0;
 }
 
+/* git's checkout stands on one branch at most: the one HEAD names. */
+static int git_checkout_bookmarks(struct tether_vcs *v, json_t **names)
+{
+	char *name = NULL;
+	int rc = git_current_branch(v, &name);
+	*names = rc ? NULL : json_array();
+	if (!rc && name)
+		json_array_append_new(*names, json_string(name));
+	free(name);
+	return rc;
+}
+
 const struct tether_vcs_ops tt_git_ops = {
 	TETHER_VCS_OPS_INIT,
 	.name = "git",
@@ -1925,6 +1937,7 @@ const struct tether_vcs_ops tt_git_ops = {
 	.tree_id = vcs_tree_id,
 	.switch_to = git_switch_to,
 	.list_bookmarks = git_list_bookmarks,
+	.checkout_bookmarks = git_checkout_bookmarks,
 	.history_files = git_history_files,
 	.position = git_position,
 	.return_to = git_return_to,

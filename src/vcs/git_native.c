@@ -1007,6 +1007,18 @@ static int native_abandon(struct tether_vcs *v, const char *id, const char *expe
 	FORWARD(v, abandon(v->full, id, expect_head, check_only, own, nown, new_head));
 }
 
+/* git's checkout stands on one branch at most: the one HEAD names. */
+static int native_checkout_bookmarks(struct tether_vcs *v, json_t **names)
+{
+	char *name = NULL;
+	int rc = native_current_branch(v, &name);
+	*names = rc ? NULL : json_array();
+	if (!rc && name)
+		json_array_append_new(*names, json_string(name));
+	free(name);
+	return rc;
+}
+
 const struct tether_vcs_ops tt_git_native_ops = {
 	TETHER_VCS_OPS_INIT,
 	.name = "git",
@@ -1026,6 +1038,7 @@ const struct tether_vcs_ops tt_git_native_ops = {
 	.tree_id = native_tree_id,
 	.switch_to = native_switch_to,
 	.list_bookmarks = native_list_bookmarks,
+	.checkout_bookmarks = native_checkout_bookmarks,
 	.history_files = native_history_files,
 	.position = native_position,
 	.return_to = native_return_to,

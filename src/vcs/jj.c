@@ -1104,6 +1104,45 @@ static int jj_current_branch(struct tether_vcs *v, char **name)
 	return rc;
 }
 
+/* Every bookmark on @, then every one on @- (each once). */
+static int jj_checkout_bookmarks(struct tether_vcs *v, json_t **names)
+{
+	const char *args[] = { "log", "--ignore-working-copy", "--no-graph", "--revisions=@ | @-",
+		               REFS_TEMPLATE, NULL };
+	struct refs_here r = { 0 };
+	struct tt_jj_result res;
+	int rc = jj_call(v, "cannot read the bookmarks", args, &res);
+
+	*names = NULL;
+	if (rc)
+		return rc;
+	rc = read_refs(res.out, &r);
+	if (!rc) {
+		const json_t *rows[2] = { r.at, r.parent };
+
+		*names = json_array();
+		for (size_t k = 0; k < 2; k++) {
+			size_t i;
+			json_t *b;
+
+			json_array_foreach(json_object_get(rows[k], "b"), i, b) {
+				int seen = 0;
+				size_t j;
+				json_t *n;
+
+				json_array_foreach(*names, j, n)
+					seen |= json_equal(n, b);
+				if (json_is_string(b) && !seen)
+					json_array_append(*names, b);
+			}
+		}
+	}
+	json_decref(r.at);
+	json_decref(r.parent);
+	tt_jj_result_free(&res);
+	return rc;
+}
+
 /* `jj bookmark list` also lists remote bookmarks and local ones that are
  * deleted but still tracked; only present local ones are live. */
 static int jj_list_bookmarks(struct tether_vcs *v, json_t **names)
@@ -1469,6 +1508,7 @@ static const struct tether_vcs_ops jj_ops = {
 	.switch_to = jj_switch_to,
 	.is_tracked = jj_is_tracked,
 	.list_bookmarks = jj_list_bookmarks,
+	.checkout_bookmarks = jj_checkout_bookmarks,
 	.history_files = jj_history_files,
 	.position = jj_position,
 	.return_to = jj_return_to,

@@ -339,6 +339,15 @@ struct tether_vcs_ops {
 	 * new tip is the new @-. */
 	int (*abandon)(struct tether_vcs *, const char *id, const char *expect_head, int check_only,
 	               const char *const *own, size_t nown, char new_head[41]);
+
+	/* Every bookmark the checkout stands on, as a JSON array of names
+	 * (*names the caller's): git: the branch HEAD names (none when
+	 * detached); jj: each bookmark on @, then each on @- (current_branch
+	 * picks one of them). The stale-workspace check asks whether the
+	 * workspace's bookmark is among them, so a second bookmark on jj's
+	 * change is no disagreement. Appended (version 4); NULL in older
+	 * modules: the engine compares current_branch alone. */
+	int (*checkout_bookmarks)(struct tether_vcs *, json_t **names);
 };
 
 /* A VCS module exports this. */

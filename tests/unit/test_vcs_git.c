@@ -1026,6 +1026,23 @@ static void check_bookmarks(struct tether_vcs *v, const char *want)
 	json_decref(names);
 }
 
+/* The bookmarks the checkout stands on, joined by spaces. */
+static void check_here(struct tether_vcs *v, const char *want)
+{
+	json_t *names = NULL, *n;
+	size_t i;
+	char buf[256] = "";
+
+	CHECK(ops->checkout_bookmarks(v, &names) == 0);
+	json_array_foreach(names, i, n) {
+		if (i)
+			strcat(buf, " ");
+		strcat(buf, json_string_value(n));
+	}
+	CHECK_STR(buf, want);
+	json_decref(names);
+}
+
 static void test_current_branch(void)
 {
 	char *repo = mkrepo("branch");
@@ -1035,10 +1052,13 @@ static void test_current_branch(void)
 	git_commit_all(repo, "first");
 	v = open_at(repo);
 	check_branch(v, "main");
+	check_here(v, "main");
 	sh("git -C '%s' checkout -q --detach", repo);
 	check_branch(v, NULL);
+	check_here(v, ""); /* detached: on no branch, whatever points here */
 	sh("git -C '%s' checkout -q -b feature/x", repo);
 	check_branch(v, "feature/x");
+	check_here(v, "feature/x"); /* main names the commit too, but HEAD is feature/x */
 	/* Local branches only, in ref order; a remote-tracking one is not a
 	 * bookmark of this checkout. */
 	sh("git -C '%s' update-ref refs/remotes/origin/gone HEAD", repo);

@@ -399,6 +399,18 @@ static void test_branches(const char *repo, struct tether_vcs *v, const char *fi
 	CHECK_OUT(branch(v), "main");
 	sh("%s -R '%s' --quiet bookmark create wip -r @", jj, repo);
 	CHECK_OUT(branch(v), "wip"); /* the one on @ is carried forward */
+	sh("%s -R '%s' --quiet bookmark create also -r @", jj, repo);
+	{
+		/* Every bookmark the checkout stands on: @'s, then @-'s. */
+		json_t *here = NULL;
+		CHECK(ops->checkout_bookmarks(v, &here) == 0);
+		CHECK(json_array_size(here) == 3);
+		CHECK_STR(json_string_value(json_array_get(here, 0)), "also");
+		CHECK_STR(json_string_value(json_array_get(here, 1)), "wip");
+		CHECK_STR(json_string_value(json_array_get(here, 2)), "main");
+		json_decref(here);
+	}
+	sh("%s -R '%s' --quiet bookmark delete also", jj, repo);
 	sh("%s -R '%s' --quiet bookmark delete wip", jj, repo);
 
 	/* switch_to(NULL, NULL) stays: not even an operation. */

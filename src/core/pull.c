@@ -204,7 +204,7 @@ static int move_object(struct pull_run *run, const json_t *a)
 		rc = tt_read_file(path, &run->old_text[i], &len);
 	if (!rc) {
 		json_object_del(tt_manifest_locator(o->m), "at");
-		rc = tt_manifest_save(run->repo->root, o->m);
+		rc = tt_manifest_save(run->repo->root, run->repo->layout, o->m);
 	}
 	free(rel);
 	free(path);

@@ -228,13 +228,23 @@ static void undo(struct pull_run *run)
 static int apply_plan(struct pull_run *run, json_t *done)
 {
 	struct tt_journal journal = {0};
-	json_t *none = json_array();
+	json_t *none = json_array(), *moving = json_array(), *seen = json_array();
 	int moves = 0;
 	size_t i;
 	json_t *a;
-	json_array_foreach(tt_plan_actions(run->plan), i, a)
-		moves += strcmp(json_string_value(json_object_get(a, "action")), "move") == 0;
-	int rc = moves ? tt_journal_begin(run->repo, "pull", "pull", none, &journal) : 0;
+	json_array_foreach(tt_plan_actions(run->plan), i, a) {
+		json_t *key = json_object_get(a, "key");
+		json_array_append(seen, key);
+		if (strcmp(json_string_value(json_object_get(a, "action")), "move") == 0) {
+			json_array_append(moving, key);
+			moves++;
+		}
+	}
+	/* The entry names the keys it moves, so that a re-run which saw them
+	 * all can tell a dead run's work is finished (below). */
+	json_t *fields = json_pack("{s:o}", "keys", moving);
+	int rc = moves ? tt_journal_begin_with(run->repo, "pull", "pull", none, fields, &journal) : 0;
+	json_decref(fields);
 	json_decref(none);
 	if (moves)
 		tt_fault_point("pull", "journal-written");
@@ -258,9 +268,15 @@ static int apply_plan(struct pull_run *run, json_t *done)
 			tether_error_set_hint("%s", hint);
 		free(why);
 		free(hint);
-	} else if (moves) {
-		rc = tt_journal_end(&journal, "COMPLETE", NULL);
+	} else {
+		if (moves)
+			rc = tt_journal_end(&journal, "COMPLETE", NULL);
+		/* Every object a dead pull meant to move is on its branch now (this
+		 * run saw it: moved it, or found it moved): that run is finished. */
+		if (!rc)
+			rc = tt_journal_close_dead_runs(run->repo, "pull", seen, NULL, moves ? journal.name : NULL);
 	}
+	json_decref(seen);
 	tt_journal_free(&journal);
 	return rc;
 }

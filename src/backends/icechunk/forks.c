@@ -168,8 +168,10 @@ int ic_descends(const struct tether_bctx *ctx, const json_t *locator, const json
 		ic_id_text(&a, text);
 		rc = tether_error_set(TETHER_ENOTFOUND, "%s: snapshot %s is not in the repository", repo.uri, text);
 	}
-	if (rc == 0)
-		rc = memcmp(a.b, d.b, IC_ID_BYTES) == 0 ? (*answer = 1, 0) : is_ancestor(&repo, &a, &d, answer);
+	if (rc == 0 && memcmp(a.b, d.b, IC_ID_BYTES) == 0)
+		*answer = 1;
+	else if (rc == 0)
+		rc = is_ancestor(&repo, &a, &d, answer);
 	ic_repository_close(&repo);
 	return rc;
 }

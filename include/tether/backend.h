@@ -36,10 +36,11 @@ extern "C" {
  * after diff_streams (add_options, drift_hint, config_keys, open_store,
  * close_store), which the engine reads only inside a module's size, as it
  * will every member appended from now on with a new version; 5 added
- * verify_deep and check_quiescence. A module of version 4 loads as it is
- * (the members it lacks read as NULL), one of version 3 through an adapter;
- * one newer than this tether is refused. */
-#define TETHER_BACKEND_VERSION 5
+ * verify_deep and check_quiescence, 6 descends and delete_working_ref_if.
+ * A module of version 4 or 5 loads as it is (the members it lacks read as
+ * NULL), one of version 3 through an adapter; one newer than this tether is
+ * refused. */
+#define TETHER_BACKEND_VERSION 6
 #define TETHER_BACKEND_INIT TETHER_STRUCT_INIT(struct tether_backend, TETHER_BACKEND_VERSION)
 
 /* Tiers: each includes the ones above it. */
@@ -403,6 +404,28 @@ struct tether_backend {
 	 * NEEDS_QUIESCENCE before it fingerprints, and refuses while any is
 	 * busy unless --force. */
 	int (*check_quiescence)(const struct tether_bctx *, const json_t *locator, int *busy, char **why);
+
+	/* Version 6. Optional, for backends with HISTORY (NULL: the engine
+	 * cannot tell, and `tether promote` leaves a diverged base to promote's
+	 * own refusal). Is `ancestor` in the history of `descendant` (or the
+	 * same state)? Both are states as fingerprint gives them at the
+	 * locator's store (its ref does not matter): *answer = 1 or 0. A state
+	 * the store does not hold is TETHER_ENOTFOUND. `tether promote` asks it
+	 * of each base head and working head in its plan, so that a base that
+	 * moved on since the fork shows as diverged before anything moves. */
+	int (*descends)(const struct tether_bctx *, const json_t *locator, const json_t *ancestor,
+	                const json_t *descendant, int *answer);
+	/* Version 6. Optional, for FORK (NULL: the engine re-reads the head and
+	 * calls delete_working_ref, which leaves a window between the two).
+	 * delete_working_ref, conditional: the branch is deleted only while its
+	 * head is `expect` (a state, as fingerprint gives it on the branch),
+	 * compared and deleted in one step as far as the system allows (git:
+	 * under the ref's lock); a branch at another head is TETHER_EREFUSED
+	 * naming both, and stays. A branch already gone is 0, as for
+	 * delete_working_ref. `tether drop` and `gc --prune-workspaces` delete
+	 * through it with the head their plan reviewed. */
+	int (*delete_working_ref_if)(const struct tether_bctx *, const json_t *locator, const json_t *working_ref,
+	                             const json_t *expect);
 };
 
 /* Register a backend (a third party's, or one from a module). Refuses a

@@ -328,6 +328,52 @@ static int mem_delete_working_ref(const struct tether_bctx *ctx, const json_t *l
 	return 0;
 }
 
+/* Conditional: the branch goes only while it is at expect's snapshot,
+ * checked and deleted under the store's one lock. */
+static int mem_delete_working_ref_if(const struct tether_bctx *ctx, const json_t *locator, const json_t *working_ref,
+                                     const json_t *expect)
+{
+	(void)ctx;
+	const char *branch = json_string_value(json_object_get(working_ref, "branch"));
+	const char *want = json_string_value(json_object_get(expect, "snapshot_id"));
+	int rc = 0;
+	pthread_mutex_lock(&mem_lock);
+	json_t *branches = json_object_get(system_locked(loc_system(locator)), "branches");
+	const char *current = branch ? json_string_value(json_object_get(branches, branch)) : NULL;
+	if (current && (!want || strcmp(want, current) != 0))
+		rc = tether_error_set(TETHER_EREFUSED, "branch %s moved: expected %s, found %s; not deleted", branch,
+		                      want ? want : "?", current);
+	else if (current)
+		json_object_del(branches, branch);
+	pthread_mutex_unlock(&mem_lock);
+	return rc;
+}
+
+/* Walk the descendant's parents, at most one step per snapshot. */
+static int mem_descends(const struct tether_bctx *ctx, const json_t *locator, const json_t *ancestor,
+                        const json_t *descendant, int *answer)
+{
+	(void)ctx;
+	const char *want = json_string_value(json_object_get(ancestor, "snapshot_id"));
+	const char *at = json_string_value(json_object_get(descendant, "snapshot_id"));
+	int rc = 0;
+	*answer = 0;
+	pthread_mutex_lock(&mem_lock);
+	json_t *snaps = json_object_get(system_locked(loc_system(locator)), "snapshots");
+	if (!want || !json_object_get(snaps, want) || !at || !json_object_get(snaps, at))
+		rc = tether_error_set(TETHER_ENOTFOUND, "memory system '%s' holds no snapshot %s", loc_system(locator),
+		                      want && json_object_get(snaps, want) ? (at ? at : "?") : (want ? want : "?"));
+	for (size_t steps = 0; !rc && at && steps <= json_object_size(snaps); steps++) {
+		if (strcmp(at, want) == 0) {
+			*answer = 1;
+			break;
+		}
+		at = json_string_value(json_object_get(json_object_get(snaps, at), "parent"));
+	}
+	pthread_mutex_unlock(&mem_lock);
+	return rc;
+}
+
 static int mem_list_working_refs(const struct tether_bctx *ctx, const json_t *locator, json_t **refs)
 {
 	char *prefix = tt_strdupf("tether.ws.%.8s.", ctx->dataset_id);
@@ -504,4 +550,6 @@ const struct tether_backend tt_backend_memory = {
 	.add_options = mem_add_options,
 	.verify_deep = mem_verify_deep,
 	.check_quiescence = mem_check_quiescence,
+	.descends = mem_descends,
+	.delete_working_ref_if = mem_delete_working_ref_if,
 };

@@ -333,8 +333,18 @@ static int delete_fork(struct drop_run *run, size_t i, json_t *done)
 		free(is);
 	} else if (exists) {
 		tether_error_clear();
-		rc = TT_BACKEND_GET(o->b, delete_working_ref)(&o->ctx, tt_manifest_locator(o->m), it->wref);
-		if (rc)
+		tt_fault_point("drop", "branch-checked");
+		/* Where the backend can, the delete itself is conditional on the
+		 * reviewed head, closing the window between the re-read above and
+		 * the delete: a write landing there is kept, and refused here. */
+		if (TT_BACKEND_GET(o->b, delete_working_ref_if))
+			rc = TT_BACKEND_GET(o->b, delete_working_ref_if)(&o->ctx, tt_manifest_locator(o->m), it->wref, it->head);
+		else
+			rc = TT_BACKEND_GET(o->b, delete_working_ref)(&o->ctx, tt_manifest_locator(o->m), it->wref);
+		if (rc == TETHER_EREFUSED)
+			rc = tether_error_set(rc, "%s: %s was written to while drop deleted it: not deleted (%s)", o->m->key,
+			                      branch, tether_error_last());
+		else if (rc)
 			rc = tether_error_set(rc, "%s: cannot delete %s: %s", o->m->key, branch, tether_error_last());
 		else
 			json_array_append_new(done, json_sprintf("deleted branch %s of %s", branch, o->m->key));

@@ -392,6 +392,8 @@ static int gc_command(tether_repo *repo, const struct tether_gc_opts *opts, json
 		rc = tt_plan_save(plan, opts->plan_out);
 	if (!rc && !dry_run) {
 		apply(repo, stores, release, listings, errors);
+		if (!tt_cancelled() && json_array_size(prune))
+			tt_fault_point("gc", "pruning"); /* the branches listed, none deleted yet */
 		if (!tt_cancelled())
 			tt_prune_apply(repo, prune, errors);
 	}

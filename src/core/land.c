@@ -9,6 +9,13 @@
  * refused before anything moves. The plan holds both heads per object;
  * --from-plan refuses when either moved, naming which.
  *
+ * Where the backend can say whether one state descends from another
+ * (descends, backend version 6), promote's plan asks it of each base head
+ * and working head: a base that moved on since the fork is `diverged` in
+ * the plan, and promote refuses it before anything moves (naming `tether
+ * merge KEY` where the backend has MERGE). Without descends the backend's
+ * promote refuses it when its turn comes, as a non-fast-forward.
+ *
  * promote then fast-forwards each base to its working head through the
  * backend's promote, conditional on the base head the plan reviewed (the
  * backend compares and moves in one step where it can), in order; the
@@ -207,6 +214,82 @@ static int refuse_uncommitted(const struct land_run *run, json_t *uncommitted)
 	return TETHER_EREFUSED;
 }
 
+/* Has the base moved on since the fork: is its head outside the working
+ * head's history? Asked only of a backend that can tell (descends); one
+ * that cannot leaves *diverged 0, and its promote refuses at its turn. */
+static int check_diverged(struct tt_obj *o, const json_t *base, const json_t *head, int *diverged)
+{
+	*diverged = 0;
+	if (!TT_BACKEND_GET(o->b, descends))
+		return 0;
+	json_t *loc = base_locator(o);
+	int descends = 0;
+	int rc = TT_BACKEND_GET(o->b, descends)(&o->ctx, loc, base, head, &descends);
+	json_decref(loc);
+	if (rc)
+		return tether_error_set(rc, "%s: cannot tell whether its base branch moved on since the fork: %s",
+		                        o->m->key, tether_error_last());
+	*diverged = !descends;
+	return 0;
+}
+
+static json_t *diverged_detail(const struct tt_obj *o)
+{
+	if (o->caps & TETHER_CAP_MERGE)
+		return json_sprintf("its base branch has moved on since the fork: `tether merge %s` merges the two",
+		                    o->m->key);
+	return json_string("its base branch has moved on since the fork, and this system cannot merge");
+}
+
+/* A plan with diverged objects: refused before anything moves, naming
+ * them, with `tether merge` for those whose backend has MERGE. 0 when
+ * none diverged. */
+static int refuse_diverged(struct land_run *run)
+{
+	char *all = strdup(""), *mergeable = strdup(""), *other = strdup("");
+	size_t n = 0, n_merge = 0;
+	const char *first = NULL;
+	size_t i;
+	json_t *a;
+	json_array_foreach(tt_plan_actions(run->plan), i, a) {
+		if (strcmp(json_string_value(json_object_get(a, "action")), "diverged") != 0)
+			continue;
+		struct tt_obj *o = obj_by_key(run, json_string_value(json_object_get(a, "key")));
+		char **list = (o->caps & TETHER_CAP_MERGE) ? &mergeable : &other;
+		char *next = tt_strdupf("%s%s%s", *list, **list ? " " : "", o->m->key);
+		free(*list);
+		*list = next;
+		next = tt_strdupf("%s%s%s", all, n ? ", " : "", o->m->key);
+		free(all);
+		all = next;
+		n_merge += (o->caps & TETHER_CAP_MERGE) != 0;
+		if (!n++)
+			first = o->m->key;
+	}
+	int rc = 0;
+	if (n == 1)
+		rc = tether_error_set(TETHER_EREFUSED, "%s: cannot promote: its base branch has moved on since the fork "
+		                      "(diverged: its head is not in the working branch's history); nothing was moved",
+		                      first);
+	else if (n)
+		rc = tether_error_set(TETHER_EREFUSED, "cannot promote: %zu objects' base branches have moved on since "
+		                      "the fork (diverged): %s; nothing was moved", n, all);
+	const char *its = n == 1 ? "its base branch has" : "their base branches have";
+	if (n && n_merge == n)
+		tether_error_set_hint("%s moved on: `tether merge %s` merges the two, then `tether promote` lands the rest",
+		                      its, mergeable);
+	else if (n && n_merge == 0)
+		tether_error_set_hint("%s moved on and this system cannot merge: re-apply the work on a fresh fork of %s "
+		                      "(`tether new`)", its, n == 1 ? "it" : "them");
+	else if (n)
+		tether_error_set_hint("`tether merge %s` merges those; %s cannot merge: re-apply their work on a fresh "
+		                      "fork", mergeable, other);
+	free(all);
+	free(mergeable);
+	free(other);
+	return rc;
+}
+
 /* One object's planned action and precondition. */
 static int plan_object(struct land_run *run, struct tt_obj *o, json_t *actions, json_t *objects,
                        json_t *uncommitted)
@@ -235,12 +318,22 @@ static int plan_object(struct land_run *run, struct tt_obj *o, json_t *actions, 
 		free(was);
 	}
 	json_t *base_c = tt_content_state(o->b, run->base[i]), *head_c = tt_content_state(o->b, head);
-	int level = tt_same_content(o->b, run->base[i], head);
-	const char *action = level ? "up-to-date" : run->op;
+	int level = tt_same_content(o->b, run->base[i], head), diverged = 0;
+	if (!level && run->mode == LAND_PROMOTE)
+		rc = check_diverged(o, run->base[i], head, &diverged);
+	if (rc) {
+		json_decref(head);
+		json_decref(base_c);
+		json_decref(head_c);
+		return rc;
+	}
+	const char *action = level ? "up-to-date" : diverged ? "diverged" : run->op;
 	json_t *a = json_pack("{s:s, s:s, s:s, s:O, s:O}", "key", o->m->key, "action", action, "branch", branch,
 	                      "expect", base_c, "head", head_c);
 	if (level)
 		json_object_set_new(a, "detail", json_string("the base branch is at the working branch's head"));
+	if (diverged)
+		json_object_set_new(a, "detail", diverged_detail(o));
 	json_array_append_new(actions, a);
 	json_array_append_new(objects, json_pack("{s:s, s:o, s:o}", "key", o->m->key, "base", base_c, "head", head_c));
 	o->fp.state = head;
@@ -730,6 +823,17 @@ static int run_land(struct land_run *run, json_t **report)
 	if (!rc && opts->from_plan)
 		rc = check_plan(run, opts->from_plan);
 	int dry_run = opts->dry_run || opts->plan_out;
+	/* A diverged base is refused up front, whatever the mode: a dry run
+	 * still shows its plan (the report), a plan is not saved, a run moves
+	 * nothing. */
+	int refused = rc ? 0 : refuse_diverged(run);
+	if (refused) {
+		if (dry_run)
+			*report = json_pack("{s:s, s:n}", "op", run->op, "journal");
+		if (dry_run)
+			tt_plan_report(*report, run->plan, 1, NULL);
+		return refused;
+	}
 	if (!rc && opts->plan_out)
 		rc = tt_plan_save(run->plan, opts->plan_out);
 	json_t *list = NULL;

@@ -173,7 +173,14 @@ static int delete_branch(struct tether_repo *repo, const json_t *p)
 		struct tether_bctx ctx;
 		tt_gc_store_bctx(repo, store, entry, &ctx);
 		tether_error_clear();
-		int rc = TT_BACKEND_GET(b, delete_working_ref)(&ctx, json_object_get(entry, "locator"), json_object_get(p, "ref"));
+		/* Conditional on the head gc reviewed where the backend can
+		 * (delete_working_ref_if): a write since is kept, and refused. */
+		const json_t *head = json_object_get(p, "head");
+		int rc = head && TT_BACKEND_GET(b, delete_working_ref_if)
+		                 ? TT_BACKEND_GET(b, delete_working_ref_if)(&ctx, json_object_get(entry, "locator"),
+		                                                            json_object_get(p, "ref"), head)
+		                 : TT_BACKEND_GET(b, delete_working_ref)(&ctx, json_object_get(entry, "locator"),
+		                                                         json_object_get(p, "ref"));
 		if (rc)
 			return rc;
 	}

@@ -199,6 +199,121 @@ static int check_delete_wref(struct conf_run *r)
 	return 0;
 }
 
+static int has_delete_if(const struct conf_suite *s)
+{
+	return TT_BACKEND_GET(s->b, delete_working_ref_if) != NULL;
+}
+
+static int delete_if(struct conf_run *r, const json_t *wref, const json_t *expect)
+{
+	tether_error_clear();
+	return TT_BACKEND_GET(r->b, delete_working_ref_if)(conf_ctx(r, r->loc), r->loc, wref, expect);
+}
+
+/* Optional (version 6): delete_working_ref_if refuses a branch that is not
+ * at the head the caller names, and leaves it as it is; at that head it
+ * deletes it; a branch already gone is 0. */
+static int check_delete_wref_if(struct conf_run *r)
+{
+	json_t *s0, *pin, *wref, *s1;
+	int rc = conf_fingerprint(r, r->loc, &s0, NULL, NULL);
+	if (!rc)
+		rc = conf_pin_if_pinnable(r, r->loc, s0, &pin);
+	if (!rc)
+		rc = conf_fork(r, r->loc, s0, pin, CONF_BRANCH, NULL, &wref);
+	if (!rc)
+		rc = conf_mutate(r, r->loc, wref);
+	if (!rc)
+		rc = conf_written_fork_state(r, wref, s0, &s1);
+	if (rc)
+		return rc;
+	/* A write landed since the caller saw s0: refused, and kept. */
+	rc = delete_if(r, wref, s0);
+	if (rc != TETHER_EREFUSED)
+		return conf_fail(r, "delete_working_ref_if expecting %s, with the branch at %s, returned %s%s%s",
+		                 conf_show(r, s0), conf_show(r, s1), conf_code_name(rc), rc ? ": " : "",
+		                 rc ? tether_error_last() : " (and deleted a write)");
+	json_t *kept;
+	if ((rc = conf_fork_state(r, wref, &kept)))
+		return rc;
+	if (!conf_same_content(r->s, kept, s1))
+		return conf_fail(r, "after a refused delete_working_ref_if the branch reads %s, not %s", conf_show(r, kept),
+		                 conf_show(r, s1));
+	if ((rc = delete_if(r, wref, s1)) != 0)
+		return conf_call_failed(r, "delete_working_ref_if at the branch's head", rc);
+	conf_undo_drop(r, UNDO_WREF, wref);
+	if ((rc = base_is(r, s0, "after delete_working_ref_if")) ||
+	    (rc = pin_holds(r, s0, pin, "after delete_working_ref_if")))
+		return rc;
+	json_t *wloc = conf_working_locator(r, r->loc, wref);
+	struct tether_fingerprint fp = {TETHER_FINGERPRINT_INIT};
+	tether_error_clear();
+	int frc = r->b->fingerprint(conf_ctx(r, wloc), wloc, r->s->policy, &fp);
+	int still = frc == 0 && conf_same_content(r->s, fp.state, s1);
+	json_decref(fp.state);
+	free(fp.listing);
+	if (still)
+		return conf_fail(r, "the branch delete_working_ref_if deleted still reads %s", conf_show(r, s1));
+	if ((rc = delete_if(r, wref, s1)) != 0)
+		return conf_fail(r, "delete_working_ref_if of a branch already gone returned %s: %s", conf_code_name(rc),
+		                 tether_error_last());
+	return 0;
+}
+
+static int has_descends(const struct conf_suite *s)
+{
+	return TT_BACKEND_GET(s->b, descends) != NULL;
+}
+
+static int descends_is(struct conf_run *r, const json_t *a, const json_t *d, int want)
+{
+	int answer = -1;
+	tether_error_clear();
+	int rc = TT_BACKEND_GET(r->b, descends)(conf_ctx(r, r->loc), r->loc, a, d, &answer);
+	if (rc)
+		return conf_call_failed(r, "descends", rc);
+	if (answer != want)
+		return conf_fail(r, "descends(%s, %s) answered %d, not %d", conf_show(r, a), conf_show(r, d), answer, want);
+	return 0;
+}
+
+/* Optional (version 6): a write on a fork descends from the state it was
+ * forked from, not the other way round, and a state from itself; the base
+ * written on apart from the fork has diverged from it. */
+static int check_descends(struct conf_run *r)
+{
+	json_t *s0, *pin, *wref, *s1, *b1;
+	int rc = conf_fingerprint(r, r->loc, &s0, NULL, NULL);
+	if (!rc)
+		rc = conf_pin_if_pinnable(r, r->loc, s0, &pin);
+	if (!rc)
+		rc = conf_fork(r, r->loc, s0, pin, CONF_BRANCH, NULL, &wref);
+	if (!rc)
+		rc = conf_mutate(r, r->loc, wref);
+	if (!rc)
+		rc = conf_written_fork_state(r, wref, s0, &s1);
+	if (!rc)
+		rc = descends_is(r, s0, s1, 1);
+	if (!rc)
+		rc = descends_is(r, s1, s0, 0);
+	if (!rc)
+		rc = descends_is(r, s1, s1, 1);
+	if (rc)
+		return rc;
+	/* The base moves on by itself: neither head holds the other. */
+	if ((rc = conf_mutate(r, r->loc, NULL)) || (rc = conf_fingerprint(r, r->loc, &b1, NULL, NULL)))
+		return rc;
+	if (conf_same_content(r->s, b1, s0))
+		return conf_fail(r, "a mutate of the base left it at %s", conf_show(r, s0));
+	if (!rc)
+		rc = descends_is(r, s0, b1, 1);
+	if (!rc)
+		rc = descends_is(r, b1, s1, 0);
+	if (!rc)
+		rc = descends_is(r, s1, b1, 0);
+	return rc;
+}
+
 /* The row list_working_refs gives for `branch`, or NULL. */
 static const json_t *working_row(const json_t *rows, const char *branch)
 {
@@ -281,5 +396,9 @@ const struct conf_check conf_checks_fork[] = {
 	{"fork: list_working_refs lists this dataset's working branches (optional)", TETHER_CAP_FORK, NULL, 0,
 	 check_list_wrefs},
 	{"fork: open is read-only at the pin and writable at the working ref", TETHER_CAP_FORK, NULL, 0, check_open},
+	{"fork: delete_working_ref_if deletes only at the expected head (optional, version 6)", TETHER_CAP_FORK,
+	 has_delete_if, 0, check_delete_wref_if},
+	{"fork: descends tells a fork's writes from a base that moved on (optional, version 6)", TETHER_CAP_FORK,
+	 has_descends, 0, check_descends},
 	{NULL, 0, NULL, 0, NULL},
 };

@@ -93,6 +93,24 @@ static int delete_nothing(const struct tether_bctx *ctx, const json_t *loc, cons
 	return 0;
 }
 
+static int delete_if_ignoring_expect(const struct tether_bctx *ctx, const json_t *loc, const json_t *wref,
+                                     const json_t *expect)
+{
+	(void)expect;
+	return honest->delete_working_ref(ctx, loc, wref);
+}
+
+static int descends_always(const struct tether_bctx *ctx, const json_t *loc, const json_t *a, const json_t *d,
+                           int *answer)
+{
+	(void)ctx;
+	(void)loc;
+	(void)a;
+	(void)d;
+	*answer = 1;
+	return 0;
+}
+
 static int open_always_read_only(const struct tether_bctx *ctx, const json_t *loc, const json_t *state,
                                  const json_t *pin_ref, const json_t *wref, int read_only, json_t **handle)
 {
@@ -291,6 +309,8 @@ static void lie_unpin(struct tether_backend *b) { b->unpin = unpin_nothing; }
 static void lie_expect(struct tether_backend *b) { b->fork = fork_ignores_expect; }
 static void lie_delete(struct tether_backend *b) { b->delete_working_ref = delete_nothing; }
 static void lie_open(struct tether_backend *b) { b->open = open_always_read_only; }
+static void lie_delete_if(struct tether_backend *b) { b->delete_working_ref_if = delete_if_ignoring_expect; }
+static void lie_descends(struct tether_backend *b) { b->descends = descends_always; }
 static void lie_diff(struct tether_backend *b) { b->diff = diff_uncapped; }
 static void lie_history(struct tether_backend *b) { b->history = history_oldest_first; }
 static void lie_delete_store(struct tether_backend *b) { b->delete_store = delete_store_always; }
@@ -323,6 +343,9 @@ static const struct lie lies[] = {
 	{"unpin doing nothing", "pin: unpin removes it and verify then fails", lie_unpin},
 	{"fork ignoring expect", "fork: a stale expect is refused", lie_expect},
 	{"delete_working_ref doing nothing", "fork: delete_working_ref removes it", lie_delete},
+	{"delete_working_ref_if ignoring expect", "fork: delete_working_ref_if deletes only at the expected head",
+	 lie_delete_if},
+	{"descends answering yes to everything", "fork: descends tells a fork's writes from a base", lie_descends},
 	{"open always read-only", "fork: open is read-only at the pin and writable", lie_open},
 	{"diff ignoring max_entries", "diff: respects max_entries", lie_diff},
 	{"history oldest first", "history: lists the newest state first", lie_history},

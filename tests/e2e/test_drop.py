@@ -147,6 +147,70 @@ def test_a_racing_writer_keeps_the_branch_and_the_manifest(dsv, code):
     assert [o["status"] for o in ops(dsv) if o["op"] == "drop"] == ["ABORTED"]
 
 
+def continued(ds, args, fault, race):
+    """tether stopped at `fault`, race() run meanwhile, then continued: the
+    finished process."""
+    env = dict(ds.env, TETHER_FAULT=fault)
+    proc = subprocess.Popen([TETHER_BIN, *args], cwd=str(ds.root), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert stopped(proc.pid), f"tether did not stop at {fault}"
+        race()
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+    out, err = proc.communicate(timeout=120)
+    p = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    check_sanitizers(p)
+    return p
+
+
+def test_a_write_between_the_recheck_and_the_delete_is_kept(dsv, code):
+    """drop re-reads the branch just before deleting it; a write landing
+    after that re-read is the race a re-read cannot close. The delete is
+    conditional on the reviewed head (delete_working_ref_if: git compares
+    under the ref's lock), so the write stays and drop refuses."""
+    _, sha1, branch = forked(dsv, code)
+    racer = []
+    p = continued(dsv, ["drop", "code"], "drop:branch-checked:stop",
+                  lambda: racer.append(write_on(code, branch, "the racer's write\n")))
+    assert p.returncode == 3, p.stderr
+    first = p.stderr.splitlines()[0]
+    assert first.startswith(f"tether: error: code: {branch} was written to while drop deleted it: not deleted "
+                            f"(git repository "), first
+    assert f"refs/heads/{branch} moved: expected {sha1}, found {racer[0]}; not deleted)" in first, first
+    assert first.endswith("; nothing was removed from the working copy"), first
+    assert rev(code, f"refs/heads/{branch}") == racer[0], "the racer's write was deleted"
+    assert dsv.manifest_path("code").exists()
+    assert [o["status"] for o in ops(dsv) if o["op"] == "drop"] == ["ABORTED"]
+    # Once the write is committed (pinned), drop deletes the branch.
+    dsv.tether("commit", "-m", "the racer's write")
+    r = dsv.tj("drop", "code")
+    assert (r["objects"][0]["fork"], r["objects"][0]["head"]) == ("delete", {"sha": racer[0]})
+    assert branch not in branches(code)
+
+
+def test_an_icechunk_write_between_the_recheck_and_the_delete_is_kept(dsv, tmp_path):
+    """The same race on an Icechunk repository: the branch deletion is a
+    repository update that compares the branch's snapshot on the file it
+    rewrites; checked with the icechunk library."""
+    import icechunk_oracle as ico
+    store = tmp_path / "imaging.icechunk"
+    ico.create(store)
+    dsv.tether("add", "img", store, "--kind", "icechunk")
+    dsv.tether("commit", "-m", "one")
+    dsv.tether("new", "-b", "feat", "HEAD")
+    branch = f"tether.ws.{dsv.dataset_id()[:8]}.feat"
+    head0 = ico.branch_head(store, branch)
+    racer = []
+    p = continued(dsv, ["drop", "img"], "drop:branch-checked:stop", lambda: racer.append(ico.commit(store, branch)))
+    assert p.returncode == 3, p.stderr
+    first = p.stderr.splitlines()[0]
+    assert first.startswith(f"tether: error: img: {branch} was written to while drop deleted it: not deleted ("), first
+    assert f"branch {branch} is at {racer[0]}, expected {head0}; not deleted" in first, first
+    assert ico.branch_head(store, branch) == racer[0], "the racer's snapshot was deleted"
+    assert dsv.manifest_path("img").exists()
+
+
 def test_a_kill_after_the_branch_is_deleted_is_finished_by_the_rerun(dsv, code):
     _, _, branch = forked(dsv, code)
     dsv.tether("drop", "code", check_rc=-9, env={"TETHER_FAULT": "drop:branch-deleted"})

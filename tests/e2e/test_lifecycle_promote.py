@@ -125,6 +125,21 @@ def test_a_diverged_base_is_refused(life):
     assert a.head(L.store) == moved and a.head(L.store, fork_branch(ds)) == s2
 
 
+def test_a_diverged_base_shows_in_the_dry_run(life):
+    """Every kind here answers descends: the plan marks the base that moved
+    on `diverged` before anything moves, and the dry run is refused."""
+    L, ds, a = life, life.ds, life.a
+    _, s2 = fork_written(L)
+    moved = a.mutate(L.store)
+    p = ds.tether("promote", "--dry-run", "--json", check_rc=3)
+    [action] = json.loads(p.stdout)["plan"]["actions"]
+    assert action["action"] == "diverged", action
+    assert ("tether merge" in action["detail"]) == ("MERGE" in L.caps), action
+    assert "diverged" in p.stderr.splitlines()[0] and "nothing was moved" in p.stderr.splitlines()[0]
+    assert a.head(L.store) == moved and a.head(L.store, fork_branch(ds)) == s2
+    assert promote_entries(ds) == []
+
+
 @pytest.mark.parametrize("step", ["journal-written", "moved"])
 def test_kill_mid_promote(life, step):
     L, ds, a = life, life.ds, life.a

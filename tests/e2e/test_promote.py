@@ -297,22 +297,82 @@ def test_a_kill_at_each_step_is_finished_by_the_rerun(dsv, code, new_repo, step)
     assert dsv.tj("gc")["release"] == []
 
 
+DIVERGED = "its base branch has moved on since the fork (diverged: its head is not in the working branch's history)"
+
+
 def test_a_diverged_base_is_refused_with_the_merge_command(gds, code):
+    """The plan asks git whether the base head is in the working branch's
+    history (descends): it is not, so the run is refused before anything
+    moves, and nothing is journaled."""
     forked(gds, ("code", code))
     worked(gds, code)
     moved = code_commit(code, {"other.txt": "x\n"}, "base moves on")
     p = gds.tether("promote", check_rc=3)
+    assert p.stdout == ""
     lines = p.stderr.splitlines()
-    assert lines[0].startswith("tether: error: code: cannot promote: git repository ")
-    assert "would not be a fast-forward" in lines[0] and lines[0].endswith("; no base was moved")
+    assert lines[0] == f"tether: error: code: cannot promote: {DIVERGED}; nothing was moved"
     assert lines[1] == ("hint: its base branch has moved on: `tether merge code` merges the two, then "
                         "`tether promote` lands the rest")
     assert head_of(code, "main") == moved
+    assert promote_entries(gds) == []
+
+
+def test_a_dry_run_shows_a_diverged_base(gds, code, tmp_path):
+    """--dry-run prints the plan, with the object `diverged` and the merge
+    to run, then refuses (exit 3); --plan saves no plan for it."""
+    branch = forked(gds, ("code", code))
+    sha = worked(gds, code)
+    moved = code_commit(code, {"other.txt": "x\n"}, "base moves on")
+    p = gds.tether("promote", "--dry-run", check_rc=3)
+    assert p.stdout.splitlines() == [
+        "plan: promote",
+        "  diverged   code (its base branch has moved on since the fork: `tether merge code` merges the two)",
+        "dry run: nothing written",
+    ]
+    assert p.stderr.splitlines()[0] == f"tether: error: code: cannot promote: {DIVERGED}; nothing was moved"
+    r = json.loads(gds.tether("promote", "--dry-run", "--json", check_rc=3).stdout)
+    [a] = r["plan"]["actions"]
+    assert (a["action"], a["branch"], a["expect"], a["head"]) == ("diverged", branch, {"sha": moved}, {"sha": sha})
+    assert r["dry_run"] is True and r["plan_file"] is None
+    f = tmp_path / "plan.json"
+    gds.tether("promote", "--plan", f, check_rc=3)
+    assert not f.exists()
+    # merge lands it, after which the plan is a promote again (up to date).
+    gds.tether("merge")
+    gds.tether("commit", "-m", "merged")
+    assert gds.tj("promote", "--dry-run")["plan"]["actions"][0]["action"] == "up-to-date"
+    assert head_of(code, "main") != moved and promote_entries(gds) == []
+
+
+def test_diverged_objects_are_refused_together_before_any_moves(gds, code, new_repo):
+    """Two objects, the second diverged: the first is not landed either,
+    since the plan saw the divergence before anything moved."""
+    zed = new_repo("zed")
+    code_commit(zed, {"z": "1\n"}, "z1")
+    branch = forked(gds, ("code", code), ("zed", zed))
+    base0 = code.head()
+    write_on(code, branch, {"main.py": "fork\n"}, "fork code")
+    write_on(zed, branch, {"z": "2\n"}, "fork zed")
+    gds.tether("commit", "-m", "fork writes")
+    zed_moved = code_commit(zed, {"other": "o\n"}, "zed base moves on")
+    p = gds.tether("promote", check_rc=3)
+    assert p.stderr.splitlines()[0] == f"tether: error: zed: cannot promote: {DIVERGED}; nothing was moved"
+    assert head_of(code, "main") == base0 and head_of(zed, "main") == zed_moved
+    code_moved = code_commit(code, {"other": "o\n"}, "code base moves on")
+    p = gds.tether("promote", check_rc=3)
+    assert p.stderr.splitlines()[:2] == [
+        "tether: error: cannot promote: 2 objects' base branches have moved on since the fork (diverged): code, zed; "
+        "nothing was moved",
+        "hint: their base branches have moved on: `tether merge code zed` merges the two, then `tether promote` "
+        "lands the rest",
+    ]
+    assert head_of(code, "main") == code_moved and promote_entries(gds) == []
 
 
 def test_a_failure_part_way_leaves_the_earlier_ones_landed(gds, code, new_repo):
-    """Objects land in key order; the second is diverged: the first stays
-    promoted, the message says so, the journal says which moved."""
+    """Objects land in key order; a writer moves the second's base after
+    the first landed: the first stays promoted, the message says so, the
+    journal says which moved."""
     zed = new_repo("zed")
     code_commit(zed, {"z": "1\n"}, "z1")
     branch = forked(gds, ("code", code), ("zed", zed))
@@ -320,19 +380,22 @@ def test_a_failure_part_way_leaves_the_earlier_ones_landed(gds, code, new_repo):
     sha = write_on(code, branch, {"main.py": "fork\n"}, "fork code")
     write_on(zed, branch, {"z": "2\n"}, "fork zed")
     gds.tether("commit", "-m", "fork writes")
-    zed_moved = code_commit(zed, {"other": "o\n"}, "zed base moves on")
-
-    p = gds.tether("promote", check_rc=3)
+    racer = []
+    p = run_stopped(gds, ["promote"], "promote:moved:stop",
+                    lambda: racer.append(code_commit(zed, {"other": "o\n"}, "zed base moves on")))
+    assert p.returncode == 3, p.stderr
     first = p.stderr.splitlines()[0]
-    assert first.startswith("tether: error: zed: cannot promote: ")
+    assert first.startswith("tether: error: zed: cannot promote: git repository ") and " moved: expected " in first
     assert first.endswith(f"; landed before it: code (main {base0[:12]} → {sha[:12]})"), first
-    assert head_of(code, "main") == sha and head_of(zed, "main") == zed_moved
+    assert head_of(code, "main") == sha and head_of(zed, "main") == racer[0]
     [entry] = promote_entries(gds)
     assert entry["status"] == "PARTIAL"
     assert [(m["key"], m["done"]) for m in entry["moves"]] == [("code", True), ("zed", False)]
 
 
 def test_a_backend_without_merge_says_so(tmp_path, gds):
+    """Icechunk: the plan walks the working head's snapshot parents, the
+    base head is not among them: diverged, and no merge to offer."""
     import icechunk_oracle as ico
     store = tmp_path / "imaging.icechunk"
     ico.create(store)
@@ -342,17 +405,43 @@ def test_a_backend_without_merge_says_so(tmp_path, gds):
     fork = ico.commit(store, fork_name(gds))
     gds.tether("commit", "-m", "fork")
     moved = ico.commit(store, "main")
+    p = gds.tether("promote", "--dry-run", check_rc=3)
+    assert p.stdout.splitlines()[1] == ("  diverged   img (its base branch has moved on since the fork, and this "
+                                        "system cannot merge)")
+    r = json.loads(gds.tether("promote", "--dry-run", "--json", check_rc=3).stdout)
+    [a] = r["plan"]["actions"]
+    assert (a["action"], a["expect"], a["head"]) == ("diverged", {"snapshot_id": moved}, {"snapshot_id": fork})
     p = gds.tether("promote", check_rc=3)
     lines = p.stderr.splitlines()
-    assert lines[0].startswith(f"tether: error: img: cannot promote: {store}: main is at ")
-    assert "not a fast-forward" in lines[0]
-    assert lines[1].startswith("hint: its base branch has moved on and this system cannot merge: Icechunk has no "
-                               "merge"), lines
+    assert lines[0] == f"tether: error: img: cannot promote: {DIVERGED}; nothing was moved"
+    assert lines[1] == ("hint: its base branch has moved on and this system cannot merge: re-apply the work on a "
+                        "fresh fork of it (`tether new`)"), lines
     assert ico.branch_head(store, "main") == moved and ico.branch_head(store, fork_name(gds)) == fork
+    assert promote_entries(gds) == []
     p = gds.tether("merge", "img", check_rc=3)
     assert p.stderr.startswith("tether: error: img: cannot merge it: its backend cannot merge (no MERGE)")
     r = gds.tj("merge")
     assert r["objects"] == [{"key": "img", "action": "skipped", "detail": "its backend cannot merge (no MERGE)"}]
+
+
+def test_an_icechunk_base_written_after_the_plan_is_refused_by_the_move(tmp_path, gds):
+    """The plan saw a fast-forward; a writer commits on main between the
+    plan and the move: Icechunk's compare on the reviewed head refuses, and
+    the writer's snapshot stands."""
+    import icechunk_oracle as ico
+    store = tmp_path / "imaging.icechunk"
+    ico.create(store)
+    gds.tether("add", "img", store, "--kind", "icechunk")
+    gds.tether("commit", "-m", "base")
+    gds.tether("new", "-b", "feat")
+    ico.commit(store, fork_name(gds))
+    gds.tether("commit", "-m", "fork")
+    racer = []
+    p = run_stopped(gds, ["promote"], "promote:journal-written:stop",
+                    lambda: racer.append(ico.commit(store, "main")))
+    assert p.returncode == 3, p.stderr
+    assert p.stderr.startswith(f"tether: error: img: cannot promote: {store}: main moved: expected "), p.stderr
+    assert ico.branch_head(store, "main") == racer[0]
 
 
 def test_promote_icechunk(tmp_path, gds):

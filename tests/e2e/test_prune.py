@@ -9,8 +9,12 @@ while it holds unpinned commits unless --force-prune, and keeps it when
 --keep-workspace names it. The live bookmark's branch is never touched.
 Run in git, colocated jj and jj datasets.
 """
+import json
+import os
+import signal
 import subprocess
 
+from conftest import TETHER_BIN, check_sanitizers
 from test_git_backend import (  # noqa: F401 (fixtures)
     add_code,
     code,
@@ -20,6 +24,7 @@ from test_git_backend import (  # noqa: F401 (fixtures)
     jj_problem,
     rev,
 )
+from test_new import stopped
 
 
 def branches(code):
@@ -140,3 +145,32 @@ def test_prune_options_are_checked(gds, code):
                  ["--prune-workspaces", "--plan", str(gds.root / "plan.json")]):
         p = gds.tether("gc", *args, check_rc=2)
         assert "prune" in p.stderr, p.stderr
+
+
+def test_a_write_after_the_listing_keeps_the_branch(gds, code):
+    """gc lists the dead branch at its pinned head and decides to delete
+    it; a write lands on it before the delete (gc:pruning): the delete is
+    conditional on the listed head (delete_working_ref_if), so the write
+    stays, and gc says why."""
+    feature, other, sha1 = dead_feature(gds, code)
+    env = dict(gds.env, TETHER_FAULT="gc:pruning:stop")
+    proc = subprocess.Popen([TETHER_BIN, "gc", "--prune-workspaces", "--no-dry-run", "--json"], cwd=str(gds.root),
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert stopped(proc.pid), "tether did not stop at gc:pruning"
+        code.git("checkout", "-q", feature)
+        racer = code_commit(code, {"main.py": "the racer\n"}, "racer")
+        code.git("checkout", "-q", "main")
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+    out, err = proc.communicate(timeout=120)
+    check_sanitizers(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+    assert proc.returncode != 0, (out, err)
+    r = json.loads(out)
+    assert [(p["branch"], p["action"], p["done"]) for p in r["prune"]] == [(feature, "delete", False)]
+    assert f"refs/heads/{feature} moved: expected {sha1}, found {racer}; not deleted" in err, err
+    assert rev(code, f"refs/heads/{feature}") == racer, "the racer's commit was deleted"
+    # Unpinned now: the next gc keeps it unless --force-prune.
+    again = prune(gds, "--no-dry-run")["prune"]
+    assert [(p["branch"], p["action"], p["head"]) for p in again] == [(feature, "keep", {"sha": racer})]
+    assert feature in branches(code)

@@ -69,6 +69,26 @@ static struct tether_backend full(const char *kind)
 	};
 }
 
+static int quiescent(const struct tether_bctx *ctx, const json_t *locator, int *busy, char **why)
+{
+	(void)ctx;
+	(void)locator;
+	*busy = 0;
+	*why = NULL;
+	return 0;
+}
+
+static int descends_yes(const struct tether_bctx *ctx, const json_t *locator, const json_t *a, const json_t *d,
+                        int *answer)
+{
+	(void)ctx;
+	(void)locator;
+	(void)a;
+	(void)d;
+	*answer = 1;
+	return 0;
+}
+
 static void test_short_size(void)
 {
 	struct tether_backend b = full("short");
@@ -126,6 +146,29 @@ static void test_versions_refused(void)
 	CHECK(TT_BACKEND_GET(&four, verify_deep) == NULL);
 	CHECK(TT_BACKEND_GET(&four, check_quiescence) == NULL);
 	CHECK(TT_BACKEND_GET(&four, verify_many) == verify_many);
+	CHECK(TT_BACKEND_GET(&four, descends) == NULL);
+	CHECK(TT_BACKEND_GET(&four, delete_working_ref_if) == NULL);
+
+	/* A version 5 module: its struct ends at check_quiescence, and loads;
+	 * the members version 6 appended read as absent, its own as they are. */
+	static struct tether_backend five;
+	five = full("five");
+	five.version = 5;
+	five.check_quiescence = quiescent;
+	five.size = (uint32_t)TT_SIZE_THROUGH(struct tether_backend, check_quiescence);
+	CHECK(tether_backend_register(&five) == 0);
+	CHECK(tether_backend_find("five") == &five);
+	CHECK(TT_BACKEND_GET(&five, check_quiescence) == quiescent);
+	CHECK(TT_BACKEND_GET(&five, descends) == NULL);
+	CHECK(TT_BACKEND_GET(&five, delete_working_ref_if) == NULL);
+	/* One byte short of delete_working_ref_if: that member is absent,
+	 * descends before it present. */
+	static struct tether_backend six;
+	six = full("six");
+	six.descends = descends_yes;
+	six.size = (uint32_t)(offsetof(struct tether_backend, delete_working_ref_if) + sizeof six.delete_working_ref_if - 1);
+	CHECK(TT_BACKEND_GET(&six, descends) == descends_yes);
+	CHECK(TT_BACKEND_GET(&six, delete_working_ref_if) == NULL);
 }
 
 /* The other plug-in structs' accessors, the same way. */

@@ -269,7 +269,7 @@ static void test_pins(void)
 	CHECK(ic_fork_branch(&repo, "w", &first, 1, NULL) == TETHER_EREFUSED);
 	CHECK(ic_fork_branch(&repo, "w", &first, 0, &other) == TETHER_EREFUSED);
 	CHECK(ic_fork_branch(&repo, "w", &first, 0, &first) == 0);
-	CHECK(ic_delete_branch(&repo, "w") == 0 && ic_delete_branch(&repo, "w") == 0);
+	CHECK(ic_delete_branch(&repo, "w", NULL) == 0 && ic_delete_branch(&repo, "w", NULL) == 0);
 	ic_repository_close(&repo);
 	json_decref(loc);
 }

@@ -365,6 +365,8 @@ const struct tether_backend tt_backend_git = {
 	.open_store = gb_open_store,
 	.close_store = gb_close_store,
 	.verify_deep = gb_verify_deep,
+	.descends = gb_descends,
+	.delete_working_ref_if = gb_delete_working_ref_if,
 };
 
 /* What the front (front.c) looks up after loading this module. Not

@@ -174,6 +174,64 @@ int gb_delete_working_ref(const struct tether_bctx *ctx, const json_t *locator, 
 	return rc;
 }
 
+/* Delete the branch only while it is at `expect`. git_reference_delete
+ * hands the refdb the head the lookup read as the old value, and the
+ * refdb takes the ref's lock (refs/heads/X.lock, as git's own writers
+ * do) and compares that old value with what is on disk under the lock
+ * before removing the loose file and the packed-refs line: a writer that
+ * moved the branch after the lookup makes the delete fail with
+ * GIT_EMODIFIED, and its commit stays. Comparing the looked-up head with
+ * `expect` first makes the whole condition the caller's. */
+static int delete_if_at(const struct gb_obj *o, const char *refname, const git_oid *expect)
+{
+	git_reference *ref = NULL;
+	char want[GB_HEX_SIZE], have[GB_HEX_SIZE];
+	int rc = git_reference_lookup(&ref, o->repo, refname);
+
+	if (rc == GIT_ENOTFOUND)
+		return 0;
+	if (rc < 0)
+		return tt_git_fail(rc, "git repository %s: cannot read %s", o->path, refname);
+	const git_oid *at = git_reference_target(ref);
+	if (!at)
+		rc = tether_error_set(TETHER_EREFUSED, "git repository %s: %s is a symbolic ref, not a working branch; "
+		                      "not deleted", o->path, refname);
+	else if (!git_oid_equal(at, expect))
+		rc = tether_error_set(TETHER_EREFUSED, "git repository %s: %s moved: expected %s, found %s; not deleted",
+		                      o->path, refname, gb_hex(expect, want), gb_hex(at, have));
+	else if ((rc = git_reference_delete(ref)) == GIT_EMODIFIED)
+		rc = tether_error_set(TETHER_EREFUSED, "git repository %s: %s moved while it was being deleted "
+		                      "(expected %s); not deleted", o->path, refname, gb_hex(expect, want));
+	else if (rc < 0)
+		rc = tt_git_fail(rc, "git repository %s: cannot delete %s", o->path, refname);
+	git_reference_free(ref);
+	return rc;
+}
+
+int gb_delete_working_ref_if(const struct tether_bctx *ctx, const json_t *locator, const json_t *working_ref,
+                             const json_t *expect)
+{
+	struct gb_obj o;
+	char *refname = NULL;
+	git_oid want;
+	int rc = gb_parse_sha(expect, "expected working branch head", &want);
+
+	if (rc < 0)
+		return rc;
+	if ((rc = gb_open(ctx, locator, &o)) < 0)
+		return rc;
+	rc = gb_branch_refname(&o, json_string_value(json_object_get(working_ref, "branch")), &refname);
+	if (rc == 0)
+		rc = refuse_base(&o, refname);
+	if (rc == 0)
+		rc = refuse_checked_out(&o, refname);
+	if (rc == 0)
+		rc = delete_if_at(&o, refname, &want);
+	free(refname);
+	gb_close(&o);
+	return rc;
+}
+
 /* One working branch as list_working_refs describes it; NULL on OOM. A
  * symbolic ref under refs/heads has no head of its own: skipped (*row
  * stays NULL, 0 returned). */

@@ -147,6 +147,9 @@ FORWARD(list_working_refs, (bctx *c, const json_t *loc, json_t **refs), (c, loc,
 /* verify --deep parses commits and trees, which is libgit2's work. */
 FORWARD(verify_deep, (bctx *c, const json_t *loc, const json_t *st, const json_t *ref, int *ok, char **detail),
         (c, loc, st, ref, ok, detail))
+FORWARD(descends, (bctx *c, const json_t *loc, const json_t *a, const json_t *d, int *answer), (c, loc, a, d, answer))
+FORWARD(delete_working_ref_if, (bctx *c, const json_t *loc, const json_t *wref, const json_t *expect),
+        (c, loc, wref, expect))
 
 /* The same description as the libgit2 module's tt_backend_git. */
 const struct tether_backend tt_backend_git_front = {
@@ -180,6 +183,8 @@ const struct tether_backend tt_backend_git_front = {
 	.open_store = gb_open_store,
 	.close_store = gb_close_store,
 	.verify_deep = fw_verify_deep,
+	.descends = fw_descends,
+	.delete_working_ref_if = fw_delete_working_ref_if,
 };
 
 TETHER_API tether_backend_module_t tether_backend_module = {&tt_backend_git_front, NULL};

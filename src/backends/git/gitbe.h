@@ -86,6 +86,8 @@ int gb_fork(const struct tether_bctx *, const json_t *locator, const json_t *sta
             json_t **working_ref);
 int gb_delete_working_ref(const struct tether_bctx *, const json_t *locator,
                           const json_t *working_ref);
+int gb_delete_working_ref_if(const struct tether_bctx *, const json_t *locator, const json_t *working_ref,
+                             const json_t *expect);
 int gb_list_working_refs(const struct tether_bctx *, const json_t *locator, json_t **refs);
 int gb_open_handle(const struct tether_bctx *, const json_t *locator, const json_t *state,
                    const json_t *pin_ref, const json_t *working_ref, int read_only,
@@ -94,6 +96,8 @@ int gb_promote(const struct tether_bctx *, const json_t *locator, const json_t *
                const json_t *expect, json_t **result);
 int gb_merge(const struct tether_bctx *, const json_t *locator, const json_t *working_ref,
              const char *message, json_t **result);
+int gb_descends(const struct tether_bctx *, const json_t *locator, const json_t *ancestor,
+                const json_t *descendant, int *answer);
 int gb_diff(const struct tether_bctx *, const json_t *locator, const json_t *a, const json_t *b,
             const char *listing_a, size_t len_a, const char *listing_b, size_t len_b,
             size_t max_entries, json_t **diff);

@@ -66,6 +66,40 @@ static int contains(const struct gb_obj *o, const git_oid *a, const git_oid *b, 
 	return 0;
 }
 
+static int lookup_commit(const struct gb_obj *o, const json_t *state, const char *what, git_oid *id)
+{
+	git_commit *commit = NULL;
+	char hex[GB_HEX_SIZE];
+	int rc = gb_parse_sha(state, what, id);
+
+	if (rc < 0)
+		return rc;
+	rc = git_commit_lookup(&commit, o->repo, id);
+	git_commit_free(commit);
+	if (rc == GIT_ENOTFOUND)
+		return tether_error_set(TETHER_ENOTFOUND, "git repository %s has no commit %s", o->path, gb_hex(id, hex));
+	return rc < 0 ? tt_git_fail(rc, "git repository %s: cannot read commit %s", o->path, gb_hex(id, hex)) : 0;
+}
+
+int gb_descends(const struct tether_bctx *ctx, const json_t *locator, const json_t *ancestor,
+                const json_t *descendant, int *answer)
+{
+	struct gb_obj o;
+	git_oid a, d;
+	int rc = gb_open(ctx, locator, &o);
+
+	*answer = 0;
+	if (rc < 0)
+		return rc;
+	rc = lookup_commit(&o, ancestor, "ancestor", &a);
+	if (rc == 0)
+		rc = lookup_commit(&o, descendant, "descendant", &d);
+	if (rc == 0)
+		rc = contains(&o, &d, &a, answer);
+	gb_close(&o);
+	return rc;
+}
+
 /* `expect` is the base head the caller saw: {"sha": ...}; JSON null means
  * the caller saw no base at all. */
 static int check_expected_base(const struct gb_obj *o, const struct heads *h, const json_t *expect)

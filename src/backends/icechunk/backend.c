@@ -373,6 +373,8 @@ const struct tether_backend tt_backend_icechunk = {
 	.check_state = ic_check_state,
 	.add_options = ic_add_options,
 	.verify_deep = ic_verify_deep,
+	.descends = ic_descends,
+	.delete_working_ref_if = ic_delete_working_ref_if,
 };
 
 TETHER_API tether_backend_module_t tether_backend_module = {&tt_backend_icechunk, NULL};

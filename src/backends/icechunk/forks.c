@@ -77,7 +77,23 @@ int ic_delete_working_ref(const struct tether_bctx *ctx, const json_t *locator, 
 	if (rc)
 		return rc;
 	if ((rc = refuse_base(&loc, branch, "delete")) == 0)
-		rc = ic_delete_branch(&repo, branch);
+		rc = ic_delete_branch(&repo, branch, NULL);
+	ic_repository_close(&repo);
+	return rc;
+}
+
+int ic_delete_working_ref_if(const struct tether_bctx *ctx, const json_t *locator, const json_t *working_ref,
+                             const json_t *expect)
+{
+	struct ic_loc loc;
+	struct ic_repository repo;
+	struct ic_id want;
+	const char *branch = NULL;
+	int rc = open_working(ctx, locator, working_ref, &loc, &repo, &branch);
+	if (rc)
+		return rc;
+	if ((rc = refuse_base(&loc, branch, "delete")) == 0 && (rc = ic_state_snapshot(expect, repo.uri, &want)) == 0)
+		rc = ic_delete_branch(&repo, branch, &want);
 	ic_repository_close(&repo);
 	return rc;
 }
@@ -129,6 +145,34 @@ static int is_ancestor(struct ic_repository *repo, const struct ic_id *ancestor,
 		if (strcmp(json_string_value(json_object_get(e, "id")), want) == 0)
 			*yes = 1;
 	json_decref(chain);
+	return rc;
+}
+
+/* The descendant's snapshot parents walked back, looking for the ancestor
+ * (the repository file's snapshot table in spec 2, the snapshot files in
+ * spec 1). */
+int ic_descends(const struct tether_bctx *ctx, const json_t *locator, const json_t *ancestor,
+                const json_t *descendant, int *answer)
+{
+	struct ic_loc loc;
+	struct ic_repository repo;
+	struct ic_id a, d;
+	int exists = 0;
+	*answer = 0;
+	int rc = ic_open_locator(ctx, locator, &loc, &repo);
+	if (rc)
+		return rc;
+	if ((rc = ic_state_snapshot(ancestor, repo.uri, &a)) == 0 && (rc = ic_state_snapshot(descendant, repo.uri, &d)) == 0 &&
+	    (rc = ic_snapshot_exists(&repo, &a, &exists)) == 0 && !exists) {
+		char text[IC_ID_CHARS + 1];
+		ic_id_text(&a, text);
+		rc = tether_error_set(TETHER_ENOTFOUND, "%s: snapshot %s is not in the repository", repo.uri, text);
+	}
+	if (rc == 0 && memcmp(a.b, d.b, IC_ID_BYTES) == 0)
+		*answer = 1;
+	else if (rc == 0)
+		rc = is_ancestor(&repo, &a, &d, answer);
+	ic_repository_close(&repo);
 	return rc;
 }
 

@@ -298,7 +298,9 @@ char *ic_pin_of_tag(const char *tag);
  * the branch must not exist; else it must be at *expect. */
 int ic_fork_branch(struct ic_repository *repo, const char *branch, const struct ic_id *to,
                    int expect_absent, const struct ic_id *expect);
-int ic_delete_branch(struct ic_repository *repo, const char *branch);
+/* Delete a branch; with `expect` non-NULL only while it is at *expect
+ * (TETHER_EREFUSED naming both otherwise). A branch already gone is 0. */
+int ic_delete_branch(struct ic_repository *repo, const char *branch, const struct ic_id *expect);
 
 /* Ancestry from snapshot `start`, newest first, at most max (0 = all):
  * a JSON array of {"id", "parent", "flushed_at" (µs), "message"}. */
@@ -325,7 +327,7 @@ int ic_v1_create_tag(struct ic_repository *repo, const char *name, const struct 
 int ic_v1_delete_tag(struct ic_repository *repo, const char *name);
 int ic_v1_set_branch(struct ic_repository *repo, const char *name, const struct ic_id *to,
                      int expect_absent, const struct ic_id *expect);
-int ic_v1_delete_branch(struct ic_repository *repo, const char *name);
+int ic_v1_delete_branch(struct ic_repository *repo, const char *name, const struct ic_id *expect);
 
 /* ------------------------------------------------------------------ */
 /* files.c: snapshot and transaction-log files                          */
@@ -450,6 +452,10 @@ int ic_fork(const struct tether_bctx *, const json_t *locator, const json_t *sta
             const json_t *pin_ref, const char *branch, const json_t *expect, json_t **working_ref);
 int ic_delete_working_ref(const struct tether_bctx *, const json_t *locator,
                           const json_t *working_ref);
+int ic_delete_working_ref_if(const struct tether_bctx *, const json_t *locator, const json_t *working_ref,
+                             const json_t *expect);
+int ic_descends(const struct tether_bctx *, const json_t *locator, const json_t *ancestor,
+                const json_t *descendant, int *answer);
 int ic_list_working_refs(const struct tether_bctx *, const json_t *locator, json_t **refs);
 int ic_open_handle(const struct tether_bctx *, const json_t *locator, const json_t *state,
                    const json_t *pin_ref, const json_t *working_ref, int read_only,

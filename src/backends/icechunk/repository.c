@@ -403,12 +403,30 @@ int ic_fork_branch(struct ic_repository *repo, const char *branch, const struct 
 	return ic_repo_update(repo->store, "fork", fork_mutation, &job);
 }
 
+struct delete_job {
+	const char *branch;
+	const struct ic_id *expect;
+};
+
+/* The condition is judged on the repository file this update read, and
+ * the update writes the next one only if that file is still the current
+ * one (ic_repo_update), so a writer that moved the branch in between
+ * makes this run again, and refuse. */
 static int delete_branch_mutation(struct ic_repo *r, void *ud, struct ic_update *u, int *unchanged)
 {
-	const char *name = ud;
-	if (ic_repo_branch(r, name) < 0) {
+	const struct delete_job *job = ud;
+	const char *name = job->branch;
+	long b = ic_repo_branch(r, name);
+	if (b < 0) {
 		*unchanged = 1;
 		return 0;
+	}
+	if (job->expect && memcmp(r->snaps[r->branches[b].snap].id.b, job->expect->b, IC_ID_BYTES) != 0) {
+		char have[IC_ID_CHARS + 1], want[IC_ID_CHARS + 1];
+		ic_id_text(&r->snaps[r->branches[b].snap].id, have);
+		ic_id_text(job->expect, want);
+		return tether_error_set(TETHER_EREFUSED, "branch %s is at %s, expected %s; not deleted", name, have,
+		                        want);
 	}
 	int rc = ic_repo_delete_branch(r, name, &u->prev);
 	if (rc)
@@ -418,11 +436,12 @@ static int delete_branch_mutation(struct ic_repo *r, void *ud, struct ic_update 
 	return u->name.p ? 0 : ic_fail_oom();
 }
 
-int ic_delete_branch(struct ic_repository *repo, const char *branch)
+int ic_delete_branch(struct ic_repository *repo, const char *branch, const struct ic_id *expect)
 {
 	if (repo->spec == 1)
-		return ic_v1_delete_branch(repo, branch);
-	return ic_repo_update(repo->store, "delete branch", delete_branch_mutation, (void *)branch);
+		return ic_v1_delete_branch(repo, branch, expect);
+	struct delete_job job = {branch, expect};
+	return ic_repo_update(repo->store, "delete branch", delete_branch_mutation, &job);
 }
 
 /* ------------------------------------------------------------------ */

@@ -228,13 +228,33 @@ int ic_v1_set_branch(struct ic_repository *repo, const char *name, const struct 
 	return rc ? rc : tether_error_set(TETHER_EREFUSED, "branch %s kept changing", name);
 }
 
-int ic_v1_delete_branch(struct ic_repository *repo, const char *name)
+/* With `expect`, the ref file is read and compared first. The store has
+ * no delete-if-match (Icechunk 1.x itself deletes a branch's ref file
+ * unconditionally), so a writer whose ref.json lands between that read
+ * and the delete is the one window left: far narrower than a re-read
+ * before the call, and the same one Icechunk's own delete_branch has. */
+int ic_v1_delete_branch(struct ic_repository *repo, const char *name, const struct ic_id *expect)
 {
 	int rc = valid_name(name, 0);
 	if (rc)
 		return rc;
 	if (strcmp(name, "main") == 0)
 		return tether_error_set(TETHER_EREFUSED, "Icechunk never deletes its main branch");
+	if (expect) {
+		struct ic_id now;
+		int found = 0;
+		if ((rc = ic_v1_ref(repo, 0, name, &now, &found, NULL)))
+			return rc;
+		if (!found)
+			return 0;
+		if (memcmp(now.b, expect->b, IC_ID_BYTES) != 0) {
+			char have[IC_ID_CHARS + 1], want[IC_ID_CHARS + 1];
+			ic_id_text(&now, have);
+			ic_id_text(expect, want);
+			return tether_error_set(TETHER_EREFUSED, "branch %s is at %s, expected %s; not deleted", name,
+			                        have, want);
+		}
+	}
 	char *key = ref_key(0, name, "ref.json");
 	rc = key ? tether_store_delete(repo->store, key) : ic_fail_oom();
 	free(key);

@@ -233,6 +233,19 @@ static int check_diverged(struct tt_obj *o, const json_t *base, const json_t *he
 	return 0;
 }
 
+/* Is the working head in the base's history (the base holds the work)?
+ * Asked only after check_diverged found the backend can tell. */
+static int check_behind(struct tt_obj *o, const json_t *head, const json_t *base, int *behind)
+{
+	json_t *loc = base_locator(o);
+	int rc = TT_BACKEND_GET(o->b, descends)(&o->ctx, loc, head, base, behind);
+	json_decref(loc);
+	if (rc)
+		return tether_error_set(rc, "%s: cannot tell whether its base branch holds the working branch's head: %s",
+		                        o->m->key, tether_error_last());
+	return 0;
+}
+
 static json_t *diverged_detail(const struct tt_obj *o)
 {
 	if (o->caps & TETHER_CAP_MERGE)
@@ -318,9 +331,18 @@ static int plan_object(struct land_run *run, struct tt_obj *o, json_t *actions, 
 		free(was);
 	}
 	json_t *base_c = tt_content_state(o->b, run->base[i]), *head_c = tt_content_state(o->b, head);
-	int level = tt_same_content(o->b, run->base[i], head), diverged = 0;
+	int level = tt_same_content(o->b, run->base[i], head), diverged = 0, behind = 0;
 	if (!level && run->mode == LAND_PROMOTE)
 		rc = check_diverged(o, run->base[i], head, &diverged);
+	/* A base that moved on from the working head holds the work already
+	 * (promoted before, or landed some other way): nothing to promote,
+	 * which is not a divergence to merge. */
+	if (!rc && diverged)
+		rc = check_behind(o, head, run->base[i], &behind);
+	if (behind) {
+		diverged = 0;
+		level = 1;
+	}
 	if (rc) {
 		json_decref(head);
 		json_decref(base_c);
@@ -331,7 +353,8 @@ static int plan_object(struct land_run *run, struct tt_obj *o, json_t *actions, 
 	json_t *a = json_pack("{s:s, s:s, s:s, s:O, s:O}", "key", o->m->key, "action", action, "branch", branch,
 	                      "expect", base_c, "head", head_c);
 	if (level)
-		json_object_set_new(a, "detail", json_string("the base branch is at the working branch's head"));
+		json_object_set_new(a, "detail", json_string(behind ? "the base branch already holds the working branch's head"
+		                                                    : "the base branch is at the working branch's head"));
 	if (diverged)
 		json_object_set_new(a, "detail", diverged_detail(o));
 	json_array_append_new(actions, a);

@@ -317,6 +317,25 @@ def test_a_diverged_base_is_refused_with_the_merge_command(gds, code):
     assert promote_entries(gds) == []
 
 
+def test_a_base_that_already_holds_the_work_is_up_to_date(gds, code):
+    """The fork was promoted, then the base moved on from there (another
+    writer built on it): the working head is in the base's history, so
+    there is nothing to land, which is not a divergence to merge."""
+    forked(gds, ("code", code))
+    sha = worked(gds, code)
+    gds.tether("promote")
+    assert head_of(code, "main") == sha
+    ahead = code_commit(code, {"other.txt": "x\n"}, "base builds on the promoted work")
+    before = promote_entries(gds)
+    r = gds.tj("promote")
+    [o] = r["objects"]
+    assert (o["key"], o["action"]) == ("code", "up-to-date"), o
+    assert o["detail"] == "the base branch already holds the working branch's head"
+    assert head_of(code, "main") == ahead
+    assert head_of(code, fork_name(gds)) == sha
+    assert promote_entries(gds) == before
+
+
 def test_a_dry_run_shows_a_diverged_base(gds, code, tmp_path):
     """--dry-run prints the plan, with the object `diverged` and the merge
     to run, then refuses (exit 3); --plan saves no plan for it."""

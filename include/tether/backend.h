@@ -36,10 +36,10 @@ extern "C" {
  * after diff_streams (add_options, drift_hint, config_keys, open_store,
  * close_store), which the engine reads only inside a module's size, as it
  * will every member appended from now on with a new version; 5 added
- * verify_deep and check_quiescence. A module of version 4 loads as it is
- * (the members it lacks read as NULL), one of version 3 through an adapter;
- * one newer than this tether is refused. */
-#define TETHER_BACKEND_VERSION 5
+ * verify_deep and check_quiescence, 6 move_base. A module of version 4 or 5
+ * loads as it is (the members it lacks read as NULL), one of version 3
+ * through an adapter; one newer than this tether is refused. */
+#define TETHER_BACKEND_VERSION 6
 #define TETHER_BACKEND_INIT TETHER_STRUCT_INIT(struct tether_backend, TETHER_BACKEND_VERSION)
 
 /* Tiers: each includes the ones above it. */
@@ -403,6 +403,19 @@ struct tether_backend {
 	 * NEEDS_QUIESCENCE before it fingerprints, and refuses while any is
 	 * busy unless --force. */
 	int (*check_quiescence)(const struct tether_bctx *, const json_t *locator, int *busy, char **why);
+
+	/* Version 6. Optional, for PROMOTE (NULL: a promote or merge of this
+	 * kind cannot be taken back, and `tether undo` refuses it naming the
+	 * object). Move the locator's base branch to `state` (a state as
+	 * fingerprint gives it there: the head the base had before a promote
+	 * or merge moved it), whether or not that is a fast-forward, only
+	 * while the base is at `expect` (the head tether left it at): compared
+	 * and moved in one step as far as the system allows. A base at another
+	 * head is TETHER_EREFUSED naming both, and nothing moves; a base at
+	 * `state` already is 0 (moved false). A checked-out base must be clean
+	 * and its checkout follows, as for promote. *result as promote's. */
+	int (*move_base)(const struct tether_bctx *, const json_t *locator, const json_t *state,
+	                 const json_t *expect, json_t **result);
 };
 
 /* Register a backend (a third party's, or one from a module). Refuses a

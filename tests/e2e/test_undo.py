@@ -21,6 +21,7 @@ from conftest import TETHER_BIN, check_sanitizers
 from test_abandon import History, git_tags, ice_tags, ops, store  # noqa: F401 (fixtures)
 from test_git_backend import code, code_commit, dsv, gds, jj_problem  # noqa: F401 (fixtures)
 from test_new import stopped, where, workspace_text, ws_branches
+from test_promote import fork_name, head_of, write_on
 
 
 def assert_consistent(ds):
@@ -275,3 +276,136 @@ def test_a_writer_racing_the_undo_makes_it_fail_and_changes_nothing(gds, code, s
     assert gds.git("rev-list", "HEAD").split() == [late, h.result, h.try_, h.base]
     assert (git_tags(code), ice_tags(store)) == (tags0, ice0)
     assert ops(gds)[-1]["op"] == "undo" and ops(gds)[-1]["status"] == "ABORTED"
+
+
+# ---------------------------------------------------------------------------
+# promote: each base branch moved back, only while it is where promote left it
+# ---------------------------------------------------------------------------
+
+def promoted(ds, code, store):
+    """code (git) and img (Icechunk) added, committed, forked on `feat`,
+    written on there, committed and promoted. The bases' heads before and
+    after the promote, as git and the icechunk library read them."""
+    ds.tether("add", "code", code.root, "--kind", "git")
+    ds.tether("add", "img", str(store), "--kind", "icechunk")
+    ds.tether("commit", "-m", "base")
+    ds.tether("new", "-b", "feat")
+    branch = fork_name(ds)
+    before = {"code": head_of(code, "main"), "img": oracle.branch_head(store, "main")}
+    sha = write_on(code, branch, {"main.py": "fork\n"}, "fork write")
+    snap = oracle.commit(store, branch)
+    ds.tether("commit", "-m", "fork writes")
+    r = ds.tj("promote")
+    assert {o["key"]: o["action"] for o in r["objects"]} == {"code": "promoted", "img": "promoted"}
+    after = {"code": sha, "img": snap}
+    assert {"code": head_of(code, "main"), "img": oracle.branch_head(store, "main")} == after
+    return before, after
+
+
+def base_heads(code, store):
+    return {"code": head_of(code, "main"), "img": oracle.branch_head(store, "main")}
+
+
+def test_undo_a_promote(dsv, code, store):
+    before, after = promoted(dsv, code, store)
+    data_promoted = oracle.read_data(store, branch="main")
+    ops0 = ops(dsv)
+
+    dry = dsv.tj("undo", "--dry-run")
+    assert (dry["undone"]["op"], dry["dry_run"]) == ("promote", True)
+    assert [s.split(" back to ")[0] for s in dry["steps"]] == ["code: move main", "img: move main"]
+    assert (base_heads(code, store), ops(dsv)) == (after, ops0), "a dry run moves nothing"
+
+    u = dsv.tj("undo")
+    assert u["undone"]["op"] == "promote" and u["undone"]["id"] == ops0[-1]["id"]
+    assert {o["key"]: (o["action"], o["base"]["to"]) for o in u["objects"]} == {
+        "code": ("moved-back", before["code"]), "img": ("moved-back", before["img"])}
+    assert base_heads(code, store) == before
+    assert oracle.read_data(store, branch="main") != data_promoted
+    assert code.git("status", "--porcelain") == "" and code.p("main.py").read_text() != "fork\n", \
+        "the checked-out base follows it back, clean"
+    # The working branches still hold the promoted work, which the dataset records.
+    assert head_of(code, fork_name(dsv)) == after["code"]
+    assert oracle.branch_head(store, fork_name(dsv)) == after["img"]
+    assert [(o["key"], o["status"]) for o in dsv.tj("status")["objects"]] == [("code", "clean"), ("img", "clean")]
+    last = ops(dsv)[-1]
+    assert (last["op"], last["status"], last["undoes_op"], last["progress"]["moves"]) == (
+        "undo", "COMPLETE", "promote", [1, 0])
+    assert_consistent(dsv)
+
+    # Promoting again lands the same work: the undo lost nothing.
+    dsv.tj("promote")
+    assert base_heads(code, store) == after
+    assert_consistent(dsv)
+
+
+def test_undo_of_promote_refuses_a_base_moved_on_since(gds, code, store):
+    before, after = promoted(gds, code, store)
+    late = code_commit(code, {"late.txt": "late\n"}, "landed on main since")
+    ops0 = ops(gds)
+    p = gds.tether("undo", check_rc=3)
+    assert p.stderr.startswith(f"tether: error: code: main moved on since the promote (promote left it at "
+                               f'{{"sha":"{after["code"]}"}}, it is at {{"sha":"{late}"}} now)'), p.stderr
+    assert "moving it back would lose what was written there" in p.stderr
+    assert base_heads(code, store) == {"code": late, "img": after["img"]}, "nothing moved, img neither"
+    assert ops(gds) == ops0
+
+
+def test_undo_of_promote_refuses_an_icechunk_base_moved_on_since(gds, code, store):
+    before, after = promoted(gds, code, store)
+    late = oracle.commit(store, "main")
+    p = gds.tether("undo", check_rc=3)
+    assert p.stderr.startswith("tether: error: img: main moved on since the promote"), p.stderr
+    assert base_heads(code, store) == {"code": after["code"], "img": late}
+
+
+def test_a_writer_racing_the_undo_of_a_promote_fails_its_move(gds, code):
+    """The base moves after undo checked it, before the move back: the
+    backend's compare-and-swap refuses, the racer's commit stands."""
+    gds.tether("add", "code", code.root, "--kind", "git")
+    gds.tether("commit", "-m", "base")
+    gds.tether("new", "-b", "feat")
+    before = head_of(code, "main")
+    sha = write_on(code, fork_name(gds), {"main.py": "fork\n"}, "fork write")
+    gds.tether("commit", "-m", "fork write")
+    gds.tj("promote")
+    racer = []
+    env = dict(gds.env, TETHER_FAULT="undo:journal-written:stop")
+    proc = subprocess.Popen([TETHER_BIN, "undo"], cwd=str(gds.root), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert stopped(proc.pid), "tether did not stop at undo:journal-written"
+        racer.append(code_commit(code, {"race.txt": "r\n"}, "racer"))
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+    out, err = proc.communicate(timeout=120)
+    check_sanitizers(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+    assert proc.returncode == 3, err
+    assert err.startswith("tether: error: code: main moved on since the promote"), err
+    assert head_of(code, "main") == racer[0] != sha != before
+    assert ops(gds)[-1]["op"] == "undo" and ops(gds)[-1]["status"] == "ABORTED"
+
+
+@pytest.mark.parametrize("step", ["journal-written", "base-moved-back"])
+def test_a_killed_undo_of_a_promote_is_finished_by_the_next(dsv, code, store, step):
+    before, after = promoted(dsv, code, store)
+    dsv.tether("undo", check_rc=-9, env={"TETHER_FAULT": f"undo:{step}"})
+    left = [e for e in ops(dsv) if e["status"] == "INCOMPLETE"]
+    assert [(e["op"], e["undoes_op"]) for e in left] == [("undo", "promote")]
+    # the newest move (img) goes back first
+    assert base_heads(code, store) == (after if step == "journal-written" else
+                                       {"code": after["code"], "img": before["img"]})
+    u = dsv.tj("undo")
+    assert (u["resumed"], u["undone"]["op"]) == (True, "promote")
+    assert base_heads(code, store) == before
+    assert_consistent(dsv)
+
+
+def test_undo_of_promote_plans(gds, code, store, tmp_path):
+    before, after = promoted(gds, code, store)
+    plan = tmp_path / "undo.json"
+    gds.tether("undo", "--plan", plan)
+    assert base_heads(code, store) == after
+    code_commit(code, {"late.txt": "late\n"}, "late")
+    p = gds.tether("undo", "--from-plan", plan, check_rc=3)
+    assert p.stderr.startswith("tether: error: code: main moved on since the promote"), p.stderr

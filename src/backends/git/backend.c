@@ -365,6 +365,7 @@ const struct tether_backend tt_backend_git = {
 	.open_store = gb_open_store,
 	.close_store = gb_close_store,
 	.verify_deep = gb_verify_deep,
+	.move_base = gb_move_base,
 };
 
 /* What the front (front.c) looks up after loading this module. Not

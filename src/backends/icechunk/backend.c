@@ -373,6 +373,7 @@ const struct tether_backend tt_backend_icechunk = {
 	.check_state = ic_check_state,
 	.add_options = ic_add_options,
 	.verify_deep = ic_verify_deep,
+	.move_base = ic_move_base,
 };
 
 TETHER_API tether_backend_module_t tether_backend_module = {&tt_backend_icechunk, NULL};

@@ -236,6 +236,17 @@ static int apply_plan(struct pull_run *run, json_t *done)
 		moves += strcmp(json_string_value(json_object_get(a, "action")), "move") == 0;
 	int rc = moves ? tt_journal_begin(run->repo, "pull", "pull", none, &journal) : 0;
 	json_decref(none);
+	/* The keys this run is about: a dead pull of none but these is
+	 * finished when this one is (they are on their branch then). */
+	json_t *keys = json_array(), *moving = json_array();
+	json_array_foreach(tt_plan_actions(run->plan), i, a) {
+		json_array_append(keys, json_object_get(a, "key"));
+		if (strcmp(json_string_value(json_object_get(a, "action")), "move") == 0)
+			json_array_append(moving, json_object_get(a, "key"));
+	}
+	if (!rc && moves)
+		rc = tt_journal_note(&journal, "keys", json_incref(moving));
+	json_decref(moving);
 	if (moves)
 		tt_fault_point("pull", "journal-written");
 	json_array_foreach(tt_plan_actions(run->plan), i, a) {
@@ -261,6 +272,12 @@ static int apply_plan(struct pull_run *run, json_t *done)
 	} else if (moves) {
 		rc = tt_journal_end(&journal, "COMPLETE", NULL);
 	}
+	if (!rc) {
+		char *by = journal.name ? strndup(journal.name, strlen(journal.name) - 5) : NULL;
+		rc = tt_journal_close_dead_runs(run->repo, "pull", keys, NULL, by);
+		free(by);
+	}
+	json_decref(keys);
 	tt_journal_free(&journal);
 	return rc;
 }

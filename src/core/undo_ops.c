@@ -6,5 +6,6 @@ const struct tt_undo_inverse *const tt_undo_inverses[] = {
 	&tt_undo_commit,
 	&tt_undo_new,
 	&tt_undo_promote,
+	&tt_undo_merge,
 	NULL,
 };

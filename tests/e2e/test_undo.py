@@ -409,3 +409,60 @@ def test_undo_of_promote_plans(gds, code, store, tmp_path):
     code_commit(code, {"late.txt": "late\n"}, "late")
     p = gds.tether("undo", "--from-plan", plan, check_rc=3)
     assert p.stderr.startswith("tether: error: code: main moved on since the promote"), p.stderr
+
+
+# ---------------------------------------------------------------------------
+# merge: the base back before the merge commit, the working branch back at its own head
+# ---------------------------------------------------------------------------
+
+def merged(ds, code):
+    ds.tether("add", "code", code.root, "--kind", "git")
+    ds.tether("commit", "-m", "base")
+    ds.tether("new", "-b", "feat")
+    fork = write_on(code, fork_name(ds), {"main.py": "fork\n"}, "fork write")
+    ds.tether("commit", "-m", "fork write")
+    moved = code_commit(code, {"other.txt": "x\n"}, "base moves on")
+    ds.tj("merge", "-m", "land feat")
+    m = head_of(code, "main")
+    assert code.git("log", "-1", "--format=%P", "main").split() == [moved, fork]
+    assert head_of(code, fork_name(ds)) == m
+    return moved, fork, m
+
+
+def test_undo_a_merge(dsv, code):
+    moved, fork, m = merged(dsv, code)
+    [entry] = [e for e in ops(dsv) if e["op"] == "merge"]
+    assert (entry["moves"][0]["after"], entry["moves"][0]["followed"]) == ({"sha": m}, True)
+    dry = dsv.tj("undo", "--dry-run")
+    assert dry["steps"] == [f"code: move main back to {{\"sha\":\"{moved}\"}}",
+                            f"code: move working branch {fork_name(dsv)} back to {{\"sha\":\"{fork}\"}}"]
+    assert head_of(code, "main") == m
+    u = dsv.tj("undo")
+    assert u["undone"]["op"] == "merge"
+    assert (head_of(code, "main"), head_of(code, fork_name(dsv))) == (moved, fork)
+    assert code.git("status", "--porcelain") == "" and not code.p("main.py").read_text() == "fork\n"
+    # The working branch is where the dataset records it: clean, not the merge's "modified".
+    assert [(o["key"], o["status"]) for o in dsv.tj("status")["objects"]] == [("code", "clean")]
+    assert_consistent(dsv)
+    # Merging again makes a merge again.
+    dsv.tj("merge", "-m", "again")
+    assert code.git("log", "-1", "--format=%P", "main").split() == [moved, fork]
+
+
+def test_undo_of_a_merge_refuses_a_working_branch_written_since(gds, code):
+    moved, fork, m = merged(gds, code)
+    late = write_on(code, fork_name(gds), {"late.txt": "l\n"}, "on the fork after the merge")
+    p = gds.tether("undo", check_rc=3)
+    assert p.stderr.startswith(f"tether: error: code: working branch {fork_name(gds)} moved since the merge"), \
+        p.stderr
+    assert (head_of(code, "main"), head_of(code, fork_name(gds))) == (m, late), "nothing moved"
+
+
+def test_a_killed_undo_of_a_merge_is_finished_by_the_next(gds, code):
+    moved, fork, m = merged(gds, code)
+    gds.tether("undo", check_rc=-9, env={"TETHER_FAULT": "undo:base-moved-back"})
+    assert (head_of(code, "main"), head_of(code, fork_name(gds))) == (moved, m)
+    u = gds.tj("undo")
+    assert u["resumed"] is True
+    assert (head_of(code, "main"), head_of(code, fork_name(gds))) == (moved, fork)
+    assert_consistent(gds)

@@ -238,7 +238,7 @@ static int apply_plan(struct pull_run *run, json_t *done)
 	json_decref(none);
 	/* The keys this run is about: a dead pull of none but these is
 	 * finished when this one is (they are on their branch then). */
-	json_t *keys = json_array(), *moving = json_array();
+	json_t *keys = json_array(), *moving = json_array(), *moved = json_array();
 	json_array_foreach(tt_plan_actions(run->plan), i, a) {
 		json_array_append(keys, json_object_get(a, "key"));
 		if (strcmp(json_string_value(json_object_get(a, "action")), "move") == 0)
@@ -254,6 +254,16 @@ static int apply_plan(struct pull_run *run, json_t *done)
 		if (!rc && strcmp(json_string_value(json_object_get(a, "action")), "move") == 0) {
 			rc = tt_cancelled() ? tt_cancel_error("pull") : move_object(run, a);
 			json_object_set_new(r, "action", json_string("moved"));
+			/* What undo needs to put it back: the `at` it left and the
+			 * manifest it wrote (undo moves it back only while it is
+			 * that one). */
+			size_t at = 0;
+			struct tt_obj *o = rc ? NULL : obj_by_key(run, json_string_value(json_object_get(a, "key")), &at);
+			if (o) {
+				json_array_append_new(moved, json_pack("{s:s, s:O, s:s}", "key", o->m->key, "at",
+				                                       json_object_get(a, "from"), "manifest", o->m->digest));
+				rc = tt_journal_note(&journal, "moved", json_incref(moved));
+			}
 			if (!rc)
 				tt_fault_point("pull", "moved");
 		}
@@ -278,6 +288,7 @@ static int apply_plan(struct pull_run *run, json_t *done)
 		free(by);
 	}
 	json_decref(keys);
+	json_decref(moved);
 	tt_journal_free(&journal);
 	return rc;
 }

@@ -466,3 +466,61 @@ def test_a_killed_undo_of_a_merge_is_finished_by_the_next(gds, code):
     assert u["resumed"] is True
     assert (head_of(code, "main"), head_of(code, fork_name(gds))) == (moved, fork)
     assert_consistent(gds)
+
+
+# ---------------------------------------------------------------------------
+# pull: the manifests' `at` put back, while they are the ones pull wrote
+# ---------------------------------------------------------------------------
+
+def pulled(ds, code):
+    from test_pull import detached
+    older, newer = detached(ds, code)
+    before = ds.manifest_path("old/code").read_bytes()
+    ds.tj("pull")
+    assert "at" not in ds.manifest("old/code")["locator"]
+    return older, newer, before
+
+
+def test_undo_a_pull(dsv, code):
+    older, newer, before = pulled(dsv, code)
+    [entry] = [e for e in ops(dsv) if e["op"] == "pull"]
+    assert [(m["key"], m["at"]) for m in entry["moved"]] == [("old/code", older)]
+    dry = dsv.tj("undo", "--dry-run")
+    assert dry["steps"] == [f'old/code: put it back at "{older}", off its branch']
+    u = dsv.tj("undo")
+    assert u["undone"]["op"] == "pull"
+    assert dsv.manifest_path("old/code").read_bytes() == before
+    assert {o["key"]: o["status"] for o in dsv.tj("status")["objects"]} == {"code": "clean", "old/code": "clean"}
+    assert_consistent(dsv)
+
+
+def test_undo_of_a_pull_refuses_a_manifest_changed_since(gds, code):
+    older, newer, before = pulled(gds, code)
+    path = gds.manifest_path("old/code")
+    path.write_text(path.read_text() + "# edited\n")
+    edited = path.read_bytes()
+    p = gds.tether("undo", check_rc=3)
+    assert p.stderr.startswith("tether: error: old/code: its manifest changed since the pull"), p.stderr
+    assert path.read_bytes() == edited
+
+
+def test_undo_a_commit_then_the_pull_it_recorded(gds, code):
+    """The commit of a pull goes first (the manifest is the parent's again,
+    at its `at`); the pull's undo then finds it back already."""
+    older, newer, before = pulled(gds, code)
+    gds.tether("commit", "-m", "pulled")
+    assert gds.tj("undo")["undone"]["op"] == "commit"
+    u = gds.tj("undo")
+    assert u["undone"]["op"] == "pull" and u["steps"] == [f'old/code: at "{older}" again already']
+    assert gds.manifest_path("old/code").read_bytes() == before
+    assert_consistent(gds)
+
+
+def test_a_killed_undo_of_a_pull_is_finished_by_the_next(gds, code):
+    older, newer, before = pulled(gds, code)
+    gds.tether("undo", check_rc=-9, env={"TETHER_FAULT": "undo:at-put-back"})
+    assert gds.manifest_path("old/code").read_bytes() == before
+    u = gds.tj("undo")
+    assert u["resumed"] is True and u["undone"]["op"] == "pull"
+    assert gds.manifest_path("old/code").read_bytes() == before
+    assert_consistent(gds)

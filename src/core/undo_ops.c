@@ -8,5 +8,6 @@ const struct tt_undo_inverse *const tt_undo_inverses[] = {
 	&tt_undo_promote,
 	&tt_undo_merge,
 	&tt_undo_pull,
+	&tt_undo_restore,
 	NULL,
 };

@@ -524,3 +524,55 @@ def test_a_killed_undo_of_a_pull_is_finished_by_the_next(gds, code):
     assert u["resumed"] is True and u["undone"]["op"] == "pull"
     assert gds.manifest_path("old/code").read_bytes() == before
     assert_consistent(gds)
+
+
+# ---------------------------------------------------------------------------
+# restore: each reset working branch back at its head before, conditionally
+# ---------------------------------------------------------------------------
+
+def restored(ds, code):
+    ds.tether("add", "code", code.root, "--kind", "git")
+    ds.tether("commit", "-m", "one")
+    ds.tether("new", "-b", "feat")
+    recorded = head_of(code, fork_name(ds))
+    written = write_on(code, fork_name(ds), {"main.py": "uncommitted\n"}, "uncommitted")
+    ws = workspace_text(ds)
+    r = ds.tj("restore")
+    assert [(o["key"], o["action"]) for o in r["objects"]] == [("code", "reset")]
+    assert head_of(code, fork_name(ds)) == recorded
+    return recorded, written, ws
+
+
+def test_undo_a_restore(dsv, code):
+    recorded, written, ws = restored(dsv, code)
+    [entry] = [e for e in ops(dsv) if e["op"] == "restore"]
+    assert [(r["key"], r["before"], r["after"]) for r in entry["resets"]] == [
+        ("code", {"sha": written}, {"sha": recorded})]
+    dry = dsv.tj("undo", "--dry-run")
+    assert dry["steps"] == [f'code: move working branch {fork_name(dsv)} back to {{"sha":"{written}"}}',
+                            "put .tether/workspace.toml back as it was before `restore`"]
+    u = dsv.tj("undo")
+    assert u["undone"]["op"] == "restore"
+    assert head_of(code, fork_name(dsv)) == written, "the discarded writes are back"
+    assert workspace_text(dsv) == ws
+    assert dsv.tj("status")["objects"][0]["status"] == "modified"
+    assert_consistent(dsv)
+
+
+def test_undo_of_a_restore_refuses_a_branch_written_since(gds, code):
+    recorded, written, ws = restored(gds, code)
+    late = write_on(code, fork_name(gds), {"late.txt": "l\n"}, "late")
+    p = gds.tether("undo", check_rc=3)
+    assert p.stderr.startswith(f"tether: error: code: working branch {fork_name(gds)} moved since the restore"), \
+        p.stderr
+    assert head_of(code, fork_name(gds)) == late
+
+
+def test_a_killed_undo_of_a_restore_is_finished_by_the_next(gds, code):
+    recorded, written, ws = restored(gds, code)
+    gds.tether("undo", check_rc=-9, env={"TETHER_FAULT": "undo:reset-undone"})
+    assert head_of(code, fork_name(gds)) == written
+    u = gds.tj("undo")
+    assert u["resumed"] is True and workspace_text(gds) == ws
+    assert head_of(code, fork_name(gds)) == written
+    assert_consistent(gds)

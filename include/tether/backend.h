@@ -36,10 +36,10 @@ extern "C" {
  * after diff_streams (add_options, drift_hint, config_keys, open_store,
  * close_store), which the engine reads only inside a module's size, as it
  * will every member appended from now on with a new version; 5 added
- * verify_deep and check_quiescence, 6 descends and delete_working_ref_if.
- * A module of version 4 or 5 loads as it is (the members it lacks read as
- * NULL), one of version 3 through an adapter; one newer than this tether is
- * refused. */
+ * verify_deep and check_quiescence, 6 descends, delete_working_ref_if and
+ * move_base. A module of version 4 or 5 loads as it is (the members it
+ * lacks read as NULL), one of version 3 through an adapter; one newer than
+ * this tether is refused. */
 #define TETHER_BACKEND_VERSION 6
 #define TETHER_BACKEND_INIT TETHER_STRUCT_INIT(struct tether_backend, TETHER_BACKEND_VERSION)
 
@@ -426,6 +426,18 @@ struct tether_backend {
 	 * through it with the head their plan reviewed. */
 	int (*delete_working_ref_if)(const struct tether_bctx *, const json_t *locator, const json_t *working_ref,
 	                             const json_t *expect);
+	/* Version 6. Optional, for PROMOTE (NULL: a promote or merge of this
+	 * kind cannot be taken back, and `tether undo` refuses it naming the
+	 * object). Move the locator's base branch to `state` (a state as
+	 * fingerprint gives it there: the head the base had before a promote
+	 * or merge moved it), whether or not that is a fast-forward, only
+	 * while the base is at `expect` (the head tether left it at): compared
+	 * and moved in one step as far as the system allows. A base at another
+	 * head is TETHER_EREFUSED naming both, and nothing moves; a base at
+	 * `state` already is 0 (moved false). A checked-out base must be clean
+	 * and its checkout follows, as for promote. *result as promote's. */
+	int (*move_base)(const struct tether_bctx *, const json_t *locator, const json_t *state,
+	                 const json_t *expect, json_t **result);
 };
 
 /* Register a backend (a third party's, or one from a module). Refuses a

@@ -30,7 +30,8 @@
  * holds.
  *
  * Every move is journaled before it is made (op "promote" / "merge", each
- * move's base before and after), and marked done once it is: a run killed
+ * move's base before and after; a merge adds the merged head, "after", and
+ * whether the working branch followed it), and marked done once it is: a run killed
  * part-way leaves its entry INCOMPLETE, and re-running the command lands
  * what is left (a base already at its working head is up to date) and
  * closes that entry as finished. */
@@ -686,6 +687,13 @@ static int merge_one(struct land_run *run, struct landing *l, struct tt_obj *o, 
 	if (!rc)
 		rc = follow_merge(run, o, branch, o->fp.state, merged);
 	json_t *entry = result_entry(o->m->key, "merged", branch, result, NULL);
+	/* Where the merge left the base and the working branch: what undo
+	 * moves them back from. */
+	json_t *move = merged ? find_keyed(l->moves, o->m->key) : NULL;
+	if (move)
+		json_object_set_new(move, "after", tt_content_state(o->b, merged));
+	if (move && !rc)
+		json_object_set_new(move, "followed", json_boolean(!tt_same_content(o->b, o->fp.state, merged)));
 	if (rc) {
 		/* The merge stands on the base; what did not follow is said. */
 		json_object_set_new(entry, "detail", json_string(tether_error_last()));

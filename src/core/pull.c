@@ -228,24 +228,25 @@ static void undo(struct pull_run *run)
 static int apply_plan(struct pull_run *run, json_t *done)
 {
 	struct tt_journal journal = {0};
-	json_t *none = json_array(), *moving = json_array(), *seen = json_array();
+	json_t *none = json_array();
 	int moves = 0;
 	size_t i;
 	json_t *a;
-	json_array_foreach(tt_plan_actions(run->plan), i, a) {
-		json_t *key = json_object_get(a, "key");
-		json_array_append(seen, key);
-		if (strcmp(json_string_value(json_object_get(a, "action")), "move") == 0) {
-			json_array_append(moving, key);
-			moves++;
-		}
-	}
-	/* The entry names the keys it moves, so that a re-run which saw them
-	 * all can tell a dead run's work is finished (below). */
-	json_t *fields = json_pack("{s:o}", "keys", moving);
-	int rc = moves ? tt_journal_begin_with(run->repo, "pull", "pull", none, fields, &journal) : 0;
-	json_decref(fields);
+	json_array_foreach(tt_plan_actions(run->plan), i, a)
+		moves += strcmp(json_string_value(json_object_get(a, "action")), "move") == 0;
+	int rc = moves ? tt_journal_begin(run->repo, "pull", "pull", none, &journal) : 0;
 	json_decref(none);
+	/* The keys this run is about: a dead pull of none but these is
+	 * finished when this one is (they are on their branch then). */
+	json_t *keys = json_array(), *moving = json_array(), *moved = json_array();
+	json_array_foreach(tt_plan_actions(run->plan), i, a) {
+		json_array_append(keys, json_object_get(a, "key"));
+		if (strcmp(json_string_value(json_object_get(a, "action")), "move") == 0)
+			json_array_append(moving, json_object_get(a, "key"));
+	}
+	if (!rc && moves)
+		rc = tt_journal_note(&journal, "keys", json_incref(moving));
+	json_decref(moving);
 	if (moves)
 		tt_fault_point("pull", "journal-written");
 	json_array_foreach(tt_plan_actions(run->plan), i, a) {
@@ -253,6 +254,16 @@ static int apply_plan(struct pull_run *run, json_t *done)
 		if (!rc && strcmp(json_string_value(json_object_get(a, "action")), "move") == 0) {
 			rc = tt_cancelled() ? tt_cancel_error("pull") : move_object(run, a);
 			json_object_set_new(r, "action", json_string("moved"));
+			/* What undo needs to put it back: the `at` it left and the
+			 * manifest it wrote (undo moves it back only while it is
+			 * that one). */
+			size_t at = 0;
+			struct tt_obj *o = rc ? NULL : obj_by_key(run, json_string_value(json_object_get(a, "key")), &at);
+			if (o) {
+				json_array_append_new(moved, json_pack("{s:s, s:O, s:s}", "key", o->m->key, "at",
+				                                       json_object_get(a, "from"), "manifest", o->m->digest));
+				rc = tt_journal_note(&journal, "moved", json_incref(moved));
+			}
 			if (!rc)
 				tt_fault_point("pull", "moved");
 		}
@@ -268,15 +279,16 @@ static int apply_plan(struct pull_run *run, json_t *done)
 			tether_error_set_hint("%s", hint);
 		free(why);
 		free(hint);
-	} else {
-		if (moves)
-			rc = tt_journal_end(&journal, "COMPLETE", NULL);
-		/* Every object a dead pull meant to move is on its branch now (this
-		 * run saw it: moved it, or found it moved): that run is finished. */
-		if (!rc)
-			rc = tt_journal_close_dead_runs(run->repo, "pull", seen, NULL, moves ? journal.name : NULL);
+	} else if (moves) {
+		rc = tt_journal_end(&journal, "COMPLETE", NULL);
 	}
-	json_decref(seen);
+	if (!rc) {
+		char *by = journal.name ? strndup(journal.name, strlen(journal.name) - 5) : NULL;
+		rc = tt_journal_close_dead_runs(run->repo, "pull", keys, NULL, by);
+		free(by);
+	}
+	json_decref(keys);
+	json_decref(moved);
 	tt_journal_free(&journal);
 	return rc;
 }

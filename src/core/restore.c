@@ -39,6 +39,8 @@ struct pick {
 
 struct restore_run {
 	struct tether_repo *repo;
+	struct tt_journal *journal; /* while applying: where each reset is noted */
+	json_t *resets;             /* [{key, kind, locator, branch, ref, before, after}]: what undo reads */
 	const char *rev;   /* as given, for messages */
 	char commit[41];
 	json_t *keys;      /* the keys asked for: [] is every object */
@@ -306,6 +308,20 @@ static int reset_one(struct restore_run *run, size_t i, struct tt_fork_log *log,
 		log->v[log->n++] = (struct tt_fork_done){o, strdup(branch), json_is_object(expect) ? json_deep_copy(p->head)
 		                                                                                    : NULL,
 		                                         json_deep_copy(tt_manifest_state(p->at)), json_incref(wref)};
+		/* Journaled once made: undo moves the branch back from "after" to
+		 * "before" (null: it made the branch, undo deletes it). */
+		json_array_append_new(run->resets, json_pack("{s:s, s:s, s:O, s:s, s:O, s:O, s:o}", "key", o->m->key, "kind",
+		                                             o->b->kind, "locator", tt_manifest_locator(o->m), "branch",
+		                                             branch, "ref", wref ? wref : json_null(), "before",
+		                                             expect ? expect : json_null(),
+		                                             "after", tt_content_state(o->b, tt_manifest_state(p->at))));
+		if (run->journal && run->journal->entry && tt_journal_note(run->journal, "resets",
+		                                                           json_incref(run->resets)) != 0) {
+			json_decref(wref);
+			json_decref(row);
+			return tether_error_set(TETHER_EIO, "%s: cannot journal the reset of %s: %s", o->m->key, branch,
+			                        tether_error_last());
+		}
 		note_restored(run, p, wref);
 		json_decref(wref);
 	} else {
@@ -362,6 +378,10 @@ static int apply_plan(struct restore_run *run, json_t *list)
 		rc = tt_journal_note(&journal, "target", json_string(run->commit));
 	if (!rc)
 		rc = tt_journal_note(&journal, "keys", acted_keys(run));
+	if (!rc)
+		rc = tt_journal_note(&journal, "workspace_before", ws_text ? json_string(ws_text) : json_null());
+	run->journal = &journal;
+	run->resets = json_array();
 	json_decref(pins);
 	free(message);
 	tt_fault_point("restore", "journal-written");
@@ -392,6 +412,9 @@ static int apply_plan(struct restore_run *run, json_t *list)
 			rc = tt_journal_close_dead_runs(run->repo, "restore", keys, run->commit, journal.name);
 		json_decref(keys);
 	}
+	run->journal = NULL;
+	json_decref(run->resets);
+	run->resets = NULL;
 	tt_journal_free(&journal);
 	tt_fork_log_free(&log);
 	free(ws_text);

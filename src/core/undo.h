@@ -37,6 +37,10 @@ extern const struct tt_undo_inverse *const tt_undo_inverses[];
 
 extern const struct tt_undo_inverse tt_undo_commit; /* undo_commit.c */
 extern const struct tt_undo_inverse tt_undo_new;    /* undo_new.c */
+extern const struct tt_undo_inverse tt_undo_promote; /* undo_promote.c */
+extern const struct tt_undo_inverse tt_undo_merge;   /* undo_promote.c */
+extern const struct tt_undo_inverse tt_undo_pull;    /* undo_pull.c */
+extern const struct tt_undo_inverse tt_undo_restore; /* undo_restore.c */
 
 /* Record a step of apply() as done, in the undo's journal entry. */
 int tt_undo_progress(struct tt_undo *u, const char *step, json_t *value);

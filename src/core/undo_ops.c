@@ -5,5 +5,9 @@
 const struct tt_undo_inverse *const tt_undo_inverses[] = {
 	&tt_undo_commit,
 	&tt_undo_new,
+	&tt_undo_promote,
+	&tt_undo_merge,
+	&tt_undo_pull,
+	&tt_undo_restore,
 	NULL,
 };

@@ -359,6 +359,54 @@ static int check_promote_stale(struct conf_run *r)
 	return conf_same_content(r->s, after, moved) ? 0 : conf_fail(r, "the refused promote still moved the base");
 }
 
+static int has_move_base(const struct conf_suite *s)
+{
+	return TT_BACKEND_GET(s->b, move_base) != NULL;
+}
+
+/* A promote taken back: move_base refuses a stale expect and leaves the
+ * base; from the head promote left, it moves the base back (not a
+ * fast-forward); at the state already, it is 0. */
+static int check_move_base(struct conf_run *r)
+{
+	json_t *s0, *pin, *wref, *at, *base, *result = NULL;
+	int rc = written_fork(r, &s0, &pin, &wref);
+	if (!rc)
+		rc = conf_written_fork_state(r, wref, s0, &at);
+	if (rc)
+		return rc;
+	tether_error_clear();
+	rc = TT_BACKEND_GET(r->b, promote)(conf_ctx(r, r->loc), r->loc, wref, s0, &result);
+	json_decref(result);
+	result = NULL;
+	if (rc)
+		return conf_call_failed(r, "promote of a fork the base has not moved from", rc);
+	tether_error_clear();
+	rc = TT_BACKEND_GET(r->b, move_base)(conf_ctx(r, r->loc), r->loc, s0, s0, &result);
+	json_decref(result);
+	result = NULL;
+	if ((rc = conf_want_refused(r, "move_base expecting a head the base is not at", rc)) ||
+	    (rc = conf_fingerprint(r, r->loc, &base, NULL, NULL)))
+		return rc;
+	if (!conf_same_content(r->s, base, at))
+		return conf_fail(r, "the refused move_base still moved the base (to %s)", conf_show(r, base));
+	for (int again = 0; again < 2; again++) {
+		tether_error_clear();
+		rc = TT_BACKEND_GET(r->b, move_base)(conf_ctx(r, r->loc), r->loc, s0, at, &result);
+		conf_keep(r, result);
+		result = NULL;
+		if (rc)
+			return conf_call_failed(r, again ? "move_base to the state the base is at already"
+			                                 : "move_base from the head promote left", rc);
+		if ((rc = conf_fingerprint(r, r->loc, &base, NULL, NULL)))
+			return rc;
+		if (!conf_same_content(r->s, base, s0))
+			return conf_fail(r, "after move_base the base reads %s, not the state before the promote %s",
+			                 conf_show(r, base), conf_show(r, s0));
+	}
+	return 0;
+}
+
 static int check_merge(struct conf_run *r)
 {
 	json_t *s0, *pin, *wref, *moved, *after, *result = NULL;
@@ -396,6 +444,8 @@ const struct conf_check conf_checks_flags[] = {
 	{"promote: moves the base to the fork's head", TETHER_CAP_FORK | TETHER_CAP_PROMOTE, NULL, 0, check_promote},
 	{"promote: a stale expect is refused (TETHER_EREFUSED)", TETHER_CAP_FORK | TETHER_CAP_PROMOTE, NULL, 0,
 	 check_promote_stale},
+	{"promote: move_base moves the base back, only from the expected head", TETHER_CAP_FORK | TETHER_CAP_PROMOTE,
+	 has_move_base, 0, check_move_base},
 	{"merge: a diverged fork merges into the base", TETHER_CAP_FORK | TETHER_CAP_MERGE, NULL, 0, check_merge},
 	{NULL, 0, NULL, 0, NULL},
 };

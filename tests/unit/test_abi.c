@@ -89,6 +89,17 @@ static int descends_yes(const struct tether_bctx *ctx, const json_t *locator, co
 	return 0;
 }
 
+static int move_base_stub(const struct tether_bctx *ctx, const json_t *locator, const json_t *state,
+                          const json_t *expect, json_t **result)
+{
+	(void)ctx;
+	(void)locator;
+	(void)state;
+	(void)expect;
+	*result = NULL;
+	return 0;
+}
+
 static void test_short_size(void)
 {
 	struct tether_backend b = full("short");
@@ -169,6 +180,23 @@ static void test_versions_refused(void)
 	six.size = (uint32_t)(offsetof(struct tether_backend, delete_working_ref_if) + sizeof six.delete_working_ref_if - 1);
 	CHECK(TT_BACKEND_GET(&six, descends) == descends_yes);
 	CHECK(TT_BACKEND_GET(&six, delete_working_ref_if) == NULL);
+	CHECK(TT_BACKEND_GET(&four, move_base) == NULL);
+
+	/* A version 5 module: its struct ends at check_quiescence, and loads;
+	 * move_base, which version 6 appended, reads as absent. */
+	static struct tether_backend five_mb;
+	five_mb = full("five-move-base");
+	five_mb.version = 5;
+	five_mb.move_base = move_base_stub; /* past its size: never read */
+	five_mb.size = (uint32_t)TT_SIZE_THROUGH(struct tether_backend, check_quiescence);
+	CHECK(tether_backend_register(&five_mb) == 0);
+	CHECK(tether_backend_find("five-move-base") == &five_mb);
+	CHECK(TT_BACKEND_GET(&five_mb, move_base) == NULL);
+	CHECK(TT_BACKEND_GET(&five_mb, verify_many) == verify_many);
+	static struct tether_backend six_mb;
+	six_mb = full("six-move-base");
+	six_mb.move_base = move_base_stub;
+	CHECK(TT_BACKEND_GET(&six_mb, move_base) == move_base_stub);
 }
 
 /* The other plug-in structs' accessors, the same way. */

@@ -367,6 +367,7 @@ const struct tether_backend tt_backend_git = {
 	.verify_deep = gb_verify_deep,
 	.descends = gb_descends,
 	.delete_working_ref_if = gb_delete_working_ref_if,
+	.move_base = gb_move_base,
 };
 
 /* What the front (front.c) looks up after loading this module. Not

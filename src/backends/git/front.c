@@ -141,6 +141,8 @@ FORWARD(promote, (bctx *c, const json_t *loc, const json_t *wref, const json_t *
         (c, loc, wref, expect, result))
 FORWARD(merge, (bctx *c, const json_t *loc, const json_t *wref, const char *msg, json_t **result),
         (c, loc, wref, msg, result))
+FORWARD(move_base, (bctx *c, const json_t *loc, const json_t *st, const json_t *expect, json_t **result),
+        (c, loc, st, expect, result))
 FORWARD(create_store, (bctx *c, const json_t *loc), (c, loc))
 FORWARD(delete_store, (bctx *c, const json_t *loc), (c, loc))
 FORWARD(list_working_refs, (bctx *c, const json_t *loc, json_t **refs), (c, loc, refs))
@@ -185,6 +187,7 @@ const struct tether_backend tt_backend_git_front = {
 	.verify_deep = fw_verify_deep,
 	.descends = fw_descends,
 	.delete_working_ref_if = fw_delete_working_ref_if,
+	.move_base = fw_move_base,
 };
 
 TETHER_API tether_backend_module_t tether_backend_module = {&tt_backend_git_front, NULL};

@@ -98,6 +98,8 @@ int gb_merge(const struct tether_bctx *, const json_t *locator, const json_t *wo
              const char *message, json_t **result);
 int gb_descends(const struct tether_bctx *, const json_t *locator, const json_t *ancestor,
                 const json_t *descendant, int *answer);
+int gb_move_base(const struct tether_bctx *, const json_t *locator, const json_t *state,
+                 const json_t *expect, json_t **result);
 int gb_diff(const struct tether_bctx *, const json_t *locator, const json_t *a, const json_t *b,
             const char *listing_a, size_t len_a, const char *listing_b, size_t len_b,
             size_t max_entries, json_t **diff);

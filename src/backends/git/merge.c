@@ -179,6 +179,57 @@ int gb_promote(const struct tether_bctx *ctx, const json_t *locator, const json_
 }
 
 /* ------------------------------------------------------------------ */
+/* move_base: a promote or merge taken back                            */
+/* ------------------------------------------------------------------ */
+
+/* The base moves back to `state` with one compare-and-swap from `expect`,
+ * the head tether left it at; a commit landed on it since makes the move
+ * fail, so nothing written there is dropped. */
+static int move_base_open(const struct gb_obj *o, const json_t *state, const json_t *expect, json_t **result)
+{
+	struct heads h = {NULL, NULL, {{0}}, {{0}}};
+	char *worktree = NULL, want[GB_HEX_SIZE], have[GB_HEX_SIZE];
+	git_oid to, expected;
+	git_commit *commit = NULL;
+	int rc = gb_base_branch(o, &h.base_ref);
+
+	if (rc == 0)
+		rc = read_head(o, h.base_ref, &h.base);
+	if (rc == 0)
+		rc = gb_parse_sha(state, "state to move the base to", &to);
+	if (rc == 0)
+		rc = gb_parse_sha(expect, "expected base head", &expected);
+	if (rc == 0 && !git_oid_equal(&h.base, &to)) {
+		if (!git_oid_equal(&h.base, &expected))
+			rc = tether_error_set(TETHER_EREFUSED, "git repository %s: %s moved: expected %s, found %s; "
+			                      "nothing was changed", o->path, h.base_ref, gb_hex(&expected, want),
+			                      gb_hex(&h.base, have));
+		else if ((rc = gb_lookup_commit(o, &to, &commit)) == 0)
+			rc = gb_move_branch(o, h.base_ref, &h.base, &to, "tether: undo", &worktree);
+	}
+	if (rc == 0)
+		rc = finish(&h, &to, worktree, result);
+	git_commit_free(commit);
+	free(worktree);
+	heads_free(&h);
+	return rc;
+}
+
+int gb_move_base(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *expect,
+                 json_t **result)
+{
+	struct gb_obj o;
+	int rc = gb_open(ctx, locator, &o);
+
+	*result = NULL;
+	if (rc < 0)
+		return rc;
+	rc = move_base_open(&o, state, expect, result);
+	gb_close(&o);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
 /* merge                                                               */
 /* ------------------------------------------------------------------ */
 

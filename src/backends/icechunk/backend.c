@@ -375,6 +375,7 @@ const struct tether_backend tt_backend_icechunk = {
 	.verify_deep = ic_verify_deep,
 	.descends = ic_descends,
 	.delete_working_ref_if = ic_delete_working_ref_if,
+	.move_base = ic_move_base,
 };
 
 TETHER_API tether_backend_module_t tether_backend_module = {&tt_backend_icechunk, NULL};

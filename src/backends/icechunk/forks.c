@@ -1,6 +1,7 @@
 /* Working branches: a fork is a branch created off a pin's snapshot, or
  * reset onto it (Icechunk's create_branch / reset_branch); promote resets
- * the base branch to the fork's head when that is a fast-forward. Moves
+ * the base branch to the fork's head when that is a fast-forward, and
+ * move_base resets it back to an older head (undo of a promote). Moves
  * are conditional on the head the caller saw, checked against the freshly
  * read repository inside the update, so the check and the write see one
  * state. On the local filesystem the write itself is not atomic against
@@ -216,6 +217,45 @@ int ic_promote(const struct tether_bctx *ctx, const json_t *locator, const json_
 	ic_repository_close(&repo);
 	if (rc == 0 && !(*result = json_pack("{s:s, s:s, s:s, s:b}", "branch", loc.branch, "from", head_text, "to",
 	                                     target_text, "moved", moved)))
+		rc = ic_fail_oom();
+	return rc;
+}
+
+/* The base reset to `state` (any snapshot the repository holds: an undo
+ * moves it back past a promote), only from `expect`; the reset itself
+ * compares again inside the update. */
+int ic_move_base(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *expect,
+                 json_t **result)
+{
+	struct ic_loc loc;
+	struct ic_repository repo;
+	struct ic_id head, to, seen;
+	char head_text[IC_ID_CHARS + 1] = "", to_text[IC_ID_CHARS + 1] = "", seen_text[IC_ID_CHARS + 1] = "";
+	int found = 0, moved = 0;
+	*result = NULL;
+	int rc = ic_open_locator(ctx, locator, &loc, &repo);
+	if (rc)
+		return rc;
+	if ((rc = ic_branch_head(&repo, loc.branch, &head, &found)) == 0 && !found)
+		rc = tether_error_set(TETHER_ENOTFOUND, "%s has no branch \"%s\"", repo.uri, loc.branch);
+	if (rc == 0)
+		rc = ic_state_snapshot(state, repo.uri, &to);
+	if (rc == 0)
+		rc = ic_state_snapshot(expect, repo.uri, &seen);
+	if (rc == 0) {
+		ic_id_text(&head, head_text);
+		ic_id_text(&to, to_text);
+		ic_id_text(&seen, seen_text);
+		moved = memcmp(head.b, to.b, IC_ID_BYTES) != 0;
+	}
+	if (moved && memcmp(head.b, seen.b, IC_ID_BYTES) != 0)
+		rc = tether_error_set(TETHER_EREFUSED, "%s: %s moved: expected %s, found %s; nothing was changed", repo.uri,
+		                      loc.branch, seen_text, head_text);
+	else if (moved)
+		rc = ic_fork_branch(&repo, loc.branch, &to, 0, &seen);
+	ic_repository_close(&repo);
+	if (rc == 0 && !(*result = json_pack("{s:s, s:s, s:s, s:b}", "branch", loc.branch, "from", head_text, "to",
+	                                     to_text, "moved", moved)))
 		rc = ic_fail_oom();
 	return rc;
 }

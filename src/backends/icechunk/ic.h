@@ -462,6 +462,8 @@ int ic_open_handle(const struct tether_bctx *, const json_t *locator, const json
                    json_t **handle);
 int ic_promote(const struct tether_bctx *, const json_t *locator, const json_t *working_ref,
                const json_t *expect, json_t **result);
+int ic_move_base(const struct tether_bctx *, const json_t *locator, const json_t *state,
+                 const json_t *expect, json_t **result);
 int ic_diff(const struct tether_bctx *, const json_t *locator, const json_t *a, const json_t *b,
             const char *listing_a, size_t len_a, const char *listing_b, size_t len_b,
             size_t max_entries, json_t **diff);

@@ -132,5 +132,12 @@ int cli_find_repo(tether_repo **repo);
  * none), then find the dataset. Returns 0, or the exit code after printing
  * the error; on failure nothing is left to free. */
 int cli_find_repo_with_plan(const char *from, json_t **plan, tether_repo **repo);
+/* After the engine call of a command that found its dataset with
+ * cli_find_repo_with_plan: free the dataset and the plan, then print the
+ * error `err` (a report that came with it is dropped) or the report, as
+ * JSON when `json`, else through print_text, and free it. Returns the
+ * exit code. */
+int cli_finish_engine_call(tether_repo *repo, json_t *plan, int err, json_t *report, int json,
+                           void (*print_text)(const json_t *report));
 
 #endif

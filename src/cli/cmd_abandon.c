@@ -50,11 +50,8 @@ static void print_abandon(const json_t *report)
 		printf("Abandoned %.12s%s; HEAD is now %.12s\n", out_str_or(report, "commit", ""),
 		       out_bool(report, "finished") ? " (finishing an interrupted run)" : "", out_str_or(report, "head", ""));
 	print_pins(report, dry_run);
-	if (dry_run && out_str(report, "plan_file"))
-		printf("plan saved to %s; apply it with `tether abandon --from-plan %s`\n", out_str(report, "plan_file"),
-		       out_str(report, "plan_file"));
-	else if (dry_run)
-		printf("dry run: nothing written\n");
+	if (dry_run)
+		out_plan_footer(report, "abandon");
 }
 
 static int run_abandon(const struct args *a)
@@ -80,13 +77,7 @@ static int run_abandon(const struct args *a)
 	};
 	json_t *report = NULL;
 	int err = tether_abandon(repo, &opts, &report);
-	tether_repo_free(repo);
-	json_decref(plan);
-	if (err)
-		return out_error(err);
-	rc = args_has(a, OPT_JSON) ? out_json(report) : (print_abandon(report), 0);
-	json_decref(report);
-	return rc;
+	return cli_finish_engine_call(repo, plan, err, report, args_has(a, OPT_JSON), print_abandon);
 }
 
 const struct cli_command cmd_abandon = {

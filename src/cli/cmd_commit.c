@@ -96,11 +96,7 @@ static void print_plan(const json_t *report)
 		printf("then, once the commit lands (new.auto_fork):\n");
 	json_array_foreach(forks, i, a)
 		print_planned_fork(a);
-	if (out_str(report, "plan_file"))
-		printf("plan saved to %s; apply it with `tether commit --from-plan %s`\n", out_str(report, "plan_file"),
-		       out_str(report, "plan_file"));
-	else
-		printf("dry run: nothing written\n");
+	out_plan_footer(report, "commit");
 }
 
 static void print_commit(const json_t *report, const char *message)

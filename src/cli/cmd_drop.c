@@ -64,11 +64,8 @@ static void print_drop(const json_t *report)
 	json_t *o;
 	json_array_foreach(list, i, o)
 		print_object(o, dry);
-	if (out_str(report, "plan_file"))
-		printf("plan saved to %s; apply it with `tether drop --from-plan %s`\n",
-		       out_escape(out_str(report, "plan_file")), out_escape(out_str(report, "plan_file")));
-	else if (dry)
-		printf("dry run: nothing written\n");
+	if (dry)
+		out_plan_footer(report, "drop");
 }
 
 static int run_drop(const struct args *a)
@@ -97,15 +94,7 @@ static int run_drop(const struct args *a)
 	};
 	json_t *report = NULL;
 	int err = tether_drop(repo, &opts, &report);
-	tether_repo_free(repo);
-	json_decref(plan);
-	if (err) {
-		json_decref(report);
-		return out_error(err);
-	}
-	rc = args_has(a, OPT_JSON) ? out_json(report) : (print_drop(report), 0);
-	json_decref(report);
-	return rc;
+	return cli_finish_engine_call(repo, plan, err, report, args_has(a, OPT_JSON), print_drop);
 }
 
 const struct cli_command cmd_drop = {

@@ -55,11 +55,7 @@ static void print_plan(const json_t *report)
 	json_t *o;
 	json_array_foreach(json_object_get(plan, "actions"), i, o)
 		print_object(o);
-	if (out_str(report, "plan_file"))
-		printf("plan saved to %s; apply it with `tether new --from-plan %s`\n", out_str(report, "plan_file"),
-		       out_str(report, "plan_file"));
-	else
-		printf("dry run: nothing written\n");
+	out_plan_footer(report, "new");
 }
 
 static void print_new(const json_t *report)
@@ -99,15 +95,7 @@ static int run_new(const struct args *a)
 	};
 	json_t *report = NULL;
 	int err = tether_new(repo, &opts, &report);
-	tether_repo_free(repo);
-	json_decref(plan);
-	if (err) {
-		json_decref(report);
-		return out_error(err);
-	}
-	rc = args_has(a, OPT_JSON) ? out_json(report) : (print_new(report), 0);
-	json_decref(report);
-	return rc;
+	return cli_finish_engine_call(repo, plan, err, report, args_has(a, OPT_JSON), print_new);
 }
 
 const struct cli_command cmd_new = {

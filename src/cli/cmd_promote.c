@@ -4,11 +4,7 @@
 #include <limits.h>
 
 static const struct arg_option options[] = {
-	[LAND_OPT_JSON] = { "json", 0, ARG_FLAG, NULL, "print the report as JSON" },
-	[LAND_OPT_DRY_RUN] = { "dry-run", 0, ARG_FLAG, NULL, "print the plan; write nothing" },
-	[LAND_OPT_PLAN] = { "plan", 0, ARG_VALUE, "FILE", "save the plan to FILE as JSON; write nothing else" },
-	[LAND_OPT_FROM_PLAN] = { "from-plan", 0, ARG_VALUE, "FILE",
-	                         "re-check the plan in FILE and perform exactly its actions (exit 3 when stale)" },
+	LAND_SHARED_OPTIONS,
 };
 
 static const char *const positionals[] = { "KEY", NULL };

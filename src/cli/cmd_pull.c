@@ -50,11 +50,8 @@ static void print_pull(const json_t *report)
 		print_object(o);
 		moved += !out_str(o, "detail");
 	}
-	if (out_str(report, "plan_file"))
-		printf("plan saved to %s; apply it with `tether pull --from-plan %s`\n", out_str(report, "plan_file"),
-		       out_str(report, "plan_file"));
-	else if (dry)
-		printf("dry run: nothing written\n");
+	if (dry)
+		out_plan_footer(report, "pull");
 	else if (moved)
 		printf("`tether commit` pins the %s now on %s\n", moved == 1 ? "object" : "objects",
 		       moved == 1 ? "its branch head" : "their branch heads");
@@ -81,15 +78,7 @@ static int run_pull(const struct args *a)
 	};
 	json_t *report = NULL;
 	int err = tether_pull(repo, &opts, &report);
-	tether_repo_free(repo);
-	json_decref(plan);
-	if (err) {
-		json_decref(report);
-		return out_error(err);
-	}
-	rc = args_has(a, OPT_JSON) ? out_json(report) : (print_pull(report), 0);
-	json_decref(report);
-	return rc;
+	return cli_finish_engine_call(repo, plan, err, report, args_has(a, OPT_JSON), print_pull);
 }
 
 const struct cli_command cmd_pull = {

@@ -71,13 +71,8 @@ static void print_restore(const json_t *report)
 		       out_escape(out_str_or(report, "rev", "?")), out_str_or(report, "commit", ""));
 	json_array_foreach(list, i, o)
 		print_object(o, dry);
-	if (!dry)
-		return;
-	if (out_str(report, "plan_file"))
-		printf("plan saved to %s; apply it with `tether restore --from-plan %s`\n",
-		       out_escape(out_str(report, "plan_file")), out_escape(out_str(report, "plan_file")));
-	else
-		printf("dry run: nothing written\n");
+	if (dry)
+		out_plan_footer(report, "restore");
 }
 
 static int run_restore(const struct args *a)
@@ -102,15 +97,7 @@ static int run_restore(const struct args *a)
 	};
 	json_t *report = NULL;
 	int err = tether_restore(repo, &opts, &report);
-	tether_repo_free(repo);
-	json_decref(plan);
-	if (err) {
-		json_decref(report);
-		return out_error(err);
-	}
-	rc = args_has(a, OPT_JSON) ? out_json(report) : (print_restore(report), 0);
-	json_decref(report);
-	return rc;
+	return cli_finish_engine_call(repo, plan, err, report, args_has(a, OPT_JSON), print_restore);
 }
 
 const struct cli_command cmd_restore = {

@@ -33,11 +33,8 @@ static void print_undo(const json_t *report)
 		printf("  released %s of %s\n", out_str_or(s, "pin", "?"), out_escape(out_str_or(s, "key", "?")));
 	json_array_foreach(json_object_get(report, "errors"), i, s)
 		out_warning("%s", json_string_value(s));
-	if (dry_run && out_str(report, "plan_file"))
-		printf("plan saved to %s; apply it with `tether undo --from-plan %s`\n", out_str(report, "plan_file"),
-		       out_str(report, "plan_file"));
-	else if (dry_run)
-		printf("dry run: nothing written\n");
+	if (dry_run)
+		out_plan_footer(report, "undo");
 }
 
 static int run_undo(const struct args *a)
@@ -57,13 +54,7 @@ static int run_undo(const struct args *a)
 	};
 	json_t *report = NULL;
 	int err = tether_undo(repo, &opts, &report);
-	tether_repo_free(repo);
-	json_decref(plan);
-	if (err)
-		return out_error(err);
-	rc = args_has(a, OPT_JSON) ? out_json(report) : (print_undo(report), 0);
-	json_decref(report);
-	return rc;
+	return cli_finish_engine_call(repo, plan, err, report, args_has(a, OPT_JSON), print_undo);
 }
 
 const struct cli_command cmd_undo = {

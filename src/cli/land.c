@@ -42,11 +42,7 @@ static void print_plan(const json_t *report, const char *op)
 		print_planned(a);
 	if (!json_array_size(json_object_get(plan, "actions")))
 		printf("  (no object has a working branch in this checkout)\n");
-	if (out_str(report, "plan_file"))
-		printf("plan saved to %s; apply it with `tether %s --from-plan %s`\n", out_escape(out_str(report, "plan_file")),
-		       op, out_escape(out_str(report, "plan_file")));
-	else
-		printf("dry run: nothing written\n");
+	out_plan_footer(report, op);
 }
 
 /* "  promoted   code: main 0123456789ab -> 4567890abcde (from tether.ws.ab12cd34.feat)" */

@@ -146,6 +146,20 @@ int cli_find_repo_with_plan(const char *from, json_t **plan, tether_repo **repo)
 	return rc;
 }
 
+int cli_finish_engine_call(tether_repo *repo, json_t *plan, int err, json_t *report, int json,
+                           void (*print_text)(const json_t *report))
+{
+	tether_repo_free(repo);
+	json_decref(plan);
+	if (err) {
+		json_decref(report);
+		return out_error(err);
+	}
+	int rc = json ? out_json(report) : (print_text(report), 0);
+	json_decref(report);
+	return rc;
+}
+
 /* -C DIR, in order, like git: each one relative to the one before; an
  * empty DIR changes nothing. */
 static int change_directories(const char *const *dirs)

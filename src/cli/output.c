@@ -235,6 +235,16 @@ const char *out_plural(long long n, const char *one, const char *many)
 	return n == 1 ? one : many;
 }
 
+void out_plan_footer(const json_t *report, const char *command)
+{
+	const char *file = out_str(report, "plan_file");
+	if (file)
+		printf("plan saved to %s; apply it with `tether %s --from-plan %s`\n", out_escape(file), command,
+		       out_escape(file));
+	else
+		printf("dry run: nothing written\n");
+}
+
 /* The length of the UTF-8 sequence at s that a terminal shows as text:
  * 1-4, or 0 for a byte to escape (a control character, C1 controls
  * U+0080-U+009F included, or a byte that starts no valid sequence). */

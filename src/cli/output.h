@@ -50,6 +50,12 @@ void out_time(char *buf, size_t len, long long seconds);
  * reads "1 commit walked" and "2 commits walked". */
 const char *out_plural(long long n, const char *one, const char *many);
 
+/* The last line of a planned run's text (--dry-run, --plan FILE): where
+ * the plan was saved and the `tether COMMAND --from-plan FILE` that
+ * applies it, else "dry run: nothing written". The file name is escaped
+ * as out_escape does. */
+void out_plan_footer(const json_t *report, const char *command);
+
 /* A name (a path, a uri, a ref) or a free-text field (a detail, a reason,
  * a message) for one line of text output: itself when every byte is
  * printable UTF-8, else with each control character escaped (\n, \t, \r,

@@ -206,14 +206,5 @@ static int abandon_command(tether_repo *repo, const struct tether_abandon_opts *
 
 int tether_abandon(tether_repo *repo, const struct tether_abandon_opts *caller_opts, json_t **report)
 {
-	struct tether_abandon_opts opts;
-	int rc = TT_OPTS_IN("struct tether_abandon_opts", TETHER_ABANDON_OPTS_VERSION, caller_opts, &opts);
-	if (rc) {
-		*report = NULL;
-		return rc;
-	}
-	tt_command_begin(repo, NULL, NULL);
-	rc = abandon_command(repo, &opts, report);
-	tt_command_end(repo);
-	return rc;
+	TT_COMMAND_RUN(tether_abandon_opts, TETHER_ABANDON_OPTS_VERSION, abandon_command, repo, caller_opts, report);
 }

@@ -492,19 +492,7 @@ static int new_command(tether_repo *repo, const struct tether_new_opts *opts, js
 	return rc;
 }
 
-/* One command's scope (core/sessions.h): its store sessions close here,
- * whichever way it ends. */
 int tether_new(tether_repo *repo, const struct tether_new_opts *caller_opts, json_t **report)
 {
-	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
-	struct tether_new_opts opts;
-	int rc = TT_OPTS_IN("struct tether_new_opts", TETHER_NEW_OPTS_VERSION, caller_opts, &opts);
-	if (rc) {
-		*report = NULL;
-		return rc;
-	}
-	tt_command_begin(repo, NULL, NULL);
-	rc = new_command(repo, &opts, report);
-	tt_command_end(repo);
-	return rc;
+	TT_COMMAND_RUN(tether_new_opts, TETHER_NEW_OPTS_VERSION, new_command, repo, caller_opts, report);
 }

@@ -50,6 +50,24 @@ static int check_plan_dir(const char *plan_out)
 	return rc;
 }
 
+int tt_plan_command_lock(struct tether_repo *repo, const char *op, const char *plan_out, const json_t *from_plan,
+                         const char *from_plan_file, const char *args_error, struct tt_lock *checkout,
+                         struct tt_lock *shared)
+{
+	int rc = tt_plan_check_opts(plan_out, from_plan);
+	if (!rc && from_plan && args_error)
+		rc = tether_error_set(TETHER_EUSAGE, "%s", args_error);
+	if (!rc && from_plan)
+		rc = tt_plan_check_header(repo, from_plan, op, from_plan_file);
+	if (!rc)
+		rc = tt_repo_check_secrets(repo);
+	if (!rc)
+		rc = tt_repo_vcs(repo);
+	if (!rc)
+		rc = tt_repo_lock(repo, checkout, shared);
+	return rc;
+}
+
 int tt_plan_check_opts(const char *plan_out, const json_t *from_plan)
 {
 	if (plan_out && from_plan)

@@ -22,6 +22,17 @@
 json_t *tt_plan_new(const struct tether_repo *repo, const char *op);
 /* Refuse options that cannot go together (TETHER_EUSAGE). */
 int tt_plan_check_opts(const char *plan_out, const json_t *from_plan);
+/* The start a planned, store-writing command (drop, restore, pull, undo)
+ * shares, each step only when the ones before passed: tt_plan_check_opts;
+ * with --from-plan, `args_error` (the message when the caller also gave
+ * arguments the plan names, else NULL) is refused (TETHER_EUSAGE) and the
+ * plan must be op's (tt_plan_check_header); the config holds no secret;
+ * the VCS opens; the repository lock is taken into the two locks, which
+ * the caller initialised to {-1} and releases with tt_repo_unlock
+ * whatever this returned. */
+int tt_plan_command_lock(struct tether_repo *repo, const char *op, const char *plan_out, const json_t *from_plan,
+                         const char *from_plan_file, const char *args_error, struct tt_lock *checkout,
+                         struct tt_lock *shared);
 /* Refuse a plan that is not a version-1 plan of `op` for this dataset
  * (TETHER_EREFUSED), or that is malformed (TETHER_EUSAGE): its frame, and
  * every field of it the op reads (tt_plan_check_fields). `file` (may be

@@ -331,18 +331,10 @@ static int run_pull(struct pull_run *run, const struct tether_pull_opts *opts, j
 static int pull_command(tether_repo *repo, const struct tether_pull_opts *opts, json_t **report)
 {
 	*report = NULL;
-	int rc = tt_plan_check_opts(opts->plan_out, opts->from_plan);
-	if (!rc && opts->from_plan && opts->n_keys)
-		rc = tether_error_set(TETHER_EUSAGE, "--from-plan takes no KEY: the plan names the objects");
-	if (!rc && opts->from_plan)
-		rc = tt_plan_check_header(repo, opts->from_plan, "pull", opts->from_plan_file);
-	if (!rc)
-		rc = tt_repo_check_secrets(repo);
-	if (!rc)
-		rc = tt_repo_vcs(repo);
 	struct tt_lock checkout = {-1}, shared = {-1};
-	if (!rc)
-		rc = tt_repo_lock(repo, &checkout, &shared);
+	int rc = tt_plan_command_lock(repo, "pull", opts->plan_out, opts->from_plan, opts->from_plan_file,
+	                              opts->n_keys ? "--from-plan takes no KEY: the plan names the objects" : NULL,
+	                              &checkout, &shared);
 	if (!rc)
 		rc = tt_workspace_refuse_stale(repo, "pull");
 	struct pull_run run = {.repo = repo};
@@ -360,19 +352,7 @@ static int pull_command(tether_repo *repo, const struct tether_pull_opts *opts, 
 	return rc;
 }
 
-/* One command's scope (core/sessions.h): its store sessions close here,
- * whichever way it ends. */
 int tether_pull(tether_repo *repo, const struct tether_pull_opts *caller_opts, json_t **report)
 {
-	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
-	struct tether_pull_opts opts;
-	int rc = TT_OPTS_IN("struct tether_pull_opts", TETHER_PULL_OPTS_VERSION, caller_opts, &opts);
-	if (rc) {
-		*report = NULL;
-		return rc;
-	}
-	tt_command_begin(repo, NULL, NULL);
-	rc = pull_command(repo, &opts, report);
-	tt_command_end(repo);
-	return rc;
+	TT_COMMAND_RUN(tether_pull_opts, TETHER_PULL_OPTS_VERSION, pull_command, repo, caller_opts, report);
 }

@@ -511,18 +511,11 @@ static void run_free(struct restore_run *run)
 static int restore_command(tether_repo *repo, const struct tether_restore_opts *opts, json_t **report)
 {
 	*report = NULL;
-	int rc = tt_plan_check_opts(opts->plan_out, opts->from_plan);
-	if (!rc && opts->from_plan && (opts->rev || opts->n_keys))
-		rc = tether_error_set(TETHER_EUSAGE, "--from-plan takes no -r and no KEY: the plan names them");
-	if (!rc && opts->from_plan)
-		rc = tt_plan_check_header(repo, opts->from_plan, "restore", opts->from_plan_file);
-	if (!rc)
-		rc = tt_repo_check_secrets(repo);
-	if (!rc)
-		rc = tt_repo_vcs(repo);
 	struct tt_lock checkout = {-1}, shared = {-1};
-	if (!rc)
-		rc = tt_repo_lock(repo, &checkout, &shared);
+	int rc = tt_plan_command_lock(repo, "restore", opts->plan_out, opts->from_plan, opts->from_plan_file,
+	                              opts->rev || opts->n_keys ? "--from-plan takes no -r and no KEY: the plan names them"
+	                                                        : NULL,
+	                              &checkout, &shared);
 	struct restore_run run = {.repo = repo};
 	if (!rc)
 		rc = locate(&run, opts);
@@ -533,19 +526,7 @@ static int restore_command(tether_repo *repo, const struct tether_restore_opts *
 	return rc;
 }
 
-/* One command's scope (core/sessions.h): its store sessions close here,
- * whichever way it ends. */
 int tether_restore(tether_repo *repo, const struct tether_restore_opts *caller_opts, json_t **report)
 {
-	/* The caller's struct as this tether's (abi.h): members it lacks read as 0. */
-	struct tether_restore_opts opts;
-	int rc = TT_OPTS_IN("struct tether_restore_opts", TETHER_RESTORE_OPTS_VERSION, caller_opts, &opts);
-	if (rc) {
-		*report = NULL;
-		return rc;
-	}
-	tt_command_begin(repo, NULL, NULL);
-	rc = restore_command(repo, &opts, report);
-	tt_command_end(repo);
-	return rc;
+	TT_COMMAND_RUN(tether_restore_opts, TETHER_RESTORE_OPTS_VERSION, restore_command, repo, caller_opts, report);
 }

@@ -4,6 +4,8 @@
 #ifndef TETHER_CORE_SESSIONS_H
 #define TETHER_CORE_SESSIONS_H
 
+#include "core/abi.h"
+
 #include <tether/backend.h>
 
 struct tether_repo;
@@ -15,6 +17,25 @@ struct tt_sessions;
  * internals) only count: the outermost end closes. */
 void tt_command_begin(struct tether_repo *repo, tether_progress_fn progress_fn, void *progress_ud);
 void tt_command_end(struct tether_repo *repo);
+
+/* The body of a public command's entry point, for a command with no
+ * progress callback: the caller's `struct opts_type` copied in as this
+ * tether's (abi.h: members it lacks read as 0; refused, *report NULL),
+ * then command(repo, &opts, report) in one command scope, so its store
+ * sessions close whichever way it ends. Returns command's result. */
+#define TT_COMMAND_RUN(opts_type, version, command, repo, caller_opts, report) \
+	do { \
+		struct opts_type tt_opts_; \
+		int tt_rc_ = TT_OPTS_IN("struct " #opts_type, version, caller_opts, &tt_opts_); \
+		if (tt_rc_) { \
+			*(report) = NULL; \
+			return tt_rc_; \
+		} \
+		tt_command_begin(repo, NULL, NULL); \
+		tt_rc_ = command(repo, &tt_opts_, report); \
+		tt_command_end(repo); \
+		return tt_rc_; \
+	} while (0)
 
 /* Hand ctx the session of the store `locator` names (identity: its
  * identity, or NULL to ask the backend), opening it on first use. Does

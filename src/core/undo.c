@@ -237,17 +237,9 @@ static int run_undo(struct tether_repo *repo, const struct tether_undo_opts *opt
 static int undo_command(tether_repo *repo, const struct tether_undo_opts *opts, json_t **report)
 {
 	*report = NULL;
-	int rc = tt_plan_check_opts(opts->plan_out, opts->from_plan);
-	if (!rc && opts->from_plan)
-		rc = tt_plan_check_header(repo, opts->from_plan, "undo", opts->from_plan_file);
-	if (!rc)
-		rc = tt_repo_check_secrets(repo);
-	if (!rc)
-		rc = tt_repo_vcs(repo);
-	if (rc)
-		return rc;
 	struct tt_lock lock = {-1}, shared = {-1};
-	rc = tt_repo_lock(repo, &lock, &shared);
+	int rc = tt_plan_command_lock(repo, "undo", opts->plan_out, opts->from_plan, opts->from_plan_file, NULL, &lock,
+	                              &shared);
 	if (!rc)
 		rc = run_undo(repo, opts, report);
 	tt_repo_unlock(repo, &lock, &shared);
@@ -256,14 +248,5 @@ static int undo_command(tether_repo *repo, const struct tether_undo_opts *opts, 
 
 int tether_undo(tether_repo *repo, const struct tether_undo_opts *caller_opts, json_t **report)
 {
-	struct tether_undo_opts opts;
-	int rc = TT_OPTS_IN("struct tether_undo_opts", TETHER_UNDO_OPTS_VERSION, caller_opts, &opts);
-	if (rc) {
-		*report = NULL;
-		return rc;
-	}
-	tt_command_begin(repo, NULL, NULL);
-	rc = undo_command(repo, &opts, report);
-	tt_command_end(repo);
-	return rc;
+	TT_COMMAND_RUN(tether_undo_opts, TETHER_UNDO_OPTS_VERSION, undo_command, repo, caller_opts, report);
 }

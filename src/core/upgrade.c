@@ -300,17 +300,7 @@ static int upgrade_command(struct tether_repo *repo, const struct tether_upgrade
 	return rc;
 }
 
-/* One command's scope (core/sessions.h). */
 int tether_upgrade(tether_repo *repo, const struct tether_upgrade_opts *caller_opts, json_t **report)
 {
-	struct tether_upgrade_opts opts;
-	int rc = TT_OPTS_IN("struct tether_upgrade_opts", TETHER_UPGRADE_OPTS_VERSION, caller_opts, &opts);
-	if (rc) {
-		*report = NULL;
-		return rc;
-	}
-	tt_command_begin(repo, NULL, NULL);
-	rc = upgrade_command(repo, &opts, report);
-	tt_command_end(repo);
-	return rc;
+	TT_COMMAND_RUN(tether_upgrade_opts, TETHER_UPGRADE_OPTS_VERSION, upgrade_command, repo, caller_opts, report);
 }

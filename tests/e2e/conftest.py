@@ -21,7 +21,9 @@ import hashlib
 import json
 import os
 import re
+import signal
 import subprocess
+import time
 import tomllib
 from pathlib import Path
 
@@ -96,6 +98,40 @@ def describe(p):
 def check_sanitizers(p):
     for marker in SANITIZER_MARKERS:
         assert marker not in p.stderr, f"sanitizer report ({marker!r}):{describe(p)}"
+
+
+def stopped(pid, timeout=30.0):
+    """Wait until process pid has stopped itself (state T)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "T":
+                return True
+        time.sleep(0.02)
+    return False
+
+
+def run_stopped(ds, args, fault, race):
+    """tether ARGS in ds stopped at the fault point `fault` (a TETHER_FAULT
+    ending in :stop), race() run meanwhile, then continued. Returns the
+    finished run, checked for sanitizer reports, and what race() returned."""
+    env = dict(ds.env, TETHER_FAULT=fault)
+    proc = subprocess.Popen([TETHER_BIN, *args], cwd=str(ds.root), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert stopped(proc.pid), f"tether did not stop at {fault}"
+        raced = race()
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+    out, err = proc.communicate(timeout=120)
+    p = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    check_sanitizers(p)
+    return p, raced
+
+
+def ops(ds):
+    """The journal's entries, as `tether ops --json` lists them."""
+    return ds.tj("ops")["ops"]
 
 
 def base_env(home):

@@ -9,16 +9,13 @@ branch, a dirty tree, a merge in the way, the first commit), the dry run, a
 kill at each step then a re-run, and a writer racing the branch move are
 checked on git, whose rewrite is tether's own.
 """
-import os
-import signal
 import subprocess
 
 import icechunk_oracle as oracle  # first: it quiets icechunk's logging before the import
 import pytest
 
-from conftest import TETHER_BIN, check_sanitizers
+from conftest import ops, run_stopped
 from test_git_backend import code, code_commit, dsv, gds, jj_problem  # noqa: F401 (fixtures)
-from test_new import stopped
 
 
 @pytest.fixture
@@ -60,10 +57,6 @@ class History:
 def try_pin_rows(h):
     return sorted([{"key": "code", "kind": "git", "pin": h.try_pins["code"]},
                    {"key": "img", "kind": "icechunk", "pin": h.try_pins["img"]}], key=lambda p: p["key"])
-
-
-def ops(ds):
-    return ds.tj("ops")["ops"]
 
 
 def assert_verify_and_gc_agree(ds, code, store, gone):
@@ -236,20 +229,17 @@ def test_a_kill_then_a_rerun_finishes(gds, code, store, step):
     assert_verify_and_gc_agree(gds, code, store, sorted(h.try_pins.values()))
 
 
+def a_late_commit(ds):
+    """The racer of the branch move: a commit the checkout's branch moves on to."""
+    ds.write("late.txt", "late\n")
+    return ds.git_commit_all("late", "late.txt")
+
+
 def test_a_writer_racing_the_branch_move_makes_it_fail(gds, code, store):
     h = History(gds, code, store)
-    env = dict(gds.env, TETHER_FAULT="abandon:journal-written:stop")
-    proc = subprocess.Popen([TETHER_BIN, "abandon", h.try_], cwd=str(gds.root), env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert stopped(proc.pid), "tether did not stop at abandon:journal-written"
-        gds.write("late.txt", "late\n")
-        late = gds.git_commit_all("late", "late.txt")  # the branch moves on
-    finally:
-        os.kill(proc.pid, signal.SIGCONT)
-    out, err = proc.communicate(timeout=120)
-    check_sanitizers(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
-    assert proc.returncode == 3, err
+    p, late = run_stopped(gds, ["abandon", h.try_], "abandon:journal-written:stop", lambda: a_late_commit(gds))
+    err = p.stderr
+    assert p.returncode == 3, err
     assert err.startswith(f"tether: error: HEAD moved: it is {late[:12]}, not {h.result[:12]} as planned"), err
     assert gds.head() == late
     assert gds.git("rev-list", "HEAD").split() == [late, h.result, h.try_, h.base]

@@ -19,7 +19,7 @@ import signal
 import subprocess
 import tomllib
 
-from conftest import TETHER_BIN, check_sanitizers
+from conftest import TETHER_BIN, check_sanitizers, stopped
 from test_git_backend import (  # noqa: F401 (fixtures)
     add_code,
     code,
@@ -29,7 +29,6 @@ from test_git_backend import (  # noqa: F401 (fixtures)
     pin_of,
     rev,
 )
-from test_new import stopped
 
 
 def ws_branches(repo, ds):

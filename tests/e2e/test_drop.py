@@ -13,14 +13,11 @@ repositories, checked with git itself; Icechunk is
 test_lifecycle_restore.py's. Run in git, colocated jj and jj datasets.
 """
 import json
-import os
-import signal
-import subprocess
 
-from conftest import TETHER_BIN, check_sanitizers
+from conftest import ops, run_stopped
 from test_git_backend import add_code, code, code_commit, dsv, jj_problem, rev, tags  # noqa: F401 (fixtures)
-from test_new import stopped, workspace_text
-from test_restore import branch_of, forked, ops, write_on
+from test_new import workspace_text
+from test_restore import branch_of, forked, write_on
 
 
 def branches(repo):
@@ -128,17 +125,10 @@ def test_plan_from_plan_and_a_stale_plan(dsv, code, tmp_path):
 
 def test_a_racing_writer_keeps_the_branch_and_the_manifest(dsv, code):
     _, sha1, branch = forked(dsv, code)
-    env = dict(dsv.env, TETHER_FAULT="drop:planned:stop")
-    proc = subprocess.Popen([TETHER_BIN, "drop", "code"], cwd=str(dsv.root), env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        assert stopped(proc.pid), "tether did not stop at drop:planned"
-        sha2 = write_on(code, branch, "the racer's write\n")
-    finally:
-        os.kill(proc.pid, signal.SIGCONT)
-    out, err = proc.communicate(timeout=120)
-    check_sanitizers(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
-    assert proc.returncode == 3, err
+    p, sha2 = run_stopped(dsv, ["drop", "code"], "drop:planned:stop",
+                          lambda: write_on(code, branch, "the racer's write\n"))
+    err = p.stderr
+    assert p.returncode == 3, err
     assert err.splitlines()[0] == (
         f"tether: error: code: {branch} moved since the plan (at {{\"sha\":\"{sha1}\"}}, now at "
         f"{{\"sha\":\"{sha2}\"}}): not deleted; nothing was removed from the working copy"), err

@@ -25,11 +25,10 @@ import subprocess
 
 import pytest
 
-from conftest import TETHER_BIN, check_sanitizers
+from conftest import TETHER_BIN, check_sanitizers, stopped
 from lifecycle_adapters import ADAPTERS  # noqa: F401 (the suite's kinds)
 from test_git_backend import jj_problem  # noqa: F401 (fixture)
 from test_lifecycle import KEY, declared, life, life_vcs, vcs  # noqa: F401 (fixtures)
-from test_new import stopped
 
 
 def fork_branch(ds, bookmark="feature"):

@@ -14,10 +14,9 @@ import os
 import signal
 import subprocess
 
-from conftest import TETHER_BIN, check_sanitizers
+from conftest import TETHER_BIN, check_sanitizers, stopped
 from test_git_backend import jj_problem  # noqa: F401 (fixture)
 from test_lifecycle import KEY, declared, life, life_vcs, vcs  # noqa: F401 (fixtures)
-from test_new import stopped
 
 
 def on_fork(L):

@@ -15,9 +15,8 @@ Run in git, colocated jj and jj datasets, with git repositories as objects.
 import os
 import signal
 import subprocess
-import time
 
-from conftest import TETHER_BIN, check_sanitizers
+from conftest import TETHER_BIN, check_sanitizers, stopped
 from test_git_backend import (  # noqa: F401 (fixtures)
     add_code,
     code,
@@ -113,17 +112,6 @@ def test_a_branch_moved_since_tether_left_it_is_refused(dsv, code):
             f"(at {{\"sha\":\"{sha1}\"}}, now at {{\"sha\":\"{sha2}\"}})"), p.stderr
         assert where(dsv) == before and workspace_text(dsv) == ws
         assert rev(code, f"refs/heads/{branch}") == sha2
-
-
-def stopped(pid, timeout=30.0):
-    """Wait until process pid has stopped itself (state T)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with open(f"/proc/{pid}/stat") as f:
-            if f.read().rsplit(")", 1)[1].split()[0] == "T":
-                return True
-        time.sleep(0.02)
-    return False
 
 
 def test_a_fork_refused_after_the_move_moves_the_checkout_back(dsv, code, new_repo):

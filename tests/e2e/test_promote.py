@@ -18,13 +18,10 @@ Run in git, colocated jj and jj datasets where the enclosing repository
 matters (the landing itself is the objects' business).
 """
 import json
-import os
-import signal
-import subprocess
 
 import pytest
 
-from conftest import TETHER_BIN, check_sanitizers
+from conftest import run_stopped
 from test_git_backend import (  # noqa: F401 (fixtures)
     add_code,
     code,
@@ -33,7 +30,6 @@ from test_git_backend import (  # noqa: F401 (fixtures)
     gds,
     jj_problem,
 )
-from test_new import stopped
 
 
 def fork_name(ds, bookmark="feat"):
@@ -75,22 +71,6 @@ def worked(ds, code, n=1):
 
 def promote_entries(ds, op="promote"):
     return [e for e in ds.tj("ops")["ops"] if e["op"] == op]
-
-
-def run_stopped(ds, args, fault, race):
-    """tether stopped at `fault`, `race()` run meanwhile, then continued."""
-    env = dict(ds.env, TETHER_FAULT=fault)
-    proc = subprocess.Popen([TETHER_BIN, *args], cwd=str(ds.root), env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        assert stopped(proc.pid), f"tether did not stop at {fault}"
-        race()
-    finally:
-        os.kill(proc.pid, signal.SIGCONT)
-    out, err = proc.communicate(timeout=120)
-    p = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-    check_sanitizers(p)
-    return p
 
 
 # ---------------------------------------------------------------------------
@@ -250,15 +230,14 @@ def test_a_writer_racing_the_move_makes_it_fail(gds, code):
     compare-and-swap on the reviewed head refuses, nothing is moved."""
     forked(gds, ("code", code))
     worked(gds, code)
-    racer = []
-    p = run_stopped(gds, ["promote"], "promote:journal-written:stop",
-                    lambda: racer.append(code_commit(code, {"race.txt": "r\n"}, "racer")))
+    p, racer = run_stopped(gds, ["promote"], "promote:journal-written:stop",
+                           lambda: code_commit(code, {"race.txt": "r\n"}, "racer"))
     assert p.returncode == 3, p.stderr
     assert p.stdout == ""
     first = p.stderr.splitlines()[0]
     assert first.startswith("tether: error: code: cannot promote: git repository ") and " moved: expected " in first
     assert first.endswith("nothing was changed; no base was moved"), first
-    assert head_of(code, "main") == racer[0], "the racer's commit stands"
+    assert head_of(code, "main") == racer, "the racer's commit stands"
     [entry] = promote_entries(gds)
     assert entry["status"] == "ABORTED" and [m["done"] for m in entry["moves"]] == [False]
 

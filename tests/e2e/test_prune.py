@@ -14,7 +14,7 @@ import os
 import signal
 import subprocess
 
-from conftest import TETHER_BIN, check_sanitizers
+from conftest import TETHER_BIN, check_sanitizers, stopped
 from test_git_backend import (  # noqa: F401 (fixtures)
     add_code,
     code,
@@ -24,7 +24,6 @@ from test_git_backend import (  # noqa: F401 (fixtures)
     jj_problem,
     rev,
 )
-from test_new import stopped
 
 
 def branches(code):

@@ -10,16 +10,14 @@ the journal, on git and jj datasets with git objects, and on Icechunk
 repositories checked with the icechunk library.
 """
 import json
-import os
 import signal
 import subprocess
 
 import icechunk_oracle as oracle  # first: it quiets icechunk's logging
 import pytest
 
-from conftest import TETHER_BIN, check_sanitizers
+from conftest import TETHER_BIN, check_sanitizers, run_stopped
 from test_git_backend import add_code, code, code_commit, dsv, gds, jj_problem  # noqa: F401
-from test_new import stopped
 
 
 def jj(ds, *args):
@@ -121,17 +119,10 @@ def test_a_plan_is_performed_exactly_and_refused_when_the_branch_moved(gds, code
 def test_a_racing_writer_makes_the_conditional_move_fail_and_nothing_is_written(gds, code):
     older, newer = detached(gds, code)
     before = gds.manifest_path("old/code").read_text()
-    env = dict(gds.env, TETHER_FAULT="pull:journal-written:stop")
-    proc = subprocess.Popen([TETHER_BIN, "pull"], cwd=str(gds.root), env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        assert stopped(proc.pid), "tether did not stop at pull:journal-written"
-        raced = code_commit(code, {"main.py": "raced\n"}, "race")
-    finally:
-        os.kill(proc.pid, signal.SIGCONT)
-    out, err = proc.communicate(timeout=120)
-    check_sanitizers(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
-    assert proc.returncode == 3, err
+    p, raced = run_stopped(gds, ["pull"], "pull:journal-written:stop",
+                           lambda: code_commit(code, {"main.py": "raced\n"}, "race"))
+    err = p.stderr
+    assert p.returncode == 3, err
     assert err.splitlines()[0] == (f"tether: error: old/code: its upstream branch moved since the plan "
                                    f"(at {{\"sha\":\"{newer}\"}}, now at {{\"sha\":\"{raced}\"}})"), err
     assert gds.manifest_path("old/code").read_text() == before

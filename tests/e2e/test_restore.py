@@ -13,13 +13,10 @@ with git itself; Icechunk stores are test_lifecycle_restore.py's. Run in
 git, colocated jj and jj datasets.
 """
 import json
-import os
-import signal
-import subprocess
 
-from conftest import TETHER_BIN, check_sanitizers
+from conftest import ops, run_stopped
 from test_git_backend import add_code, code, code_commit, dsv, jj_problem, rev  # noqa: F401 (fixtures)
-from test_new import stopped, workspace_text
+from test_new import workspace_text
 
 
 def branch_of(ds, bookmark="feat"):
@@ -42,10 +39,6 @@ def forked(ds, code, key="code"):
     commit = ds.tj("commit", "-m", "one")["commit"]
     ds.tether("new", "-b", "feat", "HEAD")
     return commit, code.head(), branch_of(ds)
-
-
-def ops(ds):
-    return ds.tj("ops")["ops"]
 
 
 def test_restore_discards_the_writes_on_the_fork(dsv, code):
@@ -149,17 +142,9 @@ def test_a_racing_writer_makes_the_reset_fail_and_earlier_resets_go_back(dsv, co
     c2 = write_on(code, branch, "code work\n")
     ws = workspace_text(dsv)
 
-    env = dict(dsv.env, TETHER_FAULT="restore:planned:stop")
-    proc = subprocess.Popen([TETHER_BIN, "restore"], cwd=str(dsv.root), env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        assert stopped(proc.pid), "tether did not stop at restore:planned"
-        c3 = write_on(code, branch, "the racer's write\n")
-    finally:
-        os.kill(proc.pid, signal.SIGCONT)
-    out, err = proc.communicate(timeout=120)
-    check_sanitizers(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
-    assert proc.returncode == 3, err
+    p, c3 = run_stopped(dsv, ["restore"], "restore:planned:stop", lambda: write_on(code, branch, "the racer's write\n"))
+    err = p.stderr
+    assert p.returncode == 3, err
     line = err.splitlines()[0]
     assert line.startswith(f"tether: error: code: cannot reset {branch}: "), err
     assert line.endswith("; the 1 reset this run made is taken back"), err

@@ -10,17 +10,14 @@ op with no inverse; a dry run writes nothing; a kill part-way is finished
 by the next undo; verify and gc agree afterwards. In git, colocated jj and
 jj datasets.
 """
-import os
-import signal
-import subprocess
 
 import icechunk_oracle as oracle  # first: it quiets icechunk's logging before the import
 import pytest
 
-from conftest import TETHER_BIN, check_sanitizers
-from test_abandon import History, git_tags, ice_tags, ops, store  # noqa: F401 (fixtures)
+from conftest import ops, run_stopped, stopped
+from test_abandon import History, a_late_commit, git_tags, ice_tags, store  # noqa: F401 (fixtures)
 from test_git_backend import code, code_commit, dsv, gds, jj_problem  # noqa: F401 (fixtures)
-from test_new import stopped, where, workspace_text, ws_branches
+from test_new import where, workspace_text, ws_branches
 from test_promote import fork_name, head_of, write_on
 
 
@@ -260,18 +257,9 @@ def test_a_killed_commit_finished_by_its_rerun_is_undone_once(gds, code, store):
 def test_a_writer_racing_the_undo_makes_it_fail_and_changes_nothing(gds, code, store):
     h = History(gds, code, store)
     tags0, ice0 = git_tags(code), ice_tags(store)
-    env = dict(gds.env, TETHER_FAULT="undo:journal-written:stop")
-    proc = subprocess.Popen([TETHER_BIN, "undo"], cwd=str(gds.root), env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        assert stopped(proc.pid), "tether did not stop at undo:journal-written"
-        gds.write("late.txt", "late\n")
-        late = gds.git_commit_all("late", "late.txt")  # the branch moves on
-    finally:
-        os.kill(proc.pid, signal.SIGCONT)
-    out, err = proc.communicate(timeout=120)
-    check_sanitizers(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
-    assert proc.returncode == 3, err
+    p, late = run_stopped(gds, ["undo"], "undo:journal-written:stop", lambda: a_late_commit(gds))
+    err = p.stderr
+    assert p.returncode == 3, err
     assert err.startswith(f"tether: error: HEAD moved: it is {late[:12]}, not {h.result[:12]} as planned"), err
     assert gds.git("rev-list", "HEAD").split() == [late, h.result, h.try_, h.base]
     assert (git_tags(code), ice_tags(store)) == (tags0, ice0)

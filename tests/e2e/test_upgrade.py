@@ -19,9 +19,8 @@ import tomllib
 
 import pytest
 
-from conftest import TETHER_BIN, check_sanitizers
+from conftest import TETHER_BIN, check_sanitizers, stopped
 from test_git_backend import VCS_KINDS, code, code_commit, jj_problem, make_dataset  # noqa: F401
-from test_new import stopped
 
 NEWER = "tether.toml: layout 2 is newer than this tether understands (layout 1 at most)"
 

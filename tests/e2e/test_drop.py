@@ -13,8 +13,11 @@ repositories, checked with git itself; Icechunk is
 test_lifecycle_restore.py's. Run in git, colocated jj and jj datasets.
 """
 import json
+import os
+import signal
+import subprocess
 
-from conftest import ops, run_stopped
+from conftest import TETHER_BIN, check_sanitizers, ops, run_stopped, stopped
 from test_git_backend import add_code, code, code_commit, dsv, jj_problem, rev, tags  # noqa: F401 (fixtures)
 from test_new import workspace_text
 from test_restore import branch_of, forked, write_on

@@ -378,14 +378,13 @@ def test_a_failure_part_way_leaves_the_earlier_ones_landed(gds, code, new_repo):
     sha = write_on(code, branch, {"main.py": "fork\n"}, "fork code")
     write_on(zed, branch, {"z": "2\n"}, "fork zed")
     gds.tether("commit", "-m", "fork writes")
-    racer = []
-    p = run_stopped(gds, ["promote"], "promote:moved:stop",
-                    lambda: racer.append(code_commit(zed, {"other": "o\n"}, "zed base moves on")))
+    p, raced = run_stopped(gds, ["promote"], "promote:moved:stop",
+                           lambda: code_commit(zed, {"other": "o\n"}, "zed base moves on"))
     assert p.returncode == 3, p.stderr
     first = p.stderr.splitlines()[0]
     assert first.startswith("tether: error: zed: cannot promote: git repository ") and " moved: expected " in first
     assert first.endswith(f"; landed before it: code (main {base0[:12]} → {sha[:12]})"), first
-    assert head_of(code, "main") == sha and head_of(zed, "main") == racer[0]
+    assert head_of(code, "main") == sha and head_of(zed, "main") == raced
     [entry] = promote_entries(gds)
     assert entry["status"] == "PARTIAL"
     assert [(m["key"], m["done"]) for m in entry["moves"]] == [("code", True), ("zed", False)]
@@ -434,12 +433,10 @@ def test_an_icechunk_base_written_after_the_plan_is_refused_by_the_move(tmp_path
     gds.tether("new", "-b", "feat")
     ico.commit(store, fork_name(gds))
     gds.tether("commit", "-m", "fork")
-    racer = []
-    p = run_stopped(gds, ["promote"], "promote:journal-written:stop",
-                    lambda: racer.append(ico.commit(store, "main")))
+    p, raced = run_stopped(gds, ["promote"], "promote:journal-written:stop", lambda: ico.commit(store, "main"))
     assert p.returncode == 3, p.stderr
     assert p.stderr.startswith(f"tether: error: img: cannot promote: {store}: main moved: expected "), p.stderr
-    assert ico.branch_head(store, "main") == racer[0]
+    assert ico.branch_head(store, "main") == raced
 
 
 def test_promote_icechunk(tmp_path, gds):

@@ -11,10 +11,14 @@ by the next undo; verify and gc agree afterwards. In git, colocated jj and
 jj datasets.
 """
 
+import os
+import signal
+import subprocess
+
 import icechunk_oracle as oracle  # first: it quiets icechunk's logging before the import
 import pytest
 
-from conftest import ops, run_stopped, stopped
+from conftest import TETHER_BIN, check_sanitizers, ops, run_stopped, stopped
 from test_abandon import History, a_late_commit, git_tags, ice_tags, store  # noqa: F401 (fixtures)
 from test_git_backend import code, code_commit, dsv, gds, jj_problem  # noqa: F401 (fixtures)
 from test_new import where, workspace_text, ws_branches

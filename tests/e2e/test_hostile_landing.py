@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -276,3 +277,125 @@ def test_a_committed_layout_from_the_future_or_negative_is_refused(tmp_path, whe
                             r".*(layout|does not fit in 64 bits)")
     sb.run_all(clone, rc=rc, message=msg, commands=LANDING,
                expect={"abandon": (None, None), "undo": (None, None)} if where == "manifest" else None)
+
+
+# ---------------------------------------------------------------------------
+# Programs a repository's configuration names: hooks, fsmonitor, filters
+# ---------------------------------------------------------------------------
+
+HOOKS = ["pre-commit", "commit-msg", "post-commit", "post-checkout", "post-rewrite", "pre-rebase",
+         "reference-transaction", "pre-push", "post-merge", "prepare-commit-msg"]
+
+
+def arm(sb, git_dir):
+    """A repository configuration that runs programs of the trap's when
+    git would: every hook, core.fsmonitor, a clean/smudge filter on every
+    file (.gitattributes, committed), a diff driver and an editor. Each
+    program leaves a file in the trap when run (and the trap is never to be
+    read, so even looking at one is seen)."""
+    hooks = sb.trap / "hooks"
+    hooks.mkdir(exist_ok=True)
+    for name in HOOKS + ["fsmonitor", "filter", "editor"]:
+        h = hooks / name
+        h.write_text(f"#!/bin/sh\ntouch {sb.trap}/ran-{name}\ncat\n")
+        h.chmod(0o755)
+    for key, value in [("core.hooksPath", str(hooks)), ("core.fsmonitor", str(hooks / "fsmonitor")),
+                       ("filter.evil.clean", str(hooks / "filter")), ("filter.evil.smudge", str(hooks / "filter")),
+                       ("filter.evil.required", "true"), ("diff.evil.command", str(hooks / "filter")),
+                       ("core.editor", str(hooks / "editor")), ("sequence.editor", str(hooks / "editor")),
+                       ("core.sshCommand", str(hooks / "editor"))]:
+        subprocess.run(["git", "config", "--file", str(Path(git_dir) / "config"), key, value], check=True)
+
+
+def ran(sb):
+    return sorted(p.name for p in sb.trap.glob("ran-*"))
+
+
+def test_the_git_writing_paths_run_no_program_a_repository_configures(tmp_path):
+    """abandon's rebase, undo's commit removal, new and new --adopt's
+    checkouts, pull and upgrade --all-history's rewrite, in a clone whose
+    .git/config names programs for every hook, fsmonitor and a filter on
+    every file: libgit2 runs none of them, and tether starts no process."""
+    sb = Sandbox(tmp_path)
+    a = sb.attacker()
+    a.write(".gitattributes", "* filter=evil diff=evil\n")
+    # layout 0 manifests and tether.toml, so that upgrade has a rewrite to do
+    for p in [a.root / "tether.toml", *(a.root / ".tether/objects").rglob("*.toml")]:
+        p.write_text(re.sub(r"^layout = \d+\n", "", p.read_text(), flags=re.M))
+    a.git("add", "-A")  # not force-added: the dataset's caches stay ignored
+    a.git("commit", "-q", "-m", "attributes, layout 0")
+    clone = sb.clone(a)
+    arm(sb, clone / ".git")
+
+    def victim_commit(n):
+        sb.code.write("main.py", f"print('v{n}')\n")
+        sb.code.git_commit_all(f"v{n}", "main.py")
+        sb._tether(clone, "commit", "-m", f"victim {n}")
+
+    ok = (0, None)
+    victim_commit(1)
+    sb.run_all(clone, rc=0, message=None, commands=[("abandon", "HEAD")], may_write=[sb.code.root])
+    victim_commit(2)
+    sb.run_all(clone, rc=0, message=None, commands=[("undo",)], may_write=[sb.code.root])
+    traces = sb.run_all(clone, rc=0, message=None, may_write=[sb.code.root], commands=[
+        ("new", "-b", "feat"), ("commit", "-m", "on feat", "--force"), ("promote",), ("new", "main"), ("pull",),
+        ("upgrade", "--all-history", "--yes", "--force")],
+        expect={("promote",): (None, None), ("commit", "-m", "on feat", "--force"): (None, None),
+                ("upgrade", "--all-history", "--yes", "--force"): ok})
+    assert "rewrote" in traces[("upgrade", "--all-history", "--yes", "--force")].proc.stdout
+    assert ran(sb) == []
+    # The checkout moved under tether (by hand, with git's own programs
+    # kept off: git would run them): adopt reconciles it.
+    for args in (("branch", "moved"), ("symbolic-ref", "HEAD", "refs/heads/moved")):
+        subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "-C", str(clone), *args], check=True, env=sb.env)
+    sb.run_all(clone, rc=0, message=None, commands=[("new", "--adopt")], may_write=[sb.code.root])
+    assert ran(sb) == []
+
+
+def test_the_jj_writing_paths_run_nothing_but_jj(tmp_path):
+    """The same configuration in a colocated jj dataset (jj reads the
+    colocated .git/config too): abandon (`jj abandon`), undo of a commit,
+    new, new --adopt and pull go through jj, which runs no git hook,
+    fsmonitor or filter; the only programs started are jj and the `tput`
+    jj asks for the terminal's width. (jj keeps a
+    repository's own config outside the repository, under the user's
+    config directory, so a clone carries none.)"""
+    jj = shutil.which("jj") or os.path.expanduser("~/.cargo/bin/jj")
+    if not os.path.exists(jj):
+        pytest.skip("jj is not installed")
+    sb = Sandbox(tmp_path)
+    root = sb.tmp / "jjds"
+    cfg = sb.home / "jj-config.toml"
+    cfg.write_text('user.name = "Victim"\nuser.email = "v@example.org"\n')
+    for env in (sb.env, sb.plain_env):
+        env["JJ_CONFIG"] = str(cfg)
+        env["PATH"] = os.path.dirname(jj) + os.pathsep + env.get("PATH", "")
+    subprocess.run([jj, "git", "init", "--colocate", str(root)], check=True, env=sb.env, capture_output=True)
+    (root / ".gitattributes").write_text("* filter=evil diff=evil\n")
+    sb._tether(root, "init")
+    sb._tether(root, "add", "code", str(sb.code.root), "--kind", "git")
+    sb._tether(root, "commit", "-m", "one")
+    arm(sb, root / ".git")
+
+    def victim_commit(n):
+        sb.code.write("main.py", f"print('v{n}')\n")
+        sb.code.git_commit_all(f"v{n}", "main.py")
+        sb._tether(root, "commit", "-m", f"victim {n}")
+
+    # jj itself asks `tput cols` for the terminal's width (its terminal
+    # library does, when no terminal answers): a program from PATH, never
+    # one the repository names.
+    progs = {"jj", "tput"}
+    # and looks its user up through libc, which asks nscd's local socket
+    nscd = ["/var/run/nscd/socket", "/run/nscd/socket"]
+    victim_commit(1)
+    run = dict(may_write=[sb.code.root], programs=progs, sockets=nscd)
+    sb.run_all(root, rc=0, message=None, commands=[("abandon", "@-")], **run)
+    victim_commit(2)
+    sb.run_all(root, rc=0, message=None, commands=[("undo",)], **run)
+    # (pull works on the trunk only: off it, it refuses, running nothing)
+    sb.run_all(root, rc=0, message=None, **run, commands=[
+        ("pull",), ("new", "-b", "feat"), ("commit", "-m", "on feat", "--force"), ("pull",), ("new", "--adopt")],
+        expect={("commit", "-m", "on feat", "--force"): (None, None), ("new", "--adopt"): (None, None),
+                ("pull",): (None, None)})
+    assert ran(sb) == []

@@ -120,10 +120,37 @@ static int check_checkout(struct tt_undo *u)
 	return rc;
 }
 
+/* The entry as `new` writes it, before any field is acted on: a corrupt
+ * or crafted one (forks not a list, a position that is no position) would
+ * otherwise be "undone" by the parts that happen to read as absent, such
+ * as workspace.toml put back to a state no `new` left. */
+static int check_shape(const struct tt_undo *u)
+{
+	const json_t *e = u->entry, *forks = json_object_get(e, "forks"), *f;
+	size_t i;
+	int ok = json_is_array(forks) && json_is_string(json_object_get(e, "target"));
+	json_array_foreach(forks, i, f) ok &= json_is_object(f);
+	static const char *const positions[] = {"position_before", "position_after"};
+	for (size_t k = 0; k < 2; k++) {
+		const json_t *v = json_object_get(e, positions[k]);
+		ok &= !v || json_is_null(v) || json_is_object(v);
+	}
+	static const char *const strings[] = {"workspace_before", "created_branch"};
+	for (size_t k = 0; k < 2; k++) {
+		const json_t *v = json_object_get(e, strings[k]);
+		ok &= !v || json_is_null(v) || json_is_string(v);
+	}
+	return ok ? 0 : tether_error_set(TETHER_EREFUSED, "journal entry %s is not an entry `new` writes (forks, "
+	                                 "target, positions or workspace of the wrong type); nothing undone",
+	                                 str(e, "id") ? str(e, "id") : "?");
+}
+
 static int check(struct tt_undo *u)
 {
 	const json_t *forks = json_object_get(u->entry, "forks");
-	int rc = check_checkout(u);
+	int rc = check_shape(u);
+	if (!rc)
+		rc = check_checkout(u);
 	size_t i;
 	json_t *f;
 	json_array_foreach(forks, i, f) {

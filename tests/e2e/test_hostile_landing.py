@@ -399,3 +399,42 @@ def test_the_jj_writing_paths_run_nothing_but_jj(tmp_path):
         expect={("commit", "-m", "on feat", "--force"): (None, None), ("new", "--adopt"): (None, None),
                 ("pull",): (None, None)})
     assert ran(sb) == []
+
+
+@pytest.mark.parametrize("body", [
+    {"op": 3, "status": [], "started": 5},
+    {"op": "commit", "status": "COMPLETE", "started": "2024-01-01T00:00:00Z", "commit": 42, "head_before": ["x"],
+     "created": "x"},
+    {"op": "new", "status": "COMPLETE", "started": "2024-01-01T00:00:00Z", "forks": {"a": 1},
+     "position_before": "x", "position_after": 3},
+    {"op": "commit\x1b[2J", "status": "COMPLETE", "started": "\x1b]0;x\x07"},
+    [1, 2],
+    "garbage",
+], ids=["types", "commit-types", "new-types", "escapes", "array", "garbage"])
+def test_a_journal_entry_of_the_wrong_shape_is_never_acted_on(tmp_path, body):
+    """The newest entry of the journal is malformed: ops lists what it
+    can, undo refuses (exit 3, one line, control characters escaped) or
+    takes back an older entry, and never acts on the bent one's fields;
+    nothing in the dataset's files moves."""
+    sb = Sandbox(tmp_path)
+    a = sb.attacker()
+    clone = sb.clone(a)
+    sb._tether(clone, "new", "-b", "feat")
+    d = journal_dir(clone, a.dataset_id()) / "closed"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "9796228192246384020-1.json").write_text(body if isinstance(body, str) else json.dumps(body))
+    ws = (clone / ".tether/workspace.toml").read_bytes()
+    traces = sb.run_all(clone, rc=3, message=r"undo|journal entry", may_write=[sb.code.root],
+                        commands=[("ops",), ("undo", "--dry-run")],
+                        expect={("ops",): (0, None), ("undo", "--dry-run"): (None, None)})
+    undo = traces[("undo", "--dry-run")].proc
+    # An entry tether cannot read is skipped, and the `new` before it is
+    # what undo would take back; one it reads and refuses is named.
+    assert undo.returncode in (0, 3), undo.stderr
+    if undo.returncode:
+        assert len(undo.stderr.splitlines()) <= 2 and undo.stderr.startswith("tether: error: "), undo.stderr
+    else:
+        assert "new" in undo.stdout, undo.stdout
+    out = "".join(t.proc.stdout + t.proc.stderr for t in traces.values())
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", out), repr(out)
+    assert (clone / ".tether/workspace.toml").read_bytes() == ws

@@ -35,9 +35,12 @@ static void print_ops(const json_t *report)
 			         out_plural((long long)json_array_size(keys), "object", "objects"));
 		else
 			snprintf(count, sizeof count, "%lld %s", pins, out_plural(pins, "pin", "pins"));
-		printf("%-10s %-7s %s  %s  %.12s  %s\n", out_str_or(e, "status", "?"), out_str_or(e, "op", "?"),
-		       out_str_or(e, "started", ""), count, out_str_or(e, "commit", "-"),
-		       out_escape(out_str_or(e, "message", "")));
+		/* Every field is the journal file's, which anything that can write
+		 * the repository's directory can bend: each is escaped, not just
+		 * the message, so an entry cannot drive the terminal. */
+		printf("%-10s %-7s %s  %s  %.12s  %s\n", out_escape(out_str_or(e, "status", "?")),
+		       out_escape(out_str_or(e, "op", "?")), out_escape(out_str_or(e, "started", "")), count,
+		       out_escape(out_str_or(e, "commit", "-")), out_escape(out_str_or(e, "message", "")));
 	}
 	if (!json_array_size(json_object_get(report, "ops")))
 		printf("the journal is empty\n");

@@ -113,6 +113,11 @@ static int run_abandon(struct tether_repo *repo, const struct tether_abandon_opt
 	int force = opts->from_plan ? json_is_true(json_object_get(opts->from_plan, "force")) : opts->force;
 	int dry_run = opts->dry_run || opts->plan_out;
 	int rc = repo->vcs->resolve(repo->vh, rev, id);
+	/* From a plan there is no REV: a commit this repository lacks (a plan
+	 * from another clone) is a plan not for this history, exit 3. */
+	if (rc && opts->from_plan)
+		return tether_error_set(TETHER_EREFUSED, "stale plan: preconditions.commit %.12s is not a commit of "
+		                        "this repository", rev);
 	if (rc)
 		return tether_error_set(rc, "REV: %s", tether_error_last());
 	rc = head_commit(repo, head);

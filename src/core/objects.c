@@ -214,7 +214,11 @@ int tt_manifests_at(struct tether_repo *repo, const char *id, struct tt_manifest
 	struct tree_collect tc = {.set = out, .base = dir, .id = id};
 	rc = repo->vcs->read_tree(repo->vh, id, dir, collect_manifest, &tc);
 	free(dir);
-	if (!rc && tc.rc)
+	/* A manifest the callback refused stops the walk, and the walk's own
+	 * return is then the VCS's "stopped": the manifest's code is the one
+	 * that says why (a newer layout is exit 3, not 1, as in the working
+	 * copy). */
+	if (tc.rc)
 		rc = tc.rc;
 	if (rc)
 		tt_manifest_set_free(out);

@@ -366,6 +366,18 @@ static int check_abandon_plan(const struct fields *f, const json_t *plan)
 		rc = bad(f, "preconditions.refs", "must be an array");
 	if (!rc && !json_is_boolean(json_object_get(plan, "force")))
 		rc = bad(f, "force", "must be true or false");
+	/* The one action restates the commit: run_abandon acts on
+	 * preconditions.commit, so an action naming another (or no) commit is
+	 * a plan that says two things, and refused rather than half-believed. */
+	const json_t *actions = tt_plan_actions(plan);
+	const json_t *a = json_array_get(actions, 0);
+	if (!rc && (json_array_size(actions) != 1 || !json_is_object(a)))
+		rc = bad(f, "actions", "must hold one action, the abandon");
+	const char *action = json_string_value(json_object_get(a, "action"));
+	if (!rc && (!action || strcmp(action, "abandon") != 0))
+		rc = bad(f, "actions[0].action", "must be \"abandon\"");
+	if (!rc && !json_equal(json_object_get(a, "commit"), json_object_get(pre, "commit")))
+		rc = bad(f, "actions[0].commit", "must be the commit preconditions.commit names");
 	return rc;
 }
 

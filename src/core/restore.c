@@ -435,6 +435,14 @@ static int locate(struct restore_run *run, const struct tether_restore_opts *opt
 			json_decref(run->keys);
 			run->keys = json_array();
 		}
+		/* A plan handed over from another clone may name a commit this
+		 * repository does not have: that is a plan not for this history
+		 * (exit 3, naming the plan's field), not an unknown revision the
+		 * user typed. */
+		char id[41];
+		if (run->repo->vcs->resolve(run->repo->vh, run->commit, id) != 0 || strcmp(id, run->commit) != 0)
+			return tether_error_set(TETHER_EREFUSED, "stale plan: preconditions.commit %.12s is not a commit of "
+			                        "this repository", run->commit);
 		return 0;
 	}
 	run->rev = opts->rev ? opts->rev : "HEAD";

@@ -5,6 +5,10 @@
  * next commit records it), as after `jj undo` of a commit. Working refs
  * new.auto_fork moved after the commit stay where they are, at that data. */
 #include "core/abi.h"
+#include "core/engine.h"
+#include "core/manifest.h"
+#include "core/pinid.h"
+#include "core/repo.h"
 #include "core/surgery.h"
 #include "core/undo.h"
 
@@ -56,16 +60,45 @@ static int check(struct tt_undo *u)
 	return 0;
 }
 
+/* Is pin entry p one the undone commit itself records? The journal is a
+ * file in the repository's directory, not proof: an entry that was
+ * crafted (or is corrupt) could name any locator, pin_ref or pin, and the
+ * backend's unpin deletes what it is given. So a pin is released only
+ * when it is this dataset's (its id's prefix) and the commit's manifest of
+ * that key records exactly it: the same kind, locator, pin and pin_ref.
+ * The commit object outlives its removal from the branch. */
+static int recorded_by_commit(const struct tt_undo *u, const struct tt_manifest_set *at, const json_t *p)
+{
+	const char *key = str(p, "key"), *pin = str(p, "pin");
+	if (!key || !pin || strlen(pin) != TT_PIN_ID_LEN || strncmp(pin, u->repo->id, 8) != 0 || pin[8] != '.')
+		return 0;
+	const struct tt_manifest *m = tt_manifest_set_find(at, key);
+	return m && tt_manifest_pin(m) && strcmp(tt_manifest_pin(m), pin) == 0 && tt_manifest_kind(m) && str(p, "kind") &&
+	       strcmp(tt_manifest_kind(m), str(p, "kind")) == 0 &&
+	       json_equal(tt_manifest_locator(m), json_object_get(p, "locator")) &&
+	       json_equal(json_object_get(m->doc, "pin_ref"), json_object_get(p, "pin_ref"));
+}
+
 /* Release the pins the commit created that nothing names now. */
 static int release(struct tt_undo *u)
 {
 	json_t *orphans = NULL, *released = json_array(), *errors = json_array();
-	int rc = tt_pins_unnamed(u->repo, json_object_get(u->entry, "created"), &orphans);
+	struct tt_manifest_set at = {0};
+	int rc = tt_manifests_at(u->repo, str(u->entry, "commit"), &at);
+	if (!rc)
+		rc = tt_pins_unnamed(u->repo, json_object_get(u->entry, "created"), &orphans);
 	size_t i;
 	json_t *p;
 	json_array_foreach(orphans, i, p) {
 		if (rc)
 			break;
+		if (!recorded_by_commit(u, &at, p)) {
+			json_array_append_new(errors, json_sprintf("pin %s of %s not released: the commit undone does not "
+			                                           "record it (the journal entry does not match the commit)",
+			                                           str(p, "pin") ? str(p, "pin") : "(none)",
+			                                           str(p, "key") ? str(p, "key") : "(no key)"));
+			continue;
+		}
 		const struct tether_backend *b = tether_backend_find(str(p, "kind"));
 		int (*unpin)(const struct tether_bctx *, const json_t *, const json_t *) = b ? TT_BACKEND_GET(b, unpin) : NULL;
 		struct tether_bctx ctx;
@@ -80,6 +113,7 @@ static int release(struct tt_undo *u)
 		}
 		json_array_append_new(released, json_pack("{s:s, s:s}", "key", str(p, "key"), "pin", str(p, "pin")));
 	}
+	tt_manifest_set_free(&at);
 	json_object_set_new(u->report, "released", released);
 	json_object_set_new(u->report, "errors", errors);
 	json_decref(orphans);

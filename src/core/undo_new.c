@@ -6,9 +6,12 @@
  * new left it: HEAD at new's commit, and on jj no operation since. */
 #include "core/abi.h"
 #include "core/pinid.h"
+#include "core/repo.h"
+#include "core/validate.h"
 #include "core/workspace.h"
 #include "core/undo.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,11 +38,26 @@ static const json_t *find_row(const json_t *rows, const char *branch)
 
 /* Fork f must still be where new left it: its branch at "after". *gone
  * when it no longer exists and new had made it: nothing to delete. */
-static int check_fork(struct tt_undo *u, const json_t *f, int *gone)
+static int check_fork(struct tt_undo *u, const json_t *f, int *gone, json_t **listed)
 {
 	const struct tether_backend *b = tether_backend_find(str(f, "kind"));
 	const char *key = str(f, "key"), *branch = str(f, "branch");
 	*gone = 0;
+	if (listed)
+		*listed = NULL;
+	/* The journal is a file, not proof (a crafted or corrupt entry names
+	 * what it likes): undo deletes or moves only a working branch of this
+	 * dataset, named as tether names them, and the entry's ref must be
+	 * that branch. Anything else is refused before a store is opened. */
+	char prefix[32];
+	snprintf(prefix, sizeof prefix, "tether.ws.%.8s.", u->repo->id);
+	if (!key || tt_key_check(key) != 0 || !str(f, "kind") || !branch ||
+	    strncmp(branch, prefix, strlen(prefix)) != 0 || strlen(branch) == strlen(prefix) ||
+	    !json_is_object(json_object_get(f, "locator")))
+		return tether_error_set(TETHER_EREFUSED, "journal entry %s: fork %s is not one `new` makes (a working "
+		                        "branch %s... of an object key, with its kind and locator); nothing undone",
+		                        str(u->entry, "id") ? str(u->entry, "id") : "?", key && !tt_key_check(key) ? key : "?",
+		                        prefix);
 	if (!b)
 		return tether_error_set(TETHER_EREFUSED, "%s: no backend for kind %s here, to take back its fork", key,
 		                        str(f, "kind"));
@@ -71,6 +89,10 @@ static int check_fork(struct tt_undo *u, const json_t *f, int *gone)
 		free(was);
 		free(now);
 	}
+	/* What a delete is given is the ref the backend lists for that branch,
+	 * never the entry's own "ref" (which could name another branch). */
+	if (!rc && row && listed)
+		*listed = json_incref(json_object_get(row, "ref"));
 	json_decref(rows);
 	return rc;
 }
@@ -98,17 +120,44 @@ static int check_checkout(struct tt_undo *u)
 	return rc;
 }
 
+/* The entry as `new` writes it, before any field is acted on: a corrupt
+ * or crafted one (forks not a list, a position that is no position) would
+ * otherwise be "undone" by the parts that happen to read as absent, such
+ * as workspace.toml put back to a state no `new` left. */
+static int check_shape(const struct tt_undo *u)
+{
+	const json_t *e = u->entry, *forks = json_object_get(e, "forks"), *f;
+	size_t i;
+	int ok = json_is_array(forks) && json_is_string(json_object_get(e, "target"));
+	json_array_foreach(forks, i, f) ok &= json_is_object(f);
+	static const char *const positions[] = {"position_before", "position_after"};
+	for (size_t k = 0; k < 2; k++) {
+		const json_t *v = json_object_get(e, positions[k]);
+		ok &= !v || json_is_null(v) || json_is_object(v);
+	}
+	static const char *const strings[] = {"workspace_before", "created_branch"};
+	for (size_t k = 0; k < 2; k++) {
+		const json_t *v = json_object_get(e, strings[k]);
+		ok &= !v || json_is_null(v) || json_is_string(v);
+	}
+	return ok ? 0 : tether_error_set(TETHER_EREFUSED, "journal entry %s is not an entry `new` writes (forks, "
+	                                 "target, positions or workspace of the wrong type); nothing undone",
+	                                 str(e, "id") ? str(e, "id") : "?");
+}
+
 static int check(struct tt_undo *u)
 {
 	const json_t *forks = json_object_get(u->entry, "forks");
-	int rc = check_checkout(u);
+	int rc = check_shape(u);
+	if (!rc)
+		rc = check_checkout(u);
 	size_t i;
 	json_t *f;
 	json_array_foreach(forks, i, f) {
 		int gone = 0;
 		if (rc || fork_done(u, i))
 			continue;
-		rc = check_fork(u, f, &gone);
+		rc = check_fork(u, f, &gone, NULL);
 		if (rc)
 			break;
 		if (gone)
@@ -148,9 +197,11 @@ static int undo_fork(struct tt_undo *u, const json_t *f)
 	tether_error_clear();
 	if (json_is_null(before) || !before) {
 		int gone = 0;
-		rc = check_fork(u, f, &gone); /* again, just before: nothing written there meanwhile */
+		json_t *listed = NULL;
+		rc = check_fork(u, f, &gone, &listed); /* again, just before: nothing written there meanwhile */
 		if (!rc && !gone)
-			rc = TT_BACKEND_GET(b, delete_working_ref)(&ctx, locator, json_object_get(f, "ref"));
+			rc = TT_BACKEND_GET(b, delete_working_ref)(&ctx, locator, listed ? listed : json_object_get(f, "ref"));
+		json_decref(listed);
 	} else {
 		rc = TT_BACKEND_GET(b, fork)(&ctx, locator, before, NULL, str(f, "branch"), json_object_get(f, "after"),
 		                             &wref);

@@ -28,8 +28,9 @@ just its first word, "init") to its own (rc, message): rc None accepts any
 exit, message None checks the exit code only. `cwd=` is the dataset's
 directory when it is not the clone's top. Pass `may_write=[...]` for
 further directories a case's commands may write in (the clone, HOME and
-the clone's .git are always allowed) and `programs={"jj"}` for executables
-a case may run; `leaks=False` skips the untraced second run of each
+the clone's .git are always allowed), `programs={"jj"}` for executables
+a case may run and `sockets=[path]` for local sockets they may connect to
+(libc's user lookup asks nscd's); `leaks=False` skips the untraced second run of each
 refusal (LeakSanitizer cannot run under strace) where another case already
 covers the same refusal path. `sb.trace(argv, cwd)` returns a Trace for
 checks of your own (`trace.violations(...)`).
@@ -244,8 +245,9 @@ class Trace:
     proc: subprocess.CompletedProcess
     events: list = field(default_factory=list)
 
-    def violations(self, may_write, never_read, programs=()):
-        """What this run did that a hostile clone must never make tether do."""
+    def violations(self, may_write, never_read, programs=(), sockets=()):
+        """What this run did that a hostile clone must never make tether do
+        (`sockets`: local socket paths a program allowed may connect to)."""
         bad = []
         # The first event of the first process is strace starting tether.
         execs = [e for e in self.events if e.call == "execve"]
@@ -255,6 +257,8 @@ class Trace:
                 bad.append(f"executed {prog}")
         for e in self.events:
             if e.call == "connect":
+                if any(f'sun_path="{s}"' in e.args[1] for s in sockets if len(e.args) > 1):
+                    continue
                 bad.append(f"connect({', '.join(e.args[1:2])}) = {e.ret}")
                 continue
             if not e.ok:
@@ -437,7 +441,7 @@ class Sandbox:
         return Trace(p, parse_trace(prefix))
 
     def run_all(self, clone, rc, message, commands=COMMANDS, expect=None, may_write=(), programs=(),
-                cwd=None, extra=(), leaks=True):
+                cwd=None, extra=(), leaks=True, sockets=()):
         """Every command in the clone (run in cwd, default the clone's
         top): exit rc, one error line matching message, and none of the
         violations above. Returns {command tuple: Trace}.
@@ -478,7 +482,7 @@ class Sandbox:
                 changed = sorted(str(k) for k in set(before) | set(after) if before.get(k) != after.get(k))
                 for (cmd, want_rc, want_msg), t in zip(group, runs):
                     self._check(cmd, t, want_rc, want_msg, allowed, never, programs,
-                                changed, [" ".join(c) for c, _, _ in group])
+                                changed, [" ".join(c) for c, _, _ in group], sockets)
                     traces[cmd] = t
                 # A refusal runs again untraced, for LeakSanitizer: an error
                 # path is where a leak hides, and a refusal changed nothing.
@@ -494,12 +498,12 @@ class Sandbox:
         check_sanitizers(p)
         return p
 
-    def _check(self, cmd, t, want_rc, want_msg, allowed, never, programs, changed, group):
+    def _check(self, cmd, t, want_rc, want_msg, allowed, never, programs, changed, group, sockets=()):
         p = t.proc
         check_sanitizers(p)
         where = describe(p)
         # What it did first, so a failure names the worst of it.
-        bad = t.violations(allowed, never, programs)
+        bad = t.violations(allowed, never, programs, sockets)
         assert not bad, f"{' '.join(cmd)}:\n  " + "\n  ".join(bad) + where
         assert not changed, f"{' or '.join(group)} changed files outside the dataset: {changed}{where}"
         assert want_rc is None or p.returncode == want_rc, f"expected exit {want_rc}:{where}"

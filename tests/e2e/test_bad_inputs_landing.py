@@ -179,8 +179,15 @@ def bad_plans(ds, tmp_path, op):
 
 
 def own_plan(ds, tmp_path, op):
-    """The command's own plan, saved now (None when it has nothing to plan)."""
+    """The command's own plan, saved now (None when it has nothing to plan).
+    pull's plan moves objects at a detached `at` on the trunk: one is made
+    there first (an older commit of the code repository)."""
     path = tmp_path / f"{op}-own.json"
+    if op == "pull":
+        ds.tether("new", "main")
+        first = ds.code.git("rev-list", "--max-parents=0", "HEAD").strip()
+        ds.tether("add", "old/code", ds.code.root, "--kind", "git", "--at", first)
+        ds.tether("commit", "-m", "a detached object")
     p = ds.tether(*PLANNING[op], "--plan", str(path), check_rc=None)
     return json.loads(path.read_text()) if p.returncode == 0 and path.exists() else None
 

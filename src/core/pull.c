@@ -369,8 +369,20 @@ static int fast_forward_object(struct pull_run *run, const json_t *a, json_t *r)
 	int rc = working_head(o, &now);
 	int there = !rc && tt_same_content(o->b, now, to);
 	json_decref(now);
-	if (rc || there)
+	if (rc)
 		return rc;
+	json_t *entry = tt_workspace_entry(run->ws, o->m->key);
+	json_t *heads = json_object_get(entry, "heads");
+	if (there) {
+		/* Moved by a run killed before it saved the workspace, or by this
+		 * run for another key of the store: where tether left the branch
+		 * is the head the next fork is conditional on. */
+		const json_t *left = json_object_get(heads, branch);
+		if (!left || !tt_same_content(o->b, left, from))
+			return 0;
+		json_object_set(heads, branch, (json_t *)to);
+		return tt_workspace_save(run->repo, run->ws);
+	}
 	json_t *wref = NULL;
 	tether_error_clear();
 	rc = TT_BACKEND_GET(o->b, fork)(&o->ctx, tt_manifest_locator(o->m), to, NULL, branch, from, &wref);
@@ -382,17 +394,55 @@ static int fast_forward_object(struct pull_run *run, const json_t *a, json_t *r)
 		return rc;
 	}
 	tt_fault_point("pull", "forked");
-	json_t *entry = tt_workspace_entry(run->ws, o->m->key);
 	if (wref)
 		json_object_set(entry, "ref", wref);
 	json_decref(wref);
-	json_t *heads = json_object_get(entry, "heads");
 	if (!json_is_object(heads)) {
 		heads = json_object();
 		json_object_set_new(entry, "heads", heads);
 	}
 	json_object_set(heads, branch, (json_t *)to);
 	json_object_set_new(r, "action", json_string("fast-forwarded"));
+	return tt_workspace_save(run->repo, run->ws);
+}
+
+/* Does a dead pull's journal entry name `key` among the keys it moved? */
+static int dead_pull_moved(struct pull_run *run, const char *key)
+{
+	json_t *entries = NULL;
+	if (tt_journal_open_entries(run->repo, &entries) != 0) {
+		tether_error_clear(); /* gc and ops report a bad entry */
+		return 0;
+	}
+	int found = 0;
+	size_t i, j;
+	json_t *e, *k;
+	json_array_foreach(entries, i, e) {
+		const char *op = json_string_value(json_object_get(e, "op"));
+		if (!op || strcmp(op, "pull") != 0 || !tt_journal_entry_dead(e))
+			continue;
+		json_array_foreach(json_object_get(e, "keys"), j, k)
+			found |= json_is_string(k) && strcmp(json_string_value(k), key) == 0;
+	}
+	json_decref(entries);
+	return found;
+}
+
+/* A working branch already at its base head that a dead pull meant to
+ * fast-forward: that run moved it and was killed before it saved the
+ * workspace. The workspace now says where the branch stands (the head the
+ * next fork is conditional on); the base holds everything up to it. */
+static int settle_dead_forward(struct pull_run *run, const json_t *a)
+{
+	const char *branch = json_string_value(json_object_get(a, "branch"));
+	const char *key = json_string_value(json_object_get(a, "key"));
+	size_t i = 0;
+	struct tt_obj *o = obj_by_key(run, key, &i);
+	json_t *heads = json_object_get(tt_workspace_entry(run->ws, key), "heads");
+	const json_t *left = json_object_get(heads, branch ? branch : ""), *to = json_object_get(a, "to");
+	if (!o || !left || !to || tt_same_content(o->b, left, to) || !dead_pull_moved(run, key))
+		return 0;
+	json_object_set(heads, branch, (json_t *)to);
 	return tt_workspace_save(run->repo, run->ws);
 }
 
@@ -449,6 +499,8 @@ static int apply_plan(struct pull_run *run, json_t *done)
 			json_object_set_new(r, "action", json_string("moved"));
 			if (!rc)
 				tt_fault_point("pull", "moved");
+		} else if (!rc && strcmp(action, "up-to-date") == 0) {
+			rc = settle_dead_forward(run, a);
 		} else if (!rc && strcmp(action, "fast-forward") == 0) {
 			/* Already there (a dead run's move) reads "up-to-date". */
 			json_object_set_new(r, "action", json_string("up-to-date"));

@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import tomllib
 
 import icechunk_oracle as oracle  # first: it quiets icechunk's logging
 import pytest
@@ -348,8 +349,13 @@ def test_a_kill_at_the_fast_forward_is_finished_by_the_rerun(dsv, code):
     assert p.returncode == -signal.SIGKILL
     assert head_of(code, branch) == moved
     assert [e["status"] for e in pull_entries(dsv)] == ["INCOMPLETE"]
+    ws = tomllib.loads(dsv.p(".tether/workspace.toml").read_text())
+    assert ws["working"]["code"]["heads"][branch]["sha"] != moved  # killed before the workspace was saved
     assert [o["action"] for o in dsv.tj("pull")["objects"]] == ["up-to-date"]
     assert [e["status"] for e in pull_entries(dsv)] == ["COMPLETE"]
+    # The re-run records where the branch now stands: the next fork's condition.
+    ws = tomllib.loads(dsv.p(".tether/workspace.toml").read_text())
+    assert ws["working"]["code"]["heads"][branch]["sha"] == moved
     dsv.tether("commit", "-m", "pulled")
     assert dsv.manifest("code")["state"]["sha"] == moved
     dsv.tether("verify")

@@ -1,5 +1,6 @@
 /* tether pull: on the trunk, move objects at a detached `at` onto their
- * upstream branches. */
+ * upstream branches; off it, fast-forward working branches that are behind
+ * their base. */
 #include "args.h"
 #include "output.h"
 
@@ -30,10 +31,14 @@ static void print_object(const json_t *o)
 		printf("  %-9s %s (%s)\n", action, out_escape(out_str_or(o, "key", "?")), out_escape(out_str(o, "detail")));
 		return;
 	}
-	char *from = json_dumps(json_object_get(o, "from"), JSON_COMPACT | JSON_ENCODE_ANY);
+	char *from = json_dumps(json_object_get(o, "from"), JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
 	char *to = json_dumps(json_object_get(o, "to"), JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-	printf("  %-9s %s: at %s -> the branch head %s\n", action, out_escape(out_str_or(o, "key", "?")),
-	       out_escape(from ? from : "?"), out_escape(to ? to : "?"));
+	if (out_str(o, "branch"))
+		printf("  %-9s %s: %s %s -> its base branch's head %s\n", action, out_escape(out_str_or(o, "key", "?")),
+		       out_escape(out_str(o, "branch")), out_escape(from ? from : "?"), out_escape(to ? to : "?"));
+	else
+		printf("  %-9s %s: at %s -> the branch head %s\n", action, out_escape(out_str_or(o, "key", "?")),
+		       out_escape(from ? from : "?"), out_escape(to ? to : "?"));
 	free(from);
 	free(to);
 }
@@ -48,7 +53,7 @@ static void print_pull(const json_t *report)
 	json_t *o;
 	json_array_foreach(list, i, o) {
 		print_object(o);
-		moved += !out_str(o, "detail");
+		moved += !out_str(o, "detail") && !out_str(o, "branch");
 	}
 	if (dry)
 		out_plan_footer(report, "pull");
@@ -83,16 +88,25 @@ static int run_pull(const struct args *a)
 
 const struct cli_command cmd_pull = {
 	.name = "pull",
-	.summary = "on the trunk, move objects at a detached `at` onto their branches",
+	.summary = "move detached objects onto their branches; bring working branches up to date",
 	.usage = "pull [KEY...] [--dry-run | --plan FILE | --from-plan FILE] [--json]",
 	.description =
 		"On the trunk bookmark, move every object (or each KEY) that sits at a\n"
 		"detached `at` (add --at / --pick) onto its upstream branch: its working\n"
 		"manifest drops `at`, so it reads and writes the branch, and `tether commit`\n"
-		"pins the branch head. Objects not at an `at` stay as they are. Refused\n"
-		"(exit 3) off the trunk and on a stale workspace. Each move is conditional:\n"
-		"the branch head is read again just before the manifest is rewritten, and\n"
-		"one that moved since the plan is refused, with every manifest put back.\n"
+		"pins the branch head. Objects not at an `at` stay as they are.\n"
+		"\n"
+		"Off the trunk, bring each object's working branch up to date with its\n"
+		"base: one with no work of its own beyond the base (its head in the base's\n"
+		"history) is fast-forwarded to the base head, conditional on the working\n"
+		"head the plan read, and the next `tether commit` records it; one with its\n"
+		"own work while the base moved on is reported `diverged` (with `tether\n"
+		"merge KEY` where the system can merge) and left; `up-to-date`, `ahead`,\n"
+		"and `unknown` (the system cannot tell) are left too.\n"
+		"\n"
+		"Refused (exit 3) on a stale workspace. Each move is conditional: the\n"
+		"head is read again just before the move, and one that moved since the\n"
+		"plan is refused, with every manifest put back.\n"
 		"\n"
 		"--dry-run prints the plan; --plan FILE also saves it; --from-plan FILE\n"
 		"performs exactly that plan, refusing (exit 3) when a branch head or a\n"

@@ -57,20 +57,6 @@ static int workspace_bookmark(struct pull_run *run)
 	return run->repo->vcs->current_branch(run->repo->vh, &run->bookmark);
 }
 
-static int refuse_off_trunk(struct pull_run *run)
-{
-	const char *trunk = tt_trunk(run->repo);
-	if (tt_is_trunk(run->repo, run->bookmark))
-		return 0;
-	if (run->bookmark)
-		tether_error_set(TETHER_EREFUSED, "pull works on the trunk (%s); this workspace is on %s", trunk,
-		                 run->bookmark);
-	else
-		tether_error_set(TETHER_EREFUSED, "pull works on the trunk (%s); this checkout is on no bookmark", trunk);
-	tether_error_set_hint("`tether new %s` goes to the trunk; `[new] trunk` in tether.toml names another", trunk);
-	return TETHER_EREFUSED;
-}
-
 /* The object's locator without its `at`: where it stands once moved. */
 static json_t *upstream_locator(const struct tt_obj *o)
 {
@@ -117,19 +103,127 @@ static int check_keys(const struct pull_run *run, const struct tether_pull_opts 
 	return 0;
 }
 
-/* One object's action, and a moved object's precondition. */
+static int fingerprint_at(struct tt_obj *o, const json_t *locator, json_t **state)
+{
+	struct tether_fingerprint fp = {TETHER_FINGERPRINT_INIT};
+	int state_only = o->ctx.state_only;
+	o->ctx.state_only = 1;
+	int rc = o->b->fingerprint(&o->ctx, locator, tt_manifest_policy(o->m), &fp);
+	o->ctx.state_only = state_only;
+	*state = rc ? NULL : tt_content_state(o->b, fp.state);
+	json_decref(fp.state);
+	free(fp.listing);
+	return rc;
+}
+
+/* The working branch's head, as its content state (new reference). */
+static int working_head(struct tt_obj *o, json_t **state)
+{
+	int rc = fingerprint_at(o, o->locator, state);
+	if (rc)
+		rc = tether_error_set(rc, "%s: cannot read its working branch: %s", o->m->key, tether_error_last());
+	return rc;
+}
+
+/* Is `ancestor` in the history of `descendant` (descends, backend version
+ * 6; the caller checked the backend has it)? */
+static int in_history(struct tt_obj *o, const json_t *ancestor, const json_t *descendant, int *answer)
+{
+	json_t *loc = upstream_locator(o);
+	int rc = TT_BACKEND_GET(o->b, descends)(&o->ctx, loc, ancestor, descendant, answer);
+	json_decref(loc);
+	if (rc)
+		rc = tether_error_set(rc, "%s: cannot tell whether its working branch is behind its base: %s", o->m->key,
+		                      tether_error_last());
+	return rc;
+}
+
+/* Off the trunk: where the working branch stands against its base
+ * (backends.md, Conventions: pull brings working refs up to date with
+ * upstream where the backend can). "fast-forward" when the working head is
+ * in the base's history (no work of its own beyond the base), "up-to-date"
+ * when level, "ahead" when the base is in the working head's history,
+ * "diverged" when each has its own, "unknown" when the backend cannot tell
+ * (no descends). Only a fast-forward moves anything; its precondition is
+ * both heads. */
+static int plan_working(struct pull_run *run, struct tt_obj *o, const char *branch, json_t *a)
+{
+	json_t *head = NULL, *base = NULL;
+	int rc = working_head(o, &head);
+	if (!rc)
+		rc = upstream_head(o, &base);
+	const char *action = NULL;
+	json_t *detail = NULL;
+	int behind = 0, ahead = 0;
+	if (!rc && tt_same_content(o->b, head, base)) {
+		action = "up-to-date";
+		detail = json_string("the working branch is at its base branch's head");
+	} else if (!rc && !TT_BACKEND_GET(o->b, descends)) {
+		action = "unknown";
+		detail = json_string("this system cannot tell whether the working branch is behind its base (no "
+		                     "descends): nothing was moved");
+	} else if (!rc) {
+		rc = in_history(o, head, base, &behind);
+		if (!rc && !behind)
+			rc = in_history(o, base, head, &ahead);
+		action = behind ? "fast-forward" : ahead ? "ahead" : "diverged";
+		if (ahead)
+			detail = json_sprintf("the working branch has work of its own and its base has not moved on: "
+			                      "`tether promote %s` lands it", o->m->key);
+		else if (!behind && (o->caps & TETHER_CAP_MERGE))
+			detail = json_sprintf("the working branch has work of its own and its base has moved on: "
+			                      "`tether merge %s` merges the two", o->m->key);
+		else if (!behind)
+			detail = json_string("the working branch has work of its own and its base has moved on, and this "
+			                     "system cannot merge: re-apply the work on a fresh fork (`tether new`)");
+	}
+	if (rc) {
+		json_decref(head);
+		json_decref(base);
+		return rc;
+	}
+	json_object_set_new(a, "action", json_string(action));
+	json_object_set_new(a, "branch", json_string(branch));
+	json_object_set(a, "from", head);
+	json_object_set(a, "to", base);
+	if (detail)
+		json_object_set_new(a, "detail", detail);
+	if (behind) {
+		char digest[65];
+		tt_plan_digest(base, digest);
+		json_array_append_new(json_object_get(tt_plan_preconditions(run->plan), "objects"),
+		                      json_pack("{s:s, s:s, s:O, s:O, s:s}", "key", o->m->key, "manifest", o->m->digest,
+		                                "state", base, "head", head, "digest", digest));
+	}
+	json_decref(head);
+	json_decref(base);
+	return 0;
+}
+
+/* One object's action, and a moved object's precondition. On the trunk an
+ * object at a detached `at` moves onto its branch; off it, an object with
+ * a working branch here is brought up to date with its base where it can
+ * be (plan_working). */
 static int plan_object(struct pull_run *run, struct tt_obj *o)
 {
 	json_t *entry = tt_workspace_entry(run->ws, o->m->key);
 	json_t *a = json_pack("{s:s}", "key", o->m->key);
 	json_array_append_new(tt_plan_actions(run->plan), a);
-	if (!tt_obj_detached(o)) {
-		const char *branch = json_string_value(json_object_get(entry, "branch"));
+	const char *branch = json_string_value(json_object_get(entry, "branch"));
+	int trunk = tt_is_trunk(run->repo, run->bookmark);
+	if (!trunk && branch && o->working_ref)
+		return plan_working(run, o, branch, a);
+	if (!trunk || !tt_obj_detached(o)) {
 		json_object_set_new(a, "action", json_string("stay"));
-		json_object_set_new(a, "detail", branch ? json_sprintf("works on %s, a working branch an older tether forked "
-		                                                       "on the trunk: `tether new` moves it onto its upstream "
-		                                                       "branch", branch)
-		                                        : json_string("not at a detached `at`: nothing to move"));
+		json_object_set_new(a, "detail",
+		                    trunk && branch ? json_sprintf("works on %s, a working branch an older tether forked "
+		                                                   "on the trunk: `tether new` moves it onto its upstream "
+		                                                   "branch", branch)
+		                    : trunk ? json_string("not at a detached `at`: nothing to move")
+		                    : tt_obj_detached(o)
+		                            ? json_sprintf("at a detached `at`: only a pull on the trunk (%s) moves it "
+		                                           "onto its branch", tt_trunk(run->repo))
+		                            : json_string("no working branch in this checkout: it reads its base branch"));
 		return 0;
 	}
 	json_t *head = NULL;
@@ -159,13 +253,6 @@ static int build_plan(struct pull_run *run, const struct tether_pull_opts *opts)
 	return rc;
 }
 
-static int check_plan(struct pull_run *run, const json_t *planned)
-{
-	int rc = tt_plan_check_objects(json_object_get(tt_plan_preconditions(planned), "objects"),
-	                               json_object_get(tt_plan_preconditions(run->plan), "objects"));
-	return rc ? rc : tt_plan_check_actions("pull", tt_plan_actions(planned), tt_plan_actions(run->plan));
-}
-
 static struct tt_obj *obj_by_key(struct pull_run *run, const char *key, size_t *index)
 {
 	for (size_t i = 0; i < run->set.n; i++)
@@ -175,6 +262,59 @@ static struct tt_obj *obj_by_key(struct pull_run *run, const char *key, size_t *
 		}
 	return NULL;
 }
+
+static const json_t *action_for(const json_t *actions, const char *key)
+{
+	size_t i;
+	json_t *a;
+	json_array_foreach(actions, i, a) {
+		const char *k = json_string_value(json_object_get(a, "key"));
+		if (k && key && strcmp(k, key) == 0)
+			return a;
+	}
+	return NULL;
+}
+
+/* A planned fast-forward whose working head or base head moved since: the
+ * stale plan says which head, from where to where. */
+static int check_heads(struct pull_run *run, const json_t *planned)
+{
+	size_t i;
+	json_t *a;
+	json_array_foreach(tt_plan_actions(planned), i, a) {
+		const char *key = json_string_value(json_object_get(a, "key"));
+		const json_t *f = action_for(tt_plan_actions(run->plan), key);
+		const char *action = json_string_value(json_object_get(a, "action"));
+		if (!f || !action || strcmp(action, "fast-forward") != 0)
+			continue;
+		size_t x;
+		struct tt_obj *o = obj_by_key(run, key, &x);
+		const char *which[] = {"from", "to"};
+		for (int w = 0; w < 2; w++) {
+			const json_t *was = json_object_get(a, which[w]), *is = json_object_get(f, which[w]);
+			if (!was || !is || tt_same_content(o->b, was, is))
+				continue;
+			char *b1 = tt_state_brief(o->b, was), *b2 = tt_state_brief(o->b, is);
+			tether_error_set(TETHER_EREFUSED, "stale plan: %s's %s moved since the plan (at %s, now at %s)", key,
+			                 w ? "base branch" : "working branch", b1, b2);
+			free(b1);
+			free(b2);
+			return TETHER_EREFUSED;
+		}
+	}
+	return 0;
+}
+
+static int check_plan(struct pull_run *run, const json_t *planned)
+{
+	int rc = check_heads(run, planned);
+	if (rc)
+		return rc;
+	rc = tt_plan_check_objects(json_object_get(tt_plan_preconditions(planned), "objects"),
+	                               json_object_get(tt_plan_preconditions(run->plan), "objects"));
+	return rc ? rc : tt_plan_check_actions("pull", tt_plan_actions(planned), tt_plan_actions(run->plan));
+}
+
 
 /* The conditional move: the branch head read now must be the plan's, then
  * the manifest loses its `at`. */
@@ -211,6 +351,101 @@ static int move_object(struct pull_run *run, const json_t *a)
 	return rc;
 }
 
+/* The working branch to its base's head, conditional on the working head
+ * the plan read (the backend's fork with that head expected, as restore's
+ * reset is): a write on the working branch since the plan is refused and
+ * kept. A branch already at the base head (another key of the same store,
+ * or a run that died after this move) is left. The workspace then says
+ * where tether left the branch, and the next commit records that state. */
+static int fast_forward_object(struct pull_run *run, const json_t *a, json_t *r)
+{
+	size_t i = 0;
+	struct tt_obj *o = obj_by_key(run, json_string_value(json_object_get(a, "key")), &i);
+	if (!o)
+		return tether_error_set(TETHER_ERROR, "pull: planned object vanished");
+	const char *branch = json_string_value(json_object_get(a, "branch"));
+	const json_t *from = json_object_get(a, "from"), *to = json_object_get(a, "to");
+	json_t *now = NULL;
+	int rc = working_head(o, &now);
+	int there = !rc && tt_same_content(o->b, now, to);
+	json_decref(now);
+	if (rc)
+		return rc;
+	json_t *entry = tt_workspace_entry(run->ws, o->m->key);
+	json_t *heads = json_object_get(entry, "heads");
+	if (there) {
+		/* Moved by a run killed before it saved the workspace, or by this
+		 * run for another key of the store: where tether left the branch
+		 * is the head the next fork is conditional on. */
+		const json_t *left = json_object_get(heads, branch);
+		if (!left || !tt_same_content(o->b, left, from))
+			return 0;
+		json_object_set(heads, branch, (json_t *)to);
+		return tt_workspace_save(run->repo, run->ws);
+	}
+	json_t *wref = NULL;
+	tether_error_clear();
+	rc = TT_BACKEND_GET(o->b, fork)(&o->ctx, tt_manifest_locator(o->m), to, NULL, branch, from, &wref);
+	if (rc) {
+		json_decref(wref);
+		rc = tether_error_set(rc, "%s: cannot fast-forward %s: %s", o->m->key, branch, tether_error_last());
+		tether_error_set_hint("nothing was moved for %s; run `tether pull` again to see where it stands now",
+		                      o->m->key);
+		return rc;
+	}
+	tt_fault_point("pull", "forked");
+	if (wref)
+		json_object_set(entry, "ref", wref);
+	json_decref(wref);
+	if (!json_is_object(heads)) {
+		heads = json_object();
+		json_object_set_new(entry, "heads", heads);
+	}
+	json_object_set(heads, branch, (json_t *)to);
+	json_object_set_new(r, "action", json_string("fast-forwarded"));
+	return tt_workspace_save(run->repo, run->ws);
+}
+
+/* Does a dead pull's journal entry name `key` among the keys it moved? */
+static int dead_pull_moved(struct pull_run *run, const char *key)
+{
+	json_t *entries = NULL;
+	if (tt_journal_open_entries(run->repo, &entries) != 0) {
+		tether_error_clear(); /* gc and ops report a bad entry */
+		return 0;
+	}
+	int found = 0;
+	size_t i, j;
+	json_t *e, *k;
+	json_array_foreach(entries, i, e) {
+		const char *op = json_string_value(json_object_get(e, "op"));
+		if (!op || strcmp(op, "pull") != 0 || !tt_journal_entry_dead(e))
+			continue;
+		json_array_foreach(json_object_get(e, "keys"), j, k)
+			found |= json_is_string(k) && strcmp(json_string_value(k), key) == 0;
+	}
+	json_decref(entries);
+	return found;
+}
+
+/* A working branch already at its base head that a dead pull meant to
+ * fast-forward: that run moved it and was killed before it saved the
+ * workspace. The workspace now says where the branch stands (the head the
+ * next fork is conditional on); the base holds everything up to it. */
+static int settle_dead_forward(struct pull_run *run, const json_t *a)
+{
+	const char *branch = json_string_value(json_object_get(a, "branch"));
+	const char *key = json_string_value(json_object_get(a, "key"));
+	size_t i = 0;
+	struct tt_obj *o = obj_by_key(run, key, &i);
+	json_t *heads = json_object_get(tt_workspace_entry(run->ws, key), "heads");
+	const json_t *left = json_object_get(heads, branch ? branch : ""), *to = json_object_get(a, "to");
+	if (!o || !left || !to || tt_same_content(o->b, left, to) || !dead_pull_moved(run, key))
+		return 0;
+	json_object_set(heads, branch, (json_t *)to);
+	return tt_workspace_save(run->repo, run->ws);
+}
+
 /* Every manifest this run rewrote, back as it was. */
 static void undo(struct pull_run *run)
 {
@@ -225,15 +460,23 @@ static void undo(struct pull_run *run)
 	}
 }
 
+/* The actions that write: a detached object's move, a working branch's
+ * fast-forward. */
+static int moving_action(const json_t *a)
+{
+	const char *action = json_string_value(json_object_get(a, "action"));
+	return strcmp(action, "move") == 0 || strcmp(action, "fast-forward") == 0;
+}
+
 static int apply_plan(struct pull_run *run, json_t *done)
 {
 	struct tt_journal journal = {0};
-	json_t *none = json_array();
+	json_t *none = json_array(), *forwarded = json_array();
 	int moves = 0;
-	size_t i;
-	json_t *a;
+	size_t i, j;
+	json_t *a, *d;
 	json_array_foreach(tt_plan_actions(run->plan), i, a)
-		moves += strcmp(json_string_value(json_object_get(a, "action")), "move") == 0;
+		moves += moving_action(a);
 	int rc = moves ? tt_journal_begin(run->repo, "pull", "pull", none, &journal) : 0;
 	json_decref(none);
 	/* The keys this run is about: a dead pull of none but these is
@@ -241,7 +484,7 @@ static int apply_plan(struct pull_run *run, json_t *done)
 	json_t *keys = json_array(), *moving = json_array(), *moved = json_array();
 	json_array_foreach(tt_plan_actions(run->plan), i, a) {
 		json_array_append(keys, json_object_get(a, "key"));
-		if (strcmp(json_string_value(json_object_get(a, "action")), "move") == 0)
+		if (moving_action(a))
 			json_array_append(moving, json_object_get(a, "key"));
 	}
 	if (!rc && moves)
@@ -251,7 +494,8 @@ static int apply_plan(struct pull_run *run, json_t *done)
 		tt_fault_point("pull", "journal-written");
 	json_array_foreach(tt_plan_actions(run->plan), i, a) {
 		json_t *r = json_deep_copy(a);
-		if (!rc && strcmp(json_string_value(json_object_get(a, "action")), "move") == 0) {
+		const char *action = json_string_value(json_object_get(a, "action"));
+		if (!rc && strcmp(action, "move") == 0) {
 			rc = tt_cancelled() ? tt_cancel_error("pull") : move_object(run, a);
 			json_object_set_new(r, "action", json_string("moved"));
 			/* What undo needs to put it back: the `at` it left and the
@@ -266,6 +510,14 @@ static int apply_plan(struct pull_run *run, json_t *done)
 			}
 			if (!rc)
 				tt_fault_point("pull", "moved");
+		} else if (!rc && strcmp(action, "up-to-date") == 0) {
+			rc = settle_dead_forward(run, a);
+		} else if (!rc && strcmp(action, "fast-forward") == 0) {
+			/* Already there (a dead run's move) reads "up-to-date". */
+			json_object_set_new(r, "action", json_string("up-to-date"));
+			rc = tt_cancelled() ? tt_cancel_error("pull") : fast_forward_object(run, a, r);
+			if (!rc)
+				tt_fault_point("pull", "moved");
 		}
 		json_array_append_new(done, r);
 	}
@@ -274,7 +526,19 @@ static int apply_plan(struct pull_run *run, json_t *done)
 		undo(run);
 		if (moves)
 			tt_journal_end(&journal, "ABORTED", NULL);
-		tether_error_set(rc, "%s", why);
+		/* A fast-forward made stays made (the working branch at its base's
+		 * head loses nothing; the workspace says so): the message names it. */
+		json_array_foreach(done, j, d)
+			if (strcmp(json_string_value(json_object_get(d, "action")), "fast-forwarded") == 0)
+				json_array_append(forwarded, json_object_get(d, "key"));
+		char *kept = strdup("");
+		json_array_foreach(forwarded, j, d) {
+			char *next = tt_strdupf("%s%s%s", kept, j ? ", " : "", json_string_value(d));
+			free(kept);
+			kept = next;
+		}
+		tether_error_set(rc, "%s%s%s%s", why, *kept ? "; fast-forwarded before it, and left so: " : "", kept, "");
+		free(kept);
 		if (hint)
 			tether_error_set_hint("%s", hint);
 		free(why);
@@ -289,6 +553,7 @@ static int apply_plan(struct pull_run *run, json_t *done)
 	}
 	json_decref(keys);
 	json_decref(moved);
+	json_decref(forwarded);
 	tt_journal_free(&journal);
 	return rc;
 }
@@ -304,8 +569,6 @@ static int run_pull(struct pull_run *run, const struct tether_pull_opts *opts, j
 		rc = tt_workspace_load(run->repo, &run->ws);
 	if (!rc)
 		rc = workspace_bookmark(run);
-	if (!rc)
-		rc = refuse_off_trunk(run);
 	if (!rc)
 		rc = build_plan(run, opts);
 	if (!rc && opts->from_plan)

@@ -1,5 +1,5 @@
 """tether pull: on the trunk, an object at a detached `at` moves onto its
-upstream branch (backends.md, Conventions: `at` is pinned by the first
+upstream branch; off it, a working branch behind its base is fast-forwarded (backends.md, Conventions: `at` is pinned by the first
 commit until a trunk `pull` moves the object onto the branch).
 
 The move is the working manifest's (its locator loses `at`); the next
@@ -12,6 +12,7 @@ repositories checked with the icechunk library.
 import json
 import signal
 import subprocess
+import tomllib
 
 import icechunk_oracle as oracle  # first: it quiets icechunk's logging
 import pytest
@@ -72,12 +73,15 @@ def test_pull_moves_a_detached_object_onto_its_branch_and_commit_pins_the_head(d
     dsv.tether("verify")
 
 
-def test_pull_is_refused_off_the_trunk_and_on_a_stale_workspace(gds, code):
+def test_off_the_trunk_a_detached_object_stays_and_a_stale_workspace_is_refused(gds, code):
     detached(gds, code)
     gds.tether("new", "-b", "feat")
-    p = gds.tether("pull", check_rc=3)
-    assert p.stderr.splitlines()[0] == "tether: error: pull works on the trunk (main); this workspace is on feat"
-    assert p.stderr.splitlines()[1].startswith("hint: `tether new main` goes to the trunk")
+    r = gds.tj("pull")
+    assert r["bookmark"] == "feat"
+    assert [(o["key"], o["action"]) for o in r["objects"]] == [("code", "up-to-date"), ("old/code", "stay")]
+    assert r["objects"][1]["detail"] == ("at a detached `at`: only a pull on the trunk (main) moves it onto its "
+                                         "branch")
+    assert "at" in gds.manifest("old/code")["locator"]
     gds.git("checkout", "-q", "main")  # behind tether's back
     p = gds.tether("pull", check_rc=3)
     assert "pull refused: the workspace is stale" in p.stderr
@@ -212,3 +216,184 @@ def test_pull_names_a_working_branch_an_older_tether_forked_on_the_trunk(gds, co
         "its upstream branch")}]
     assert [o["action"] for o in gds.tj("new")["objects"]] == ["upstream", "detached"]
     assert gds.tj("pull", "code")["objects"][0]["detail"] == "not at a detached `at`: nothing to move"
+
+
+# ---------------------------------------------------------------------------
+# Off the trunk: working branches brought up to date with their base
+# ---------------------------------------------------------------------------
+
+def fork_name(ds, bookmark="feat"):
+    return f"tether.ws.{ds.dataset_id()[:8]}.{bookmark}"
+
+
+def head_of(repo, branch):
+    return repo.git("rev-parse", f"refs/heads/{branch}").strip()
+
+
+def write_on(repo, branch, files, message):
+    repo.git("checkout", "-q", branch)
+    try:
+        return code_commit(repo, files, message)
+    finally:
+        repo.git("checkout", "-q", "main")
+
+
+def forked(ds, code):
+    add_code(ds, code)
+    ds.tether("commit", "-m", "base")
+    ds.tether("new", "-b", "feat")
+    return fork_name(ds)
+
+
+def pull_entries(ds):
+    return [e for e in ds.tj("ops")["ops"] if e["op"] == "pull"]
+
+
+def test_a_working_branch_behind_its_base_is_fast_forwarded(dsv, code):
+    branch = forked(dsv, code)
+    at = head_of(code, branch)
+    moved = code_commit(code, {"main.py": "upstream\n"}, "upstream")
+    plan = dsv.tj("pull", "--dry-run")["plan"]
+    assert plan["bookmark"] == "feat"
+    assert plan["actions"] == [{"key": "code", "action": "fast-forward", "branch": branch, "from": {"sha": at},
+                                "to": {"sha": moved}}]
+    assert head_of(code, branch) == at  # a dry run moves nothing
+    out = dsv.tether("pull").stdout.splitlines()
+    assert out[0] == "pull on feat"
+    assert out[1] == (f'  fast-forwarded code: {branch} {{"sha":"{at}"}} -> its base branch\'s head '
+                      f'{{"sha":"{moved}"}}'), out
+    assert head_of(code, branch) == moved and head_of(code, "main") == moved
+    assert {o["key"]: o["status"] for o in dsv.tj("status")["objects"]} == {"code": "modified"}
+    dsv.tether("commit", "-m", "pulled")
+    assert dsv.manifest("code")["state"]["sha"] == moved
+    assert [o["action"] for o in dsv.tj("pull")["objects"]] == ["up-to-date"]
+    assert [e["status"] for e in pull_entries(dsv)] == ["COMPLETE"]
+    dsv.tether("verify")
+
+
+def test_a_diverged_working_branch_is_reported_and_left(dsv, code):
+    branch = forked(dsv, code)
+    mine = write_on(code, branch, {"main.py": "mine\n"}, "fork work")
+    dsv.tether("commit", "-m", "fork work")
+    # Not moved on: the work is the fork's own.
+    [a] = dsv.tj("pull")["objects"]
+    assert (a["action"], a["detail"]) == ("ahead", "the working branch has work of its own and its base has not "
+                                                   "moved on: `tether promote code` lands it")
+    theirs = code_commit(code, {"other.py": "theirs\n"}, "upstream")
+    [a] = dsv.tj("pull")["objects"]
+    assert (a["action"], a["from"], a["to"]) == ("diverged", {"sha": mine}, {"sha": theirs})
+    assert a["detail"] == ("the working branch has work of its own and its base has moved on: `tether merge code` "
+                           "merges the two")
+    out = dsv.tether("pull").stdout.splitlines()
+    assert out[1] == ("  diverged  code (the working branch has work of its own and its base has moved on: "
+                      "`tether merge code` merges the two)"), out
+    assert head_of(code, branch) == mine and head_of(code, "main") == theirs
+    assert pull_entries(dsv) == []  # nothing to move: nothing journalled
+
+
+def test_a_stale_plan_names_the_head_that_moved(gds, code, tmp_path):
+    branch = forked(gds, code)
+    at = head_of(code, branch)
+    moved = code_commit(code, {"main.py": "upstream\n"}, "upstream")
+    plan_file = tmp_path / "pull.json"
+    gds.tether("pull", "--plan", plan_file)
+    again = code_commit(code, {"main.py": "again\n"}, "again")
+    p = gds.tether("pull", "--from-plan", plan_file, check_rc=3)
+    assert p.stderr.splitlines()[0] == (f'tether: error: stale plan: code\'s base branch moved since the plan '
+                                        f'(at {{"sha":"{moved}"}}, now at {{"sha":"{again}"}})'), p.stderr
+    gds.tether("pull", "--plan", plan_file)
+    raced = write_on(code, branch, {"x.py": "raced\n"}, "working write")
+    p = gds.tether("pull", "--from-plan", plan_file, check_rc=3)
+    assert p.stderr.splitlines()[0] == (f'tether: error: stale plan: code\'s working branch moved since the plan '
+                                        f'(at {{"sha":"{at}"}}, now at {{"sha":"{raced}"}})'), p.stderr
+    assert head_of(code, branch) == raced
+
+
+def test_a_writer_racing_the_fast_forward_is_refused_and_kept(gds, code):
+    branch = forked(gds, code)
+    code_commit(code, {"main.py": "upstream\n"}, "upstream")
+    env = dict(gds.env, TETHER_FAULT="pull:journal-written:stop")
+    proc = subprocess.Popen([TETHER_BIN, "pull"], cwd=str(gds.root), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    raced = []
+    try:
+        assert stopped(proc.pid), "tether did not stop at pull:journal-written"
+        raced.append(write_on(code, branch, {"x.py": "raced\n"}, "working write"))
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+    out, err = proc.communicate(timeout=120)
+    check_sanitizers(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+    assert proc.returncode == 3, err
+    assert err.startswith(f"tether: error: code: cannot fast-forward {branch}: "), err
+    assert head_of(code, branch) == raced[0]
+    assert pull_entries(gds)[-1]["status"] == "ABORTED"
+    [a] = gds.tj("pull")["objects"]
+    assert a["action"] == "diverged"
+
+
+def test_a_kill_at_the_fast_forward_is_finished_by_the_rerun(dsv, code):
+    branch = forked(dsv, code)
+    moved = code_commit(code, {"main.py": "upstream\n"}, "upstream")
+    env = dict(dsv.env, TETHER_FAULT="pull:forked")
+    p = subprocess.run([TETHER_BIN, "pull"], cwd=str(dsv.root), env=env, capture_output=True, text=True)
+    check_sanitizers(p)
+    assert p.returncode == -signal.SIGKILL
+    assert head_of(code, branch) == moved
+    assert [e["status"] for e in pull_entries(dsv)] == ["INCOMPLETE"]
+    ws = tomllib.loads(dsv.p(".tether/workspace.toml").read_text())
+    assert ws["working"]["code"]["heads"][branch]["sha"] != moved  # killed before the workspace was saved
+    assert [o["action"] for o in dsv.tj("pull")["objects"]] == ["up-to-date"]
+    assert [e["status"] for e in pull_entries(dsv)] == ["COMPLETE"]
+    # The re-run records where the branch now stands: the next fork's condition.
+    ws = tomllib.loads(dsv.p(".tether/workspace.toml").read_text())
+    assert ws["working"]["code"]["heads"][branch]["sha"] == moved
+    dsv.tether("commit", "-m", "pulled")
+    assert dsv.manifest("code")["state"]["sha"] == moved
+    dsv.tether("verify")
+
+
+def test_icechunk_working_branch_behind_is_fast_forwarded_and_diverged_left(dsv, store):
+    dsv.tether("add", "img", str(store), "--kind", "icechunk")
+    dsv.tether("commit", "-m", "base")
+    dsv.tether("new", "-b", "feat")
+    branch = fork_name(dsv)
+    at = oracle.branch_head(store, branch)
+    moved = oracle.commit(store, "main")
+    [a] = dsv.tj("pull", "--dry-run")["plan"]["actions"]
+    assert (a["action"], a["from"], a["to"]) == ("fast-forward", {"snapshot_id": at}, {"snapshot_id": moved})
+    [a] = dsv.tj("pull")["objects"]
+    assert a["action"] == "fast-forwarded"
+    assert oracle.branch_head(store, branch) == moved
+    assert oracle.read_data(store, branch=branch) == oracle.read_data(store, snapshot_id=moved)
+    dsv.tether("commit", "-m", "pulled")
+    assert dsv.manifest("img")["state"] == {"snapshot_id": moved}
+    mine = oracle.commit(store, branch)
+    dsv.tether("commit", "-m", "fork work")
+    theirs = oracle.commit(store, "main")
+    [a] = dsv.tj("pull")["objects"]
+    assert (a["action"], a["detail"]) == ("diverged", "the working branch has work of its own and its base has "
+                                                      "moved on, and this system cannot merge: re-apply the work "
+                                                      "on a fresh fork (`tether new`)")
+    assert oracle.branch_head(store, branch) == mine and oracle.branch_head(store, "main") == theirs
+
+
+def test_icechunk_writer_racing_the_fast_forward_is_refused(gds, store):
+    gds.tether("add", "img", str(store), "--kind", "icechunk")
+    gds.tether("commit", "-m", "base")
+    gds.tether("new", "-b", "feat")
+    branch = fork_name(gds)
+    oracle.commit(store, "main")
+    env = dict(gds.env, TETHER_FAULT="pull:journal-written:stop")
+    proc = subprocess.Popen([TETHER_BIN, "pull"], cwd=str(gds.root), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    raced = []
+    try:
+        assert stopped(proc.pid), "tether did not stop at pull:journal-written"
+        raced.append(oracle.commit(store, branch))
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+    out, err = proc.communicate(timeout=120)
+    check_sanitizers(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+    assert proc.returncode == 3, err
+    assert err.startswith(f"tether: error: img: cannot fast-forward {branch}: "), err
+    assert oracle.branch_head(store, branch) == raced[0]

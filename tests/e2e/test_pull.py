@@ -10,6 +10,7 @@ the journal, on git and jj datasets with git objects, and on Icechunk
 repositories checked with the icechunk library.
 """
 import json
+import os
 import signal
 import subprocess
 import tomllib
@@ -17,7 +18,7 @@ import tomllib
 import icechunk_oracle as oracle  # first: it quiets icechunk's logging
 import pytest
 
-from conftest import TETHER_BIN, check_sanitizers, run_stopped
+from conftest import TETHER_BIN, check_sanitizers, run_stopped, stopped
 from test_git_backend import add_code, code, code_commit, dsv, gds, jj_problem  # noqa: F401
 
 

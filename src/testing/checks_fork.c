@@ -33,14 +33,22 @@ static int pin_holds(struct conf_run *r, const json_t *state, const json_t *pin_
 	return ok ? 0 : conf_fail(r, "%s the pinned state no longer verifies: %s", after, detail);
 }
 
+/* The start most checks share: the base's state now (*s0), pinned where
+ * the kind pins (*pin, else NULL), and forked onto CONF_BRANCH (*wref). */
+static int forked(struct conf_run *r, json_t **s0, json_t **pin, json_t **wref)
+{
+	int rc = conf_fingerprint(r, r->loc, s0, NULL, NULL);
+	if (!rc)
+		rc = conf_pin_if_pinnable(r, r->loc, *s0, pin);
+	if (!rc)
+		rc = conf_fork(r, r->loc, *s0, *pin, CONF_BRANCH, NULL, wref);
+	return rc;
+}
+
 static int check_fork_creates(struct conf_run *r)
 {
 	json_t *s0, *pin, *wref, *at;
-	int rc = conf_fingerprint(r, r->loc, &s0, NULL, NULL);
-	if (!rc)
-		rc = conf_pin_if_pinnable(r, r->loc, s0, &pin);
-	if (!rc)
-		rc = conf_fork(r, r->loc, s0, pin, CONF_BRANCH, NULL, &wref);
+	int rc = forked(r, &s0, &pin, &wref);
 	if (!rc)
 		rc = base_is(r, s0, "after a fork");
 	if (!rc)
@@ -71,11 +79,7 @@ static int check_fork_unpinned(struct conf_run *r)
 static int check_fork_isolated(struct conf_run *r)
 {
 	json_t *s0, *pin, *wref, *at, *at2;
-	int rc = conf_fingerprint(r, r->loc, &s0, NULL, NULL);
-	if (!rc)
-		rc = conf_pin_if_pinnable(r, r->loc, s0, &pin);
-	if (!rc)
-		rc = conf_fork(r, r->loc, s0, pin, CONF_BRANCH, NULL, &wref);
+	int rc = forked(r, &s0, &pin, &wref);
 	if (!rc)
 		rc = conf_mutate(r, r->loc, wref);
 	if (!rc)
@@ -97,11 +101,7 @@ static int check_fork_isolated(struct conf_run *r)
 static int check_stale_expect(struct conf_run *r)
 {
 	json_t *s0, *pin, *wref, *s1, *after, *again;
-	int rc = conf_fingerprint(r, r->loc, &s0, NULL, NULL);
-	if (!rc)
-		rc = conf_pin_if_pinnable(r, r->loc, s0, &pin);
-	if (!rc)
-		rc = conf_fork(r, r->loc, s0, pin, CONF_BRANCH, NULL, &wref);
+	int rc = forked(r, &s0, &pin, &wref);
 	if (!rc)
 		rc = conf_mutate(r, r->loc, wref);
 	if (!rc)
@@ -155,11 +155,7 @@ static int check_expect_absent(struct conf_run *r)
 static int check_delete_wref(struct conf_run *r)
 {
 	json_t *s0, *pin, *wref, *s1;
-	int rc = conf_fingerprint(r, r->loc, &s0, NULL, NULL);
-	if (!rc)
-		rc = conf_pin_if_pinnable(r, r->loc, s0, &pin);
-	if (!rc)
-		rc = conf_fork(r, r->loc, s0, pin, CONF_BRANCH, NULL, &wref);
+	int rc = forked(r, &s0, &pin, &wref);
 	if (!rc)
 		rc = conf_mutate(r, r->loc, wref);
 	if (!rc)
@@ -216,11 +212,7 @@ static int delete_if(struct conf_run *r, const json_t *wref, const json_t *expec
 static int check_delete_wref_if(struct conf_run *r)
 {
 	json_t *s0, *pin, *wref, *s1;
-	int rc = conf_fingerprint(r, r->loc, &s0, NULL, NULL);
-	if (!rc)
-		rc = conf_pin_if_pinnable(r, r->loc, s0, &pin);
-	if (!rc)
-		rc = conf_fork(r, r->loc, s0, pin, CONF_BRANCH, NULL, &wref);
+	int rc = forked(r, &s0, &pin, &wref);
 	if (!rc)
 		rc = conf_mutate(r, r->loc, wref);
 	if (!rc)
@@ -283,11 +275,7 @@ static int descends_is(struct conf_run *r, const json_t *a, const json_t *d, int
 static int check_descends(struct conf_run *r)
 {
 	json_t *s0, *pin, *wref, *s1, *b1;
-	int rc = conf_fingerprint(r, r->loc, &s0, NULL, NULL);
-	if (!rc)
-		rc = conf_pin_if_pinnable(r, r->loc, s0, &pin);
-	if (!rc)
-		rc = conf_fork(r, r->loc, s0, pin, CONF_BRANCH, NULL, &wref);
+	int rc = forked(r, &s0, &pin, &wref);
 	if (!rc)
 		rc = conf_mutate(r, r->loc, wref);
 	if (!rc)
@@ -335,11 +323,7 @@ static int check_list_wrefs(struct conf_run *r)
 	json_t *s0, *pin, *wref, *s1, *rows = NULL;
 	if (!TT_BACKEND_GET(r->b, list_working_refs))
 		return 0;
-	int rc = conf_fingerprint(r, r->loc, &s0, NULL, NULL);
-	if (!rc)
-		rc = conf_pin_if_pinnable(r, r->loc, s0, &pin);
-	if (!rc)
-		rc = conf_fork(r, r->loc, s0, pin, CONF_BRANCH, NULL, &wref);
+	int rc = forked(r, &s0, &pin, &wref);
 	if (!rc)
 		rc = conf_fork_state(r, wref, &s1);
 	if (rc)
@@ -371,11 +355,7 @@ static int check_list_wrefs(struct conf_run *r)
 static int check_open(struct conf_run *r)
 {
 	json_t *s0, *pin, *wref, *ro, *rw;
-	int rc = conf_fingerprint(r, r->loc, &s0, NULL, NULL);
-	if (!rc)
-		rc = conf_pin_if_pinnable(r, r->loc, s0, &pin);
-	if (!rc)
-		rc = conf_fork(r, r->loc, s0, pin, CONF_BRANCH, NULL, &wref);
+	int rc = forked(r, &s0, &pin, &wref);
 	if (!rc)
 		rc = conf_open(r, r->loc, s0, pin, NULL, 1, &ro);
 	if (!rc)

@@ -8,6 +8,16 @@
  * records stays the one last committed, so `status` shows the object
  * modified and the next commit pins the branch head. No store is written.
  *
+ * Off the trunk, pull brings working refs up to date with upstream where
+ * the backend can (same Conventions): each object with a working branch in
+ * this workspace whose head is in its base head's history (descends,
+ * backend version 6) has the branch fast-forwarded to the base head by the
+ * backend's fork, conditional on the working head the plan read (as
+ * restore's reset is); workspace.toml records the new head and the next
+ * commit pins it. A branch with work of its own is reported (ahead,
+ * diverged) and left, as is one whose backend cannot tell (unknown). The
+ * detached part is the trunk's only: off it such objects stay.
+ *
  * Every run plans first: per object "move" (from its `at` to the branch
  * head it reads now) or "stay" (with why), and as preconditions each
  * moved object's manifest and that head. --from-plan compares the plan

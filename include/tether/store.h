@@ -46,7 +46,7 @@
 extern "C" {
 #endif
 
-#define TETHER_STORE_OPS_VERSION 1
+#define TETHER_STORE_OPS_VERSION 2
 
 #define TETHER_STORE_VERSION_MAX 128
 
@@ -70,8 +70,30 @@ enum tether_put_mode {
  * lock that orders tether processes, but not other writers. */
 #define TETHER_STORE_ATOMIC_CAS (1u << 0)
 
+/* The store keeps versions of an object, named by version ids: a stat
+ * gives the id of the version it saw, and an object can be read (stat,
+ * get) at an id it once had. The bucket may still have versioning off;
+ * its objects then have no id ("" in version_id). */
+#define TETHER_STORE_VERSION_IDS (1u << 1)
+
+/* A version id as long as any store tether knows writes (S3: up to 1,024
+ * bytes; GCS: a decimal generation; Azure: a timestamp). */
+#define TETHER_STORE_VERSION_ID_MAX 1024
+
+/* What the store says of one object (stat, list_stat, list_versions). */
+struct tether_store_stat {
+	int exists;                           /* 0: absent (or, in list_versions, a delete marker) */
+	uint64_t size;                        /* bytes */
+	struct tether_store_version version;  /* the version token (ETag) */
+	char version_id[TETHER_STORE_VERSION_ID_MAX]; /* "" when the store keeps none for it */
+	int is_latest;                        /* list_versions: this version is the current one */
+};
+
 /* list's callback: one key; non-zero stops the listing with that error. */
 typedef int (*tether_store_key_fn)(void *ud, const char *key);
+/* list_stat's and list_versions' callback: one key with what the listing
+ * said of it; non-zero stops the listing with that error. */
+typedef int (*tether_store_stat_fn)(void *ud, const char *key, const struct tether_store_stat *st);
 
 /* What an implementation provides. `impl` is what its open returned.
  * The engine has checked every key and argument before a call, and the
@@ -122,6 +144,27 @@ struct tether_store_ops {
 	/* Remove the root once it holds no object; TETHER_EREFUSED while any
 	 * object is left. */
 	int (*remove_root)(void *impl);
+
+	/* Version 2, all optional. */
+	/* What the store says of key, at version_id when it is neither NULL
+	 * nor "" (TETHER_STORE_VERSION_IDS). st->exists = 0 when absent (not
+	 * an error); an id the object never had is TETHER_ENOTFOUND. Without
+	 * it the engine uses head (and refuses a version id). */
+	int (*stat)(void *impl, const char *key, const char *version_id, struct tether_store_stat *st);
+	/* get of one version (version_id NULL or "": the current one); st
+	 * (may be NULL) is what was read. Without it the engine uses get (and
+	 * refuses a version id). */
+	int (*get_version)(void *impl, const char *key, const char *version_id, uint64_t offset,
+	                   uint64_t length, uint8_t **data, size_t *len, struct tether_store_stat *st);
+	/* list, with each key's size and version token as one request lists
+	 * them (an object store's LIST carries both), so a prefix is
+	 * described without a request per key. Same paging contract as list.
+	 * Without it the engine lists and then stats each key. */
+	int (*list_stat)(void *impl, const char *prefix, const char *start_after, size_t max_keys,
+	                 tether_store_stat_fn emit, void *ud, int *more);
+	/* Every version of key the store keeps, newest first (delete markers
+	 * with exists = 0). Only with TETHER_STORE_VERSION_IDS. */
+	int (*list_versions)(void *impl, const char *key, tether_store_stat_fn emit, void *ud);
 };
 
 /* { TETHER_STORE_OPS_INIT, .scheme = "s3", ... }, as every plug-in struct
@@ -185,6 +228,17 @@ TETHER_API int tether_store_root_exists(tether_store *s, int *exists);
 TETHER_API int tether_store_make_root(tether_store *s);
 TETHER_API int tether_store_remove_root(tether_store *s);
 
+/* What the store says of key (version_id NULL or "": now). A store
+ * without version ids refuses a version id (TETHER_EUSAGE). */
+TETHER_API int tether_store_stat(tether_store *s, const char *key, const char *version_id,
+                                 struct tether_store_stat *st);
+/* The whole object as it was at version_id (NULL or "": now). */
+TETHER_API int tether_store_get_version(tether_store *s, const char *key, const char *version_id,
+                                        uint8_t **data, size_t *len, struct tether_store_stat *st);
+/* Every version of key, newest first; TETHER_EUSAGE on a store without
+ * version ids. */
+TETHER_API int tether_store_list_versions(tether_store *s, const char *key, tether_store_stat_fn emit, void *ud);
+
 /* Listing, a page at a time: the keys under prefix ("" = all), in byte
  * order, after start_after (NULL or "": from the first). page_size keys
  * are fetched per request (0: the default, 1000). next sets *key (valid
@@ -193,6 +247,11 @@ typedef struct tether_store_iter tether_store_iter;
 TETHER_API int tether_store_list(tether_store *s, const char *prefix, const char *start_after,
                                  size_t page_size, tether_store_iter **out);
 TETHER_API int tether_store_next(tether_store_iter *it, const char **key);
+/* next, with what the listing said of the key (*st valid until the next
+ * call): one LIST request per page where the store has list_stat, else a
+ * stat per key. A listing is read through next or next_stat, not both. */
+TETHER_API int tether_store_next_stat(tether_store_iter *it, const char **key,
+                                      const struct tether_store_stat **st);
 TETHER_API void tether_store_iter_free(tether_store_iter *it);
 
 /* A name ending in '#' and digits: the staging file of a write in progress

@@ -221,15 +221,157 @@ int tether_store_remove_root(tether_store *s)
 }
 
 /* ------------------------------------------------------------------ */
+/* Versions and stat                                                   */
+/* ------------------------------------------------------------------ */
+
+static int has_version_id(const char *version_id)
+{
+	return version_id && *version_id;
+}
+
+static int no_version_ids(const tether_store *s, const char *key)
+{
+	return tether_error_set(TETHER_EUSAGE, "%s/%s: this store keeps no versions of an object, so none can be "
+	                        "named", s->uri, key);
+}
+
+/* A version id is the store's own text, but it ends up in URIs and
+ * manifests: printable ASCII without spaces, and not too long. */
+static int version_id_ok(const char *id)
+{
+	size_t n = strlen(id);
+	if (n >= TETHER_STORE_VERSION_ID_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)id[i] <= 0x20 || (unsigned char)id[i] >= 0x7f)
+			return 0;
+	return 1;
+}
+
+static int check_version_arg(const tether_store *s, const char *key, const char *version_id)
+{
+	if (!has_version_id(version_id))
+		return 0;
+	if (!(s->ops->flags & TETHER_STORE_VERSION_IDS))
+		return no_version_ids(s, key);
+	if (!version_id_ok(version_id))
+		return tether_error_set(TETHER_EUSAGE, "%s/%s: \"%.64s\" is not a version id", s->uri, key, version_id);
+	return 0;
+}
+
+/* What an implementation said of a version id, checked before the engine
+ * records it. */
+static int check_stat_out(const tether_store *s, const char *key, const struct tether_store_stat *st)
+{
+	if (memchr(st->version_id, '\0', sizeof st->version_id) == NULL || !version_id_ok(st->version_id) ||
+	    memchr(st->version.token, '\0', sizeof st->version.token) == NULL)
+		return tether_error_set(TETHER_EIO, "%s/%s: the store gave a malformed version", s->uri, key);
+	return 0;
+}
+
+static int stat_locked(tether_store *s, const char *key, const char *version_id, struct tether_store_stat *st)
+{
+	memset(st, 0, sizeof *st);
+	int rc;
+	if (TT_STORE_HAS(s->ops, stat)) {
+		rc = s->ops->stat(s->impl, key, has_version_id(version_id) ? version_id : NULL, st);
+		if (rc == 0 && st->exists)
+			rc = check_stat_out(s, key, st);
+	} else {
+		rc = s->ops->head(s->impl, key, &st->exists, &st->version, &st->size);
+	}
+	if (rc == 0 && !st->exists)
+		memset(st, 0, sizeof *st);
+	return rc;
+}
+
+int tether_store_stat(tether_store *s, const char *key, const char *version_id, struct tether_store_stat *st)
+{
+	memset(st, 0, sizeof *st);
+	if (!key_ok(key, 0))
+		return bad_key(s, key);
+	int rc = check_version_arg(s, key, version_id);
+	return rc ? rc : stat_locked(s, key, version_id, st);
+}
+
+int tether_store_get_version(tether_store *s, const char *key, const char *version_id, uint8_t **data,
+                             size_t *len, struct tether_store_stat *st)
+{
+	*data = NULL;
+	*len = 0;
+	if (st)
+		memset(st, 0, sizeof *st);
+	if (!key_ok(key, 0))
+		return bad_key(s, key);
+	int rc = check_version_arg(s, key, version_id);
+	if (rc)
+		return rc;
+	struct tether_store_stat got;
+	memset(&got, 0, sizeof got);
+	if (TT_STORE_HAS(s->ops, get_version)) {
+		rc = s->ops->get_version(s->impl, key, has_version_id(version_id) ? version_id : NULL, 0,
+		                         TETHER_STORE_TO_END, data, len, &got);
+		if (rc == 0) {
+			got.exists = 1;
+			rc = check_stat_out(s, key, &got);
+		}
+	} else if (has_version_id(version_id)) {
+		rc = no_version_ids(s, key);
+	} else {
+		rc = s->ops->get(s->impl, key, 0, TETHER_STORE_TO_END, data, len, &got.version);
+		got.exists = rc == 0;
+		got.size = *len;
+	}
+	if (rc) {
+		free(*data);
+		*data = NULL;
+		*len = 0;
+		return rc;
+	}
+	if (st)
+		*st = got;
+	return 0;
+}
+
+struct versions_ud {
+	tether_store *s;
+	const char *key;
+	tether_store_stat_fn emit;
+	void *ud;
+};
+
+static int checked_version(void *ud, const char *key, const struct tether_store_stat *st)
+{
+	struct versions_ud *v = ud;
+	if (strcmp(key, v->key) != 0)
+		return tether_error_set(TETHER_EIO, "%s/%s: the store listed a version of another key, \"%s\"",
+		                        v->s->uri, v->key, key);
+	int rc = check_stat_out(v->s, key, st);
+	return rc ? rc : v->emit(v->ud, key, st);
+}
+
+int tether_store_list_versions(tether_store *s, const char *key, tether_store_stat_fn emit, void *ud)
+{
+	if (!key_ok(key, 0))
+		return bad_key(s, key);
+	if (!(s->ops->flags & TETHER_STORE_VERSION_IDS) || !TT_STORE_HAS(s->ops, list_versions))
+		return no_version_ids(s, key);
+	struct versions_ud v = {s, key, emit, ud};
+	return s->ops->list_versions(s->impl, key, checked_version, &v);
+}
+
+/* ------------------------------------------------------------------ */
 /* Paged listing                                                       */
 /* ------------------------------------------------------------------ */
 
 struct tether_store_iter {
 	tether_store *s;
 	char *prefix;
-	char *after;   /* the last key handed out (the next page starts after it) */
+	char *after;   /* the last key listed (the next page starts after it) */
 	size_t page;   /* keys per request */
 	char **keys;   /* the current page */
+	struct tether_store_stat *stats; /* with_stat: what was said of each key */
+	int with_stat; /* read through tether_store_next_stat */
 	size_t n, next;
 	int more;      /* the store has keys after this page */
 	int started;
@@ -256,6 +398,40 @@ static int add_key(void *ud, const char *key)
 	return 0;
 }
 
+/* list_stat's callback: the key as add_key takes it, then what was said
+ * of it. A listed object exists: the listing said so. */
+static int add_key_stat(void *ud, const char *key, const struct tether_store_stat *st)
+{
+	struct tether_store_iter *it = ud;
+	int rc = add_key(ud, key);
+	if (rc)
+		return rc;
+	if ((rc = check_stat_out(it->s, key, st)))
+		return rc;
+	it->stats[it->n - 1] = *st;
+	it->stats[it->n - 1].exists = 1;
+	return 0;
+}
+
+/* A page listed without stats: a stat per key. A key gone since it was
+ * listed is left out, as a listing taken a moment later would. */
+static int stat_page(struct tether_store_iter *it)
+{
+	size_t kept = 0;
+	for (size_t i = 0; i < it->n; i++) {
+		int rc = stat_locked(it->s, it->keys[i], NULL, &it->stats[kept]);
+		if (rc)
+			return rc;
+		if (!it->stats[kept].exists) {
+			free(it->keys[i]);
+			continue;
+		}
+		it->keys[kept++] = it->keys[i];
+	}
+	it->n = kept;
+	return 0;
+}
+
 static void drop_page(struct tether_store_iter *it)
 {
 	for (size_t i = 0; i < it->n; i++)
@@ -267,7 +443,25 @@ static int fetch_page(struct tether_store_iter *it)
 {
 	drop_page(it);
 	it->more = 0;
-	int rc = it->s->ops->list(it->s->impl, it->prefix, it->after, it->page, add_key, it, &it->more);
+	int rc;
+	if (it->with_stat && TT_STORE_HAS(it->s->ops, list_stat)) {
+		rc = it->s->ops->list_stat(it->s->impl, it->prefix, it->after, it->page, add_key_stat, it, &it->more);
+	} else {
+		rc = it->s->ops->list(it->s->impl, it->prefix, it->after, it->page, add_key, it, &it->more);
+	}
+	/* The next page starts after the last key this one listed, even when
+	 * keys of this one vanish before their stat. */
+	if (rc == 0 && it->n) {
+		char *after = strdup(it->keys[it->n - 1]);
+		if (!after)
+			rc = oom();
+		else {
+			free(it->after);
+			it->after = after;
+		}
+	}
+	if (rc == 0 && it->with_stat && !TT_STORE_HAS(it->s->ops, list_stat))
+		rc = stat_page(it);
 	if (rc)
 		drop_page(it);
 	it->started = 1;
@@ -298,26 +492,57 @@ int tether_store_list(tether_store *s, const char *prefix, const char *start_aft
 	return 0;
 }
 
-int tether_store_next(tether_store_iter *it, const char **key)
+/* The next key of the listing, fetching pages as needed; *index is its
+ * place in the page. */
+static int next_key(tether_store_iter *it, const char **key, size_t *index)
 {
 	*key = NULL;
-	if (it->next == it->n) {
+	/* A page whose every key vanished before its stat is not the end
+	 * while the store has more. */
+	while (it->next == it->n) {
 		if (it->started && !it->more)
 			return 0;
 		int rc = fetch_page(it);
 		if (rc)
 			return rc;
-		if (it->n == 0)
+		if (it->n == 0 && !it->more)
 			return 0;
 	}
-	const char *k = it->keys[it->next++];
-	char *after = strdup(k);
-	if (!after)
-		return oom();
-	free(it->after);
-	it->after = after;
-	*key = k;
+	*index = it->next;
+	*key = it->keys[it->next++];
 	return 0;
+}
+
+static int reading_mode(tether_store_iter *it, int with_stat)
+{
+	if (it->started && it->with_stat != with_stat)
+		return tether_error_set(TETHER_ERROR, "%s: a listing is read through tether_store_next or "
+		                        "tether_store_next_stat, not both", it->s->uri);
+	if (with_stat && !it->stats && !(it->stats = calloc(it->page, sizeof *it->stats)))
+		return oom();
+	it->with_stat = with_stat;
+	return 0;
+}
+
+int tether_store_next(tether_store_iter *it, const char **key)
+{
+	*key = NULL;
+	size_t i;
+	int rc = reading_mode(it, 0);
+	return rc ? rc : next_key(it, key, &i);
+}
+
+int tether_store_next_stat(tether_store_iter *it, const char **key, const struct tether_store_stat **st)
+{
+	*key = NULL;
+	*st = NULL;
+	size_t i = 0;
+	int rc = reading_mode(it, 1);
+	if (!rc)
+		rc = next_key(it, key, &i);
+	if (!rc && *key)
+		*st = &it->stats[i];
+	return rc;
 }
 
 void tether_store_iter_free(tether_store_iter *it)
@@ -326,6 +551,7 @@ void tether_store_iter_free(tether_store_iter *it)
 		return;
 	drop_page(it);
 	free(it->keys);
+	free(it->stats);
 	free(it->prefix);
 	free(it->after);
 	free(it);

@@ -4,7 +4,9 @@
  * opened. It keeps objects in memory, shared by every store of the
  * process, compares and writes atomically (as object stores do), and
  * leaves copy, root_exists, make_root and remove_root to the engine's
- * fallbacks, so those are tested too. */
+ * fallbacks, so those are tested too. It names versions by id, as a
+ * versioned bucket does, but keeps only the latest: an older id is not
+ * found, as in a bucket whose old versions expired. */
 #include <tether/backend.h>
 #include <tether/store.h>
 
@@ -55,6 +57,33 @@ static void version_text(const struct object *o, struct tether_store_version *v)
 {
 	if (v)
 		snprintf(v->token, sizeof v->token, "\"v%lu\"", o ? o->version : 0ul);
+}
+
+static void stat_of(const struct object *o, struct tether_store_stat *st)
+{
+	memset(st, 0, sizeof *st);
+	st->exists = 1;
+	st->size = o->len;
+	st->is_latest = 1;
+	version_text(o, &st->version);
+	snprintf(st->version_id, sizeof st->version_id, "id-%lu", o->version);
+}
+
+/* The object at name, and at version_id when one is named: the latest is
+ * the only one kept. */
+static struct object *find_version(const char *name, const char *version_id, int *unknown_id)
+{
+	struct object *o = find(name);
+	*unknown_id = 0;
+	if (o && version_id) {
+		struct tether_store_stat st;
+		stat_of(o, &st);
+		if (strcmp(st.version_id, version_id) != 0) {
+			*unknown_id = 1;
+			o = NULL;
+		}
+	}
+	return o;
 }
 
 static int mt_open(const char *uri, const json_t *options, void **impl)
@@ -227,10 +256,77 @@ static int mt_list(void *impl, const char *prefix, const char *start_after, size
 	return rc;
 }
 
+static int mt_stat(void *impl, const char *key, const char *version_id, struct tether_store_stat *st)
+{
+	char *name = name_of(impl, key);
+	if (!name)
+		return oom();
+	pthread_mutex_lock(&lock);
+	int unknown = 0;
+	struct object *o = find_version(name, version_id, &unknown);
+	int rc = 0;
+	if (o)
+		stat_of(o, st);
+	else if (unknown)
+		rc = tether_error_set(TETHER_ENOTFOUND, "%s has no version %s", name, version_id);
+	pthread_mutex_unlock(&lock);
+	free(name);
+	return rc;
+}
+
+static int mt_get_version(void *impl, const char *key, const char *version_id, uint64_t offset, uint64_t length,
+                          uint8_t **data, size_t *len, struct tether_store_stat *st)
+{
+	struct tether_store_stat at;
+	int rc = mt_stat(impl, key, version_id, &at);
+	if (rc == 0 && !at.exists)
+		return tether_error_set(TETHER_ENOTFOUND, "%s does not exist", key);
+	struct tether_store_version v;
+	if (rc == 0)
+		rc = mt_get(impl, key, offset, length, data, len, &v);
+	/* The object was replaced between the two calls. */
+	if (rc == 0 && strcmp(v.token, at.version.token) != 0) {
+		free(*data);
+		*data = NULL;
+		rc = tether_error_set(TETHER_ENOTFOUND, "%s has no version %s any more", key, at.version_id);
+	}
+	if (rc == 0 && st)
+		*st = at;
+	return rc;
+}
+
+struct stat_emit {
+	void *impl;
+	tether_store_stat_fn emit;
+	void *ud;
+};
+
+static int emit_with_stat(void *ud, const char *key)
+{
+	struct stat_emit *e = ud;
+	struct tether_store_stat st;
+	int rc = mt_stat(e->impl, key, NULL, &st);
+	return rc ? rc : e->emit(e->ud, key, &st);
+}
+
+static int mt_list_stat(void *impl, const char *prefix, const char *start_after, size_t max_keys,
+                        tether_store_stat_fn emit, void *ud, int *more)
+{
+	struct stat_emit e = {impl, emit, ud};
+	return mt_list(impl, prefix, start_after, max_keys, emit_with_stat, &e, more);
+}
+
+static int mt_list_versions(void *impl, const char *key, tether_store_stat_fn emit, void *ud)
+{
+	struct tether_store_stat st;
+	int rc = mt_stat(impl, key, NULL, &st);
+	return rc || !st.exists ? rc : emit(ud, key, &st);
+}
+
 static const struct tether_store_ops memtest_ops = {
 	TETHER_STORE_OPS_INIT,
 	.scheme = "memtest",
-	.flags = TETHER_STORE_ATOMIC_CAS,
+	.flags = TETHER_STORE_ATOMIC_CAS | TETHER_STORE_VERSION_IDS,
 	.open = mt_open,
 	.close = mt_close,
 	.get = mt_get,
@@ -238,6 +334,10 @@ static const struct tether_store_ops memtest_ops = {
 	.put = mt_put,
 	.del = mt_del,
 	.list = mt_list,
+	.stat = mt_stat,
+	.get_version = mt_get_version,
+	.list_stat = mt_list_stat,
+	.list_versions = mt_list_versions,
 };
 
 TETHER_API tether_store_module_t tether_store_module = {&memtest_ops, NULL};

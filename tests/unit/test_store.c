@@ -207,6 +207,49 @@ static void test_ranged_get(tether_store *s)
 	CHECK(tether_store_delete(s, "range") == 0);
 }
 
+/* The local store keeps no versions: stat and next_stat come from the
+ * engine's fallbacks (head, a stat per listed key), and a version id is
+ * refused. */
+static void test_stat(tether_store *s)
+{
+	CHECK(put(s, "st/a", "abc", TETHER_PUT_OVERWRITE, NULL) == 0);
+	CHECK(put(s, "st/b", "hello", TETHER_PUT_OVERWRITE, NULL) == 0);
+	struct tether_store_stat st;
+	struct tether_store_version v;
+	int exists = 0;
+	CHECK(tether_store_head(s, "st/a", &exists, &v, NULL) == 0 && exists);
+	CHECK(tether_store_stat(s, "st/a", NULL, &st) == 0 && st.exists && st.size == 3);
+	CHECK(strcmp(st.version.token, v.token) == 0 && st.version_id[0] == '\0');
+	CHECK(tether_store_stat(s, "st/absent", "", &st) == 0 && !st.exists && st.size == 0);
+	CHECK(tether_store_stat(s, "st/a", "v1", &st) == TETHER_EUSAGE);
+	CHECK(tether_store_stat(s, "../a", NULL, &st) == TETHER_EUSAGE);
+	uint8_t *data = NULL;
+	size_t len = 0;
+	CHECK(tether_store_get_version(s, "st/b", NULL, &data, &len, &st) == 0 && len == 5 && st.size == 5);
+	CHECK(data && memcmp(data, "hello", 5) == 0 && st.exists);
+	free(data);
+	CHECK(tether_store_get_version(s, "st/b", "v1", &data, &len, &st) == TETHER_EUSAGE && !data);
+	CHECK(tether_store_get_version(s, "st/absent", NULL, &data, &len, NULL) == TETHER_ENOTFOUND && !data);
+	CHECK(tether_store_list_versions(s, "st/a", NULL, NULL) == TETHER_EUSAGE);
+	for (size_t page = 1; page <= 3; page++) {
+		tether_store_iter *it = NULL;
+		CHECK(tether_store_list(s, "st", NULL, page, &it) == 0);
+		const char *key;
+		const struct tether_store_stat *ls;
+		char seen[64] = "";
+		while (it && tether_store_next_stat(it, &key, &ls) == 0 && key) {
+			CHECK(ls && ls->exists);
+			snprintf(seen + strlen(seen), sizeof seen - strlen(seen), "%s=%llu ", key,
+			         (unsigned long long)ls->size);
+		}
+		CHECK(strcmp(seen, "st/a=3 st/b=5 ") == 0);
+		/* One listing, one way of reading it. */
+		CHECK(it && tether_store_next(it, &key) == TETHER_ERROR);
+		tether_store_iter_free(it);
+	}
+	CHECK(tether_store_delete(s, "st/a") == 0 && tether_store_delete(s, "st/b") == 0);
+}
+
 static void test_remove_root(void)
 {
 	char uri[300];
@@ -241,6 +284,7 @@ int main(void)
 		test_keys(s);
 		test_list(s);
 		test_ranged_get(s);
+		test_stat(s);
 		tether_store_close(s);
 	}
 	test_remove_root();

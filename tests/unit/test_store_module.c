@@ -106,6 +106,74 @@ static void test_ops(void)
 	}
 }
 
+static int collect_version(void *ud, const char *key, const struct tether_store_stat *st)
+{
+	(void)key;
+	char *out = ud;
+	size_t n = strlen(out), id = strlen(st->version_id);
+	if (n + id + 3 > 256)
+		return tether_error_set(TETHER_ERROR, "too many versions for the test's buffer");
+	memcpy(out + n, st->version_id, id);
+	strcpy(out + n + id, st->is_latest ? "* " : " ");
+	return 0;
+}
+
+/* Version ids through a module that names them: stat and get at an id,
+ * an id no longer kept, listings that carry each key's stat. */
+static void test_versions(void)
+{
+	tether_store *s = NULL;
+	CHECK(tether_store_open("memtest://bucket/versions", NULL, &s) == 0);
+	if (!s)
+		return;
+	CHECK(tether_store_flags(s) & TETHER_STORE_VERSION_IDS);
+	CHECK(put(s, "obj", "first", TETHER_PUT_OVERWRITE, NULL) == 0);
+	struct tether_store_stat one, two, st;
+	CHECK(tether_store_stat(s, "obj", NULL, &one) == 0 && one.exists && one.size == 5 && one.version_id[0]);
+	CHECK(tether_store_stat(s, "obj", one.version_id, &st) == 0 && st.exists);
+	CHECK(strcmp(st.version.token, one.version.token) == 0);
+	CHECK(put(s, "obj", "second!", TETHER_PUT_OVERWRITE, NULL) == 0);
+	CHECK(tether_store_stat(s, "obj", NULL, &two) == 0 && two.size == 7);
+	CHECK(strcmp(two.version_id, one.version_id) != 0);
+	/* memtest keeps only the latest version. */
+	CHECK(tether_store_stat(s, "obj", one.version_id, &st) == TETHER_ENOTFOUND);
+	uint8_t *data = NULL;
+	size_t len = 0;
+	CHECK(tether_store_get_version(s, "obj", two.version_id, &data, &len, &st) == 0 && len == 7);
+	CHECK(data && memcmp(data, "second!", 7) == 0 && strcmp(st.version_id, two.version_id) == 0);
+	free(data);
+	CHECK(tether_store_get_version(s, "obj", one.version_id, &data, &len, NULL) == TETHER_ENOTFOUND && !data);
+	/* A version id is printable text without spaces. */
+	CHECK(tether_store_stat(s, "obj", "has space", &st) == TETHER_EUSAGE);
+	CHECK(tether_store_stat(s, "obj", "tab\there", &st) == TETHER_EUSAGE);
+	char versions[256] = "";
+	CHECK(tether_store_list_versions(s, "obj", collect_version, versions) == 0);
+	size_t idl = strlen(two.version_id);
+	CHECK(strncmp(versions, two.version_id, idl) == 0 && strcmp(versions + idl, "* ") == 0);
+	/* next_stat through the module's list_stat, over every page size. */
+	CHECK(put(s, "p/x", "12", TETHER_PUT_OVERWRITE, NULL) == 0);
+	CHECK(put(s, "p/y", "123", TETHER_PUT_OVERWRITE, NULL) == 0);
+	CHECK(put(s, "p/z", "1234", TETHER_PUT_OVERWRITE, NULL) == 0);
+	for (size_t page = 1; page <= 4; page++) {
+		tether_store_iter *it = NULL;
+		CHECK(tether_store_list(s, "p", NULL, page, &it) == 0);
+		const char *key;
+		const struct tether_store_stat *ls;
+		char seen[128] = "";
+		while (it && tether_store_next_stat(it, &key, &ls) == 0 && key) {
+			CHECK(ls->exists && ls->version_id[0] && ls->version.token[0]);
+			snprintf(seen + strlen(seen), sizeof seen - strlen(seen), "%s=%llu ", key,
+			         (unsigned long long)ls->size);
+		}
+		CHECK(strcmp(seen, "p/x=2 p/y=3 p/z=4 ") == 0);
+		tether_store_iter_free(it);
+	}
+	const char *gone[] = {"obj", "p/x", "p/y", "p/z", NULL};
+	for (int i = 0; gone[i]; i++)
+		CHECK(tether_store_delete(s, gone[i]) == 0);
+	tether_store_close(s);
+}
+
 static int open_stub(const char *uri, const json_t *o, void **impl)
 {
 	(void)uri, (void)o, (void)impl;
@@ -206,6 +274,7 @@ int main(int argc, char **argv)
 	setenv("TETHER_MODULE_PATH", argv[1], 1);
 	test_loaded_on_first_use();
 	test_ops();
+	test_versions();
 	test_register();
 	CHECK_DONE();
 }

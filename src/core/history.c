@@ -14,25 +14,64 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void note_manifest(struct tt_history *h, const struct tt_manifest *m, const char *commit)
+/* What gc and verify keep of a manifest: its record (kind, locator,
+ * policy, state, pin_ref) and the record's canonical text, its id. Built
+ * beside the parse, on the parser's thread when one runs: the walk's own
+ * thread is the one a cold walk waits for. */
+static json_t *record_of(const struct tt_manifest *m, char **id)
 {
-	const char *pin = tt_manifest_pin(m);
-	if (pin)
-		json_object_set_new(h->pins, pin, json_true());
-	const char *listing = tt_manifest_listing(m);
-	if (listing && !*commit)
-		json_object_set_new(h->working_listings, listing, json_true());
 	json_t *rec = json_pack("{s:s, s:O, s:O*, s:O*, s:O*}", "kind", tt_manifest_kind(m), "locator",
 	                        tt_manifest_locator(m), "policy", tt_manifest_policy(m), "state",
 	                        tt_manifest_state(m), "pin_ref", json_object_get(m->doc, "pin_ref"));
-	char *id = tt_cjson(rec);
-	json_t *entry = json_object_get(h->records, id);
+	if (!rec || !(*id = tt_cjson(rec)))
+		abort();
+	return rec;
+}
+
+/* What the record step needs of a parsed manifest, taken out of it where
+ * it was parsed (the manifest itself is freed there). */
+struct parsed {
+	json_t *rec; /* record_of's */
+	char *id;
+	char *pin, *listing; /* or NULL */
+};
+
+static void take_parsed(const struct tt_manifest *m, struct parsed *p)
+{
+	const char *pin = tt_manifest_pin(m), *listing = tt_manifest_listing(m);
+	p->rec = record_of(m, &p->id);
+	p->pin = pin ? strdup(pin) : NULL;
+	p->listing = listing ? strdup(listing) : NULL;
+	if ((pin && !p->pin) || (listing && !p->listing))
+		abort();
+}
+
+static void parsed_free(struct parsed *p)
+{
+	json_decref(p->rec);
+	free(p->id);
+	free(p->pin);
+	free(p->listing);
+	memset(p, 0, sizeof *p);
+}
+
+/* Record one manifest (its key, and take_parsed's pieces, taken over) met
+ * at `commit` ("" for the working copy). */
+static void note_manifest(struct tt_history *h, const char *key, const char *commit, struct parsed *p)
+{
+	const char *pin = p->pin;
+	if (pin)
+		json_object_set_new(h->pins, pin, json_true());
+	if (p->listing && !*commit)
+		json_object_set_new(h->working_listings, p->listing, json_true());
+	json_t *rec = p->rec, *entry = json_object_get(h->records, p->id);
+	p->rec = NULL;
 	if (!entry) {
 		json_object_set_new(rec, "keys", json_array());
 		json_object_set_new(rec, "commit", json_string(*commit ? commit : "@"));
 		if (pin)
 			json_object_set_new(rec, "pin", json_string(pin));
-		json_object_set_new(h->records, id, rec);
+		json_object_set_new(h->records, p->id, rec);
 		entry = rec;
 	} else {
 		json_decref(rec);
@@ -41,10 +80,10 @@ static void note_manifest(struct tt_history *h, const struct tt_manifest *m, con
 	size_t i;
 	json_t *k;
 	int known = 0;
-	json_array_foreach(keys, i, k) known |= strcmp(json_string_value(k), m->key) == 0;
+	json_array_foreach(keys, i, k) known |= strcmp(json_string_value(k), key) == 0;
 	if (!known)
-		json_array_append_new(keys, json_string(m->key));
-	free(id);
+		json_array_append_new(keys, json_string(key));
+	parsed_free(p);
 }
 
 /* The manifests the walk hands over are parsed on a second thread while
@@ -52,9 +91,10 @@ static void note_manifest(struct tt_history *h, const struct tt_manifest *m, con
  * each), then recorded here in the order the walk met them, so the answer,
  * and the first error, are the walk's order's. */
 struct blob {
-	char *commit, *key, *name, *data;
+	char *commit, *key, *path, *data;
+	const char *dir;
 	size_t len;
-	struct tt_manifest m;
+	struct parsed p; /* once parsed */
 	int rc;      /* tt_manifest_parse's */
 	char *error; /* its message, and hint */
 	char *hint;
@@ -88,7 +128,17 @@ static void parse_all(struct walk *w)
 		struct blob *b = w->v[w->next++];
 		pthread_mutex_unlock(&w->mu);
 		tether_error_clear();
-		b->rc = tt_manifest_parse(b->key, b->data, b->len, b->name, &b->m);
+		/* the name for messages, made here rather than on the walk's thread */
+		char *name = tt_strdupf("%s/%s at %.12s", b->dir, b->path, b->commit);
+		struct tt_manifest m;
+		b->rc = tt_manifest_parse(b->key, b->data, b->len, name, &m);
+		free(name);
+		if (!b->rc) {
+			take_parsed(&m, &b->p);
+			tt_manifest_free(&m);
+		}
+		free(b->data);
+		b->data = NULL;
 		if (b->rc) {
 			b->error = strdup(tether_error_last());
 			b->hint = tether_error_hint() ? strdup(tether_error_hint()) : NULL;
@@ -119,15 +169,14 @@ static void record_ready(struct walk *w)
 			w->hint = b->hint;
 			b->error = b->hint = NULL;
 		}
-		if (!w->rc) {
-			note_manifest(w->h, &b->m, b->commit);
+		if (!w->rc && !b->rc) {
+			note_manifest(w->h, b->key, b->commit, &b->p);
 			w->h->manifests_read++;
 		}
-		if (!b->rc)
-			tt_manifest_free(&b->m);
+		parsed_free(&b->p);
 		free(b->commit);
 		free(b->key);
-		free(b->name);
+		free(b->path);
 		free(b->data);
 		free(b->error);
 		free(b->hint);
@@ -135,8 +184,31 @@ static void record_ready(struct walk *w)
 	}
 }
 
+/* glibc gives a second thread an arena of its own and grows it a page at a
+ * time, one mprotect call each (about 140 for the 650 KiB the parsed trees
+ * of 200 manifests take there, each call taking the address space's lock
+ * the walk's page faults need too): taking 1 MiB in blocks once and giving
+ * it back grows the arena in a few calls, and what is given back stays
+ * writable for it (glibc only advises the kernel it may drop the pages).
+ * Each block is under glibc's mmap threshold (128 KiB), so it comes from
+ * the arena. Elsewhere this is a few mallocs that change nothing. */
+#define ARENA_BLOCKS 8
+#define ARENA_BLOCK (120u << 10)
+
+static void grow_arena(void)
+{
+	void *v[ARENA_BLOCKS];
+	for (int i = 0; i < ARENA_BLOCKS; i++)
+		v[i] = malloc(ARENA_BLOCK);
+	/* in order: each joins the free one before it, and only the last
+	 * reaches the top of the arena, which then shrinks once */
+	for (int i = 0; i < ARENA_BLOCKS; i++)
+		free(v[i]);
+}
+
 static void *parser_main(void *arg)
 {
+	grow_arena();
 	parse_all(arg);
 	return NULL;
 }
@@ -162,7 +234,10 @@ static int on_manifest(void *ud, const char *commit, const char *path, const cha
 	b->len = len;
 	b->commit = strdup(commit);
 	b->key = strndup(path, pl - 5);
-	b->name = tt_strdupf("%s/%s at %.12s", w->dir, path, commit);
+	b->path = strdup(path);
+	b->dir = w->dir;
+	if (!b->commit || !b->key || !b->path)
+		abort();
 	pthread_mutex_lock(&w->mu);
 	if (w->n == w->cap) {
 		size_t cap = w->cap ? 2 * w->cap : 64;
@@ -228,8 +303,11 @@ int tt_history_collect(struct tether_repo *repo, struct tt_history *h)
 	rc = tt_manifests_load_working(repo->root, &work);
 	if (rc)
 		return rc;
-	for (size_t i = 0; i < work.n; i++)
-		note_manifest(h, &work.v[i], "");
+	for (size_t i = 0; i < work.n; i++) {
+		struct parsed p;
+		take_parsed(&work.v[i], &p);
+		note_manifest(h, work.v[i].key, "", &p);
+	}
 	tt_manifest_set_free(&work);
 	char *dir = tt_repo_vcs_path(repo, ".tether/objects");
 	/* Beside the journal, in the directory only the VCS and tether write:

@@ -27,6 +27,7 @@ struct tt_godb {
 	struct tt_gpack *packs;
 	size_t npacks;
 	struct tt_gcache *cache;
+	struct tt_ginflater *inflater;
 };
 
 /* What the delta base cache may hold (git's core.deltaBaseCacheLimit
@@ -36,6 +37,11 @@ struct tt_godb {
 struct tt_gcache *tt_godb_cache(struct tt_godb *db)
 {
 	return db->cache;
+}
+
+struct tt_ginflater *tt_godb_inflater(struct tt_godb *db)
+{
+	return db->inflater;
 }
 
 /* Any "<name>.idx" is a pack index, as git and libgit2 read the pack
@@ -54,9 +60,12 @@ int tt_godb_open(const char *objects_dir, struct tt_godb **out)
 	struct dirent *e;
 	int rc = 0;
 
-	if (!db || !(db->dir = strdup(objects_dir)) || !(db->cache = tt_gcache_new(CACHE_BUDGET))) {
-		if (db)
+	if (!db || !(db->dir = strdup(objects_dir)) || !(db->cache = tt_gcache_new(CACHE_BUDGET)) ||
+	    !(db->inflater = tt_ginflater_new())) {
+		if (db) {
 			free(db->dir);
+			tt_gcache_free(db->cache);
+		}
 		free(db);
 		return tt_fail_oom();
 	}
@@ -96,6 +105,7 @@ void tt_godb_free(struct tt_godb *db)
 	free(db->packs);
 	free(db->dir);
 	tt_gcache_free(db->cache);
+	tt_ginflater_free(db->inflater);
 	free(db);
 }
 

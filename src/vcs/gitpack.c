@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -140,8 +141,77 @@ static int offset_of(const struct tt_gpack *p, uint32_t pos, uint64_t *off)
 	return 0;
 }
 
+struct tt_ginflater {
+	pthread_mutex_t mu;
+	z_stream z;
+	int ready; /* z set up (inflateInit done) */
+};
+
+struct tt_ginflater *tt_ginflater_new(void)
+{
+	struct tt_ginflater *f = calloc(1, sizeof *f);
+	if (f)
+		pthread_mutex_init(&f->mu, NULL);
+	return f;
+}
+
+void tt_ginflater_free(struct tt_ginflater *f)
+{
+	if (!f)
+		return;
+	if (f->ready)
+		inflateEnd(&f->z);
+	pthread_mutex_destroy(&f->mu);
+	free(f);
+}
+
+/* inflate_whole's return when no stream could be set up. */
+#define NO_STREAM (-100)
+
+/* Inflate one whole zlib stream from in[0..avail) into out[0..cap): zlib's
+ * last return (or NO_STREAM), *got the bytes made. On the kept stream when it is free,
+ * else on one of its own. The stream's checks (header, adler32) are
+ * zlib's either way: inflateReset starts it afresh. */
+static int inflate_whole(struct tt_ginflater *f, const unsigned char *in, size_t avail, unsigned char *out,
+                         size_t cap, size_t *got)
+{
+	z_stream own, *z = &own;
+	int kept = f && pthread_mutex_trylock(&f->mu) == 0, zrc;
+
+	if (kept) {
+		z = &f->z;
+		if (f->ready && inflateReset(z) != Z_OK) {
+			inflateEnd(z);
+			f->ready = 0;
+		}
+		if (!f->ready) {
+			memset(z, 0, sizeof *z);
+			f->ready = inflateInit(z) == Z_OK;
+		}
+		if (!f->ready) {
+			pthread_mutex_unlock(&f->mu);
+			return NO_STREAM;
+		}
+	} else {
+		memset(z, 0, sizeof *z);
+		if (inflateInit(z) != Z_OK)
+			return NO_STREAM;
+	}
+	z->next_in = (unsigned char *)(uintptr_t)in;
+	z->avail_in = avail > UINT32_MAX ? UINT32_MAX : (uInt)avail;
+	z->next_out = out;
+	z->avail_out = (uInt)cap;
+	zrc = inflate(z, Z_FINISH);
+	*got = z->total_out;
+	if (kept)
+		pthread_mutex_unlock(&f->mu);
+	else
+		inflateEnd(z);
+	return zrc;
+}
+
 /* Inflate exactly `size` bytes of zlib data starting at pack offset `at`. */
-static int inflate_at(const struct tt_gpack *p, uint64_t at, size_t size, unsigned char **out)
+static int inflate_at(struct tt_godb *db, const struct tt_gpack *p, uint64_t at, size_t size, unsigned char **out)
 {
 	size_t avail = p->pack_len - 20 - (size_t)at;
 	/* deflate expands at most 1032:1: a header declaring more than the rest
@@ -149,23 +219,18 @@ static int inflate_at(const struct tt_gpack *p, uint64_t at, size_t size, unsign
 	if (size / TT_ZLIB_MAX_RATIO > avail)
 		return damaged(p, "object declares a size larger than its data can hold");
 	unsigned char *buf = malloc(size + 1);
-	z_stream z;
+	size_t got = 0;
 	int zrc;
 
 	if (!buf)
 		return tether_error_set(TETHER_ERROR, "out of memory");
-	memset(&z, 0, sizeof z);
-	if (inflateInit(&z) != Z_OK) {
+	/* one spare byte: more output than declared is damage */
+	zrc = inflate_whole(db ? tt_godb_inflater(db) : NULL, p->pack + at, avail, buf, size + 1, &got);
+	if (zrc == NO_STREAM) {
 		free(buf);
 		return tether_error_set(TETHER_ERROR, "cannot start zlib");
 	}
-	z.next_in = (unsigned char *)(uintptr_t)(p->pack + at);
-	z.avail_in = avail > UINT32_MAX ? UINT32_MAX : (uInt)avail;
-	z.next_out = buf;
-	z.avail_out = (uInt)size + 1; /* one spare byte: more output than declared is damage */
-	zrc = inflate(&z, Z_FINISH);
-	inflateEnd(&z);
-	if (zrc != Z_STREAM_END || z.total_out != size) {
+	if (zrc != Z_STREAM_END || got != size) {
 		free(buf);
 		return damaged(p, "object data does not inflate to its size");
 	}
@@ -233,7 +298,7 @@ static int read_at(struct tt_godb *db, const struct tt_gpack *p, uint64_t off, e
 		if (t >= 1 && t <= 4) {
 			*type = (enum tt_gobj_type)t;
 			base_len = size;
-			rc = inflate_at(p, (uint64_t)(q - p->pack), size, &base);
+			rc = inflate_at(db, p, (uint64_t)(q - p->pack), size, &base);
 			/* the bottom of a chain: the base the next read of its chain needs */
 			if (rc == 0 && n)
 				tt_gcache_put(tt_godb_cache(db), p, off, *type, base, base_len);
@@ -305,7 +370,7 @@ static int read_at(struct tt_godb *db, const struct tt_gpack *p, uint64_t off, e
 		const struct chain_link *l = &chain[--n];
 		unsigned char *delta = NULL, *next = NULL;
 		size_t next_len = 0;
-		rc = inflate_at(l->p, l->data_at, l->size, &delta);
+		rc = inflate_at(db, l->p, l->data_at, l->size, &delta);
 		if (rc == 0)
 			rc = tt_gdelta_apply(base, base_len, delta, l->size, &next, &next_len);
 		free(delta);

@@ -509,7 +509,8 @@ static int config_folds_names(const struct tt_grepo *r)
 	return folds;
 }
 
-static int each_ref(const struct tt_grepo *r, const char *prefix, int as_libgit2, tt_gref_cb cb, void *ud)
+static int each_ref(const struct tt_grepo *r, const char *prefix, int as_libgit2, tt_gref_cb cb,
+                    tt_gref_where_cb where_cb, void *ud)
 {
 	struct ref_list l = {.prefix = prefix, .prefix_len = strlen(prefix), .as_libgit2 = as_libgit2};
 	int rc = strncmp(prefix, "refs/", 5) == 0 ? 0 : tether_error_set(TETHER_ERROR, "not a ref prefix: %s", prefix);
@@ -538,7 +539,9 @@ static int each_ref(const struct tt_grepo *r, const char *prefix, int as_libgit2
 				continue; /* a packed ref a loose one of the same name hides */
 			if (as_libgit2 && it->loose != (pass == 0))
 				continue;
-			rc = cb(ud, it->name, it->id, it->has_peeled ? it->peeled : NULL, it->symbolic);
+			const unsigned char *peeled = it->has_peeled ? it->peeled : NULL;
+			rc = where_cb ? where_cb(ud, it->name, it->id, peeled, it->symbolic, it->loose)
+			              : cb(ud, it->name, it->id, peeled, it->symbolic);
 		}
 	}
 	for (size_t i = 0; i < l.n; i++)
@@ -549,10 +552,15 @@ static int each_ref(const struct tt_grepo *r, const char *prefix, int as_libgit2
 
 int tt_gref_each(const struct tt_grepo *r, const char *prefix, tt_gref_cb cb, void *ud)
 {
-	return each_ref(r, prefix, 0, cb, ud);
+	return each_ref(r, prefix, 0, cb, NULL, ud);
+}
+
+int tt_gref_each_where(const struct tt_grepo *r, const char *prefix, tt_gref_where_cb cb, void *ud)
+{
+	return each_ref(r, prefix, 0, NULL, cb, ud);
 }
 
 int tt_gref_each_as_libgit2(const struct tt_grepo *r, const char *prefix, tt_gref_cb cb, void *ud)
 {
-	return each_ref(r, prefix, 1, cb, ud);
+	return each_ref(r, prefix, 1, cb, NULL, ud);
 }

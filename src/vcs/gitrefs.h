@@ -15,8 +15,8 @@
 
 struct tt_grepo {
 	char *workdir;   /* realpath'd, no trailing slash */
-	char *gitdir;    /* this checkout's: HEAD and per-worktree refs */
-	char *commondir; /* shared: objects, refs, packed-refs */
+	char *gitdir;    /* this checkout's: HEAD and per-worktree refs; realpath'd */
+	char *commondir; /* shared: objects, refs, packed-refs; realpath'd */
 };
 
 /* 0 with *r filled, 1 when libgit2 must decide, < 0 on error. */
@@ -42,6 +42,13 @@ int tt_gref_resolve(const struct tt_grepo *r, const char *name, unsigned char id
 typedef int (*tt_gref_cb)(void *ud, const char *name, const unsigned char id[20], const unsigned char *peeled,
                           int symbolic);
 int tt_gref_each(const struct tt_grepo *r, const char *prefix, tt_gref_cb cb, void *ud);
+/* The same, also saying where each ref was found: loose = 1 for a loose
+ * ref file of the common directory (which then hides a packed one of the
+ * same name), 0 for a packed-refs line. The listing already knows, so a
+ * caller that needs it does not stat every ref's file again. */
+typedef int (*tt_gref_where_cb)(void *ud, const char *name, const unsigned char id[20],
+                                const unsigned char *peeled, int symbolic, int loose);
+int tt_gref_each_where(const struct tt_grepo *r, const char *prefix, tt_gref_where_cb cb, void *ud);
 
 /* The refs libgit2 1.5's reference iterator lists (as git_revwalk_push_glob
  * walks them), in its order: the common directory's loose refs in byte

@@ -22,6 +22,7 @@
 #include <tether/backend.h>
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -323,6 +324,115 @@ static void test_pack_damage(void)
 	CHECK(contains(err, "damaged git pack") && contains(err, "object offset out of range"));
 	free(err);
 	free(blob);
+	free(repo);
+}
+
+/* The zlib stream a database keeps (gitpack.c) is reset between reads:
+ * a read that zlib refuses leaves nothing behind for the next one. */
+static void test_kept_stream_after_damage(void)
+{
+	char *blob, *repo = damaged_pack("zkeep", "i = b.index(b\"MARKER-zkeep\")\nb[i] ^= 0x20", &blob);
+	char *commit = out("git -C '%s' rev-parse HEAD", repo);
+	char *text = out("git -C '%s' cat-file commit HEAD", repo);
+	struct tt_godb *db = open_db(repo);
+	unsigned char id[20];
+	enum tt_gobj_type t;
+	unsigned char *data = NULL;
+	size_t len = 0;
+	CHECK(db != NULL);
+	for (int round = 0; db && round < 3; round++) {
+		tt_goid_from_hex(blob, id);
+		CHECK(tt_godb_read(db, id, &t, &data, &len) < 0 && contains(tether_error_last(), "does not inflate"));
+		free(data);
+		data = NULL;
+		tt_goid_from_hex(commit, id);
+		/* out() drops the trailing newline git's commit text ends with */
+		CHECK(tt_godb_read(db, id, &t, &data, &len) == 0 && t == TT_GOBJ_COMMIT && len == strlen(text) + 1 &&
+		      memcmp(data, text, len - 1) == 0);
+		free(data);
+		data = NULL;
+	}
+	tt_godb_free(db);
+	free(text);
+	free(commit);
+	free(blob);
+	free(repo);
+}
+
+/* Every object of a packed repository, as `git cat-file --batch` prints. */
+struct expected {
+	unsigned char (*ids)[20];
+	char **content;
+	size_t *sizes;
+	size_t n;
+	struct tt_godb *db;
+	int mismatched;
+};
+
+static void *read_every_object(void *arg)
+{
+	struct expected *e = arg;
+	for (int round = 0; round < 4; round++)
+		for (size_t i = 0; i < e->n; i++) {
+			enum tt_gobj_type t;
+			unsigned char *data = NULL;
+			size_t len = 0;
+			if (tt_godb_read(e->db, e->ids[i], &t, &data, &len) != 0 || len != e->sizes[i] ||
+			    memcmp(data, e->content[i], len) != 0)
+				__atomic_add_fetch(&e->mismatched, 1, __ATOMIC_RELAXED);
+			free(data);
+		}
+	return NULL;
+}
+
+/* Two threads reading one database at once: one finds the kept stream
+ * taken and inflates on a stream of its own; both read what git reads. */
+static void test_two_readers(void)
+{
+	char *repo = mkrepo("two-readers");
+	fill_history(repo);
+	sh("git -C '%s' gc -q --aggressive", repo);
+	char batch[PATH_MAX];
+	size_t len = 0;
+	snprintf(batch, sizeof batch, "%s/../two-readers.out", repo);
+	CHECK(sh("git -C '%s' cat-file --batch-all-objects --batch >'%s'", repo, batch) == 0);
+	char *text = read_all(batch, &len), *p = text, *end = text + len;
+	struct expected e = {0};
+	size_t cap = 0;
+	while (text && p < end) {
+		char hex[41], type[16];
+		size_t size;
+		char *nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl || sscanf(p, "%40s %15s %zu", hex, type, &size) != 3)
+			break;
+		if (e.n == cap) {
+			cap = cap ? 2 * cap : 64;
+			e.ids = realloc(e.ids, cap * sizeof *e.ids);
+			e.content = realloc(e.content, cap * sizeof *e.content);
+			e.sizes = realloc(e.sizes, cap * sizeof *e.sizes);
+		}
+		tt_goid_from_hex(hex, e.ids[e.n]);
+		e.content[e.n] = nl + 1;
+		e.sizes[e.n] = size;
+		e.n++;
+		p = nl + 1 + size + 1;
+	}
+	CHECK(e.n > 20);
+	e.db = open_db(repo);
+	CHECK(e.db != NULL);
+	pthread_t other;
+	int started = e.db && pthread_create(&other, NULL, read_every_object, &e) == 0;
+	CHECK(started);
+	if (e.db)
+		read_every_object(&e);
+	if (started)
+		pthread_join(other, NULL);
+	CHECK(e.mismatched == 0);
+	tt_godb_free(e.db);
+	free(e.ids);
+	free(e.content);
+	free(e.sizes);
+	free(text);
 	free(repo);
 }
 
@@ -672,6 +782,8 @@ int main(void)
 	test_loose_and_packed();
 	test_thin_pack_fixed();
 	test_pack_damage();
+	test_kept_stream_after_damage();
+	test_two_readers();
 	test_delta_cycles_and_bombs();
 	test_refs();
 	test_ref_damage();

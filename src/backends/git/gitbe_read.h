@@ -101,6 +101,11 @@ char *gb_resolved(const char *path); /* realpath, no trailing slash; malloc'd or
 int gb_is_at_or_under(const char *path, const char *dir);
 int gb_refuse_place(const struct tether_bctx *ctx, const struct gb_obj *o, const char *gitdir,
                     const char *commondir, const char *workdir, int code);
+/* The same checks on paths already resolved (realpath'd, no trailing
+ * slash), as the native reader's tt_grepo_find hands them over: resolving
+ * them again would only repeat a readlink for every ancestor. */
+int gb_refuse_resolved_place(const struct tether_bctx *ctx, const struct gb_obj *o, const char *gitdir,
+                             const char *commondir, const char *workdir, int code);
 int gb_refuse_create_place(const struct tether_bctx *ctx, const struct gb_obj *o);
 
 /* verify.c and list.c: the calls themselves. */

@@ -136,20 +136,14 @@ static int refuse_committed(const struct gb_obj *o, const char *what, const char
 }
 
 /* The checks on a repository as its reader found it: `gitdir`,
- * `commondir` and `workdir` are what it opened (resolved here). */
-int gb_refuse_place(const struct tether_bctx *ctx, const struct gb_obj *o, const char *gitdir_path,
-                    const char *common_path, const char *workdir_path, int code)
+ * `commondir` and `workdir` are what it opened, every link resolved. */
+int gb_refuse_resolved_place(const struct tether_bctx *ctx, const struct gb_obj *o, const char *gitdir,
+                             const char *common, const char *workdir, int code)
 {
-	char *gitdir = gb_resolved(gitdir_path);
-	char *common = gb_resolved(common_path);
-	char *workdir = gb_resolved(workdir_path);
 	char *top = dataset_checkout(ctx);
 	int rc = 0;
 
-	if (!gitdir || !common || !workdir)
-		rc = tether_error_set(TETHER_EIO, "git repository %s: cannot resolve its git directory "
-		                      "or work tree", o->path);
-	if (rc == 0 && (is_proc_path(gitdir) || is_proc_path(common) || is_proc_path(workdir)))
+	if (is_proc_path(gitdir) || is_proc_path(common) || is_proc_path(workdir))
 		rc = tether_error_set(code, "git repository %s lives under /proc: refused", o->path);
 	if (rc == 0)
 		rc = refuse_in_checkout(o, "path", o->real, top, code);
@@ -163,10 +157,27 @@ int gb_refuse_place(const struct tether_bctx *ctx, const struct gb_obj *o, const
 		rc = refuse_committed(o, "git directory", gitdir, code);
 	if (rc == 0 && strcmp(common, gitdir) != 0)
 		rc = refuse_committed(o, "common git directory", common, code);
+	free(top);
+	return rc;
+}
+
+/* The same on paths as the reader names them (resolved here). */
+int gb_refuse_place(const struct tether_bctx *ctx, const struct gb_obj *o, const char *gitdir_path,
+                    const char *common_path, const char *workdir_path, int code)
+{
+	char *gitdir = gb_resolved(gitdir_path);
+	char *common = gb_resolved(common_path);
+	char *workdir = gb_resolved(workdir_path);
+	int rc = 0;
+
+	if (!gitdir || !common || !workdir)
+		rc = tether_error_set(TETHER_EIO, "git repository %s: cannot resolve its git directory "
+		                      "or work tree", o->path);
+	if (rc == 0)
+		rc = gb_refuse_resolved_place(ctx, o, gitdir, common, workdir, code);
 	free(gitdir);
 	free(common);
 	free(workdir);
-	free(top);
 	return rc;
 }
 

@@ -85,7 +85,10 @@ int gb_rd_open(const struct tether_bctx *ctx, const json_t *locator, struct gb_o
 			rc = GB_FORWARD;
 	}
 	if (rc == 0)
-		rc = gb_refuse_place(ctx, o, n->repo.gitdir, n->repo.commondir, n->repo.workdir, TETHER_EREFUSED);
+		/* tt_grepo_find's three paths are realpath'd already (the work
+		 * tree is o->real itself, compared above). */
+		rc = gb_refuse_resolved_place(ctx, o, n->repo.gitdir, n->repo.commondir, n->repo.workdir,
+		                              TETHER_EREFUSED);
 	if (rc != 0)
 		gb_close(o);
 	if (rc == GB_FORWARD)
@@ -185,16 +188,14 @@ struct listed {
 };
 
 struct listing {
-	const struct gb_native *n;
 	struct listed *v;
 	size_t len, cap;
 };
 
 static int collect_tag(void *ud, const char *name, const unsigned char id[20], const unsigned char *peeled,
-                       int symbolic)
+                       int symbolic, int loose)
 {
 	struct listing *l = ud;
-	struct stat st;
 	if (l->len == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 64;
 		struct listed *v = realloc(l->v, cap * sizeof *v);
@@ -204,10 +205,8 @@ static int collect_tag(void *ud, const char *name, const unsigned char id[20], c
 		l->cap = cap;
 	}
 	struct listed *t = &l->v[l->len];
-	char *path = gb_strdupf("%s/%s", l->n->repo.commondir, name);
 	memset(t, 0, sizeof *t);
-	t->loose = path && lstat(path, &st) == 0 && S_ISREG(st.st_mode);
-	free(path);
+	t->loose = loose;
 	if (!(t->name = strdup(name)))
 		return gb_fail_oom();
 	memcpy(t->id, id, GB_OID_SIZE);
@@ -220,8 +219,8 @@ static int collect_tag(void *ud, const char *name, const unsigned char id[20], c
 
 int gb_rd_each_tag(const struct gb_obj *o, gb_tag_cb cb, void *ud)
 {
-	struct listing l = {o->native, NULL, 0, 0};
-	int rc = tt_gref_each(&o->native->repo, "refs/tags/" GB_TAG_PREFIX, collect_tag, &l);
+	struct listing l = {NULL, 0, 0};
+	int rc = tt_gref_each_where(&o->native->repo, "refs/tags/" GB_TAG_PREFIX, collect_tag, &l);
 
 	/* damage (or no memory): libgit2 words it */
 	if (rc != 0) {

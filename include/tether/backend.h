@@ -96,6 +96,9 @@ struct tether_bctx {
 	                            * failed) -- every call must work without one */
 	tether_progress_fn progress_fn; /* where tether_bctx_progress reports, or NULL */
 	void *progress_ud;
+	/* Appended (store options). */
+	const json_t *uri_secrets; /* [uris] of .tether/secrets.toml, or NULL: the engine's,
+	                            * read through tether_bctx_store_options, never directly */
 };
 
 /* Has the command been asked to stop? Backends check between steps of
@@ -106,6 +109,18 @@ static inline int tether_bctx_cancelled(const struct tether_bctx *ctx)
 }
 /* Set and return TETHER_ECANCELLED with a message naming what stopped. */
 TETHER_API int tether_bctx_cancel(const struct tether_bctx *ctx, const char *what);
+/* The options of the store at `uri` for this call's object, merged: the
+ * `committed` ones first (a locator's storage_options, already checked
+ * with tether_store_check_committed_options; may be NULL), then the
+ * [uris."<prefix>"] table of .tether/secrets.toml whose prefix is the
+ * longest at or above the canonical uri (a whole segment: "s3://b/pre"
+ * is not above "s3://b/prefix2"), then the object's own
+ * [objects."<key>"] (ctx->secrets). *out: a new object, or NULL when
+ * nothing applies. TETHER_ECONFIG naming secrets.toml and the key when
+ * the object's table holds what is no store option. A backend hands
+ * the result to tether_store_open and knows nothing of prefixes. */
+TETHER_API int tether_bctx_store_options(const struct tether_bctx *ctx, const char *uri, const json_t *committed,
+                                         json_t **out);
 /* Report progress (nothing when ctx->progress is 0 or no callback). */
 static inline void tether_bctx_progress(const struct tether_bctx *ctx, const struct tether_progress *p)
 {

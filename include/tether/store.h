@@ -199,6 +199,19 @@ TETHER_API int tether_store_canonical(const char *uri, const char *cwd, char **o
  * message naming the URI otherwise. */
 TETHER_API int tether_store_check_committed(const char *uri);
 
+/* Store options, the JSON object a store's open is handed (docs/BACKENDS.md
+ * "Store options"): keys lowercase snake_case, each of one type. The
+ * names, NULL-terminated; a backend whose objects' secrets are store
+ * options declares them as its secret_keys. */
+TETHER_API extern const char *const tether_store_option_names[];
+/* The rule for storage_options read from a committed file (tether.toml, a
+ * manifest's locator: a clone is untrusted): only region, allow_http,
+ * virtual_hosted_style_request and conditional_put, each of its type.
+ * `where` names the file (and table) for the message. NULL opts: none, 0.
+ * TETHER_EREFUSED naming a key that belongs in .tether/secrets.toml;
+ * TETHER_ECONFIG naming an unknown key or a value of the wrong type. */
+TETHER_API int tether_store_check_committed_options(const json_t *opts, const char *where);
+
 typedef struct tether_store tether_store;
 
 /* Open the store at uri (canonicalised first). options: see ops.open. */

@@ -133,6 +133,8 @@ static int add_command(tether_repo *repo, const struct tether_add_opts *opts, js
 	if (!b)
 		return TETHER_EUSAGE;
 	rc = tt_repo_check_secrets(repo);
+	if (!rc) /* before any store is opened with them */
+		rc = tt_repo_check_object_secrets(repo, b, opts->key);
 	if (rc)
 		return rc;
 	struct tt_manifest existing;

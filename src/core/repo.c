@@ -11,6 +11,8 @@
 #include "core/validate.h"
 #include "core/vcs_detect.h"
 #include "format/toml.h"
+#include "store/options.h"
+#include <tether/store.h>
 #include "util/fsutil.h"
 #include "util/safefs.h"
 #include "util/hash.h"
@@ -322,13 +324,43 @@ static int validate_config(const struct cfgcheck *c, json_t *cfg, char id[33])
 	return rc;
 }
 
-/* .tether/secrets.toml: [objects."<key>"] tables, one per object, each the
- * backend's (git reads `remote`). A misspelt table would leave an object
- * without the secret meant for it, silently. */
+/* One [uris."<prefix>"] table: the prefix a canonical store URI with a
+ * scheme (it is compared with the canonical URIs tether records), its
+ * keys store options of their types. */
+static int validate_uri_table(const struct cfgcheck *c, const json_t *uris, const char *prefix, const json_t *t)
+{
+	if (!json_is_object(t))
+		return refuse_at(c, uris, prefix, "uris.\"%s\" must be a table", prefix);
+	char *canon = NULL;
+	int bad = !strstr(prefix, "://") || tether_store_canonical(prefix, NULL, &canon) != 0 ||
+	          strcmp(canon, prefix) != 0;
+	if (bad) {
+		int rc = refuse_at(c, uris, prefix,
+		                   "uris.\"%s\": the prefix must be a store URI as tether records it (scheme://bucket"
+		                   "[/path], lowercase scheme and host, no trailing '/')%s%s",
+		                   prefix, canon ? ": " : "", canon ? canon : "");
+		free(canon);
+		return rc;
+	}
+	free(canon);
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)t, k, v) {
+		char why[768];
+		if (tt_store_option_check(k, v, why, sizeof why) != 0)
+			return refuse_at(c, t, k, "uris.\"%s\": %s", prefix, why);
+	}
+	return 0;
+}
+
+/* .tether/secrets.toml: [uris."<prefix>"] tables (store options for every
+ * store at or under the prefix) and [objects."<key>"] tables, one per
+ * object, each the backend's (git reads `remote`). A misspelt table would
+ * leave an object without the secret meant for it, silently. */
 static int validate_secrets(const struct cfgcheck *c, const json_t *secrets)
 {
-	static const char *const tables[] = {"objects", NULL};
-	int rc = check_known(c, secrets, NULL, tables, "objects");
+	static const char *const tables[] = {"objects", "uris", NULL};
+	int rc = check_known(c, secrets, NULL, tables, "objects, uris");
 	if (!rc) /* a URL or token is handed on as a C string: no NUL inside */
 		rc = tt_strings_check(secrets, c->path);
 	json_t *objects = json_object_get(secrets, "objects");
@@ -341,6 +373,14 @@ static int validate_secrets(const struct cfgcheck *c, const json_t *secrets)
 			break;
 		if (!json_is_object(v))
 			rc = refuse_at(c, objects, k, "objects.\"%s\" must be a table", k);
+	}
+	json_t *uris = json_object_get(secrets, "uris");
+	if (!rc && uris && !json_is_object(uris))
+		rc = refuse_at(c, secrets, "uris", "'uris' must be a table of [uris.\"<prefix>\"] tables");
+	json_object_foreach(uris, k, v) {
+		if (rc)
+			break;
+		rc = validate_uri_table(c, uris, k, v);
 	}
 	return rc;
 }
@@ -498,6 +538,7 @@ void tt_repo_bctx(struct tether_repo *repo, const char *kind, const char *key, s
 	tt_sessions_progress(repo, ctx);
 	json_t *objects = json_object_get(repo->secrets, "objects");
 	ctx->secrets = key ? json_object_get(objects, key) : NULL;
+	ctx->uri_secrets = json_object_get(repo->secrets, "uris");
 }
 
 int tt_repo_config_bool(const struct tether_repo *repo, const char *table, const char *key, int dflt)

@@ -53,7 +53,7 @@ int ic_open_locator(const struct tether_bctx *ctx, const json_t *locator, struct
                     struct ic_repository *repo)
 {
 	int rc = ic_read_locator(locator, loc);
-	if (rc == 0 && (rc = ic_repository_open(loc->uri, ctx ? ctx->secrets : NULL, repo)) == 0)
+	if (rc == 0 && (rc = ic_repository_open_at(ctx, loc->uri, repo)) == 0)
 		repo->session = ctx ? ctx->session : NULL;
 	return rc;
 }
@@ -101,7 +101,11 @@ static int ic_make_locator(const struct tether_bctx *ctx, const char *uri, const
 	if ((rc = tether_store_canonical(uri, cwd, &path)))
 		return rc;
 	tether_store *store = NULL;
-	if (create && (rc = tether_store_open(path, ctx ? ctx->secrets : NULL, &store))) {
+	json_t *store_options = NULL;
+	if (create && (rc = ic_store_options(ctx, path, &store_options)) == 0)
+		rc = tether_store_open(path, store_options, &store);
+	json_decref(store_options);
+	if (create && rc) {
 		free(path);
 		return rc; /* no store for the scheme: refused before create_store */
 	}
@@ -114,7 +118,7 @@ static int ic_make_locator(const struct tether_bctx *ctx, const char *uri, const
 	/* Unless create_store is to make it, the repository must be there,
 	 * with the branch, and --at must name something in it. */
 	struct ic_repository repo;
-	if (rc == 0 && !create && (rc = ic_repository_open(path, ctx ? ctx->secrets : NULL, &repo)) == 0) {
+	if (rc == 0 && !create && (rc = ic_repository_open_at(ctx, path, &repo)) == 0) {
 		struct ic_id id;
 		int found = 0;
 		rc = ic_branch_head(&repo, branch ? branch : "main", &id, &found);
@@ -346,6 +350,7 @@ static const struct tether_add_option ic_add_options[] = {
 const struct tether_backend tt_backend_icechunk = {
 	TETHER_BACKEND_INIT,
 	.kind = "icechunk",
+	.secret_keys = tether_store_option_names,
 	.maturity = "stable",
 	.summary = "Icechunk repositories (spec 1 and 2, local paths): tags pin, branches fork",
 	.caps = TETHER_CAP_FINGERPRINT | TETHER_CAP_ADDRESSABLE | TETHER_CAP_PIN | TETHER_CAP_FORK |

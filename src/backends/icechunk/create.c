@@ -114,7 +114,11 @@ int ic_create_store(const struct tether_bctx *ctx, const json_t *locator)
 	if (strcmp(loc.branch, "main") != 0)
 		return tether_error_set(TETHER_EUSAGE, "a new Icechunk repository has only the branch main, not \"%s\"",
 		                        loc.branch);
-	if ((rc = tether_store_open(loc.uri, ctx->secrets, &s)))
+	json_t *store_options = NULL;
+	if ((rc = ic_store_options(ctx, loc.uri, &store_options)) == 0)
+		rc = tether_store_open(loc.uri, store_options, &s);
+	json_decref(store_options);
+	if (rc)
 		return rc;
 	/* Anything at the path is someone's: create never adopts it. */
 	int exists = 0;

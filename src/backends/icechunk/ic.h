@@ -268,6 +268,10 @@ struct ic_repository {
 /* Open the repository at uri (which must hold one). TETHER_ENOTFOUND with
  * a message when there is none. */
 int ic_repository_open(const char *uri, const json_t *secrets, struct ic_repository *out);
+/* The options of the store at uri for ctx's object (tether_bctx_store_options). */
+int ic_store_options(const struct tether_bctx *ctx, const char *uri, json_t **out);
+/* ic_repository_open with those options. */
+int ic_repository_open_at(const struct tether_bctx *ctx, const char *uri, struct ic_repository *out);
 void ic_repository_close(struct ic_repository *repo);
 
 /* A name -> snapshot id table of every branch or tag (json object of

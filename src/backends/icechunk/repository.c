@@ -11,6 +11,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+int ic_store_options(const struct tether_bctx *ctx, const char *uri, json_t **out)
+{
+	return tether_bctx_store_options(ctx, uri, NULL, out);
+}
+
+int ic_repository_open_at(const struct tether_bctx *ctx, const char *uri, struct ic_repository *out)
+{
+	json_t *options = NULL;
+	int rc = ic_store_options(ctx, uri, &options);
+	if (rc) {
+		memset(out, 0, sizeof *out);
+		return rc;
+	}
+	rc = ic_repository_open(uri, options, out);
+	json_decref(options); /* a store keeps what it needs of its options */
+	return rc;
+}
+
 int ic_repository_open(const char *uri, const json_t *secrets, struct ic_repository *out)
 {
 	memset(out, 0, sizeof *out);

@@ -35,13 +35,17 @@ static const struct {
 	{"conditional_put", OPT_CONDITIONAL_PUT, 1},
 	{"connect_timeout", OPT_SECONDS, 0},
 	{"timeout", OPT_SECONDS, 0},
+	/* GCS: a Google JSON key (service_account or authorized_user), as
+	 * text or as the path of its file. */
+	{"service_account_key", OPT_STRING, 0},
+	{"service_account_path", OPT_STRING, 0},
 };
 #define N_OPTIONS (sizeof OPTIONS / sizeof OPTIONS[0])
 
 const char *const tether_store_option_names[] = {
 	"endpoint_url", "region", "profile", "role_arn", "access_key_id", "secret_access_key", "session_token",
 	"allow_http", "force_path_style", "virtual_hosted_style_request", "conditional_put", "connect_timeout",
-	"timeout", NULL,
+	"timeout", "service_account_key", "service_account_path", NULL,
 };
 
 static int find(const char *key)

@@ -14,6 +14,7 @@ Fixtures:
   run       tether in any directory (one that is not a repository, say)
   s3_server a real S3 server on 127.0.0.1, once per kind (SeaweedFS, moto);
             seaweedfs_server and moto_server for one of them (s3servers.py)
+  gcs_server fake-gcs-server on 127.0.0.1, once per session (gcsserver.py)
 
 Every run gets a private HOME, no GIT_* variables from outside, NO_COLOR and
 TZ=UTC. The helpers below compute what tether should record (states,
@@ -34,6 +35,8 @@ import pytest
 # The S3 test servers (SeaweedFS, moto): session fixtures, each started only
 # when a test asks for it (tests/e2e/s3servers.py).
 from s3servers import moto_server, s3_server, seaweedfs_server  # noqa: F401
+# fake-gcs-server, for the GCS store's tests (tests/e2e/gcsserver.py).
+from gcsserver import gcs_server  # noqa: F401
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 TETHER_BIN = os.environ.get("TETHER_BIN") or str(SOURCE_ROOT / "build" / "tether")

@@ -70,6 +70,10 @@ static int gcs_open(const char *uri, const json_t *options, void **impl)
 		.timeout_ms = millis(options, "timeout"),
 		.allow_http = emulator || json_is_true(json_object_get(options, "allow_http")),
 	};
+	/* Refused here, before a token is asked for on its behalf. */
+	if (rc == 0 && !http.allow_http && strncmp(g->base, "http://", 7) == 0)
+		rc = tether_error_set(TETHER_EUSAGE, "the endpoint %s is plain http: set the store option allow_http "
+		                      "to use it", g->base);
 	if (rc == 0)
 		rc = tt_http_new(&http, &g->http);
 	if (rc == 0)

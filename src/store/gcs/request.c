@@ -45,8 +45,11 @@ int tt_gcs_call(struct tt_gcs *g, const struct tt_gcs_call *c, struct tt_http_re
 		if (g->auth) {
 			char *token;
 			int rc = tt_gcs_auth_token(g->auth, renew, &token);
-			if (rc)
-				return rc;
+			if (rc) {
+				char why[1024];
+				snprintf(why, sizeof why, "%s", tether_error_last());
+				return tether_error_set(rc, "%s: %s", c->what, why);
+			}
 			bearer = tt_strdupf("Bearer %s", token);
 			free(token);
 			if (!bearer)

@@ -2,17 +2,19 @@
 conditional writes (ifGenerationMatch: 0 for if-absent, a generation for
 if-match; 412 refused), generations as version ids, paged listing with an
 exact start-after, the root, and a missing bucket or object, each error
-one line naming the gs:// URI and the server's status. Every answer is
+one line naming the gs:// URI and the server's status; then the store
+contract suite (tether-conformance --store) on a bucket of its own. Every answer is
 checked against the server's own JSON API, asked directly by the test.
 
 fake-gcs-server checks no credentials: authentication is tested in
 test_gcs_auth.py against fakes that do."""
 import json
+import subprocess
 import urllib.parse
 
 import pytest
 
-from storetool import drive, hexof, one
+from storetool import BUILD, drive, hexof, one
 
 pytestmark = pytest.mark.usefixtures("gcs_server")
 
@@ -225,3 +227,24 @@ def test_endpoint_forms(gcs_server):
     a = one(f"gs://{b}", {"op": "stat", "key": "k"}, env,
             options={"endpoint_url": gcs_server.endpoint, "service_account_key": json.dumps(key)})
     assert a["ok"] is False and a["code"] == EUSAGE and "http" in a["error"]
+
+
+@pytest.mark.parametrize("versioned, under", [(True, "/deep/prefix"), (False, "")])
+def test_store_contract(gcs_server, versioned, under):
+    """The store contract suite (tether-conformance --store) against a
+    bucket of fake-gcs-server, at a prefix and at the bucket's root."""
+    b = gcs_server.bucket("contract", versioned=versioned)
+    env = gcs_server.env()
+    env["TETHER_MODULE_PATH"] = str(BUILD)
+    p = subprocess.run([str(BUILD / "tether-conformance"), "--store", f"gs://{b}{under}"], env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.rstrip().endswith(" passed, 0 failed"), p.stdout
+    skipped = [line for line in p.stdout.splitlines() if line.startswith("skip")]
+    # Only the fault store's checks are skipped, and, without versioning,
+    # the checks of older versions.
+    assert all(s.startswith("skip faults") or (not versioned and s.startswith("skip versions")) for s in skipped), \
+        p.stdout
+    assert len(skipped) == (1 if versioned else 3), p.stdout
+    # The suite cleans up after itself.
+    assert "items" not in gcs_server.api("GET", f"/storage/v1/b/{b}/o")[1]

@@ -5,6 +5,7 @@
 
 #include <tether/backend.h>
 
+#include "util/fail.h"
 #include "util/fsutil.h"
 
 #include <pthread.h>
@@ -38,11 +39,6 @@ static int64_t now_monotonic(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec;
-}
-
-static int oom(void)
-{
-	return tether_error_set(TETHER_EIO, "out of memory");
 }
 
 /* "service account x@y (where)" or "authorized user (where)". */
@@ -100,7 +96,7 @@ static int find_key(const json_t *options, int emulator, struct tt_gcs_keyfile *
 	*tried = tt_strdupf("no service_account_key or service_account_path store option, "
 	                    "GOOGLE_APPLICATION_CREDENTIALS unset, no %s", adc ? adc : "gcloud credentials file (no HOME)");
 	free(adc);
-	return *tried ? 0 : oom();
+	return *tried ? 0 : tt_fail_oom();
 }
 
 static int new_client(const struct tt_http_options *store, int metadata, struct tt_http **out)
@@ -123,7 +119,7 @@ int tt_gcs_auth_new(const json_t *options, int emulator, const struct tt_http_op
 	*out = NULL;
 	struct tt_gcs_auth *a = calloc(1, sizeof *a);
 	if (!a)
-		return oom();
+		return tt_fail_oom();
 	pthread_mutex_init(&a->lock, NULL);
 	int found;
 	int rc = find_key(options, emulator, &a->key, &found, &a->not_found);
@@ -132,7 +128,7 @@ int tt_gcs_auth_new(const json_t *options, int emulator, const struct tt_http_op
 		return 0;
 	}
 	if (rc == 0 && found)
-		rc = (a->source = describe_key(&a->key)) ? 0 : oom();
+		rc = (a->source = describe_key(&a->key)) ? 0 : tt_fail_oom();
 	else if (rc == 0 && env_true("NO_GCE_CHECK"))
 		rc = tether_error_set(TETHER_EAUTH, "no GCS credentials: %s, and NO_GCE_CHECK turns the metadata "
 		                      "server off", a->not_found);
@@ -141,7 +137,7 @@ int tt_gcs_auth_new(const json_t *options, int emulator, const struct tt_http_op
 		a->from_metadata = 1;
 		a->metadata_host = strdup(host && *host ? host : "metadata.google.internal");
 		a->source = a->metadata_host ? tt_strdupf("the GCE metadata server at %s", a->metadata_host) : NULL;
-		rc = a->source ? 0 : oom();
+		rc = a->source ? 0 : tt_fail_oom();
 	}
 	if (rc == 0)
 		rc = new_client(http, a->from_metadata, &a->http);
@@ -181,7 +177,7 @@ int tt_gcs_auth_token(struct tt_gcs_auth *a, int renew, char **token)
 	if (renew || !a->token || a->expires_at - now_monotonic() < REFRESH_MARGIN)
 		rc = fetch(a);
 	if (rc == 0 && !(*token = strdup(a->token)))
-		rc = oom();
+		rc = tt_fail_oom();
 	pthread_mutex_unlock(&a->lock);
 	return rc;
 }

@@ -8,6 +8,7 @@
 
 #include <tether/backend.h>
 
+#include "util/fail.h"
 #include "util/fsutil.h"
 
 #include <stdlib.h>
@@ -27,7 +28,7 @@ int tt_gcs_endpoint(const json_t *options, char **base, int *emulator)
 	else
 		*base = strdup(GOOGLE_ENDPOINT);
 	if (!*base)
-		return tether_error_set(TETHER_EIO, "out of memory");
+		return tt_fail_oom();
 	for (size_t n = strlen(*base); n && (*base)[n - 1] == '/'; n--)
 		(*base)[n - 1] = '\0';
 	if (strncmp(*base, "http://", 7) != 0 && strncmp(*base, "https://", 8) != 0) {

@@ -5,6 +5,7 @@
 
 #include <tether/backend.h>
 
+#include "util/fail.h"
 #include "util/fsutil.h"
 
 #include <errno.h>
@@ -24,8 +25,16 @@ static int field(const json_t *root, const char *name, int required, const char 
 		return tether_error_set(TETHER_EAUTH, "%s: \"%s\" %s", where, name,
 		                        v ? "must be a non-empty string" : "is missing");
 	if (!(*out = strdup(s)))
-		return tether_error_set(TETHER_EIO, "out of memory");
+		return tt_fail_oom();
 	return 0;
+}
+
+/* Overwrite a secret's text before free() hands its memory back. */
+static void wipe(char *s)
+{
+	volatile char *v = s;
+	for (size_t i = 0; s && v[i]; i++)
+		v[i] = 0;
 }
 
 static int host_is_loopback(const char *hostport)
@@ -65,10 +74,7 @@ static int parse_service_account(const json_t *root, struct tt_gcs_keyfile *k)
 		k->has_key = 1;
 		if (tt_rsa_key_from_pem(pem, &k->key, why, sizeof why) != 0)
 			rc = tether_error_set(TETHER_EAUTH, "%s: private_key: %s", k->where, why);
-		/* The PEM text is the secret itself. */
-		volatile char *wipe = pem;
-		for (size_t i = 0; wipe[i]; i++)
-			wipe[i] = 0;
+		wipe(pem);
 	}
 	free(pem);
 	return rc;
@@ -84,7 +90,7 @@ static int parse_authorized_user(const json_t *root, struct tt_gcs_keyfile *k)
 	if (!rc)
 		rc = field(root, "token_uri", 0, k->where, &k->token_uri);
 	if (!rc && !k->token_uri && !(k->token_uri = strdup(TT_GCS_DEFAULT_TOKEN_URI)))
-		rc = tether_error_set(TETHER_EIO, "out of memory");
+		rc = tt_fail_oom();
 	return rc;
 }
 
@@ -92,7 +98,7 @@ int tt_gcs_keyfile_parse(const char *text, const char *where, struct tt_gcs_keyf
 {
 	memset(k, 0, sizeof *k);
 	if (!(k->where = strdup(where)))
-		return tether_error_set(TETHER_EIO, "out of memory");
+		return tt_fail_oom();
 	json_error_t err;
 	json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &err);
 	if (!root)
@@ -123,7 +129,7 @@ int tt_gcs_keyfile_read(const char *path, const char *what, struct tt_gcs_keyfil
 	memset(k, 0, sizeof *k);
 	char *where = tt_strdupf("%s %s", what, path);
 	if (!where)
-		return tether_error_set(TETHER_EIO, "out of memory");
+		return tt_fail_oom();
 	errno = 0;
 	char *text = tt_read_small(path, MAX_KEYFILE_BYTES);
 	int rc;
@@ -133,11 +139,7 @@ int tt_gcs_keyfile_read(const char *path, const char *what, struct tt_gcs_keyfil
 		                                        "file of at most 1 MiB)", where);
 	else
 		rc = tt_gcs_keyfile_parse(text, where, k);
-	if (text) {
-		volatile char *wipe = text;
-		for (size_t i = 0; wipe[i]; i++)
-			wipe[i] = 0;
-	}
+	wipe(text);
 	free(text);
 	free(where);
 	return rc;

@@ -12,6 +12,7 @@
 
 #include <tether/backend.h>
 
+#include "util/fail.h"
 #include "util/fsutil.h"
 
 #include <stdlib.h>
@@ -19,11 +20,6 @@
 
 /* The API answers at most this many objects a request. */
 #define MAX_RESULTS 1000
-
-static int oom(void)
-{
-	return tether_error_set(TETHER_EIO, "out of memory");
-}
 
 struct page_walk {
 	struct tt_gcs *g;
@@ -87,7 +83,7 @@ static int list_request(struct tt_gcs *g, const char *what, const char *under, c
 	free(f);
 	free(t);
 	if (!url)
-		return oom();
+		return tt_fail_oom();
 	struct tt_http_response resp;
 	struct tt_gcs_call c = {.method = "GET", .url = url, .what = what};
 	int rc = tt_gcs_call(g, &c, &resp);
@@ -97,7 +93,7 @@ static int list_request(struct tt_gcs *g, const char *what, const char *under, c
 		if (items && !json_is_array(items))
 			rc = tether_error_set(TETHER_EIO, "%s: the server's listing has no list of items", what);
 		else if (next && *next && !(*next_token = strdup(next)))
-			rc = oom();
+			rc = tt_fail_oom();
 	} else if (rc == 0)
 		rc = tt_gcs_fail(g, what, &resp);
 	if (rc) {
@@ -115,7 +111,7 @@ static int list_page(struct tt_gcs *g, const char *prefix, const char *start_aft
 	char *from = *start_after ? tt_strdupf("%s%s", g->root, start_after) : strdup("");
 	char *what = under ? tt_strdupf("gs://%s/%s", g->bucket, under) : NULL;
 	char *token = NULL;
-	int rc = under && from && what ? 0 : oom();
+	int rc = under && from && what ? 0 : tt_fail_oom();
 	w->g = g;
 	w->what = what;
 	while (rc == 0) {
@@ -184,7 +180,7 @@ int tt_gcs_list_versions(void *impl, const char *key, tether_store_stat_fn emit,
 	char *what = name ? tt_gcs_what(g, name) : NULL;
 	char *token = NULL;
 	struct versions v = {0};
-	int rc = what ? 0 : oom();
+	int rc = what ? 0 : tt_fail_oom();
 	/* prefix=name lists name's generations and those of every name that
 	 * begins with it; only name's are kept. */
 	while (rc == 0) {
@@ -201,7 +197,7 @@ int tt_gcs_list_versions(void *impl, const char *key, tether_store_stat_fn emit,
 				size_t cap = v.cap ? 2 * v.cap : 16;
 				struct tether_store_stat *grown = realloc(v.st, cap * sizeof *grown);
 				if (!grown) {
-					rc = oom();
+					rc = tt_fail_oom();
 					continue;
 				}
 				v.st = grown;

@@ -6,6 +6,7 @@
 
 #include <tether/backend.h>
 
+#include "util/fail.h"
 #include "util/fsutil.h"
 
 #include <stdlib.h>
@@ -55,14 +56,14 @@ static int gcs_open(const char *uri, const json_t *options, void **impl)
 		                        "'-', '_', '.')", uri, (int)bl, bucket);
 	struct tt_gcs *g = calloc(1, sizeof *g);
 	if (!g)
-		return tether_error_set(TETHER_EIO, "out of memory");
+		return tt_fail_oom();
 	pthread_mutex_init(&g->lock, NULL);
 	g->uri = strdup(uri);
 	g->bucket = strndup(bucket, bl);
 	g->root = slash && slash[1] ? tt_strdupf("%s/", slash + 1) : strdup("");
 	int emulator = 0, rc = 0;
 	if (!g->uri || !g->bucket || !g->root)
-		rc = tether_error_set(TETHER_EIO, "out of memory");
+		rc = tt_fail_oom();
 	if (rc == 0)
 		rc = tt_gcs_endpoint(options, &g->base, &emulator);
 	struct tt_http_options http = {

@@ -6,17 +6,13 @@
 
 #include <tether/backend.h>
 
+#include "util/fail.h"
 #include "util/fsutil.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int oom(void)
-{
-	return tether_error_set(TETHER_EIO, "out of memory");
-}
 
 /* "gs://b/k", or "gs://b/k (generation G)". */
 static char *what_of(const struct tt_gcs *g, const char *name, const char *version_id)
@@ -51,7 +47,7 @@ int tt_gcs_stat(void *impl, const char *key, const char *version_id, struct teth
 	char *what = name ? what_of(g, name, version_id) : NULL;
 	if (!what) {
 		free(name);
-		return oom();
+		return tt_fail_oom();
 	}
 	if (version_id && !tt_gcs_is_generation(version_id)) {
 		int rc = tether_error_set(TETHER_ENOTFOUND, "%s: not a GCS generation (a decimal number)", what);
@@ -64,7 +60,7 @@ int tt_gcs_stat(void *impl, const char *key, const char *version_id, struct teth
 	char *url = suffix ? tt_gcs_object_url(g, name, suffix) : NULL;
 	int rc;
 	if (!url)
-		rc = oom();
+		rc = tt_fail_oom();
 	else {
 		struct tt_http_response resp;
 		struct tt_gcs_call c = {.method = "GET", .url = url, .what = what};
@@ -149,7 +145,7 @@ int tt_gcs_get_version(void *impl, const char *key, const char *version_id, uint
 		if (rc == 0 && !seen.exists)
 			rc = tether_error_set(TETHER_ENOTFOUND, "gs://%s/%s%s: no such object", g->bucket, g->root, key);
 		if (rc == 0 && !(*data = malloc(1)))
-			rc = oom();
+			rc = tt_fail_oom();
 		if (rc)
 			return rc;
 		*len = 0;
@@ -163,7 +159,7 @@ int tt_gcs_get_version(void *impl, const char *key, const char *version_id, uint
 	char *url = name && suffix ? tt_gcs_object_url(g, name, suffix) : NULL;
 	int rc = 0;
 	if (!what || !url)
-		rc = oom();
+		rc = tt_fail_oom();
 	char range[64];
 	range_header(offset, length, range, sizeof range);
 	struct tt_http_header h = {"Range", range};
@@ -186,7 +182,7 @@ int tt_gcs_get_version(void *impl, const char *key, const char *version_id, uint
 		if (rc == 0 && !seen.exists)
 			rc = tether_error_set(TETHER_ENOTFOUND, "%s: no such object", what);
 		if (rc == 0 && !(*data = malloc(1)))
-			rc = oom();
+			rc = tt_fail_oom();
 		if (rc == 0) {
 			*len = 0;
 			if (st)

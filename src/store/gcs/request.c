@@ -6,6 +6,7 @@
 
 #include <tether/backend.h>
 
+#include "util/fail.h"
 #include "util/fsutil.h"
 
 #include <ctype.h>
@@ -53,7 +54,7 @@ int tt_gcs_call(struct tt_gcs *g, const struct tt_gcs_call *c, struct tt_http_re
 			bearer = tt_strdupf("Bearer %s", token);
 			free(token);
 			if (!bearer)
-				return tether_error_set(TETHER_EIO, "out of memory");
+				return tt_fail_oom();
 			headers[n++] = (struct tt_http_header){"Authorization", bearer};
 		}
 		for (size_t i = 0; i < c->n_headers; i++)
@@ -156,7 +157,7 @@ int tt_gcs_bucket_exists(struct tt_gcs *g, int *exists)
 	if (!url || !what) {
 		free(url);
 		free(what);
-		return tether_error_set(TETHER_EIO, "out of memory");
+		return tt_fail_oom();
 	}
 	struct tt_http_response resp;
 	struct tt_gcs_call c = {.method = "GET", .url = url, .what = what};

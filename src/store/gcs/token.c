@@ -8,6 +8,7 @@
 
 #include <tether/backend.h>
 
+#include "util/fail.h"
 #include "util/fsutil.h"
 
 #include <stdio.h>
@@ -43,7 +44,7 @@ static int read_answer(const struct tt_http_response *resp, const char *what, st
 	if (!token_ok(token) || !json_is_integer(expires) || json_integer_value(expires) <= 0)
 		rc = tether_error_set(TETHER_EAUTH, "%s: the answer has no valid access_token and expires_in", what);
 	else if (!(out->access_token = strdup(token)))
-		rc = tether_error_set(TETHER_EIO, "out of memory");
+		rc = tt_fail_oom();
 	else
 		out->expires_in = (int64_t)json_integer_value(expires);
 	json_decref(body);
@@ -92,7 +93,7 @@ static int service_account_form(const struct tt_gcs_keyfile *k, char **form)
 	const char *pairs[] = {"grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer", "assertion", jwt};
 	*form = form_of(pairs, 2);
 	free(jwt);
-	return *form ? 0 : tether_error_set(TETHER_EIO, "out of memory");
+	return *form ? 0 : tt_fail_oom();
 }
 
 static int refresh_form(const struct tt_gcs_keyfile *k, char **form)
@@ -100,7 +101,7 @@ static int refresh_form(const struct tt_gcs_keyfile *k, char **form)
 	const char *pairs[] = {"grant_type",    "refresh_token",  "client_id",     k->client_id,
 	                       "client_secret", k->client_secret, "refresh_token", k->refresh_token};
 	*form = form_of(pairs, 4);
-	return *form ? 0 : tether_error_set(TETHER_EIO, "out of memory");
+	return *form ? 0 : tt_fail_oom();
 }
 
 int tt_gcs_token_from_key(struct tt_http *h, const struct tt_gcs_keyfile *k, struct tt_gcs_token *out)
@@ -111,7 +112,7 @@ int tt_gcs_token_from_key(struct tt_http *h, const struct tt_gcs_keyfile *k, str
 	if (rc)
 		return rc;
 	char *what = tt_strdupf("the GCS token endpoint %s (%s)", k->token_uri, k->where);
-	rc = what ? post_form(h, k->token_uri, form, what, out) : tether_error_set(TETHER_EIO, "out of memory");
+	rc = what ? post_form(h, k->token_uri, form, what, out) : tt_fail_oom();
 	free(what);
 	free(form);
 	return rc;
@@ -125,7 +126,7 @@ int tt_gcs_token_from_metadata(struct tt_http *h, const char *host, struct tt_gc
 	if (!url || !what) {
 		free(url);
 		free(what);
-		return tether_error_set(TETHER_EIO, "out of memory");
+		return tt_fail_oom();
 	}
 	struct tt_http_header hdr = {"Metadata-Flavor", "Google"};
 	struct tt_http_request req = {.method = "GET", .url = url, .headers = &hdr, .n_headers = 1};

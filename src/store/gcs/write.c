@@ -9,6 +9,7 @@
 
 #include <tether/backend.h>
 
+#include "util/fail.h"
 #include "util/fsutil.h"
 
 #include <nettle/base64.h>
@@ -17,11 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int oom(void)
-{
-	return tether_error_set(TETHER_EIO, "out of memory");
-}
 
 /* Is the object now exactly these bytes (its md5Hash is theirs)? */
 static int holds_bytes(struct tt_gcs *g, const char *name, const char *what, const void *data, size_t len,
@@ -76,7 +72,7 @@ int tt_gcs_put(void *impl, const char *key, const void *data, size_t len, enum t
 	int rc = 0, attempts = 1;
 	struct tt_http_response resp = {0};
 	if (!what || !url)
-		rc = oom();
+		rc = tt_fail_oom();
 	struct tt_http_header h = {"Content-Type", "application/octet-stream"};
 	struct tt_gcs_call c = {.method = "POST", .url = url, .what = what, .headers = &h, .n_headers = 1,
 	                        .body = data, .body_len = len, .attempts = &attempts};
@@ -116,7 +112,7 @@ int tt_gcs_del(void *impl, const char *key)
 	int rc = 0;
 	struct tt_http_response resp = {0};
 	if (!what || !url)
-		rc = oom();
+		rc = tt_fail_oom();
 	struct tt_gcs_call c = {.method = "DELETE", .url = url, .what = what};
 	if (rc == 0)
 		rc = tt_gcs_call(g, &c, &resp);

@@ -14,7 +14,8 @@ process, stopped by the test) playing
                       (which checks no credentials): the bearer token must
                       be one this fake issued and not expired, else 401;
                       a principal marked forbidden gets 403; anything else
-                      is forwarded.
+                      is forwarded, unless the test queued statuses to
+                      answer instead (fail_storage: 503, 429, 400, ...).
 
 It records what it was asked (token grants, the Authorization of every
 storage request, the answers it gave), for the tests to judge.
@@ -65,6 +66,7 @@ class GoogleFakes:
         self.metadata_principal = "vm-default@tether-tests.iam.gserviceaccount.com"
         self.allow_anonymous = False
         self.lose_upload_answers = 0        # uploads to forward and then answer 503
+        self.fail_storage = []              # statuses to answer the next storage requests with
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -211,7 +213,13 @@ class GoogleFakes:
                     if entry and entry[1] > time.monotonic():
                         principal = entry[0]
                 status = None
-                if principal is None and not (auth is None and fakes.allow_anonymous):
+                with fakes.lock:
+                    injected = fakes.fail_storage.pop(0) if fakes.fail_storage else None
+                if injected:
+                    status = injected
+                    self._answer(injected, {"error": {"code": injected, "message": "injected by the test",
+                                                      "errors": [{"reason": "injected"}]}})
+                elif principal is None and not (auth is None and fakes.allow_anonymous):
                     status = 401
                     self._answer(401, {"error": {"code": 401, "message": "Invalid Credentials",
                                                  "errors": [{"reason": "authError", "message": "Invalid Credentials"}]}})

@@ -236,3 +236,25 @@ def test_a_missing_or_unreadable_key_file(setting, tmp_path):
     env["GOOGLE_APPLICATION_CREDENTIALS"] = str(tmp_path)
     a = one(f"gs://{b}", {"op": "stat", "key": "k"}, env, opts)
     assert a["code"] == EAUTH and "readable regular file" in a["error"]
+
+
+def test_retries_on_throttling_and_server_errors_never_on_a_4xx(fakes, setting, tmp_path):
+    b, env, opts = setting
+    env["GOOGLE_APPLICATION_CREDENTIALS"] = write_key(tmp_path, fakes.service_account())
+    fakes.fail_storage = [503, 429, 500]
+    a = one(f"gs://{b}/p", {"op": "put", "key": "k", "data": hexof("x"), "mode": "if-absent"}, env, opts)
+    assert a["ok"], a
+    assert [s for *_, s in fakes.storage] == [503, 429, 500, 200]
+    # Never on another 4xx: one request, its status in the message.
+    fakes.storage.clear()
+    fakes.fail_storage = [400]
+    a = one(f"gs://{b}/p", {"op": "stat", "key": "k"}, env, opts)
+    assert a["code"] == -7 and a["error"] == f"gs://{b}/p/k: HTTP 400 injected: injected by the test"
+    assert [s for *_, s in fakes.storage] == [400]
+    # A server that keeps failing: worth retrying later (ETRANSIENT), after
+    # the client's five attempts.
+    fakes.storage.clear()
+    fakes.fail_storage = [503] * 5
+    a = one(f"gs://{b}/p", {"op": "stat", "key": "k"}, env, opts)
+    assert a["code"] == -10 and a["error"].startswith(f"gs://{b}/p/k: HTTP 503 injected")
+    assert [s for *_, s in fakes.storage] == [503] * 5

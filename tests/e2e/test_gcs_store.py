@@ -248,3 +248,21 @@ def test_store_contract(gcs_server, versioned, under):
     assert len(skipped) == (1 if versioned else 3), p.stdout
     # The suite cleans up after itself.
     assert "items" not in gcs_server.api("GET", f"/storage/v1/b/{b}/o")[1]
+
+
+def test_tether_keeps_an_icechunk_repository_in_gcs(ds, gcs_server):
+    """The tether command itself loads tether-store-gs.so for a gs:// URI:
+    an Icechunk repository created, committed and clean in a bucket; a
+    missing bucket is one line naming it, and nothing is added."""
+    b = gcs_server.bucket("ice")
+    env = {"STORAGE_EMULATOR_HOST": gcs_server.host}
+    ds.tether("add", "cube", f"gs://{b}/cube", "--kind", "icechunk", "--create", env=env)
+    ds.tether("commit", "-m", "an icechunk repository in GCS", env=env)
+    status = ds.tether("status", env=env).stdout
+    assert "clean" in status and "cube" in status
+    names = [i["name"] for i in gcs_server.api("GET", f"/storage/v1/b/{b}/o?prefix=cube%2F")[1]["items"]]
+    assert "cube/repo" in names and any(n.startswith("cube/snapshots/") for n in names)
+    p = ds.tether("add", "gone", "gs://no-such-bucket-for-tether/cube", "--kind", "icechunk", "--create", env=env,
+                  check_rc=1)
+    assert "gs://no-such-bucket-for-tether: the bucket does not exist (HTTP 404" in p.stderr
+    assert "gone" not in ds.tether("status", env=env).stdout

@@ -258,3 +258,19 @@ def test_retries_on_throttling_and_server_errors_never_on_a_4xx(fakes, setting, 
     a = one(f"gs://{b}/p", {"op": "stat", "key": "k"}, env, opts)
     assert a["code"] == -10 and a["error"].startswith(f"gs://{b}/p/k: HTTP 503 injected")
     assert [s for *_, s in fakes.storage] == [503] * 5
+
+
+def test_threads_share_one_token(fakes, setting, tmp_path):
+    """Eight threads on one open store, released together with no token
+    cached yet: one token request; they all use it. And with a token that
+    has less than five minutes left, one refresh among them."""
+    b, env, opts = setting
+    env["GOOGLE_APPLICATION_CREDENTIALS"] = write_key(tmp_path, fakes.service_account())
+    fakes.expires_in = 303
+    work = [{"op": "put", "key": "k", "data": "00"}, {"op": "stat", "key": "k"}]
+    a = drive(f"gs://{b}", [{"op": "parallel", "threads": 8, "commands": work},
+                            {"op": "sleep", "seconds": 4.5},
+                            {"op": "parallel", "threads": 8, "commands": [{"op": "stat", "key": "k"}]}], env, opts)
+    assert all(x["ok"] for t in a[0]["answers"] + a[2]["answers"] for x in t), a
+    assert fakes.token_count() == 2
+    assert len({auth for *_, auth, _ in fakes.storage}) == 2

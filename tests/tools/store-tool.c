@@ -16,11 +16,15 @@
  *   versions key                         -> items [{size, version_id, is_latest, exists}]
  *   root_exists   make_root   remove_root
  *   sleep seconds
+ *   parallel threads commands            -> answers: the commands run by each
+ *                                           of `threads` threads at once on
+ *                                           the one open store (a list a thread)
  * An error answers {"ok": false, "code": N, "exit": E, "error": message}. */
 #include <tether.h>
 #include <tether/store.h>
 
 #include <jansson.h>
+#include <pthread.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +111,50 @@ static json_t *do_list(tether_store *s, const json_t *cmd, int with_stat)
 	return json_pack("{s:b, s:o}", "ok", 1, with_stat ? "items" : "keys", keys);
 }
 
+static json_t *run(tether_store *s, const json_t *cmd);
+
+struct worker {
+	pthread_t thread;
+	tether_store *s;
+	const json_t *commands;
+	json_t *answers;
+	pthread_barrier_t *start;
+};
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	pthread_barrier_wait(w->start);
+	size_t i;
+	const json_t *cmd;
+	json_array_foreach(w->commands, i, cmd)
+		json_array_append_new(w->answers, run(w->s, cmd));
+	return NULL;
+}
+
+/* Every thread runs the commands on the shared store, released together. */
+static json_t *do_parallel(tether_store *s, const json_t *cmd)
+{
+	size_t n = (size_t)json_integer_value(json_object_get(cmd, "threads"));
+	const json_t *commands = json_object_get(cmd, "commands");
+	if (n < 1 || n > 64 || !json_is_array(commands))
+		return json_pack("{s:b, s:s}", "ok", 0, "error", "parallel needs 1-64 threads and a list of commands");
+	struct worker w[64];
+	pthread_barrier_t start;
+	pthread_barrier_init(&start, NULL, (unsigned)n);
+	json_t *out = json_array();
+	for (size_t i = 0; i < n; i++) {
+		w[i] = (struct worker){.s = s, .commands = commands, .answers = json_array(), .start = &start};
+		pthread_create(&w[i].thread, NULL, work, &w[i]);
+	}
+	for (size_t i = 0; i < n; i++) {
+		pthread_join(w[i].thread, NULL);
+		json_array_append_new(out, w[i].answers);
+	}
+	pthread_barrier_destroy(&start);
+	return json_pack("{s:b, s:o}", "ok", 1, "answers", out);
+}
+
 static json_t *run(tether_store *s, const json_t *cmd)
 {
 	const char *op = str(cmd, "op"), *key = str(cmd, "key");
@@ -173,7 +221,9 @@ static json_t *run(tether_store *s, const json_t *cmd)
 		if ((rc = tether_store_root_exists(s, &exists)))
 			return failure(rc);
 		return json_pack("{s:b, s:b}", "ok", 1, "exists", exists);
-	} else if (strcmp(op, "make_root") == 0)
+	} else if (strcmp(op, "parallel") == 0)
+		return do_parallel(s, cmd);
+	else if (strcmp(op, "make_root") == 0)
 		rc = tether_store_make_root(s);
 	else if (strcmp(op, "remove_root") == 0)
 		rc = tether_store_remove_root(s);

@@ -14,6 +14,7 @@ import urllib.parse
 
 import pytest
 
+from s3servers import free_ports
 from storetool import BUILD, drive, hexof, one
 
 pytestmark = pytest.mark.usefixtures("gcs_server")
@@ -266,3 +267,14 @@ def test_tether_keeps_an_icechunk_repository_in_gcs(ds, gcs_server):
                   check_rc=1)
     assert "gs://no-such-bucket-for-tether: the bucket does not exist (HTTP 404" in p.stderr
     assert "gone" not in ds.tether("status", env=env).stdout
+
+
+def test_an_unreachable_server_is_transient(gcs_server):
+    """Nothing listens: retried, then ETRANSIENT naming the object (and the
+    URL the client tried), on one line."""
+    (closed,) = free_ports(1)
+    env = gcs_server.env()
+    env["STORAGE_EMULATOR_HOST"] = f"127.0.0.1:{closed}"
+    a = one("gs://some-bucket/p", {"op": "stat", "key": "k"}, env)
+    assert a["code"] == -10 and a["error"].startswith("gs://some-bucket/p/k: ") and "\n" not in a["error"]
+    assert f"127.0.0.1:{closed}" in a["error"]

@@ -34,7 +34,6 @@ struct tt_gcs {
 	char *base;   /* the endpoint, "https://storage.googleapis.com", no trailing '/' */
 	struct tt_http *http;
 	struct tt_gcs_auth *auth; /* NULL: requests go unauthenticated (an emulator) */
-	int max_attempts;
 	pthread_mutex_t lock;
 	int bucket_seen; /* the bucket answered once: a 404 is then the object's */
 };

@@ -4,8 +4,8 @@
  *
  * startOffset includes the object it names, and the store's listing starts
  * strictly after start_after, so that object is passed over; one more
- * object than asked for is requested, so whether keys remain is known
- * from the answer, not guessed. Objects whose names end in '/' (the
+ * object than asked for is requested (up to the API's 1,000), so whether
+ * keys remain is mostly known from the answer itself. Objects whose names end in '/' (the
  * "folders" the Cloud Console makes) and staging files of writes in
  * progress are not keys and are passed over. */
 #include "store/gcs/gcs.h"
@@ -129,12 +129,16 @@ static int list_page(struct tt_gcs *g, const char *prefix, const char *start_aft
 		json_decref(answer);
 		free(token);
 		token = next;
-		/* Keys remain past the last page the server said it has only when
-		 * it said so (a token), and are worth a request only when room is
-		 * left; with none left, a token alone says "maybe": a request for
-		 * one object settles it. */
+		/* Past this page keys remain only where the server gave a token.
+		 * With the page full, the token is taken at its word (a request
+		 * for one more object would cost as much as the next page, where
+		 * an empty answer settles it). */
 		if (rc || w->more || !token)
 			break;
+		if (w->emitted == w->max_keys) {
+			w->more = 1;
+			break;
+		}
 	}
 	free(token);
 	free(under);

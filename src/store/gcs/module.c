@@ -78,8 +78,6 @@ static int gcs_open(const char *uri, const json_t *options, void **impl)
 	if (rc == 0)
 		rc = tt_http_new(&http, &g->http);
 	if (rc == 0)
-		g->max_attempts = tt_http_options(g->http)->max_attempts;
-	if (rc == 0)
 		rc = tt_gcs_auth_new(options, emulator, tt_http_options(g->http), &g->auth);
 	if (rc) {
 		/* Messages from the layers below name a file or endpoint; the

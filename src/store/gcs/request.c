@@ -69,8 +69,15 @@ int tt_gcs_call(struct tt_gcs *g, const struct tt_gcs_call *c, struct tt_http_re
 		};
 		int rc = tt_gcs_perform(g->http, &req, resp, c->attempts);
 		free(bearer);
-		if (rc || resp->status != 401 || !g->auth || renew)
-			return rc;
+		if (rc) {
+			/* No answer (refused, reset, timed out): the client's message
+			 * names the URL; the object goes in front. */
+			char why[1024];
+			snprintf(why, sizeof why, "%s", tether_error_last());
+			return tether_error_set(rc, "%s: %s", c->what, why);
+		}
+		if (resp->status != 401 || !g->auth || renew)
+			return 0;
 		tt_http_response_free(resp);
 	}
 }

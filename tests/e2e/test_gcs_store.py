@@ -8,6 +8,7 @@ checked against the server's own JSON API, asked directly by the test.
 
 fake-gcs-server checks no credentials: authentication is tested in
 test_gcs_auth.py against fakes that do."""
+import gzip
 import json
 import subprocess
 import urllib.parse
@@ -278,3 +279,21 @@ def test_an_unreachable_server_is_transient(gcs_server):
     a = one("gs://some-bucket/p", {"op": "stat", "key": "k"}, env)
     assert a["code"] == -10 and a["error"].startswith("gs://some-bucket/p/k: ") and "\n" not in a["error"]
     assert f"127.0.0.1:{closed}" in a["error"]
+
+
+def test_a_gzip_encoded_object_is_read_as_stored(gcs_server):
+    """An object uploaded with Content-Encoding: gzip (by another tool) is
+    read as the bytes stored, whose length is its size, and ranges apply
+    to them: GCS (and fake-gcs-server) would otherwise decompress it and
+    ignore the range."""
+    b = gcs_server.bucket("gzip")
+    stored = gzip.compress(b"hello hello hello hello " * 10)
+    status, _ = gcs_server.api("POST", f"/upload/storage/v1/b/{b}/o?uploadType=media&name=z.gz&contentEncoding=gzip",
+                               stored)
+    assert status == 200
+    whole, part, st = drive(f"gs://{b}", [{"op": "get", "key": "z.gz"},
+                                          {"op": "get", "key": "z.gz", "offset": 0, "length": 2},
+                                          {"op": "stat", "key": "z.gz"}], gcs_server.env())
+    assert whole["data"] == stored.hex()
+    assert part["data"] == "1f8b"
+    assert st["size"] == len(stored)

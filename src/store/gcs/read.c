@@ -162,9 +162,13 @@ int tt_gcs_get_version(void *impl, const char *key, const char *version_id, uint
 		rc = tt_fail_oom();
 	char range[64];
 	range_header(offset, length, range, sizeof range);
-	struct tt_http_header h = {"Range", range};
+	/* Accept-Encoding: gzip asks for the stored bytes as they are: for an
+	 * object uploaded with Content-Encoding: gzip, GCS would otherwise
+	 * decompress it (so its bytes would not be its size) and ignore the
+	 * range. libcurl decodes nothing unless told to. */
+	struct tt_http_header h[2] = {{"Accept-Encoding", "gzip"}, {"Range", range}};
 	struct tt_http_response resp = {0};
-	struct tt_gcs_call c = {.method = "GET", .url = url, .what = what, .headers = &h, .n_headers = *range ? 1 : 0};
+	struct tt_gcs_call c = {.method = "GET", .url = url, .what = what, .headers = h, .n_headers = *range ? 2 : 1};
 	if (rc == 0)
 		rc = tt_gcs_call(g, &c, &resp);
 	if (rc == 0 && (resp.status == 200 || resp.status == 206)) {

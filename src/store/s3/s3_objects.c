@@ -5,6 +5,7 @@
 
 #include "format/xml.h"
 #include "store/http/http.h"
+#include "util/hex.h"
 
 #include <inttypes.h>
 #include <nettle/md5.h>
@@ -238,8 +239,7 @@ static void md5_etag(const void *data, size_t len, char out[35])
 		md5_update(&ctx, len, data);
 	md5_digest(&ctx, sizeof d, d);
 	out[0] = '"';
-	for (size_t i = 0; i < sizeof d; i++)
-		snprintf(out + 1 + 2 * i, 3, "%02x", d[i]);
+	tt_hex(d, sizeof d, out + 1);
 	out[33] = '"';
 	out[34] = '\0';
 }

@@ -672,10 +672,11 @@ int tt_aws_provider_new(const json_t *options, struct tt_http *http, struct tt_a
 		rc = resolve(&c, &p->src);
 	if (c.have_files)
 		tt_aws_files_clear(&c.files);
-	/* A temporary source is asked at once: a wrong role or an unreachable
-	 * endpoint is reported by the command that opens the store. */
+	/* A temporary source is asked at once (IMDS was, to know it is
+	 * there): a wrong role or an unreachable endpoint is reported by the
+	 * command that opens the store. */
 	struct tt_aws_creds first;
-	if (rc == 0 && (rc = current(p, p->src, &first)) == 0)
+	if (rc == 0 && !p->src->cached.access_key_id && (rc = current(p, p->src, &first)) == 0)
 		tt_aws_creds_clear(&first);
 	if (rc != 0) {
 		tt_aws_provider_free(p);

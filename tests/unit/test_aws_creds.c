@@ -291,6 +291,20 @@ static void test_profile_roles(void)
 	/* Half a web identity, and an ECS URL that could reach another host. */
 	setenv("AWS_WEB_IDENTITY_TOKEN_FILE", "/nonexistent", 1);
 	CHAIN_FAILS(NULL, TETHER_EAUTH, "the environment sets AWS_WEB_IDENTITY_TOKEN_FILE without AWS_ROLE_ARN");
+	/* The token is read before any request: a missing or empty one stops
+	 * there, named. */
+	setenv("AWS_ROLE_ARN", "arn:aws:iam::1:role/r", 1);
+	CHAIN_FAILS(NULL, TETHER_EAUTH, "web identity: cannot read the token file /nonexistent: No such file");
+	char empty[160];
+	snprintf(empty, sizeof empty, "%s/empty-token", dir);
+	write_text(empty, " \n");
+	setenv("AWS_WEB_IDENTITY_TOKEN_FILE", empty, 1);
+	snprintf(want, sizeof want, "web identity: the token file %s is empty", empty);
+	CHAIN_FAILS(NULL, TETHER_EAUTH, want);
+	setenv("AWS_WEB_IDENTITY_TOKEN_FILE", dir, 1); /* a directory */
+	CHAIN_FAILS(NULL, TETHER_EAUTH, "not a regular file of at most 65536 bytes");
+	unlink(empty);
+	unsetenv("AWS_ROLE_ARN");
 	unsetenv("AWS_WEB_IDENTITY_TOKEN_FILE");
 	setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://10.0.0.1/creds", 1);
 	CHAIN_FAILS(NULL, TETHER_EAUTH, "AWS_CONTAINER_CREDENTIALS_FULL_URI http://10.0.0.1/creds: plain http is allowed");

@@ -13,6 +13,7 @@
 #include <tether/backend.h> /* tether_error_set */
 
 #include <ctype.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -63,19 +64,43 @@ static const char *opt(const json_t *options, const char *name)
 	return v && *v ? v : NULL;
 }
 
+void tt_aws_free_secret(char *s)
+{
+	if (s) {
+		explicit_bzero(s, strlen(s));
+		free(s);
+	}
+}
+
+char *tt_aws_read_token(const char *what, const char *path, size_t max)
+{
+	char *token = tt_read_small(path, max);
+	if (!token) {
+		if (errno == EIO)
+			tether_error_set(TETHER_EAUTH, "%s: cannot read the token file %s: not a regular file of at most %zu "
+			                 "bytes", what, path, max);
+		else
+			tether_error_set(TETHER_EAUTH, "%s: cannot read the token file %s: %s", what, path, strerror(errno));
+		return NULL;
+	}
+	size_t n = strlen(token);
+	while (n && isspace((unsigned char)token[n - 1]))
+		token[--n] = '\0';
+	if (n == 0) {
+		free(token);
+		tether_error_set(TETHER_EAUTH, "%s: the token file %s is empty", what, path);
+		return NULL;
+	}
+	return token;
+}
+
 void tt_aws_creds_clear(struct tt_aws_creds *c)
 {
 	if (!c)
 		return;
 	free(c->access_key_id);
-	if (c->secret_access_key) {
-		explicit_bzero(c->secret_access_key, strlen(c->secret_access_key));
-		free(c->secret_access_key);
-	}
-	if (c->session_token) {
-		explicit_bzero(c->session_token, strlen(c->session_token));
-		free(c->session_token);
-	}
+	tt_aws_free_secret(c->secret_access_key);
+	tt_aws_free_secret(c->session_token);
 	memset(c, 0, sizeof *c);
 }
 
@@ -131,10 +156,7 @@ static void source_free(struct tt_aws_source *s)
 	free(s->region);
 	source_free(s->base);
 	free(s->url);
-	if (s->auth_token) {
-		explicit_bzero(s->auth_token, strlen(s->auth_token));
-		free(s->auth_token);
-	}
+	tt_aws_free_secret(s->auth_token);
 	free(s->auth_token_file);
 	free(s);
 }

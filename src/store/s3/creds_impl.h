@@ -74,6 +74,15 @@ int64_t tt_aws_parse_time(const char *s);
 int tt_aws_creds_from(const char *what, const char *key_id, const char *secret, const char *token,
                       const char *expiration, struct tt_aws_creds *out);
 
+/* Free a string that held a secret, wiping it first. NULL is fine. */
+void tt_aws_free_secret(char *s);
+/* A token file's contents without trailing whitespace (malloc'd; free it
+ * with tt_aws_free_secret), read anew at each fetch because platforms
+ * rotate them; NULL with TETHER_EAUTH "WHAT: cannot read the token file
+ * PATH: why" when it is missing, not a regular file of at most max
+ * bytes, or empty. */
+char *tt_aws_read_token(const char *what, const char *path, size_t max);
+
 /* Copy a's strings into *out (zeroed first). */
 int tt_aws_creds_copy(const struct tt_aws_creds *a, struct tt_aws_creds *out);
 

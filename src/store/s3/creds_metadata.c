@@ -12,7 +12,6 @@
 #include <tether/backend.h> /* tether_error_set */
 
 #include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,22 +76,15 @@ int tt_aws_ecs_fetch(struct tt_http *h, const struct tt_aws_source *s, struct tt
 	char *token = NULL;
 	if (s->auth_token_file) {
 		/* Read at every fetch: EKS Pod Identity rotates it. */
-		token = tt_read_small(s->auth_token_file, AUTH_TOKEN_FILE_MAX);
-		if (!token)
-			return tether_error_set(TETHER_EAUTH,
-			                        "%s: cannot read AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE %s: %s", what,
-			                        s->auth_token_file,
-			                        errno == EIO ? "not a regular file of at most 16 KiB" : strerror(errno));
-		size_t n = strlen(token);
-		while (n && isspace((unsigned char)token[n - 1]))
-			token[--n] = '\0';
+		if (!(token = tt_aws_read_token(what, s->auth_token_file, AUTH_TOKEN_FILE_MAX)))
+			return TETHER_EAUTH;
 	} else if (s->auth_token) {
 		token = strdup(s->auth_token);
 		if (!token)
 			return tether_error_set(TETHER_EIO, "out of memory");
 	}
 	if (token && !header_safe(token)) {
-		free(token);
+		tt_aws_free_secret(token);
 		return tether_error_set(TETHER_EAUTH, "%s: the authorization token holds a line break", what);
 	}
 	struct tt_http_header auth = {"Authorization", token};
@@ -105,10 +97,7 @@ int tt_aws_ecs_fetch(struct tt_http *h, const struct tt_aws_source *s, struct tt
 	};
 	struct tt_http_response resp;
 	int rc = tt_aws_http_call(h, &req, what, &resp);
-	if (token) {
-		explicit_bzero(token, strlen(token));
-		free(token);
-	}
+	tt_aws_free_secret(token);
 	if (rc != 0)
 		return rc;
 	char named[1200];
@@ -160,7 +149,7 @@ int tt_aws_imds_fetch(struct tt_http *h, const struct tt_aws_source *s, struct t
 	if (!token)
 		return tether_error_set(TETHER_EIO, "out of memory");
 	if (!*token || !header_safe(token)) {
-		free(token);
+		tt_aws_free_secret(token);
 		return tether_error_set(TETHER_EAUTH, "%s: PUT %s/latest/api/token: the answer is not a token", s->name,
 		                        s->url);
 	}
@@ -194,8 +183,7 @@ int tt_aws_imds_fetch(struct tt_http *h, const struct tt_aws_source *s, struct t
 			tt_http_response_free(&resp);
 		}
 	}
-	explicit_bzero(token, strlen(token));
-	free(token);
+	tt_aws_free_secret(token);
 	if (rc == 0)
 		out->source = s->name;
 	return rc;

@@ -12,8 +12,6 @@
 
 #include <nettle/sha2.h>
 
-#include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,22 +35,16 @@ static int form_add(struct form *f, const char *name, const char *value)
 	free(v);
 	if (!more)
 		return tether_error_set(TETHER_EIO, "out of memory");
-	if (f->text) {
-		explicit_bzero(f->text, f->len);
-		free(f->text);
-	}
+	tt_aws_free_secret(f->text);
 	f->text = more;
 	f->len = strlen(more);
 	return 0;
 }
 
+/* It may carry a web identity token. */
 static void form_free(struct form *f)
 {
-	if (f->text) {
-		/* It may carry a web identity token. */
-		explicit_bzero(f->text, f->len);
-		free(f->text);
-	}
+	tt_aws_free_secret(f->text);
 }
 
 /* The <Error> of an STS answer as "Code: Message", or "" when it has none. */
@@ -173,23 +165,16 @@ int tt_aws_sts_assume_role(struct tt_http *h, const struct tt_aws_source *s, con
 int tt_aws_sts_web_identity(struct tt_http *h, const struct tt_aws_source *s, struct tt_aws_creds *out)
 {
 	/* Read at every fetch: the platform (EKS, GitHub Actions) rotates it. */
-	char *token = tt_read_small(s->token_file, TOKEN_FILE_MAX);
+	char *token = tt_aws_read_token(s->name, s->token_file, TOKEN_FILE_MAX);
 	if (!token)
-		return tether_error_set(TETHER_EAUTH, "%s: cannot read the token file %s: %s", s->name, s->token_file,
-		                        errno == EIO ? "not a regular file of at most 64 KiB" : strerror(errno));
-	size_t n = strlen(token);
-	while (n && isspace((unsigned char)token[n - 1]))
-		token[--n] = '\0';
+		return TETHER_EAUTH;
 	int rc = 0;
-	if (n == 0)
-		rc = tether_error_set(TETHER_EAUTH, "%s: the token file %s is empty", s->name, s->token_file);
 	struct form f = {NULL, 0};
 	if (rc == 0)
 		rc = common_form(s, "AssumeRoleWithWebIdentity", &f);
 	if (rc == 0)
 		rc = form_add(&f, "WebIdentityToken", token);
-	explicit_bzero(token, n);
-	free(token);
+	tt_aws_free_secret(token);
 	if (rc == 0)
 		rc = sts_call(h, s, "AssumeRoleWithWebIdentity", &f, NULL, out);
 	form_free(&f);

@@ -345,7 +345,8 @@ static void test_region_endpoint(void)
 	json_t *o = json_pack("{s:s, s:s}", "region", "ap-south-2", "endpoint_url", "http://options.example");
 	json_t *local = json_pack("{s:s}", "profile", "local");
 
-	check_owned(tt_aws_region(none), "eu-west-3");
+	write_text(cred_path, "[default]\nregion = from-credentials\n[local]\nregion = nor-this\n");
+	check_owned(tt_aws_region(none), "eu-west-3"); /* settings come from the config file */
 	check_owned(tt_aws_region(local), "local-1");
 	setenv("AWS_DEFAULT_REGION", "us-west-1", 1);
 	check_owned(tt_aws_region(none), "us-west-1");
@@ -371,6 +372,7 @@ static void test_region_endpoint(void)
 
 	/* No files: AWS's defaults. */
 	unlink(config_path);
+	unlink(cred_path);
 	check_owned(tt_aws_region(none), "us-east-1");
 	CHECK(tt_aws_endpoint(none, "s3") == NULL);
 	json_decref(none);

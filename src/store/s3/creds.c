@@ -738,7 +738,10 @@ static char *profile_setting(const json_t *options, const char *setting)
 		tether_error_clear();
 		return NULL;
 	}
-	const char *v = tt_aws_files_get(&files, tt_aws_profile_name(options, NULL), setting, NULL);
+	/* The config file only: AWS's tools read settings other than keys
+	 * from it, never from the credentials file. */
+	const char *v =
+	    json_string_value(json_object_get(json_object_get(files.config, tt_aws_profile_name(options, NULL)), setting));
 	char *copy = v && *v ? strdup(v) : NULL;
 	tt_aws_files_clear(&files);
 	return copy;

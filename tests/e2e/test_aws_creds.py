@@ -397,3 +397,13 @@ def test_sts_500_then_200(probe):
         gets = ok(probe.run(env, "--options", '{"allow_http": true, "role_arn": "%s"}' % ROLE))
     assert gets[0]["key"] == "ASIASTS0001"
     assert [r[2] for r in sts.served()] == [500, 200]
+
+
+def test_sts_that_hangs_times_out_as_the_options_say(probe):
+    with FakeSts(ROLE, signers=[("AKIABASE", "bs", None)], hang=True) as sts:
+        env = {"AWS_ACCESS_KEY_ID": "AKIABASE", "AWS_SECRET_ACCESS_KEY": "bs", "AWS_ENDPOINT_URL_STS": sts.url}
+        opts = '{"allow_http": true, "role_arn": "%s", "timeout": 1, "connect_timeout": 1}' % ROLE
+        p = probe.run(env, "--options", opts, timeout=60)
+    assert p.returncode == 1
+    assert p.stderr.startswith("aws-creds-probe: role_arn (AssumeRole): STS AssumeRole at %s: POST %s" % (sts.url, sts.url))
+    assert "(5 attempts)" in p.stderr and p.elapsed < 20, (p.stderr, p.elapsed)

@@ -685,7 +685,13 @@ int tt_aws_provider_new(const json_t *options, struct tt_http *http, struct tt_a
 	p->http = http;
 	int rc = 0;
 	if (!http) {
-		struct tt_http_options o = {.allow_http = json_is_true(json_object_get(options, "allow_http"))};
+		/* The store options' timeouts (seconds), as the store's own client
+		 * would take them. */
+		struct tt_http_options o = {
+		    .connect_timeout_ms = (long)(json_number_value(json_object_get(options, "connect_timeout")) * 1000),
+		    .timeout_ms = (long)(json_number_value(json_object_get(options, "timeout")) * 1000),
+		    .allow_http = json_is_true(json_object_get(options, "allow_http")),
+		};
 		rc = tt_http_new(&o, &p->own_http);
 		p->http = p->own_http;
 	}

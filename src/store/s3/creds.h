@@ -63,7 +63,8 @@ struct tt_aws_provider;
  * files and the environment; a temporary source is asked for keys at
  * once. options: the store options (may be NULL). http: a client for the
  * STS requests (borrowed; outlives the provider), or NULL: the provider
- * makes its own (allow_http from options.allow_http). */
+ * makes its own (allow_http, connect_timeout and timeout from the
+ * options). */
 int tt_aws_provider_new(const json_t *options, struct tt_http *http, struct tt_aws_provider **out);
 /* The current credentials, refreshed first when they expire within five
  * minutes; a copy the caller frees with tt_aws_creds_clear. Thread-safe. */

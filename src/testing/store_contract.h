@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* As the backend suite's CONF_PASS, CONF_FAIL, CONF_SKIP (its conf_report prints both). */
 enum { SC_PASS = 0, SC_FAIL = -1, SC_SKIP = 1 };
 
 /* Writers in the concurrent checks. */
@@ -82,7 +83,7 @@ int sc_expect_absent(struct sc_run *r, const char *key);
  * relative to the area (a new reference). */
 int sc_list(struct sc_run *r, const char *prefix, const char *start_after, size_t page_size, json_t **keys);
 
-/* A message: code name of rc. */
-const char *sc_code_name(int rc);
+/* The name of a TETHER_E* code, for messages (the backend suite's, suite.h). */
+const char *conf_code_name(int rc);
 
 #endif

@@ -73,11 +73,11 @@ def one_error_line(err):
     return lines[0][len("store-tool: error: "):]
 
 
-def run_contract(srv, bucket):
+def run_contract(srv, bucket, options=OPTIONS):
     """The contract's lines, as (status, text) pairs: "ok", "FAIL" or
     "skip", and the check's name followed, for a failure or a skip, by
     ": " and why."""
-    p = subprocess.run([str(CONFORMANCE), "--store", f"s3://{bucket}", "--store-options", OPTIONS],
+    p = subprocess.run([str(CONFORMANCE), "--store", f"s3://{bucket}", "--store-options", options],
                        env=_env(srv), capture_output=True, text=True, timeout=600)
     check_sanitizers(p)
     results = [(m.group(1), m.group(2)) for m in re.finditer(r"(?m)^(ok|FAIL|skip) +(.*)$", p.stdout)]
@@ -90,10 +90,16 @@ def content_token_failure(text):
         "same bytes" in text or "stale version" in text)
 
 
-@pytest.mark.parametrize("versioned", [True, False], ids=["versioned", "unversioned"])
-def test_store_contract(s3_server, versioned):
+@pytest.mark.parametrize("versioned,conditional_put", [(True, "etag"), (False, "etag"), (False, "disabled")],
+                         ids=["versioned", "unversioned", "no-conditional-put"])
+def test_store_contract(s3_server, versioned, conditional_put):
+    """With conditional_put = "disabled" the store compares, then writes
+    (ordered within the process), and says so: no ATOMIC_CAS."""
     bucket = s3_server.bucket("contract", versioned=versioned)
-    p, results = run_contract(s3_server, bucket)
+    options = json.dumps({"allow_http": True, "conditional_put": conditional_put})
+    p, results = run_contract(s3_server, bucket, options)
+    flags = "VERSION_IDS" if conditional_put == "disabled" else "ATOMIC_CAS VERSION_IDS"
+    assert re.search(rf"(?m)^# store contract of s3://{bucket}/contract-\w+: flags {flags}$", p.stdout), p.stdout
     unexpected = [t for status, t in results if status == "FAIL" and not content_token_failure(t)]
     assert not unexpected, f"{s3_server.kind}: {unexpected}\n{p.stdout}\n{p.stderr}"
     passed = [t for status, t in results if status == "ok"]

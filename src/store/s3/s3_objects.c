@@ -245,8 +245,12 @@ static void md5_etag(const void *data, size_t len, char out[35])
 }
 
 /* Without atomic conditional writes (conditional_put = "disabled"): check,
- * then write. Another writer can come in between; the store then claims no
- * TETHER_STORE_ATOMIC_CAS, so the engine knows. */
+ * then write, under compare_lock so the writers of this process are
+ * ordered, as the local store orders them. A writer elsewhere can still
+ * come in between; the store then claims no TETHER_STORE_ATOMIC_CAS, so
+ * the engine knows. */
+static pthread_mutex_t compare_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static int precheck(struct s3 *s, const char *key, const char *uri, enum tether_put_mode mode,
                     const struct tether_store_version *expect)
 {
@@ -271,9 +275,11 @@ int s3_put(void *impl, const char *key, const void *data, size_t len, enum tethe
 	struct tt_http_header h[1];
 	size_t nh = 0;
 	int rc = 0;
-	if (mode != TETHER_PUT_OVERWRITE && !s->conditional_put)
+	int compared = mode != TETHER_PUT_OVERWRITE && !s->conditional_put;
+	if (compared) {
+		pthread_mutex_lock(&compare_lock);
 		rc = precheck(s, key, t.uri, mode, expect);
-	else if (mode == TETHER_PUT_IF_ABSENT)
+	} else if (mode == TETHER_PUT_IF_ABSENT)
 		h[nh++] = (struct tt_http_header){"If-None-Match", "*"};
 	else if (mode == TETHER_PUT_IF_MATCH)
 		h[nh++] = (struct tt_http_header){"If-Match", expect->token};
@@ -283,6 +289,8 @@ int s3_put(void *impl, const char *key, const void *data, size_t len, enum tethe
 		rc = s3_perform(s, &(struct s3_call){.method = "PUT", .object = t.object, .headers = h, .n_headers = nh,
 		                                     .body = data, .body_len = len},
 		                t.uri, &r, &attempts);
+	if (compared)
+		pthread_mutex_unlock(&compare_lock);
 	if (rc == 0 && r.status < 300) {
 		mark_bucket_seen(s);
 		copy_token(new_version, tt_http_header(&r, "ETag"));
@@ -371,6 +379,9 @@ int s3_copy(void *impl, const char *from, const char *to, const struct tether_st
 	 * copy carries If-None-Match: * (atomic on servers that honour it on
 	 * CopyObject); the HEAD before it refuses an existing target on those
 	 * that do not, leaving only the moment between the two open. */
+	int compared = !s->conditional_put;
+	if (compared)
+		pthread_mutex_lock(&compare_lock);
 	if (rc == 0)
 		rc = precheck(s, to, dst.uri, TETHER_PUT_IF_ABSENT, NULL);
 	struct tt_http_header h[2];
@@ -385,6 +396,8 @@ int s3_copy(void *impl, const char *from, const char *to, const struct tether_st
 	if (rc == 0)
 		rc = s3_perform(s, &(struct s3_call){.method = "PUT", .object = dst.object, .headers = h, .n_headers = nh},
 		                dst.uri, &r, &attempts);
+	if (compared)
+		pthread_mutex_unlock(&compare_lock);
 	if (rc == 0 && (r.status >= 300 || copy_answer_failed(&r))) {
 		if (r.status < 300)
 			r.status = 500; /* an error inside a 200: its code says which */

@@ -129,14 +129,12 @@ def test_wrong_secret(s3_server):
 
 def test_unknown_access_key(s3_server):
     bucket = s3_server.bucket("keyid")
-    rc, _, err = tool(s3_server, f"s3://{bucket}", "head", "k", AWS_ACCESS_KEY_ID="AKIANOSUCHKEY0000000")
-    assert rc == 1
-    # A HEAD answer has no body: the status alone says it.
-    assert one_error_line(err) == f"s3://{bucket}/k: 403 (no error document)"
-    rc, _, err = tool(s3_server, f"s3://{bucket}", "get", "k", AWS_ACCESS_KEY_ID="AKIANOSUCHKEY0000000")
-    assert rc == 1
-    assert re.match(rf"s3://{bucket}/k: 403 (InvalidAccessKeyId|AccessDenied|SignatureDoesNotMatch)",
-                    one_error_line(err))
+    # A HEAD answer has no body: the store asks a GET for the server's code.
+    for op in ("head", "get"):
+        rc, _, err = tool(s3_server, f"s3://{bucket}", op, "k", AWS_ACCESS_KEY_ID="AKIANOSUCHKEY0000000")
+        assert rc == 1
+        assert re.match(rf"s3://{bucket}/k: 403 (InvalidAccessKeyId|AccessDenied|SignatureDoesNotMatch)",
+                        one_error_line(err)), (op, err)
 
 
 def test_missing_bucket(s3_server):

@@ -133,6 +133,21 @@ int s3_stat(void *impl, const char *key, const char *version_id, struct tether_s
 			else if (rc == 0 && has_id(version_id))
 				rc = tether_error_set(TETHER_ENOTFOUND, "%s: %ld: no version '%s' of this object", t.uri,
 				                      r.status, version_id);
+		} else if (r.status >= 400 && r.status < 500) {
+			/* A HEAD answer has no body, so no code: ask a one-byte GET
+			 * for the error document ("403 SignatureDoesNotMatch" says
+			 * more than "403"). */
+			struct tt_http_header range[1] = {{"Range", "bytes=0-0"}};
+			struct tt_http_response g;
+			int gattempts;
+			c.method = "GET";
+			c.headers = range;
+			c.n_headers = 1;
+			if (s3_perform(s, &c, t.uri, &g, &gattempts) == 0 && g.status == r.status && g.body_len)
+				rc = s3_fail(s, t.uri, &g, attempts);
+			else
+				rc = s3_fail(s, t.uri, &r, attempts);
+			tt_http_response_free(&g);
 		} else {
 			rc = s3_fail(s, t.uri, &r, attempts);
 		}

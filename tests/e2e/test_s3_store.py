@@ -397,3 +397,16 @@ def test_expired_token_not_retried(s3_server, fault_proxy):
     assert rc == 1
     assert one_error_line(err) == f"s3://{bucket}/k: 400 ExpiredToken: The provided token has expired."
     assert len(proxy.requests) == 1  # a 4xx is never retried
+
+
+def test_unreachable_endpoint(moto_server):
+    """Nothing listens: connection refused is transient, retried, then one
+    line naming the URI and the address."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{s.getsockname()[1]}"
+    rc, _, err = tool(moto_server, "s3://bucket/p", "head", "k", endpoint=closed)
+    assert rc == 1
+    msg = one_error_line(err)
+    assert msg.startswith(f"s3://bucket/p/k: HEAD {closed}/bucket/p/k: "), msg
+    assert msg.endswith(f"(gave up after {MAX_ATTEMPTS} attempts)"), msg

@@ -1,6 +1,6 @@
-"""Driving a byte store from a test: tests/tools/store-tool (built by meson
-in the build's tests/ directory, beside tether's build root) reads JSON
-commands and answers each with one JSON line (see its source)."""
+"""Driving a byte store from a test: `tests/tools/store-tool URI session`
+(built by meson in the build's tests/ directory) reads JSON commands and
+answers each with one JSON line (tests/tools/store_session.c)."""
 import json
 import os
 import subprocess
@@ -18,7 +18,7 @@ def drive(uri, commands, env, options=None, timeout=120):
     assert STORE_TOOL, f"store-tool is not built beside {TETHER_BIN}"
     env = dict(env)
     env.setdefault("TETHER_MODULE_PATH", str(BUILD))
-    argv = [STORE_TOOL, uri] + ([json.dumps(options)] if options is not None else [])
+    argv = [STORE_TOOL] + (["--options", json.dumps(options)] if options is not None else []) + [uri, "session"]
     stdin = "".join(json.dumps(c) + "\n" for c in commands)
     p = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env, timeout=timeout)
     for marker in SANITIZER_MARKERS:

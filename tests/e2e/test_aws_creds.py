@@ -13,6 +13,12 @@ once, even from several threads); a 500 retried; a service that hangs
 stopped by the timeouts with an error naming it; IMDS disabled; nothing
 found naming what was tried; secrets never in messages.
 
+Then the chain as the S3 store uses it, against the real S3 servers of
+s3servers.py through tests/tools/store-tool: credentials from a fake ECS
+endpoint, from a profile named in the store options, and (moto) from a
+role assumed at moto's own STS, whose read-only policy shows that the
+role's credentials signed the requests.
+
 Every probe runs with a private HOME and AWS_EC2_METADATA_DISABLED=true
 unless the test points AWS_EC2_METADATA_SERVICE_ENDPOINT at a fake: nothing
 ever asks 169.254.169.254.
@@ -407,3 +413,96 @@ def test_sts_that_hangs_times_out_as_the_options_say(probe):
     assert p.returncode == 1
     assert p.stderr.startswith("aws-creds-probe: role_arn (AssumeRole): STS AssumeRole at %s: POST %s" % (sts.url, sts.url))
     assert "(5 attempts)" in p.stderr and p.elapsed < 20, (p.stderr, p.elapsed)
+
+
+# ---------------------------------------------------------------- a real S3 server
+# The chain as the S3 store (tether-store-s3.so) uses it, through
+# tests/tools/store-tool, against the real servers of s3servers.py: the
+# credentials come from a fake ECS endpoint, a profile file, or (moto only)
+# moto's own STS AssumeRole, and the server checks the signatures.
+
+BUILD = Path(TETHER_BIN).resolve().parent
+STORE_TOOL = BUILD / "tests" / "store-tool"
+needs_store = pytest.mark.skipif(not (BUILD / "tether-store-s3.so").exists() or not STORE_TOOL.exists(),
+                                 reason="tether-store-s3.so or store-tool is not built")
+
+
+def s3_env(srv, **extra):
+    """The server's environment for a tether process, without its keys."""
+    env = srv.env(os.environ)
+    env["TETHER_MODULE_PATH"] = str(BUILD)
+    del env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"]
+    env.update(extra)
+    return env
+
+
+def store_tool(env, options, uri, *args, stdin=b""):
+    p = subprocess.run([str(STORE_TOOL), "--options", options, uri, *args], input=stdin, env=env,
+                       capture_output=True, timeout=120)
+    p.err = p.stderr.decode("utf-8", "replace")
+    for marker in SANITIZER_MARKERS:
+        assert marker not in p.err, p.err
+    return p
+
+
+@needs_store
+def test_s3_with_credentials_from_ecs(s3_server):
+    srv = s3_server
+    uri = "s3://%s/creds" % srv.bucket("ecs")
+    with FakeEcs(auth="Bearer t", fixed=(srv.access_key, srv.secret)) as ecs:
+        env = s3_env(srv, AWS_CONTAINER_CREDENTIALS_FULL_URI=ecs.credentials_url,
+                     AWS_CONTAINER_AUTHORIZATION_TOKEN="Bearer t")
+        put = store_tool(env, '{"allow_http": true}', uri, "put", "k", stdin=b"from ecs")
+        get = store_tool(env, '{"allow_http": true}', uri, "get", "k")
+        assert put.returncode == 0, put.err
+        assert get.returncode == 0 and get.stdout == b"from ecs", get.err
+        assert ecs.served(200)
+        ecs.fixed = (srv.access_key, "not-" + srv.secret)
+        wrong = store_tool(env, '{"allow_http": true}', uri, "get", "k")
+    assert wrong.returncode == 1 and uri in wrong.err and srv.secret not in wrong.err
+
+
+@needs_store
+def test_s3_with_a_profile_named_in_the_options(s3_server, tmp_path):
+    srv = s3_server
+    uri = "s3://%s" % srv.bucket("profile")
+    creds = tmp_path / "credentials"
+    creds.write_text("[lab]\naws_access_key_id = %s\naws_secret_access_key = %s\n" % (srv.access_key, srv.secret))
+    # Wrong keys in the environment: the profile the options name wins.
+    env = s3_env(srv, AWS_SHARED_CREDENTIALS_FILE=str(creds), AWS_ACCESS_KEY_ID="AKIAWRONG",
+                 AWS_SECRET_ACCESS_KEY="wrong")
+    put = store_tool(env, '{"allow_http": true, "profile": "lab"}', uri, "put", "a/b", stdin=b"x")
+    assert put.returncode == 0, put.err
+    refused = store_tool(env, '{"allow_http": true}', uri, "put", "a/c", stdin=b"x")
+    assert refused.returncode == 1 and uri in refused.err
+
+
+ROLE_TRUST = ('{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, '
+              '"Action": "sts:AssumeRole"}]}')
+READ_ONLY = ('{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", '
+             '"Action": ["s3:GetObject", "s3:ListBucket"], "Resource": "*"}]}')
+
+
+@needs_store
+def test_s3_with_a_role_assumed_through_motos_sts(moto_server):
+    """role_arn in the options: AssumeRole signed with the user's keys at
+    moto's STS (which checks the signature), then S3 with the role's
+    temporary credentials and session token. The role may only read: a
+    read works, a write is refused, so the role's credentials were used."""
+    import boto3
+    srv = moto_server
+    iam = boto3.client("iam", endpoint_url=srv.endpoint, region_name=srv.region,
+                       aws_access_key_id=srv.access_key, aws_secret_access_key=srv.secret)
+    name = "tether-reader-%d" % time.time_ns()
+    arn = iam.create_role(RoleName=name, AssumeRolePolicyDocument=ROLE_TRUST)["Role"]["Arn"]
+    iam.put_role_policy(RoleName=name, PolicyName="read", PolicyDocument=READ_ONLY)
+    bucket = srv.bucket("role")
+    srv.client().put_object(Bucket=bucket, Key="k", Body=b"written by the user")
+    env = s3_env(srv, AWS_ACCESS_KEY_ID=srv.access_key, AWS_SECRET_ACCESS_KEY=srv.secret)
+    opts = '{"allow_http": true, "role_arn": "%s"}' % arn
+    get = store_tool(env, opts, "s3://" + bucket, "get", "k")
+    assert get.returncode == 0 and get.stdout == b"written by the user", get.err
+    put = store_tool(env, opts, "s3://" + bucket, "put", "k2", stdin=b"x")
+    assert put.returncode == 1 and "AccessDenied" in put.err, put.err
+    # The user's own keys may write: the refusal was the role's.
+    assert store_tool(env, '{"allow_http": true}', "s3://" + bucket, "put", "k2", stdin=b"x").returncode == 0

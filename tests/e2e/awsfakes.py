@@ -27,8 +27,9 @@ Every fake issues fresh credentials at each request (key ids ASIA<PREFIX>0001,
 0002, ...; or always the key pair `fixed`, for a real S3 server to accept)
 expiring `ttl` seconds later, logs each request it served in
 `requests` (method, path, status), and can be told to answer the first
-requests with an error status (`fail_first=[500]`) or to hang without
-answering (`hang=True`), to test retries and timeouts. Tested against
+requests with an error status (`fail_first=[500]`), to hang without
+answering (`hang=True`), or to answer anything (`answer`), to test retries,
+timeouts and hostile answers. Tested against
 nothing but these fakes: the real services' answers are AWS's documented
 formats, which these reproduce.
 """
@@ -76,6 +77,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if forced is not None:
             status, ctype, payload = forced, "text/plain", b"injected failure"
+        elif fake.answer is not None:
+            status, ctype, payload = fake.answer
         else:
             status, ctype, payload = fake.handle(self.command, self.path, self.headers, body)
         with fake.lock:
@@ -98,6 +101,7 @@ class Fake:
     def __init__(self, ttl=3600, fail_first=(), hang=False, fixed=None):
         self.ttl = ttl
         self.fixed = fixed  # (key id, secret): issue these, with no session token, every time
+        self.answer = None  # (status, content type, bytes): answer this, whatever was asked
         self.fail_first = list(fail_first)
         self.hang = hang
         self.lock = threading.Lock()

@@ -242,7 +242,7 @@ def test_ecs_with_token(probe):
         missing = probe.run({"AWS_CONTAINER_CREDENTIALS_FULL_URI": ecs.credentials_url})
     for p in (wrong, missing):
         assert p.returncode == 1
-        assert ("ECS container endpoint: GET %s: HTTP 401 (AccessDeniedException: " % ecs.credentials_url
+        assert ("ECS container endpoint: GET %s: HTTP 401 AccessDeniedException: " % ecs.credentials_url
                 in p.stderr)
         assert "nope" not in p.stderr and "sekrit" not in p.stderr
 
@@ -298,6 +298,37 @@ def test_ecs_500_retried_and_hang_timed_out(probe):
     assert p.returncode == 1
     assert p.stderr.startswith("aws-creds-probe: ECS container endpoint: GET %s" % ecs.credentials_url)
     assert "(2 attempts)" in p.stderr and p.elapsed < 12
+
+
+@pytest.mark.parametrize("answer, want", [
+    ((200, "application/json", b'{"AccessKeyId": "ASIAX", "SecretAccessKey": TopSecretValue}'),
+     "the answer is not JSON (at line 1, column"),
+    ((200, "application/json", b'["ASIAX", "TopSecretValue"]'), "the answer is not a JSON object"),
+    ((200, "application/json", b'{"AccessKeyId": "ASIAX"}'), "the answer has no SecretAccessKey"),
+    ((200, "application/json", b'{"AccessKeyId": "ASIAX", "SecretAccessKey": "TopSecretValue", '
+                               b'"Expiration": "soon\\u001b[31m"}'),
+     "the answer's Expiration 'soon?[31m' is not an ISO 8601 UTC time"),
+    ((403, "application/json", b'{"code": "Denied\\u001b]0;pwned\\u0007", "message": "no"}'),
+     "HTTP 403 Denied?]0;pwned?: no"),
+])
+def test_ecs_hostile_answers(probe, answer, want):
+    """Refused, named, without the secret and without control characters."""
+    with FakeEcs() as ecs:
+        ecs.answer = answer
+        p = probe.run({"AWS_CONTAINER_CREDENTIALS_FULL_URI": ecs.credentials_url})
+    assert p.returncode == 1
+    assert want in p.stderr, p.stderr
+    assert "TopSecretValue" not in p.stderr and "\x1b" not in p.stderr and "\x07" not in p.stderr
+
+
+def test_sts_error_without_control_characters(probe):
+    with FakeSts(ROLE, signers=[("AKIABASE", "bs", None)]) as sts:
+        sts.answer = (403, "text/xml", b"<ErrorResponse><Error><Code>Bad&#27;[2J</Code><Message>m&#7;</Message>"
+                                       b"</Error></ErrorResponse>")
+        env = {"AWS_ACCESS_KEY_ID": "AKIABASE", "AWS_SECRET_ACCESS_KEY": "bs", "AWS_ENDPOINT_URL_STS": sts.url}
+        p = probe.run(env, "--options", '{"allow_http": true, "role_arn": "%s"}' % ROLE)
+    assert p.returncode == 1 and "HTTP 403 Bad?[2J: m?" in p.stderr, p.stderr
+    assert "\x1b" not in p.stderr
 
 
 def test_ecs_full_uri_must_be_local_or_https(probe):

@@ -59,8 +59,7 @@ static void sts_error(const struct tt_http_response *resp, char *out, size_t n)
 	const struct tt_xml_node *e = tt_xml_child(tt_xml_root(doc), "Error");
 	const char *code = e ? tt_xml_child_text(e, "Code") : NULL;
 	const char *msg = e ? tt_xml_child_text(e, "Message") : NULL;
-	if (code)
-		snprintf(out, n, " %.100s%s%.300s", code, msg ? ": " : "", msg ? msg : "");
+	tt_aws_server_words(out, n, code, msg);
 	tt_xml_free(doc);
 }
 

@@ -537,3 +537,25 @@ def test_s3_with_a_role_assumed_through_motos_sts(moto_server):
     assert put.returncode == 1 and "AccessDenied" in put.err, put.err
     # The user's own keys may write: the refusal was the role's.
     assert store_tool(env, '{"allow_http": true}', "s3://" + bucket, "put", "k2", stdin=b"x").returncode == 0
+
+
+@pytest.mark.parametrize("ttl, kept", [(240, True), (30, False)])
+def test_failed_refresh_keeps_credentials_good_for_a_minute(probe, ttl, kept):
+    """The service fails after its first answer: a refresh that fails keeps
+    credentials still good for more than a minute, else it is an error."""
+    with FakeEcs(ttl=ttl) as ecs:
+        first = ecs.issue
+
+        def issue_once():
+            cred = first()
+            ecs.answer = (500, "text/plain", b"down")
+            return cred
+        ecs.issue = issue_once
+        p = probe.run({"AWS_CONTAINER_CREDENTIALS_FULL_URI": ecs.credentials_url}, "--gets", "2")
+    assert len(ecs.issued) == 1
+    if kept:
+        assert p.returncode == 0, p.stderr
+        assert [g["key"] for g in p.gets] == ["ASIAECS0001", "ASIAECS0001"]
+    else:
+        assert p.returncode == 1 and p.gets == []
+        assert "ECS container endpoint: GET %s: HTTP 500" % ecs.credentials_url in p.stderr

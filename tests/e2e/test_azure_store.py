@@ -147,15 +147,19 @@ def test_listing_pages(az):
     # Every page size, including ones that end a page exactly at the end.
     for page in ("1", "4", "5", "28", "1000"):
         assert ok(az.run("list", "", "", page)).decode().splitlines() == keys, page
+    # The keys under a prefix: under it as under a directory ("d" holds
+    # neither "d" nor "da").
     under_d = [k for k in keys if k.startswith("d/")]
-    assert ok(az.run("list", "d/", "", "4")).decode().splitlines() == under_d
+    assert ok(az.run("list", "d", "", "4")).decode().splitlines() == under_d
+    assert ok(az.run("list", "d/z", "", "4")).decode().splitlines() == ["d/z/deep"]
+    assert ok(az.run("list", "d/0", "", "4")).decode().splitlines() == []
     # start_after exact: after a key, after a name that is not a key.
-    assert ok(az.run("list", "d/", "d/010", "3")).decode().splitlines() == [k for k in under_d if k > "d/010"]
+    assert ok(az.run("list", "d", "d/010", "3")).decode().splitlines() == [k for k in under_d if k > "d/010"]
     assert ok(az.run("list", "", "d/0105", "7")).decode().splitlines() == [k for k in keys if k > "d/0105"]
     assert ok(az.run("list", "", "zzz", "7")).decode().splitlines() == []
-    assert ok(az.run("list", "nothing/", "", "7")).decode().splitlines() == []
+    assert ok(az.run("list", "nothing", "", "7")).decode().splitlines() == []
     # Sizes and versions from the listing, as the server has them.
-    stats = [json.loads(line) for line in ok(az.run("list-stat", "d/", "", "6")).decode().splitlines()]
+    stats = [json.loads(line) for line in ok(az.run("list-stat", "d", "", "6")).decode().splitlines()]
     assert [s["key"] for s in stats] == under_d
     for s in stats[:5]:
         assert s["size"] == len(s["key"].encode())
@@ -223,7 +227,7 @@ def test_sas_token(az):
     env = clean_env({"AZURE_STORAGE_CONNECTION_STRING": conn})
     ok(tool(env, az.uri, "put", "s/1", stdin=b"by sas"))
     assert ok(tool(env, az.uri, "get", "s/1")) == b"by sas"
-    assert ok(tool(env, az.uri, "list", "s/", "", "10")).decode().splitlines() == ["s/1"]
+    assert ok(tool(env, az.uri, "list", "s", "", "10")).decode().splitlines() == ["s/1"]
     ok(tool(env, az.uri, "copy", "s/1", "s/2"))
     assert ok(az.run("get", "s/2")) == b"by sas"
     options = {"account_name": az.srv.account, "sas_token": "?" + az.srv.account_sas(),
@@ -254,7 +258,7 @@ def test_abfs_uris(az):
         uri = f"{scheme}://{az.container}@{az.srv.account}.dfs.core.windows.net/root"
         ok(tool(az.env, uri, "put", f"{scheme}/k", stdin=scheme.encode()))
         assert ok(az.run("get", f"{scheme}/k")) == scheme.encode()
-        assert ok(tool(az.env, uri, "list", f"{scheme}/", "", "10")).decode().splitlines() == [f"{scheme}/k"]
+        assert ok(tool(az.env, uri, "list", scheme, "", "10")).decode().splitlines() == [f"{scheme}/k"]
     # Another account than the configuration's; no container; bad container.
     refused(tool(az.env, f"abfs://{az.container}@other.dfs.core.windows.net/r", "stat", "k"), EUSAGE,
             "account 'other'", az.srv.account)

@@ -219,6 +219,22 @@ static int from_abfs_host(const char *host, struct az_config *cfg, char **endpoi
 	return *endpoint ? 0 : oom();
 }
 
+/* A SAS token signs nothing with the account's name, so an endpoint and a
+ * token are enough; the name (for messages) is then the endpoint's: the
+ * first segment of a path-style one (an emulator's), else the first label
+ * of its host. */
+static int account_from_endpoint(struct az_config *cfg)
+{
+	const char *host = strstr(cfg->endpoint, "://");
+	if (!host)
+		return 0;
+	host += 3;
+	const char *slash = strchr(host, '/');
+	const char *name = slash && slash[1] ? slash + 1 : host;
+	size_t n = strcspn(name, slash && slash[1] ? "/" : ".:/");
+	return n ? set_string(&cfg->account, name, n) : 0;
+}
+
 static long millis(const json_t *options, const char *name)
 {
 	json_t *v = options ? json_object_get(options, name) : NULL;
@@ -240,6 +256,8 @@ int az_config_resolve(const json_t *options, const char *abfs_host, struct az_co
 		if (!cfg->endpoint)
 			rc = oom();
 	}
+	if (!rc && !cfg->account && cfg->endpoint && !cfg->key)
+		rc = account_from_endpoint(cfg);
 	if (!rc && !cfg->account)
 		rc = tether_error_set(TETHER_EUSAGE, "no Azure storage account: set AZURE_STORAGE_ACCOUNT_NAME, or "
 		                      "AZURE_STORAGE_CONNECTION_STRING, or account_name in .tether/secrets.toml");

@@ -153,7 +153,8 @@ static int list_pages(struct az_store *s, const char *prefix, const char *start_
 {
 	*more = 0;
 	const char *after = start_after ? start_after : "";
-	char *name_prefix = tt_strdupf("%s%s", s->prefix, prefix);
+	/* The keys under prefix: "prefix/...", as under a directory. */
+	char *name_prefix = tt_strdupf("%s%s%s", s->prefix, prefix, *prefix ? "/" : "");
 	char *marker = name_prefix ? resume_marker(s, name_prefix, after) : NULL;
 	char *last = NULL;
 	size_t plen = strlen(s->prefix), emitted = 0;

@@ -13,12 +13,14 @@ test_versions_on_azurite). Real Azure was not reachable from here.
 """
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from azureserver import KEY
+from conftest import SANITIZER_MARKERS
 
 BUILD = Path(os.environ.get("TETHER_BIN") or Path(__file__).resolve().parents[2] / "build" / "tether").parent
 STORE_TOOL = BUILD / "tests" / "store-tool"
@@ -43,7 +45,15 @@ def tool(env, uri, *args, stdin=b"", options=None):
     env = dict(env)
     if options is not None:
         env["TETHER_STORE_OPTIONS"] = json.dumps(options)
-    return subprocess.run([str(STORE_TOOL), uri, *args], env=env, input=stdin, capture_output=True, timeout=120)
+    r = subprocess.run([str(STORE_TOOL), uri, *args], env=env, input=stdin, capture_output=True, timeout=120)
+    check_sanitizers(r)
+    return r
+
+
+def check_sanitizers(r):
+    err = r.stderr.decode(errors="replace")
+    for marker in SANITIZER_MARKERS:
+        assert marker not in err, f"sanitizer report in {r.args}: {err}"
 
 
 def ok(r):
@@ -293,6 +303,11 @@ def test_store_contract(az, form):
         pytest.fail(f"{CONFORMANCE} is not built")
     uri = az.uri if form == "az" else f"abfs://{az.container}@{az.srv.account}.dfs.core.windows.net/root"
     r = subprocess.run([str(CONFORMANCE), "--store", uri], env=az.env, capture_output=True, timeout=600)
+    check_sanitizers(r)
     out = r.stdout.decode(errors="replace") + r.stderr.decode(errors="replace")
     assert r.returncode == 0, out
-    assert " 0 failed" in out, out
+    assert re.search(r"^\d+ passed, 0 failed$", out, re.M), out
+    # What Azurite cannot do is all that is skipped: fault injection (a
+    # fault+file:// store's) and versions (Azurite keeps none).
+    skipped = [line for line in out.splitlines() if line.startswith("skip ")]
+    assert all(line.startswith(("skip faults:", "skip versions:")) for line in skipped), skipped

@@ -211,6 +211,11 @@ def test_versions_on_azurite(az):
     versions = [json.loads(line) for line in ok(az.run("versions", "v")).decode().splitlines()]
     assert [(x["key"], x["size"], x["version_id"]) for x in versions] == [("v", 1, "")]
     assert versions[0]["version"] == az.server_etag("v")
+    # Azurite ignores versionid and answers with the current blob: that is
+    # not the version asked for, and the store says so.
+    vid = "2026-01-01T00:00:00.0000000Z"
+    refused(az.run("stat", "v", vid), ENOTFOUND, f"{az.uri}/v", f"no version '{vid}'")
+    refused(az.run("get-version", "v", vid), ENOTFOUND, f"no version '{vid}'")
 
 
 def test_wrong_key_is_eauth(az):

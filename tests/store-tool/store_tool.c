@@ -7,6 +7,7 @@
  *   store-tool URI OP [ARG...]        options: $TETHER_STORE_OPTIONS (JSON)
  *
  *   get KEY [OFFSET LENGTH]     the bytes to stdout; the version on stderr
+ *   get-version KEY VERSION_ID  the bytes of that version
  *   stat KEY [VERSION_ID]       {"exists":..,"size":..,"version":..,"version_id":..}
  *   put KEY [absent|match TOKEN]   stdin as the object; prints the new version
  *   copy FROM TO [TOKEN]
@@ -93,6 +94,17 @@ static int run(tether_store *s, const char *op, int argc, char **argv)
 		if (!rc) {
 			fwrite(data, 1, len, stdout);
 			fprintf(stderr, "version %s\n", v.token);
+		}
+		free(data);
+		return rc;
+	}
+	if (strcmp(op, "get-version") == 0 && argc == 2) {
+		uint8_t *data = NULL;
+		size_t len = 0;
+		int rc = tether_store_get_version(s, argv[0], argv[1], &data, &len, &st);
+		if (!rc) {
+			fwrite(data, 1, len, stdout);
+			fprintf(stderr, "version %s id %s\n", st.version.token, st.version_id);
 		}
 		free(data);
 		return rc;

@@ -66,11 +66,11 @@ struct az_store {
 	char *prefix;    /* "" or "PATH/" */
 	struct az_config cfg;
 	struct tt_http *http;
-	/* Where the last page of a listing stopped (list.c): the next call that
-	 * starts after last_key resumes from marker instead of paging from the
-	 * prefix's first blob. */
+	/* Where the last call of a listing stopped (list.c), so the next one,
+	 * which starts after the last key it gave, goes on from there rather
+	 * than paging from the prefix's first blob. */
 	pthread_mutex_t resume_lock;
-	char *resume_prefix, *resume_after, *resume_marker;
+	struct az_resume *resume;
 };
 
 /* One request to the container (key NULL) or to a blob under the root. */
@@ -120,6 +120,7 @@ int az_list_stat(void *impl, const char *prefix, const char *start_after, size_t
                  tether_store_stat_fn emit, void *ud, int *more);
 int az_list_versions(void *impl, const char *key, tether_store_stat_fn emit, void *ud);
 int az_root_exists(void *impl, int *exists);
+void az_resume_free(struct az_resume *r);
 int az_make_root(void *impl);
 int az_remove_root(void *impl);
 

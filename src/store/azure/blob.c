@@ -50,6 +50,22 @@ static void stat_from_headers(const struct tt_http_response *resp, int ranged, s
 	st->size = len ? strtoull(len, NULL, 10) : 0;
 }
 
+/* An answer to a request for version_id that is of another version: a
+ * server without versions (Azurite) ignores versionid and answers with
+ * the current blob, which is not the version asked for. */
+static int other_version(const struct az_store *s, const char *key, const char *version_id,
+                         const struct tether_store_stat *st)
+{
+	if (!version_id || !*version_id || strcmp(st->version_id, version_id) == 0)
+		return 0;
+	char *uri = az_uri_of(s, key);
+	int rc = tether_error_set(TETHER_ENOTFOUND, "%s: no version '%s': the answer was of %s%s%s", uri ? uri : s->uri,
+	                          version_id, *st->version_id ? "version '" : "a blob without versions",
+	                          st->version_id, *st->version_id ? "'" : "");
+	free(uri);
+	return rc;
+}
+
 int az_stat(void *impl, const char *key, const char *version_id, struct tether_store_stat *st)
 {
 	struct az_store *s = impl;
@@ -63,6 +79,7 @@ int az_stat(void *impl, const char *key, const char *version_id, struct tether_s
 	memset(st, 0, sizeof *st);
 	if (!rc && resp.status == 200) {
 		stat_from_headers(&resp, 0, st);
+		rc = other_version(s, key, version_id, st);
 	} else if (!rc) {
 		char code[128];
 		int absent = resp.status == 404 && strcmp(az_error_code(&resp, code, sizeof code), "ContainerNotFound") != 0;
@@ -137,9 +154,12 @@ int az_get_version(void *impl, const char *key, const char *version_id, uint64_t
 	free(q);
 	if (!rc && (resp.status == 200 || resp.status == 206)) {
 		stat_from_headers(&resp, resp.status == 206, st);
-		*data = resp.body;
-		*len = resp.body_len;
-		resp.body = NULL;
+		rc = other_version(s, key, version_id, st);
+		if (!rc) {
+			*data = resp.body;
+			*len = resp.body_len;
+			resp.body = NULL;
+		}
 	} else if (!rc && resp.status == 416) {
 		rc = read_nothing(s, key, version_id, data, len, st); /* the offset is past the end */
 	} else if (!rc) {

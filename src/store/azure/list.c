@@ -1,9 +1,10 @@
 /* List Blobs (restype=container&comp=list): a page of blob names under a
  * prefix, with each blob's size and ETag, paged with the opaque markers
- * Azure hands back (NextMarker). Azure has no "start after": a listing
- * that starts after a key pages from the prefix and skips what sorts at
- * or before it, except where it continues the previous call (the engine
- * pages so), which resumes from the marker of the page it stopped in.
+ * Azure hands back (NextMarker), which cannot be made from a key. So
+ * Azure has no "start after": a call that starts after a key pages from
+ * the prefix and skips what sorts at or before it, except where it
+ * continues the previous call (as the store front pages), which takes up
+ * where that one stopped (struct az_resume): one request a page.
  * Directories of an account with a hierarchical namespace (zero-length
  * blobs with the metadata hdi_isfolder=true) are not objects. */
 #include "store/azure/az.h"
@@ -117,29 +118,69 @@ static int last_segment_is_staging(const char *key)
 	return tether_store_is_staging_name(slash ? slash + 1 : key);
 }
 
-static void resume_save(struct az_store *s, const char *name_prefix, const char *after, const char *marker)
+/* Where a call of the listing stopped: the next call, the one that
+ * starts after `after` under `prefix`, takes it up. Either the blob the
+ * call stopped at was the last of its page: then it is `pending` (with
+ * what the listing said of it) and the listing goes on at `marker`, the
+ * page's NextMarker ("": there is no next page). Or it stopped inside a
+ * page: then `marker` is the one that page was fetched with, and the
+ * next call fetches it again and skips what it has given. */
+struct az_resume {
+	char *prefix, *after, *marker, *pending;
+	struct tether_store_stat pending_stat;
+};
+
+void az_resume_free(struct az_resume *r)
+{
+	if (!r)
+		return;
+	free(r->prefix);
+	free(r->after);
+	free(r->marker);
+	free(r->pending);
+	free(r);
+}
+
+/* Keep r as the store's resume point (NULL: forget it); r is taken. */
+static void resume_set(struct az_store *s, struct az_resume *r)
 {
 	pthread_mutex_lock(&s->resume_lock);
-	free(s->resume_prefix);
-	free(s->resume_after);
-	free(s->resume_marker);
-	s->resume_prefix = marker && *marker ? strdup(name_prefix) : NULL;
-	s->resume_after = marker && *marker ? strdup(after) : NULL;
-	s->resume_marker = marker && *marker ? strdup(marker) : NULL;
+	az_resume_free(s->resume);
+	s->resume = r;
 	pthread_mutex_unlock(&s->resume_lock);
 }
 
-/* The marker of the page the previous call stopped in, when this call
- * continues it; NULL (page from the start) otherwise. */
-static char *resume_marker(struct az_store *s, const char *name_prefix, const char *after)
+/* The resume point of a call that continues the previous one, taken from
+ * the store; NULL otherwise. */
+static struct az_resume *resume_take(struct az_store *s, const char *name_prefix, const char *after)
 {
-	char *m = NULL;
+	struct az_resume *r = NULL;
 	pthread_mutex_lock(&s->resume_lock);
-	if (s->resume_marker && *after && strcmp(s->resume_prefix, name_prefix) == 0 &&
-	    strcmp(s->resume_after, after) == 0)
-		m = strdup(s->resume_marker);
+	if (s->resume && *after && strcmp(s->resume->prefix, name_prefix) == 0 && strcmp(s->resume->after, after) == 0) {
+		r = s->resume;
+		s->resume = NULL;
+	}
 	pthread_mutex_unlock(&s->resume_lock);
-	return m;
+	return r;
+}
+
+static struct az_resume *resume_new(const char *name_prefix, const char *after, const char *marker,
+                                    const char *pending, const struct tether_store_stat *st)
+{
+	struct az_resume *r = calloc(1, sizeof *r);
+	if (!r)
+		return NULL;
+	r->prefix = strdup(name_prefix);
+	r->after = strdup(after);
+	r->marker = strdup(marker ? marker : "");
+	r->pending = pending ? strdup(pending) : NULL;
+	if (st)
+		r->pending_stat = *st;
+	if (!r->prefix || !r->after || !r->marker || (pending && !r->pending)) {
+		az_resume_free(r);
+		return NULL;
+	}
+	return r;
 }
 
 struct emitter {
@@ -148,66 +189,102 @@ struct emitter {
 	void *ud;
 };
 
+/* A listing call in progress. */
+struct walk {
+	struct az_store *s;
+	const struct emitter *e;
+	const char *name_prefix, *after;
+	size_t max_keys, emitted;
+	char *last; /* the last key given */
+	int done, more;
+};
+
+static int give(struct walk *w, const char *key, const struct tether_store_stat *st)
+{
+	int rc = w->e->key ? w->e->key(w->e->ud, key) : w->e->stat(w->e->ud, key, st);
+	w->emitted++;
+	free(w->last);
+	w->last = strdup(key);
+	return rc ? rc : w->last ? 0 : oom();
+}
+
+/* The blobs of one page, fetched with marker, whose NextMarker is next. */
+static int walk_page(struct walk *w, const struct tt_xml_node *root, const char *marker, const char *next)
+{
+	const struct tt_xml_node *blobs = tt_xml_child(root, "Blobs");
+	size_t plen = strlen(w->s->prefix);
+	int rc = 0;
+	for (const struct tt_xml_node *b = blobs ? tt_xml_child(blobs, "Blob") : NULL; !rc && !w->done && b;
+	     b = tt_xml_next(b, "Blob")) {
+		char *name = blob_name(b);
+		if (!name)
+			return tether_error_set(TETHER_EIO, "%s: list: a <Blob> without a <Name>", w->s->uri);
+		const char *key = name + plen;
+		struct tether_store_stat st;
+		blob_stat(b, &st);
+		if (strncmp(name, w->s->prefix, plen) != 0 || !*key || is_folder(b) || last_segment_is_staging(key) ||
+		    (*w->after && strcmp(key, w->after) <= 0)) {
+			/* not a key of this listing */
+		} else if (w->emitted < w->max_keys) {
+			rc = give(w, key, &st);
+		} else {
+			w->more = 1;
+			w->done = 1;
+			int last_of_page = tt_xml_next(b, "Blob") == NULL;
+			if (last_of_page || (marker && *marker))
+				resume_set(w->s, last_of_page ? resume_new(w->name_prefix, w->last, next, key, &st)
+				                              : resume_new(w->name_prefix, w->last, marker, NULL, NULL));
+		}
+		free(name);
+	}
+	return rc;
+}
+
 static int list_pages(struct az_store *s, const char *prefix, const char *start_after, size_t max_keys,
                       const struct emitter *e, int *more)
 {
 	*more = 0;
-	const char *after = start_after ? start_after : "";
+	struct walk w = {.s = s, .e = e, .after = start_after ? start_after : "", .max_keys = max_keys};
 	/* The keys under prefix: "prefix/...", as under a directory. */
 	char *name_prefix = tt_strdupf("%s%s%s", s->prefix, prefix, *prefix ? "/" : "");
-	char *marker = name_prefix ? resume_marker(s, name_prefix, after) : NULL;
-	char *last = NULL;
-	size_t plen = strlen(s->prefix), emitted = 0;
-	/* Skipping up to start_after from the prefix's first blob: big pages. */
-	size_t page = *after && !marker ? AZ_PAGE_MAX : (max_keys < AZ_PAGE_MAX ? max_keys + 1 : AZ_PAGE_MAX);
-	int rc = name_prefix ? 0 : oom(), done = 0;
-	while (!rc && !done) {
+	if (!name_prefix)
+		return oom();
+	w.name_prefix = name_prefix;
+	struct az_resume *r = resume_take(s, name_prefix, w.after);
+	char *marker = r ? r->marker : NULL;
+	int rc = 0;
+	if (r && r->pending) {
+		rc = give(&w, r->pending, &r->pending_stat);
+		w.done = !*r->marker; /* it was the last blob of the last page */
+	}
+	/* Skipping up to start_after from the prefix's first blob: big pages.
+	 * Else one blob more than the call still gives, so that it stops at
+	 * the last blob of a page and the next call needs no page twice. */
+	int skipping = *w.after && !r;
+	char *owned = NULL;
+	while (!rc && !w.done) {
+		size_t want = max_keys - w.emitted + 1;
+		size_t page = skipping || want > AZ_PAGE_MAX ? AZ_PAGE_MAX : want;
 		struct tt_xml_doc *doc = NULL;
 		rc = fetch_page(s, "list", name_prefix, marker, page, 0, 0, &doc);
 		const struct tt_xml_node *root = doc ? tt_xml_root(doc) : NULL;
-		const struct tt_xml_node *blobs = root ? tt_xml_child(root, "Blobs") : NULL;
-		for (const struct tt_xml_node *b = blobs ? tt_xml_child(blobs, "Blob") : NULL; !rc && !done && b;
-		     b = tt_xml_next(b, "Blob")) {
-			char *name = blob_name(b);
-			if (!name) {
-				rc = tether_error_set(TETHER_EIO, "%s: list: a <Blob> without a <Name>", s->uri);
-				break;
-			}
-			const char *key = name + plen;
-			if (strncmp(name, s->prefix, plen) != 0 || !*key || is_folder(b) || last_segment_is_staging(key) ||
-			    (*after && strcmp(key, after) <= 0)) {
-				free(name);
-				continue;
-			}
-			if (emitted == max_keys) {
-				*more = 1;
-				done = 1;
-				resume_save(s, name_prefix, last, marker);
-			} else {
-				struct tether_store_stat st;
-				blob_stat(b, &st);
-				rc = e->key ? e->key(e->ud, key) : e->stat(e->ud, key, &st);
-				emitted++;
-				free(last);
-				last = strdup(key);
-				if (!last)
-					rc = oom();
-			}
-			free(name);
-		}
 		const char *next = root ? tt_xml_child_text(root, "NextMarker") : NULL;
-		if (!rc && !done && (!next || !*next))
-			done = 1;
-		if (!rc && !done) {
-			free(marker);
-			marker = strdup(next);
+		if (!rc)
+			rc = walk_page(&w, root, marker, next);
+		if (!rc && !w.done && (!next || !*next))
+			w.done = 1;
+		if (!rc && !w.done) {
+			free(owned);
+			marker = owned = strdup(next);
 			if (!marker)
 				rc = oom();
 		}
 		tt_xml_free(doc);
 	}
-	free(last);
-	free(marker);
+	*more = !rc && w.more;
+	free(owned);
+	free(w.last);
+	az_resume_free(r);
 	free(name_prefix);
 	return rc;
 }

@@ -71,9 +71,7 @@ static void az_close(void *impl)
 	tt_http_free(s->http);
 	az_config_free(&s->cfg);
 	pthread_mutex_destroy(&s->resume_lock);
-	free(s->resume_prefix);
-	free(s->resume_after);
-	free(s->resume_marker);
+	az_resume_free(s->resume);
 	free(s->container);
 	free(s->prefix);
 	free(s->uri);

@@ -95,15 +95,6 @@ static const struct tether_store_ops *load_module(const char *scheme, int *absen
 	if (!list)
 		*absent = strncmp(tether_error_last(), missing, strlen(missing)) == 0;
 	for (size_t i = 0; list && list[i]; i++) {
-		/* One module may serve several schemes and be found by each
-		 * name (tether-store-abfs.so is a link to tether-store-az.so):
-		 * loaded again through another name, its stores are already
-		 * here, the very same ones. */
-		if (find_locked(list[i]->scheme) == list[i]) {
-			if (strcmp(list[i]->scheme, scheme) == 0)
-				found = list[i];
-			continue;
-		}
 		if (register_locked(list[i]) != 0) {
 			char *why = strdup(tether_error_last());
 			tether_error_set(TETHER_ERROR, "module %s: %s", file, why ? why : "");

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import pytest
 
-from s3servers import TETHER_DEPS, free_ports, listening_sockets, S3Server
+from s3servers import S3Server, free_ports, installed_binary, listening_sockets
 
 ACCOUNT = "devstoreaccount1"
 # Azurite's development account key, published by Microsoft for the
@@ -54,11 +54,7 @@ _container_serial = itertools.count(1)
 
 def azurite_binary():
     """$TETHER_AZURITE, scripts/install-deps' link, or PATH."""
-    for candidate in (os.environ.get("TETHER_AZURITE"), TETHER_DEPS / "bin" / "azurite-blob"):
-        if candidate and os.access(candidate, os.X_OK):
-            return str(candidate)
-    from shutil import which
-    return which("azurite-blob")
+    return installed_binary("TETHER_AZURITE", "azurite-blob")
 
 
 def shared_key_signature(key, account, method, path, query, headers, body_len):
@@ -166,9 +162,6 @@ class AzuriteServer(S3Server):
         env = {k: v for k, v in base.items() if not k.startswith("AZURE_")}
         env.update(ours)
         return env
-
-    def __repr__(self):
-        return f"<AzuriteServer {self.endpoint} pid {self.proc.pid if self.proc else None}>"
 
 
 def start_azurite(srv, binary):

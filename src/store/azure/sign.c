@@ -15,37 +15,6 @@
 #include <string.h>
 #include <strings.h>
 
-/* A growing string; on out of memory `failed` is set and it stays short. */
-struct buf {
-	char *s;
-	size_t len, cap;
-	int failed;
-};
-
-static void add(struct buf *b, const char *s, size_t n)
-{
-	if (b->failed)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = (b->len + n + 1) * 2;
-		char *p = realloc(b->s, cap);
-		if (!p) {
-			b->failed = 1;
-			return;
-		}
-		b->s = p;
-		b->cap = cap;
-	}
-	memcpy(b->s + b->len, s, n);
-	b->len += n;
-	b->s[b->len] = '\0';
-}
-
-static void adds(struct buf *b, const char *s)
-{
-	add(b, s, strlen(s));
-}
-
 static const char *header_value(const struct tt_http_header *h, size_t n, const char *name)
 {
 	for (size_t i = 0; i < n; i++)
@@ -54,15 +23,15 @@ static const char *header_value(const struct tt_http_header *h, size_t n, const 
 	return NULL;
 }
 
-/* Trimmed of spaces and tabs at both ends, into b. */
-static void add_trimmed(struct buf *b, const char *v)
+/* Trimmed of spaces and tabs at both ends, to f. */
+static void put_trimmed(FILE *f, const char *v)
 {
 	while (*v == ' ' || *v == '\t')
 		v++;
-	size_t n = strlen(v);
+	int n = (int)strlen(v);
 	while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
 		n--;
-	add(b, v, n);
+	fprintf(f, "%.*s", n, v);
 }
 
 static int hexval(int c)
@@ -108,18 +77,17 @@ static int param_cmp(const void *a, const void *b)
 /* "\nname:v1,v2" for each parameter of the query, names lowercased and
  * sorted, values decoded (several values of one name sorted, joined by
  * ','). */
-static void add_canonical_query(struct buf *b, const char *query)
+static int put_canonical_query(FILE *f, const char *query)
 {
 	size_t n = 0;
 	for (const char *p = query; p && *p; p++)
 		n += *p == '&';
 	struct param *ps = calloc(n + 1, sizeof *ps);
-	if (!ps) {
-		b->failed = 1;
-		return;
-	}
+	if (!ps)
+		return -1;
 	size_t k = 0;
-	for (const char *p = query; p && *p && !b->failed;) {
+	int failed = 0;
+	for (const char *p = query; p && *p && !failed;) {
 		const char *end = strchr(p, '&');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
 		const char *eq = memchr(p, '=', len);
@@ -128,30 +96,27 @@ static void add_canonical_query(struct buf *b, const char *query)
 			ps[k].name = decoded(p, nl);
 			ps[k].value = eq ? decoded(eq + 1, len - nl - 1) : strdup("");
 			if (!ps[k].name || !ps[k].value)
-				b->failed = 1;
+				failed = 1;
 			for (char *c = ps[k].name; c && *c; c++)
 				*c = (char)tolower((unsigned char)*c);
 			k++;
 		}
 		p = end ? end + 1 : p + len;
 	}
-	if (!b->failed)
+	if (!failed)
 		qsort(ps, k, sizeof *ps, param_cmp);
-	for (size_t i = 0; i < k && !b->failed; i++) {
-		if (i > 0 && strcmp(ps[i].name, ps[i - 1].name) == 0) {
-			adds(b, ",");
-		} else {
-			adds(b, "\n");
-			adds(b, ps[i].name);
-			adds(b, ":");
-		}
-		adds(b, ps[i].value);
+	for (size_t i = 0; i < k && !failed; i++) {
+		if (i > 0 && strcmp(ps[i].name, ps[i - 1].name) == 0)
+			fprintf(f, ",%s", ps[i].value);
+		else
+			fprintf(f, "\n%s:%s", ps[i].name, ps[i].value);
 	}
 	for (size_t i = 0; i < k; i++) {
 		free(ps[i].name);
 		free(ps[i].value);
 	}
 	free(ps);
+	return failed ? -1 : 0;
 }
 
 static int header_cmp(const void *a, const void *b)
@@ -161,28 +126,25 @@ static int header_cmp(const void *a, const void *b)
 }
 
 /* "name:value\n" for each x-ms-* header, names lowercased, sorted. */
-static void add_canonical_headers(struct buf *b, const struct tt_http_header *h, size_t n)
+static int put_canonical_headers(FILE *f, const struct tt_http_header *h, size_t n)
 {
 	const struct tt_http_header **ms = calloc(n + 1, sizeof *ms);
 	size_t k = 0;
-	if (!ms) {
-		b->failed = 1;
-		return;
-	}
+	if (!ms)
+		return -1;
 	for (size_t i = 0; i < n; i++)
 		if (strncasecmp(h[i].name, "x-ms-", 5) == 0)
 			ms[k++] = &h[i];
 	qsort(ms, k, sizeof *ms, header_cmp);
 	for (size_t i = 0; i < k; i++) {
-		for (const char *c = ms[i]->name; *c; c++) {
-			char l = (char)tolower((unsigned char)*c);
-			add(b, &l, 1);
-		}
-		adds(b, ":");
-		add_trimmed(b, ms[i]->value);
-		adds(b, "\n");
+		for (const char *c = ms[i]->name; *c; c++)
+			fputc(tolower((unsigned char)*c), f);
+		fputc(':', f);
+		put_trimmed(f, ms[i]->value);
+		fputc('\n', f);
 	}
 	free(ms);
+	return 0;
 }
 
 char *az_string_to_sign(const char *method, const char *account, const char *url_path, const char *query,
@@ -193,34 +155,32 @@ char *az_string_to_sign(const char *method, const char *account, const char *url
 		"Content-Type", "Date", "If-Modified-Since", "If-Match",
 		"If-None-Match", "If-Unmodified-Since", "Range",
 	};
-	struct buf b = {0};
-	adds(&b, method);
-	adds(&b, "\n");
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	if (!f)
+		return NULL;
+	fprintf(f, "%s\n", method);
 	for (size_t i = 0; i < sizeof standard / sizeof standard[0]; i++) {
 		if (strcmp(standard[i], "Content-Length") == 0) {
-			/* Empty for no body (API versions 2015-02-21 and later). */
-			if (content_length) {
-				char n[32];
-				snprintf(n, sizeof n, "%zu", content_length);
-				adds(&b, n);
-			}
+			if (content_length) /* empty for no body (API versions 2015-02-21 and later) */
+				fprintf(f, "%zu", content_length);
 		} else {
 			const char *v = header_value(headers, n_headers, standard[i]);
 			if (v)
-				add_trimmed(&b, v);
+				put_trimmed(f, v);
 		}
-		adds(&b, "\n");
+		fputc('\n', f);
 	}
-	add_canonical_headers(&b, headers, n_headers);
-	adds(&b, "/");
-	adds(&b, account);
-	adds(&b, url_path);
-	add_canonical_query(&b, query);
-	if (b.failed || !b.s) {
-		free(b.s);
+	int failed = put_canonical_headers(f, headers, n_headers);
+	fprintf(f, "/%s%s", account, url_path);
+	failed |= put_canonical_query(f, query);
+	failed |= ferror(f);
+	if (fclose(f) != 0 || failed) {
+		free(out);
 		return NULL;
 	}
-	return b.s;
+	return out;
 }
 
 void az_sign(const uint8_t *key, size_t key_len, const char *sts, char *out)

@@ -417,3 +417,14 @@ def test_listing_cut_short(az):
         refused(tool(front_env(az, front), az.uri, "list", "c", "", "2"), 7, az.uri, "List Blobs answer")
     finally:
         front.close()
+
+
+def test_directory_markers_are_not_objects(az):
+    """A Data Lake account lists its directories as empty blobs with the
+    metadata hdi_isfolder=true: not objects. Made here by hand on Azurite."""
+    status, _, body = az.srv.request("PUT", f"/{az.container}/root/f/dir",
+                                     headers={"x-ms-blob-type": "BlockBlob", "x-ms-meta-hdi_isfolder": "true"})
+    assert status == 201, body
+    az.srv.put_blob(az.container, az.name("f/dir/file"), b"data")
+    az.srv.put_blob(az.container, az.name("f/plain"), b"")
+    assert ok(az.run("list", "f", "", "10")).decode().splitlines() == ["f/dir/file", "f/plain"]

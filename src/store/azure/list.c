@@ -12,9 +12,11 @@
 #include "format/xml.h"
 #include "util/fsutil.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define AZ_PAGE_MAX 5000
 
@@ -77,9 +79,9 @@ static char *blob_name(const struct tt_xml_node *blob)
 		return strdup(t);
 	char *o = malloc(strlen(t) + 1), *w = o;
 	for (const char *c = t; o && *c; c++) {
-		unsigned v;
-		if (c[0] == '%' && c[1] && c[2] && sscanf(c + 1, "%2x", &v) == 1) {
-			*w++ = (char)v;
+		if (c[0] == '%' && isxdigit((unsigned char)c[1]) && isxdigit((unsigned char)c[2])) {
+			char hex[3] = {c[1], c[2], '\0'};
+			*w++ = (char)strtol(hex, NULL, 16);
 			c += 2;
 		} else {
 			*w++ = *c;
@@ -92,9 +94,12 @@ static char *blob_name(const struct tt_xml_node *blob)
 
 static int is_folder(const struct tt_xml_node *blob)
 {
+	/* Metadata names are case-insensitive (Azurite answers Hdi_Isfolder). */
 	const struct tt_xml_node *md = tt_xml_child(blob, "Metadata");
-	const char *f = md ? tt_xml_child_text(md, "hdi_isfolder") : NULL;
-	return f && strcmp(f, "true") == 0;
+	for (const struct tt_xml_node *m = md ? tt_xml_child(md, NULL) : NULL; m; m = tt_xml_next(m, NULL))
+		if (strcasecmp(tt_xml_name(m), "hdi_isfolder") == 0)
+			return strcasecmp(tt_xml_text(m), "true") == 0;
+	return 0;
 }
 
 static void blob_stat(const struct tt_xml_node *blob, struct tether_store_stat *st)

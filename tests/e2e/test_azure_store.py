@@ -220,10 +220,20 @@ def test_versions_on_azurite(az):
 
 def test_wrong_key_is_eauth(az):
     env = clean_env(az.srv.env(key=OTHER_KEY))
-    err = refused(tool(env, az.uri, "get", "k"), EAUTH, f"{az.uri}/k", "403")
+    err = refused(tool(env, az.uri, "get", "k"), EAUTH, f"{az.uri}/k", "403", "signed with the account key from "
+                  "the environment")
     assert OTHER_KEY not in err and KEY not in err
     refused(tool(env, az.uri, "list", "", "", "10"), EAUTH, az.uri, "403")
     refused(tool(env, az.uri, "put", "k", stdin=b"x"), EAUTH, "403")
+
+
+def test_anonymous(az):
+    """No key and no token: anonymous requests, refused by a private
+    container, and the message says no credentials were found."""
+    env = clean_env({"AZURE_STORAGE_CONNECTION_STRING": f"BlobEndpoint={az.srv.endpoint}"})
+    r = tool(env, az.uri, "put", "anon", stdin=b"x")
+    refused(r, EAUTH, f"{az.uri}/anon", "anonymous request")
+    assert json.loads(ok(az.run("stat", "anon")))["exists"] is False
 
 
 def test_missing_container(az):

@@ -191,9 +191,12 @@ int az_fail(const struct az_store *s, const char *op, const char *key, const str
 		rc = tether_error_set(TETHER_ENOTFOUND, "%s: %s: container '%s' not found in account '%s' (HTTP 404 "
 		                      "ContainerNotFound)", u, op, s->container, s->cfg.account);
 	else if (st == 401 || st == 403)
-		rc = tether_error_set(TETHER_EAUTH, "%s: %s: HTTP %ld %s: %s (credentials from %s)", u, op, st,
-		                      *code ? code : "(no code)", *msg ? msg : "refused",
-		                      s->cfg.source ? s->cfg.source : "nowhere: none found, the request was anonymous");
+		rc = tether_error_set(TETHER_EAUTH, "%s: %s: HTTP %ld %s: %s (%s%s)", u, op, st, *code ? code : "(no code)",
+		                      *msg ? msg : "refused",
+		                      s->cfg.key   ? "signed with the account key from "
+		                      : s->cfg.sas ? "with the SAS token from "
+		                                   : "an anonymous request: no account key or SAS token found",
+		                      s->cfg.key || s->cfg.sas ? s->cfg.source : "");
 	else
 		rc = tether_error_set(st == 404                                 ? TETHER_ENOTFOUND
 		                      : st == 409 || st == 412                  ? TETHER_EREFUSED

@@ -1,7 +1,7 @@
 """The Azure Blob store (tether-store-az.so) against Azurite on 127.0.0.1.
 
 Each operation runs through tether's public store API in store-tool
-(tests/store-tool/store_tool.c: one operation, tether's message and error
+(tests/tools/store-tool.c: one operation, tether's message and error
 code); what the server holds is set up and read back through the fixture's
 own SharedKey signer (azureserver.py), written apart from tether's. The
 store contract suite (tether-conformance --store) runs against an az://
@@ -32,20 +32,19 @@ OTHER_KEY = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA
 
 
 def clean_env(extra=None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_", "TETHER_STORE_OPTIONS"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AZURE_")}
     env["TETHER_MODULE_PATH"] = str(BUILD)
     env.update(extra or {})
     return env
 
 
 def tool(env, uri, *args, stdin=b"", options=None):
-    """store-tool URI ARGS with env (and options as TETHER_STORE_OPTIONS)."""
+    """store-tool --raw-code URI ARGS with env (and the store options);
+    its exit status is the TETHER_E* code."""
     if not os.access(STORE_TOOL, os.X_OK):
         pytest.fail(f"{STORE_TOOL} is not built")
-    env = dict(env)
-    if options is not None:
-        env["TETHER_STORE_OPTIONS"] = json.dumps(options)
-    r = subprocess.run([str(STORE_TOOL), uri, *args], env=env, input=stdin, capture_output=True, timeout=120)
+    argv = [str(STORE_TOOL), "--raw-code"] + (["--options", json.dumps(options)] if options is not None else [])
+    r = subprocess.run(argv + [uri, *args], env=env, input=stdin, capture_output=True, timeout=120)
     check_sanitizers(r)
     return r
 
@@ -61,10 +60,23 @@ def ok(r):
     return r.stdout
 
 
+def listed(r):
+    """store-tool list's "KEY SIZE TOKEN" lines (a key may hold spaces)."""
+    out = []
+    for line in ok(r).decode().splitlines():
+        key, size, token = line.rsplit(" ", 2)
+        out.append((key, int(size), token))
+    return out
+
+
+def keys(r):
+    return [key for key, _, _ in listed(r)]
+
+
 def refused(r, code, *words):
     err = r.stderr.decode(errors="replace")
     assert r.returncode == code, f"exit {r.returncode} (wanted {code}): {err}"
-    assert err.count("\n") == 1, f"not one line: {err!r}"
+    assert err.count("\n") == 1 and err.startswith("store-tool: error: "), f"not one line: {err!r}"
     for w in words:
         assert w in err, f"{w!r} not in {err!r}"
     return err
@@ -149,31 +161,31 @@ def test_if_match_is_412_refused(az):
 
 
 def test_listing_pages(az):
-    keys = sorted([f"d/{i:03d}" for i in range(23)] + ["d/x y", "d/z/deep", "e", "d", "da"])
-    for k in keys:
+    names = sorted([f"d/{i:03d}" for i in range(23)] + ["d/x y", "d/z/deep", "e", "d", "da"])
+    for k in names:
         az.srv.put_blob(az.container, az.name(k), k.encode())
     az.srv.put_blob(az.container, "rootless", b"outside the root")  # not under root/
     az.srv.put_blob(az.container, "root2/k", b"a sibling root")
     # Every page size, including ones that end a page exactly at the end.
     for page in ("1", "4", "5", "28", "1000"):
-        assert ok(az.run("list", "", "", page)).decode().splitlines() == keys, page
+        assert keys(az.run("list", "", page)) == names, page
     # The keys under a prefix: under it as under a directory ("d" holds
     # neither "d" nor "da").
-    under_d = [k for k in keys if k.startswith("d/")]
-    assert ok(az.run("list", "d", "", "4")).decode().splitlines() == under_d
-    assert ok(az.run("list", "d/z", "", "4")).decode().splitlines() == ["d/z/deep"]
-    assert ok(az.run("list", "d/0", "", "4")).decode().splitlines() == []
+    under_d = [k for k in names if k.startswith("d/")]
+    assert keys(az.run("list", "d", "4")) == under_d
+    assert keys(az.run("list", "d/z", "4")) == ["d/z/deep"]
+    assert keys(az.run("list", "d/0", "4")) == []
     # start_after exact: after a key, after a name that is not a key.
-    assert ok(az.run("list", "d", "d/010", "3")).decode().splitlines() == [k for k in under_d if k > "d/010"]
-    assert ok(az.run("list", "", "d/0105", "7")).decode().splitlines() == [k for k in keys if k > "d/0105"]
-    assert ok(az.run("list", "", "zzz", "7")).decode().splitlines() == []
-    assert ok(az.run("list", "nothing", "", "7")).decode().splitlines() == []
+    assert keys(az.run("list", "d", "3", "d/010")) == [k for k in under_d if k > "d/010"]
+    assert keys(az.run("list", "", "7", "d/0105")) == [k for k in names if k > "d/0105"]
+    assert keys(az.run("list", "", "7", "zzz")) == []
+    assert keys(az.run("list", "nothing", "7")) == []
     # Sizes and versions from the listing, as the server has them.
-    stats = [json.loads(line) for line in ok(az.run("list-stat", "d", "", "6")).decode().splitlines()]
-    assert [s["key"] for s in stats] == under_d
-    for s in stats[:5]:
-        assert s["size"] == len(s["key"].encode())
-        assert s["version"] == az.server_etag(s["key"])
+    stats = listed(az.run("list", "d", "6"))
+    assert [key for key, _, _ in stats] == under_d
+    for key, size, version in stats[:5]:
+        assert size == len(key.encode())
+        assert version == az.server_etag(key)
 
 
 def test_copy(az):
@@ -223,7 +235,7 @@ def test_wrong_key_is_eauth(az):
     err = refused(tool(env, az.uri, "get", "k"), EAUTH, f"{az.uri}/k", "403", "signed with the account key from "
                   "the environment")
     assert OTHER_KEY not in err and KEY not in err
-    refused(tool(env, az.uri, "list", "", "", "10"), EAUTH, az.uri, "403")
+    refused(tool(env, az.uri, "list", "", "10"), EAUTH, az.uri, "403")
     refused(tool(env, az.uri, "put", "k", stdin=b"x"), EAUTH, "403")
 
 
@@ -241,7 +253,7 @@ def test_missing_container(az):
     refused(tool(az.env, uri, "stat", "k"), ENOTFOUND, "container 'no-such-container-here' not found",
             "ContainerNotFound")
     refused(tool(az.env, uri, "make-root"), ENOTFOUND, "container 'no-such-container-here' not found")
-    refused(tool(az.env, uri, "list", "", "", "10"), ENOTFOUND, "ContainerNotFound")
+    refused(tool(az.env, uri, "list", "", "10"), ENOTFOUND, "ContainerNotFound")
     refused(tool(az.env, uri, "put", "k", stdin=b"x"), ENOTFOUND, "ContainerNotFound")
     assert ok(tool(az.env, uri, "root-exists")).strip() == b"no"
 
@@ -252,7 +264,7 @@ def test_sas_token(az):
     env = clean_env({"AZURE_STORAGE_CONNECTION_STRING": conn})
     ok(tool(env, az.uri, "put", "s/1", stdin=b"by sas"))
     assert ok(tool(env, az.uri, "get", "s/1")) == b"by sas"
-    assert ok(tool(env, az.uri, "list", "s", "", "10")).decode().splitlines() == ["s/1"]
+    assert keys(tool(env, az.uri, "list", "s", "10")) == ["s/1"]
     ok(tool(env, az.uri, "copy", "s/1", "s/2"))
     assert ok(az.run("get", "s/2")) == b"by sas"
     options = {"account_name": az.srv.account, "sas_token": "?" + az.srv.account_sas(),
@@ -283,7 +295,7 @@ def test_abfs_uris(az):
         uri = f"{scheme}://{az.container}@{az.srv.account}.dfs.core.windows.net/root"
         ok(tool(az.env, uri, "put", f"{scheme}/k", stdin=scheme.encode()))
         assert ok(az.run("get", f"{scheme}/k")) == scheme.encode()
-        assert ok(tool(az.env, uri, "list", scheme, "", "10")).decode().splitlines() == [f"{scheme}/k"]
+        assert keys(tool(az.env, uri, "list", scheme, "10")) == [f"{scheme}/k"]
     # Another account than the configuration's; no container; bad container.
     refused(tool(az.env, f"abfs://{az.container}@other.dfs.core.windows.net/r", "stat", "k"), EUSAGE,
             "account 'other'", az.srv.account)
@@ -424,7 +436,7 @@ def test_listing_cut_short(az):
     front = FaultyFront(az.srv, cut_listing=True)
     try:
         # The first page is whole; the second, asked with a marker, is not.
-        refused(tool(front_env(az, front), az.uri, "list", "c", "", "2"), 7, az.uri, "List Blobs answer")
+        refused(tool(front_env(az, front), az.uri, "list", "c", "2"), 7, az.uri, "List Blobs answer")
     finally:
         front.close()
 
@@ -437,4 +449,4 @@ def test_directory_markers_are_not_objects(az):
     assert status == 201, body
     az.srv.put_blob(az.container, az.name("f/dir/file"), b"data")
     az.srv.put_blob(az.container, az.name("f/plain"), b"")
-    assert ok(az.run("list", "f", "", "10")).decode().splitlines() == ["f/dir/file", "f/plain"]
+    assert keys(az.run("list", "f", "10")) == ["f/dir/file", "f/plain"]

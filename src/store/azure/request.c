@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #define MAX_HEADERS 16
@@ -85,10 +86,17 @@ static int attempt(struct az_store *s, const struct az_request *r, const char *u
 	struct tt_http_header h[MAX_HEADERS];
 	char date[64], signature[64];
 	size_t n = 0;
-	if (r->n_headers > MAX_HEADERS - 3)
+	if (r->n_headers > MAX_HEADERS - 4)
 		return tether_error_set(TETHER_EIO, "azure: too many headers");
-	for (size_t i = 0; i < r->n_headers; i++)
+	int has_type = 0;
+	for (size_t i = 0; i < r->n_headers; i++) {
 		h[n++] = r->headers[i];
+		has_type |= strcasecmp(r->headers[i].name, "Content-Type") == 0;
+	}
+	/* A body always goes with a Content-Type (the client would add one),
+	 * named here so that it is signed. */
+	if (!has_type && (strcmp(r->method, "PUT") == 0 || strcmp(r->method, "POST") == 0))
+		h[n++] = (struct tt_http_header){"Content-Type", "application/octet-stream"};
 	http_date(date, sizeof date);
 	h[n++] = (struct tt_http_header){"x-ms-date", date};
 	h[n++] = (struct tt_http_header){"x-ms-version", AZ_API_VERSION};

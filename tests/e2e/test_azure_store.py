@@ -340,105 +340,60 @@ def test_store_contract(az, form):
     assert all(line.startswith(("skip faults:", "skip versions:")) for line in skipped), skipped
 
 
-class FaultyFront:
-    """A small HTTP front on 127.0.0.1 for faults Azurite cannot make: it
-    answers the first `busy` requests with 503 ServerBusy (or every one,
-    busy=-1), and a List Blobs request that carries a marker with a
-    document cut short when cut_listing; everything else it passes to
-    Azurite as it came (the signature covers the path, not the host), and
-    counts the requests."""
-
-    def __init__(self, srv, busy=0, cut_listing=False):
-        import http.client
-        import http.server
-        import threading
-        front = self
-        self.requests = 0
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _relay(self):
-                front.requests += 1
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                if busy < 0 or front.requests <= busy:
-                    msg = b'<?xml version="1.0"?><Error><Code>ServerBusy</Code><Message>busy</Message></Error>'
-                    self.send_response(503)
-                    self.send_header("x-ms-error-code", "ServerBusy")
-                    self.send_header("Content-Length", str(len(msg)))
-                    self.end_headers()
-                    self.wfile.write(msg)
-                    return
-                conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
-                conn.request(self.command, self.path, body=body, headers=dict(self.headers))
-                r = conn.getresponse()
-                data = r.read()
-                if cut_listing and "comp=list" in self.path and "marker=" in self.path:
-                    data = data[: len(data) // 2]
-                self.send_response(r.status)
-                for k, v in r.getheaders():
-                    if k.lower() not in ("content-length", "connection", "transfer-encoding"):
-                        self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(data)
-                conn.close()
-
-            do_GET = do_PUT = do_HEAD = do_DELETE = _relay
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-        self.endpoint = f"http://127.0.0.1:{self.port}/{srv.account}"
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+BUSY = '<?xml version="1.0" encoding="utf-8"?><Error><Code>ServerBusy</Code><Message>busy</Message></Error>'
 
 
-def front_env(az, front, key=None):
-    return clean_env({"AZURE_STORAGE_CONNECTION_STRING":
-                      f"AccountName={az.srv.account};AccountKey={key or az.srv.key};BlobEndpoint={front.endpoint}"})
+@pytest.fixture
+def proxied(az):
+    """(make, env): make(plan) starts test_s3_store's FaultProxy (an HTTP
+    proxy on 127.0.0.1 that answers, cuts or passes each request as plan
+    says) in front of Azurite; env(proxy, key=None) is the environment that
+    sends the store through it. Faults Azurite cannot make itself."""
+    from test_s3_store import FaultProxy
+    proxies = []
+
+    def make(plan):
+        proxies.append(FaultProxy(az.srv.port, plan))
+        return proxies[-1]
+
+    def env(proxy, key=None):
+        return clean_env({"AZURE_STORAGE_CONNECTION_STRING":
+                          f"AccountName={az.srv.account};AccountKey={key or az.srv.key};"
+                          f"BlobEndpoint={proxy.endpoint}/{az.srv.account}"})
+    yield make, env
+    for p in proxies:
+        p.close()
 
 
-def test_retries_server_busy(az):
+def test_retries_server_busy_and_cut_answers(az, proxied):
+    make, env = proxied
     ok(az.run("put", "r", stdin=b"retried"))
-    front = FaultyFront(az.srv, busy=2)
-    try:
-        assert ok(tool(front_env(az, front), az.uri, "get", "r")) == b"retried"
-        assert front.requests == 3  # two 503s, then the answer
-    finally:
-        front.close()
-    front = FaultyFront(az.srv, busy=-1)
-    try:
-        refused(tool(front_env(az, front), az.uri, "get", "r"), 10, f"{az.uri}/r", "503", "ServerBusy")
-        assert front.requests == 5  # the client's attempts, no more
-    finally:
-        front.close()
+    proxy = make(lambda n, method, path: ("status", 503, BUSY) if n <= 2 else None)
+    assert ok(tool(env(proxy), az.uri, "get", "r")) == b"retried"
+    assert len(proxy.requests) == 3  # two 503s, then the answer
+    proxy = make(lambda n, method, path: ("cut", 3) if n == 1 else None)
+    assert ok(tool(env(proxy), az.uri, "get", "r")) == b"retried"
+    assert len(proxy.requests) == 2  # a reset mid-answer, then the whole
+    proxy = make(lambda n, method, path: ("status", 503, BUSY))
+    refused(tool(env(proxy), az.uri, "get", "r"), 10, f"{az.uri}/r", "503", "ServerBusy")
+    assert len(proxy.requests) == 5  # the client's attempts, no more
 
 
-def test_no_retry_on_refusal(az):
-    front = FaultyFront(az.srv)
-    try:
-        refused(tool(front_env(az, front, key=OTHER_KEY), az.uri, "stat", "r"), EAUTH, "403")
-        assert front.requests == 1
-    finally:
-        front.close()
+def test_no_retry_on_refusal(az, proxied):
+    make, env = proxied
+    proxy = make(lambda n, method, path: None)
+    refused(tool(env(proxy, key=OTHER_KEY), az.uri, "get", "r"), EAUTH, "403")
+    assert len(proxy.requests) == 1
 
 
-def test_listing_cut_short(az):
+def test_listing_cut_short(az, proxied):
+    make, env = proxied
     for i in range(5):
         az.srv.put_blob(az.container, az.name(f"c/{i}"), b"x")
-    front = FaultyFront(az.srv, cut_listing=True)
-    try:
-        # The first page is whole; the second, asked with a marker, is not.
-        refused(tool(front_env(az, front), az.uri, "list", "c", "2"), 7, az.uri, "List Blobs answer")
-    finally:
-        front.close()
+    # The first page is whole; the second, asked with a marker, ends early.
+    cut = '<?xml version="1.0" encoding="utf-8"?><EnumerationResults><Blobs><Blob><Name>root/c/3'
+    proxy = make(lambda n, method, path: ("status", 200, cut) if "marker=" in path else None)
+    refused(tool(env(proxy), az.uri, "list", "c", "2"), 7, az.uri, "List Blobs answer")
 
 
 def test_directory_markers_are_not_objects(az):

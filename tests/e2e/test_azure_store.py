@@ -405,3 +405,29 @@ def test_directory_markers_are_not_objects(az):
     az.srv.put_blob(az.container, az.name("f/dir/file"), b"data")
     az.srv.put_blob(az.container, az.name("f/plain"), b"")
     assert keys(az.run("list", "f", "10")) == ["f/dir/file", "f/plain"]
+
+
+def test_azurite_stays_on_loopback(az):
+    """Azurite (telemetry off) listens on its blob port on 127.0.0.1 alone
+    and, after the tests above, holds no connection to anywhere else."""
+    import socket
+    pid = az.srv.pid
+    inodes = {os.readlink(f"/proc/{pid}/fd/{fd}")[8:-1] for fd in os.listdir(f"/proc/{pid}/fd")
+              if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:[")}
+    remote = []
+    for proto in ("tcp", "tcp6", "udp", "udp6"):
+        for line in Path(f"/proc/{pid}/net/{proto}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[9] not in inodes:
+                continue
+            for addr_port in (fields[1], fields[2]):
+                addr = addr_port.split(":")[0]
+                if len(addr) == 8:
+                    ip = socket.inet_ntoa(bytes.fromhex(addr)[::-1])
+                    ok_addr = ip.startswith("127.") or ip == "0.0.0.0" and addr_port == fields[2]
+                else:
+                    ok_addr = addr in ("00000000000000000000000001000000", "0000000000000000FFFF00000100007F") or \
+                        (addr == "0" * 32 and addr_port == fields[2])
+                if not ok_addr:
+                    remote.append((proto, fields[1], fields[2]))
+    assert remote == [], remote

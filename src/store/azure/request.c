@@ -186,6 +186,20 @@ static const char *error_message(const struct tt_http_response *resp, char *buf,
 	return buf;
 }
 
+/* The TETHER_E* code of an error answer other than a refusal of the
+ * credentials or a missing container. */
+static int error_of(long status, const char *code)
+{
+	if (status == 404)
+		return TETHER_ENOTFOUND;
+	/* A failed precondition; not any other conflict (409 BlobArchived). */
+	if (status == 412 || (status == 409 && strcmp(code, "BlobAlreadyExists") == 0))
+		return TETHER_EREFUSED;
+	if (status == 429 || status == 500 || status == 502 || status == 503 || status == 504)
+		return TETHER_ETRANSIENT;
+	return TETHER_EIO;
+}
+
 int az_fail(const struct az_store *s, const char *op, const char *key, const struct tt_http_response *resp)
 {
 	char cbuf[128], mbuf[256];
@@ -206,12 +220,8 @@ int az_fail(const struct az_store *s, const char *op, const char *key, const str
 		                                   : "an anonymous request: no account key or SAS token found",
 		                      s->cfg.key || s->cfg.sas ? s->cfg.source : "");
 	else
-		rc = tether_error_set(st == 404                                 ? TETHER_ENOTFOUND
-		                      : st == 409 || st == 412                  ? TETHER_EREFUSED
-		                      : st == 429 || st == 500 || st == 503 || st == 502 || st == 504 ? TETHER_ETRANSIENT
-		                                                                : TETHER_EIO,
-		                      "%s: %s: HTTP %ld %s%s%s", u, op, st, *code ? code : "(no code)", *msg ? ": " : "",
-		                      msg);
+		rc = tether_error_set(error_of(st, code), "%s: %s: HTTP %ld %s%s%s", u, op, st, *code ? code : "(no code)",
+		                      *msg ? ": " : "", msg);
 	free(uri);
 	return rc;
 }

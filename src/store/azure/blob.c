@@ -192,9 +192,17 @@ int az_put(void *impl, const char *key, const void *data, size_t len, enum tethe
 	struct az_request r = {.method = "PUT", .key = key, .headers = h, .n_headers = n, .body = data, .body_len = len};
 	struct tt_http_response resp;
 	int rc = az_perform(s, &r, &resp);
+	char code[128];
 	if (!rc && resp.status == 201) {
 		if (new_version)
 			az_version_from_etag(tt_http_header(&resp, "ETag"), new_version);
+	} else if (!rc && mode == TETHER_PUT_IF_MATCH && resp.status == 404 &&
+	           strcmp(az_error_code(&resp, code, sizeof code), "BlobNotFound") == 0) {
+		/* The object is gone: it is not at the version expected either. */
+		char *uri = az_uri_of(s, key);
+		rc = tether_error_set(TETHER_EREFUSED, "%s: put if-match: the object is not there (HTTP 404 BlobNotFound)",
+		                      uri ? uri : s->uri);
+		free(uri);
 	} else if (!rc) {
 		rc = az_fail(s, "put", key, &resp);
 	}

@@ -407,6 +407,17 @@ def test_directory_markers_are_not_objects(az):
     assert keys(az.run("list", "f", "10")) == ["f/dir/file", "f/plain"]
 
 
+def test_if_match_on_a_blob_gone_as_404(az, proxied):
+    """Azure may answer If-Match on a missing blob with 404 BlobNotFound
+    (Azurite says 412): refused either way, as a precondition."""
+    make, env = proxied
+    gone = '<?xml version="1.0" encoding="utf-8"?><Error><Code>BlobNotFound</Code><Message>gone</Message></Error>'
+    proxy = make(lambda n, method, path: ("status", 404, gone) if method == "PUT" else None)
+    refused(tool(env(proxy), az.uri, "put", "k", "match", '"0x1"', stdin=b"x"), EREFUSED, f"{az.uri}/k",
+            "not there")
+    refused(tool(env(proxy), az.uri, "put", "k", stdin=b"x"), ENOTFOUND, "404 BlobNotFound")
+
+
 def test_azurite_stays_on_loopback(az):
     """Azurite (telemetry off) listens on its blob port on 127.0.0.1 alone
     and, after the tests above, holds no connection to anywhere else."""
@@ -431,14 +442,3 @@ def test_azurite_stays_on_loopback(az):
                 if not ok_addr:
                     remote.append((proto, fields[1], fields[2]))
     assert remote == [], remote
-
-
-def test_if_match_on_a_blob_gone_as_404(az, proxied):
-    """Azure may answer If-Match on a missing blob with 404 BlobNotFound
-    (Azurite says 412): refused either way, as a precondition."""
-    make, env = proxied
-    gone = '<?xml version="1.0" encoding="utf-8"?><Error><Code>BlobNotFound</Code><Message>gone</Message></Error>'
-    proxy = make(lambda n, method, path: ("status", 404, gone) if method == "PUT" else None)
-    refused(tool(env(proxy), az.uri, "put", "k", "match", '"0x1"', stdin=b"x"), EREFUSED, f"{az.uri}/k",
-            "not there")
-    refused(tool(env(proxy), az.uri, "put", "k", stdin=b"x"), ENOTFOUND, "404 BlobNotFound")

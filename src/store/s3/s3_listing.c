@@ -141,12 +141,17 @@ static int list_pages(struct s3 *s, const char *prefix, const char *start_after,
 			}
 		}
 		const char *next = tt_xml_child_text(root, "NextContinuationToken");
+		/* A server that hands back the token it was given would page
+		 * forever. */
+		int repeated = token && next && strcmp(token, next) == 0;
 		free(token);
 		token = truncated && next && *next ? strdup(next) : NULL;
 		tt_xml_free(d);
 		if (rc == 0 && truncated && !token)
 			rc = tether_error_set(TETHER_EIO, "%s: the listing was cut short without a continuation token",
 			                      what);
+		else if (rc == 0 && truncated && repeated)
+			rc = tether_error_set(TETHER_EIO, "%s: the listing repeated its continuation token", what);
 		if (rc != 0 || !truncated)
 			break;
 		if (emitted == max_keys)

@@ -213,6 +213,16 @@ int s3_get_version(void *impl, const char *key, const char *version_id, uint64_t
 		if (r.status < 300) {
 			mark_bucket_seen(s);
 			stat_from_headers(&r, st, !has_id(version_id));
+			if (nh && r.status == 200) {
+				/* A server that ignored the Range sent the whole object:
+				 * keep the part asked for. */
+				uint64_t from = offset < r.body_len ? offset : r.body_len;
+				uint64_t n = r.body_len - from;
+				if (length < n)
+					n = length;
+				memmove(r.body, r.body + from, (size_t)n);
+				r.body_len = (size_t)n;
+			}
 			*data = r.body;
 			*len = r.body_len;
 			r.body = NULL;

@@ -24,10 +24,12 @@ Each checks what the real service checks, and refuses the way it does:
             writes them (<ErrorResponse><Error><Code>).
 
 Every fake issues fresh credentials at each request (key ids ASIA<PREFIX>0001,
-0002, ...) expiring `ttl` seconds later, logs each request it served in
+0002, ...; or always the key pair `fixed`, for a real S3 server to accept)
+expiring `ttl` seconds later, logs each request it served in
 `requests` (method, path, status), and can be told to answer the first
-requests with an error status (`fail_first=[500]`) or to hang without
-answering (`hang=True`), to test retries and timeouts. Tested against
+requests with an error status (`fail_first=[500]`), to hang without
+answering (`hang=True`), or to answer anything (`answer`), to test retries,
+timeouts and hostile answers. Tested against
 nothing but these fakes: the real services' answers are AWS's documented
 formats, which these reproduce.
 """
@@ -75,6 +77,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if forced is not None:
             status, ctype, payload = forced, "text/plain", b"injected failure"
+        elif fake.answer is not None:
+            status, ctype, payload = fake.answer
         else:
             status, ctype, payload = fake.handle(self.command, self.path, self.headers, body)
         with fake.lock:
@@ -94,8 +98,10 @@ class Fake:
 
     prefix = "FAKE"
 
-    def __init__(self, ttl=3600, fail_first=(), hang=False):
+    def __init__(self, ttl=3600, fail_first=(), hang=False, fixed=None):
         self.ttl = ttl
+        self.fixed = fixed  # (key id, secret): issue these, with no session token, every time
+        self.answer = None  # (status, content type, bytes): answer this, whatever was asked
         self.fail_first = list(fail_first)
         self.hang = hang
         self.lock = threading.Lock()
@@ -133,6 +139,8 @@ class Fake:
             n = len(self.issued) + 1
             key = "ASIA%s%04d" % (self.prefix, n)
             cred = (key, secrets.token_hex(20), "token-%s-%d" % (self.prefix.lower(), n))
+            if self.fixed:
+                cred = (self.fixed[0], self.fixed[1], None)
             self.issued.append(cred)
         return cred + (iso8601(time.time() + self.ttl),)
 
@@ -203,8 +211,11 @@ class FakeEcs(Fake):
         if self.auth is not None and headers.get("Authorization") != self.auth:
             return _json(401, {"code": "AccessDeniedException", "message": "Authorization header is missing or wrong"})
         key, secret, tok, exp = self.issue()
-        return _json(200, {"AccessKeyId": key, "SecretAccessKey": secret, "Token": tok, "Expiration": exp,
-                           "RoleArn": "arn:aws:iam::123456789012:role/ecs-task"})
+        answer = {"AccessKeyId": key, "SecretAccessKey": secret, "Token": tok, "Expiration": exp,
+                  "RoleArn": "arn:aws:iam::123456789012:role/ecs-task"}
+        if tok is None:
+            del answer["Token"]
+        return _json(200, answer)
 
 
 class FakeSts(Fake):

@@ -13,6 +13,12 @@ once, even from several threads); a 500 retried; a service that hangs
 stopped by the timeouts with an error naming it; IMDS disabled; nothing
 found naming what was tried; secrets never in messages.
 
+Then the chain as the S3 store uses it, against the real S3 servers of
+s3servers.py through tests/tools/store-tool: credentials from a fake ECS
+endpoint, from a profile named in the store options, and (moto) from a
+role assumed at moto's own STS, whose read-only policy shows that the
+role's credentials signed the requests.
+
 Every probe runs with a private HOME and AWS_EC2_METADATA_DISABLED=true
 unless the test points AWS_EC2_METADATA_SERVICE_ENDPOINT at a fake: nothing
 ever asks 169.254.169.254.
@@ -236,7 +242,7 @@ def test_ecs_with_token(probe):
         missing = probe.run({"AWS_CONTAINER_CREDENTIALS_FULL_URI": ecs.credentials_url})
     for p in (wrong, missing):
         assert p.returncode == 1
-        assert ("ECS container endpoint: GET %s: HTTP 401 (AccessDeniedException: " % ecs.credentials_url
+        assert ("ECS container endpoint: GET %s: HTTP 401 AccessDeniedException: " % ecs.credentials_url
                 in p.stderr)
         assert "nope" not in p.stderr and "sekrit" not in p.stderr
 
@@ -292,6 +298,37 @@ def test_ecs_500_retried_and_hang_timed_out(probe):
     assert p.returncode == 1
     assert p.stderr.startswith("aws-creds-probe: ECS container endpoint: GET %s" % ecs.credentials_url)
     assert "(2 attempts)" in p.stderr and p.elapsed < 12
+
+
+@pytest.mark.parametrize("answer, want", [
+    ((200, "application/json", b'{"AccessKeyId": "ASIAX", "SecretAccessKey": TopSecretValue}'),
+     "the answer is not JSON (at line 1, column"),
+    ((200, "application/json", b'["ASIAX", "TopSecretValue"]'), "the answer is not a JSON object"),
+    ((200, "application/json", b'{"AccessKeyId": "ASIAX"}'), "the answer has no SecretAccessKey"),
+    ((200, "application/json", b'{"AccessKeyId": "ASIAX", "SecretAccessKey": "TopSecretValue", '
+                               b'"Expiration": "soon\\u001b[31m"}'),
+     "the answer's Expiration 'soon?[31m' is not an ISO 8601 UTC time"),
+    ((403, "application/json", b'{"code": "Denied\\u001b]0;pwned\\u0007", "message": "no"}'),
+     "HTTP 403 Denied?]0;pwned?: no"),
+])
+def test_ecs_hostile_answers(probe, answer, want):
+    """Refused, named, without the secret and without control characters."""
+    with FakeEcs() as ecs:
+        ecs.answer = answer
+        p = probe.run({"AWS_CONTAINER_CREDENTIALS_FULL_URI": ecs.credentials_url})
+    assert p.returncode == 1
+    assert want in p.stderr, p.stderr
+    assert "TopSecretValue" not in p.stderr and "\x1b" not in p.stderr and "\x07" not in p.stderr
+
+
+def test_sts_error_without_control_characters(probe):
+    with FakeSts(ROLE, signers=[("AKIABASE", "bs", None)]) as sts:
+        sts.answer = (403, "text/xml", b"<ErrorResponse><Error><Code>Bad&#27;[2J</Code><Message>m&#7;</Message>"
+                                       b"</Error></ErrorResponse>")
+        env = {"AWS_ACCESS_KEY_ID": "AKIABASE", "AWS_SECRET_ACCESS_KEY": "bs", "AWS_ENDPOINT_URL_STS": sts.url}
+        p = probe.run(env, "--options", '{"allow_http": true, "role_arn": "%s"}' % ROLE)
+    assert p.returncode == 1 and "HTTP 403 Bad?[2J: m?" in p.stderr, p.stderr
+    assert "\x1b" not in p.stderr
 
 
 def test_ecs_full_uri_must_be_local_or_https(probe):
@@ -407,3 +444,118 @@ def test_sts_that_hangs_times_out_as_the_options_say(probe):
     assert p.returncode == 1
     assert p.stderr.startswith("aws-creds-probe: role_arn (AssumeRole): STS AssumeRole at %s: POST %s" % (sts.url, sts.url))
     assert "(5 attempts)" in p.stderr and p.elapsed < 20, (p.stderr, p.elapsed)
+
+
+# ---------------------------------------------------------------- a real S3 server
+# The chain as the S3 store (tether-store-s3.so) uses it, through
+# tests/tools/store-tool, against the real servers of s3servers.py: the
+# credentials come from a fake ECS endpoint, a profile file, or (moto only)
+# moto's own STS AssumeRole, and the server checks the signatures.
+
+BUILD = Path(TETHER_BIN).resolve().parent
+STORE_TOOL = BUILD / "tests" / "store-tool"
+needs_store = pytest.mark.skipif(not (BUILD / "tether-store-s3.so").exists() or not STORE_TOOL.exists(),
+                                 reason="tether-store-s3.so or store-tool is not built")
+
+
+def s3_env(srv, **extra):
+    """The server's environment for a tether process, without its keys."""
+    env = srv.env(os.environ)
+    env["TETHER_MODULE_PATH"] = str(BUILD)
+    del env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"]
+    env.update(extra)
+    return env
+
+
+def store_tool(env, options, uri, *args, stdin=b""):
+    p = subprocess.run([str(STORE_TOOL), "--options", options, uri, *args], input=stdin, env=env,
+                       capture_output=True, timeout=120)
+    p.err = p.stderr.decode("utf-8", "replace")
+    for marker in SANITIZER_MARKERS:
+        assert marker not in p.err, p.err
+    return p
+
+
+@needs_store
+def test_s3_with_credentials_from_ecs(s3_server):
+    srv = s3_server
+    uri = "s3://%s/creds" % srv.bucket("ecs")
+    with FakeEcs(auth="Bearer t", fixed=(srv.access_key, srv.secret)) as ecs:
+        env = s3_env(srv, AWS_CONTAINER_CREDENTIALS_FULL_URI=ecs.credentials_url,
+                     AWS_CONTAINER_AUTHORIZATION_TOKEN="Bearer t")
+        put = store_tool(env, '{"allow_http": true}', uri, "put", "k", stdin=b"from ecs")
+        get = store_tool(env, '{"allow_http": true}', uri, "get", "k")
+        assert put.returncode == 0, put.err
+        assert get.returncode == 0 and get.stdout == b"from ecs", get.err
+        assert ecs.served(200)
+        ecs.fixed = (srv.access_key, "not-" + srv.secret)
+        wrong = store_tool(env, '{"allow_http": true}', uri, "get", "k")
+    assert wrong.returncode == 1 and uri in wrong.err and srv.secret not in wrong.err
+
+
+@needs_store
+def test_s3_with_a_profile_named_in_the_options(s3_server, tmp_path):
+    srv = s3_server
+    uri = "s3://%s" % srv.bucket("profile")
+    creds = tmp_path / "credentials"
+    creds.write_text("[lab]\naws_access_key_id = %s\naws_secret_access_key = %s\n" % (srv.access_key, srv.secret))
+    # Wrong keys in the environment: the profile the options name wins.
+    env = s3_env(srv, AWS_SHARED_CREDENTIALS_FILE=str(creds), AWS_ACCESS_KEY_ID="AKIAWRONG",
+                 AWS_SECRET_ACCESS_KEY="wrong")
+    put = store_tool(env, '{"allow_http": true, "profile": "lab"}', uri, "put", "a/b", stdin=b"x")
+    assert put.returncode == 0, put.err
+    refused = store_tool(env, '{"allow_http": true}', uri, "put", "a/c", stdin=b"x")
+    assert refused.returncode == 1 and uri in refused.err
+
+
+ROLE_TRUST = ('{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, '
+              '"Action": "sts:AssumeRole"}]}')
+READ_ONLY = ('{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", '
+             '"Action": ["s3:GetObject", "s3:ListBucket"], "Resource": "*"}]}')
+
+
+@needs_store
+def test_s3_with_a_role_assumed_through_motos_sts(moto_server):
+    """role_arn in the options: AssumeRole signed with the user's keys at
+    moto's STS (which checks the signature), then S3 with the role's
+    temporary credentials and session token. The role may only read: a
+    read works, a write is refused, so the role's credentials were used."""
+    import boto3
+    srv = moto_server
+    iam = boto3.client("iam", endpoint_url=srv.endpoint, region_name=srv.region,
+                       aws_access_key_id=srv.access_key, aws_secret_access_key=srv.secret)
+    name = "tether-reader-%d" % time.time_ns()
+    arn = iam.create_role(RoleName=name, AssumeRolePolicyDocument=ROLE_TRUST)["Role"]["Arn"]
+    iam.put_role_policy(RoleName=name, PolicyName="read", PolicyDocument=READ_ONLY)
+    bucket = srv.bucket("role")
+    srv.client().put_object(Bucket=bucket, Key="k", Body=b"written by the user")
+    env = s3_env(srv, AWS_ACCESS_KEY_ID=srv.access_key, AWS_SECRET_ACCESS_KEY=srv.secret)
+    opts = '{"allow_http": true, "role_arn": "%s"}' % arn
+    get = store_tool(env, opts, "s3://" + bucket, "get", "k")
+    assert get.returncode == 0 and get.stdout == b"written by the user", get.err
+    put = store_tool(env, opts, "s3://" + bucket, "put", "k2", stdin=b"x")
+    assert put.returncode == 1 and "AccessDenied" in put.err, put.err
+    # The user's own keys may write: the refusal was the role's.
+    assert store_tool(env, '{"allow_http": true}', "s3://" + bucket, "put", "k2", stdin=b"x").returncode == 0
+
+
+@pytest.mark.parametrize("ttl, kept", [(240, True), (30, False)])
+def test_failed_refresh_keeps_credentials_good_for_a_minute(probe, ttl, kept):
+    """The service fails after its first answer: a refresh that fails keeps
+    credentials still good for more than a minute, else it is an error."""
+    with FakeEcs(ttl=ttl) as ecs:
+        first = ecs.issue
+
+        def issue_once():
+            cred = first()
+            ecs.answer = (500, "text/plain", b"down")
+            return cred
+        ecs.issue = issue_once
+        p = probe.run({"AWS_CONTAINER_CREDENTIALS_FULL_URI": ecs.credentials_url}, "--gets", "2")
+    assert len(ecs.issued) == 1
+    if kept:
+        assert p.returncode == 0, p.stderr
+        assert [g["key"] for g in p.gets] == ["ASIAECS0001", "ASIAECS0001"]
+    else:
+        assert p.returncode == 1 and p.gets == []
+        assert "ECS container endpoint: GET %s: HTTP 500" % ecs.credentials_url in p.stderr

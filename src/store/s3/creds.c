@@ -169,9 +169,12 @@ int tt_aws_creds_from(const char *what, const char *key_id, const char *secret, 
 		return tether_error_set(TETHER_EAUTH, "%s: the answer has no %s", what,
 		                        !key_id || !*key_id ? "AccessKeyId" : "SecretAccessKey");
 	int64_t expires = 0;
-	if (expiration && (expires = tt_aws_parse_time(expiration)) <= 0)
+	if (expiration && (expires = tt_aws_parse_time(expiration)) <= 0) {
+		char shown[64];
+		tt_aws_server_words(shown, sizeof shown, expiration, NULL);
 		return tether_error_set(TETHER_EAUTH, "%s: the answer's Expiration '%.40s' is not an ISO 8601 UTC time",
-		                        what, expiration);
+		                        what, shown + 1);
+	}
 	struct tt_aws_creds given = {(char *)key_id, (char *)secret, (char *)(token && *token ? token : NULL),
 	                             expires, NULL};
 	return tt_aws_creds_copy(&given, out);

@@ -77,8 +77,12 @@ void tt_aws_creds_clear(struct tt_aws_creds *c);
 char *tt_aws_region(const json_t *options);
 /* The endpoint for a service ("s3", "sts") as AWS's tools find it:
  * options.endpoint_url (for s3), AWS_ENDPOINT_URL_<SERVICE>,
- * AWS_ENDPOINT_URL, the profile's endpoint_url; NULL when none (the
- * caller then uses AWS's own). malloc'd. */
+ * AWS_ENDPOINT_URL, the profile's services section ("[services NAME]",
+ * "<service> =" then an indented endpoint_url), the profile's
+ * endpoint_url; all but the options' skipped under
+ * AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true. NULL when none (the caller
+ * then uses AWS's own). The region's and the endpoint's settings come from
+ * the config file only, as for AWS's tools. malloc'd. */
 char *tt_aws_endpoint(const json_t *options, const char *service);
 
 #endif

@@ -30,3 +30,14 @@ int tt_aws_http_call(struct tt_http *h, const struct tt_http_request *req, const
 			return brc;
 	}
 }
+
+void tt_aws_server_words(char *out, size_t n, const char *code, const char *msg)
+{
+	out[0] = '\0';
+	if (!code || n == 0)
+		return;
+	snprintf(out, n, " %.100s%s%.300s", code, msg ? ": " : "", msg ? msg : "");
+	for (unsigned char *c = (unsigned char *)out; *c; c++)
+		if (*c < 0x20 || *c == 0x7f)
+			*c = '?';
+}

@@ -51,6 +51,12 @@ struct tt_http_response;
 int tt_aws_http_call(struct tt_http *h, const struct tt_http_request *req, const char *what,
                      struct tt_http_response *resp);
 
+/* " CODE: MESSAGE" of a service's error answer into out (n bytes), ""
+ * when code is NULL; what the server wrote, cut short, and with control
+ * characters shown as '?' (a hostile server must not drive the
+ * terminal through an error message). */
+void tt_aws_server_words(char *out, size_t n, const char *code, const char *msg);
+
 /* Fetch s's credentials into *out (zeroed first); creds_sts.c. base: the
  * credentials that sign an AssumeRole. */
 int tt_aws_sts_assume_role(struct tt_http *h, const struct tt_aws_source *s, const struct tt_aws_creds *base,

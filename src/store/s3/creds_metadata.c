@@ -19,7 +19,7 @@
 
 #define AUTH_TOKEN_FILE_MAX (16u << 10)
 
-/* "HTTP 401 (code: message)" from a JSON error answer when it has one. */
+/* "HTTP 401 code: message" from a JSON error answer when it has one. */
 static int status_error(const char *what, const char *url, const struct tt_http_response *resp)
 {
 	json_t *j = json_loadb((const char *)resp->body, resp->body_len, 0, NULL);
@@ -29,10 +29,10 @@ static int status_error(const char *what, const char *url, const struct tt_http_
 	const char *msg = json_string_value(json_object_get(j, "message"));
 	if (!msg)
 		msg = json_string_value(json_object_get(j, "Message"));
+	char words[512];
+	tt_aws_server_words(words, sizeof words, code, msg);
 	int rc = tether_error_set(resp->status >= 500 || resp->status == 429 ? TETHER_ETRANSIENT : TETHER_EAUTH,
-	                          "%s: GET %s: HTTP %ld%s%.100s%s%.200s%s", what, url, resp->status,
-	                          code ? " (" : "", code ? code : "", code && msg ? ": " : "",
-	                          code && msg ? msg : "", code ? ")" : "");
+	                          "%s: GET %s: HTTP %ld%s", what, url, resp->status, words);
 	json_decref(j);
 	return rc;
 }
@@ -42,20 +42,27 @@ static int creds_from_json(const char *what, const struct tt_http_response *resp
 {
 	json_error_t jerr;
 	json_t *j = json_loadb((const char *)resp->body, resp->body_len, 0, &jerr);
-	if (!j || !json_is_object(j)) {
+	/* Where it broke, not jansson's text, which quotes the bytes near the
+	 * fault: they may be a secret. */
+	if (!j)
+		return tether_error_set(TETHER_EAUTH, "%s: the answer is not JSON (at line %d, column %d)", what,
+		                        jerr.line, jerr.column);
+	if (!json_is_object(j)) {
 		json_decref(j);
-		return tether_error_set(TETHER_EAUTH, "%s: the answer is not a JSON object (line %d: %s)", what, jerr.line,
-		                        j ? "not an object" : jerr.text);
+		return tether_error_set(TETHER_EAUTH, "%s: the answer is not a JSON object", what);
 	}
 	const char *code = json_string_value(json_object_get(j, "Code"));
 	int rc;
-	if (code && strcmp(code, "Success") != 0)
-		rc = tether_error_set(TETHER_EAUTH, "%s: the answer's Code is %.100s", what, code);
-	else
+	if (code && strcmp(code, "Success") != 0) {
+		char words[160];
+		tt_aws_server_words(words, sizeof words, code, NULL);
+		rc = tether_error_set(TETHER_EAUTH, "%s: the answer's Code is%s", what, words);
+	} else {
 		rc = tt_aws_creds_from(what, json_string_value(json_object_get(j, "AccessKeyId")),
 		                       json_string_value(json_object_get(j, "SecretAccessKey")),
 		                       json_string_value(json_object_get(j, "Token")),
 		                       json_string_value(json_object_get(j, "Expiration")), out);
+	}
 	json_decref(j);
 	return rc;
 }

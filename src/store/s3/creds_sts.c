@@ -7,6 +7,7 @@
 #include "format/xml.h"
 #include "store/http/http.h"
 #include "util/fsutil.h"
+#include "util/hex.h"
 
 #include <tether/backend.h> /* tether_error_set */
 
@@ -58,8 +59,7 @@ static void sts_error(const struct tt_http_response *resp, char *out, size_t n)
 	const struct tt_xml_node *e = tt_xml_child(tt_xml_root(doc), "Error");
 	const char *code = e ? tt_xml_child_text(e, "Code") : NULL;
 	const char *msg = e ? tt_xml_child_text(e, "Message") : NULL;
-	if (code)
-		snprintf(out, n, " %.100s%s%.300s", code, msg ? ": " : "", msg ? msg : "");
+	tt_aws_server_words(out, n, code, msg);
 	tt_xml_free(doc);
 }
 
@@ -78,8 +78,7 @@ static int sts_call(struct tt_http *h, const struct tt_aws_source *s, const char
 	sha256_update(&sha, f->len, (const uint8_t *)f->text);
 	sha256_digest(&sha, sizeof digest, digest);
 	char hash[2 * SHA256_DIGEST_SIZE + 1];
-	for (size_t i = 0; i < sizeof digest; i++)
-		snprintf(hash + 2 * i, 3, "%02x", digest[i]);
+	tt_hex(digest, sizeof digest, hash);
 
 	struct tt_http_header headers[3] = {
 	    {"Content-Type", "application/x-www-form-urlencoded; charset=utf-8"},

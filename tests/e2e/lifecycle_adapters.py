@@ -52,14 +52,16 @@ class Adapter:
 
     # An adapter whose stores live on a server names the session fixture
     # that starts it (tests/e2e/s3servers.py); the suite hands the server
-    # to bind(), and calls reach(ds, store) once the check's dataset and
-    # store are made, to give the dataset what it needs to reach the store.
+    # to bind(), and calls reach(root, env, store) for every checkout of
+    # the check's dataset (root: its directory; env: the environment its
+    # tether runs get, a dict to update) to give it what it needs to
+    # reach the store.
     server_fixture = None
 
     def bind(self, server):
         pass
 
-    def reach(self, ds, store):
+    def reach(self, root, env, store):
         pass
 
     def make_store(self, tmp_path, name="store"):
@@ -392,12 +394,14 @@ class IcechunkS3(IcechunkAdapter):
     def bind(self, server):
         self.server = server
 
-    def reach(self, ds, store):
+    def reach(self, root, env, store):
         """AWS's variables (endpoint, keys, region) in the environment, and
-        allow_http for the bucket in secrets.toml (plain http is refused
-        unless the options allow it)."""
-        ds.env.update(self.server.env())
-        ds.write(".tether/secrets.toml", f'[uris."s3://{store.bucket}"]\nallow_http = true\n')
+        allow_http for the bucket in the checkout's secrets.toml (plain
+        http is refused unless the options allow it)."""
+        env.update(self.server.env())
+        secrets = Path(root) / ".tether" / "secrets.toml"
+        secrets.parent.mkdir(parents=True, exist_ok=True)
+        secrets.write_text(f'[uris."s3://{store.bucket}"]\nallow_http = true\n')
 
     def make_store(self, tmp_path, name="store"):
         store = S3Prefix(self.server, self.server.bucket(name), f"repos/{name}.icechunk")

@@ -109,7 +109,7 @@ def _life(request, tmp_path, declared, jj_problem, vcs):
     assert caps is not None, f"kind {adapter.kind} is not in `tether backends`"
     assert "PIN" in caps, f"kind {adapter.kind} is not Pinnable: the lifecycle suite is for Pinnable kinds"
     life = Life(make_dataset(tmp_path, vcs, jj_problem), adapter, caps, tmp_path)
-    adapter.reach(life.ds, life.store)
+    adapter.reach(life.ds.root, life.ds.env, life.store)
     return life
 
 
@@ -520,6 +520,7 @@ def test_kill_mid_commit(life, step):
     # another checkout, whose working manifests do not name the new pin.
     wt = ds.root.parent / "other-checkout"
     ds.git("worktree", "add", "-q", wt, "-b", "side", head0)
+    a.reach(wt, ds.env, L.store)  # secrets are per checkout
     for cwd in (wt, ds.root):
         assert ds.tj("gc", cwd=cwd)["release"] == []
         assert ds.tj("gc", "--no-dry-run", cwd=cwd)["release"] == []

@@ -5,6 +5,7 @@ SeaweedFS and moto (authenticated), each started by the tests
   - the store contract (`tether-conformance --store s3://BUCKET`) on a
     versioned and an unversioned bucket of each server, and with
     conditional_put = "disabled"; every check must pass;
+  - virtual-hosted addressing (moto, BUCKET.localhost);
   - faults, one store call at a time through tests/tools/store-tool.c: a
     wrong secret, an unknown key id, a missing bucket, a 403 on one object
     (a moto IAM policy: SeaweedFS's identities grant per bucket, not per
@@ -396,3 +397,30 @@ def test_unreachable_endpoint(moto_server):
     msg = one_error_line(err)
     assert msg.startswith(f"s3://bucket/p/k: HEAD {closed}/bucket/p/k: "), msg
     assert msg.endswith(f"(gave up after {MAX_ATTEMPTS} attempts)"), msg
+
+
+def test_virtual_hosted_style(moto_server):
+    """virtual_hosted_style_request = true puts the bucket in the host name
+    (BUCKET.localhost, which curl resolves to 127.0.0.1): the proxy in
+    front of moto sees paths without the bucket. Without the option, a
+    localhost endpoint is path-style, as AWS's SDKs choose. (SeaweedFS
+    takes a bucket from the host only with -s3.domainName, which
+    s3servers.py does not set.)"""
+    bucket = moto_server.bucket("vhost")
+    moto_server.client().put_object(Bucket=bucket, Key="d/k", Body=b"hello")
+    seen = FaultProxy(moto_server.port, lambda n, m, p: None)
+    try:
+        endpoint = f"http://localhost:{seen.port}"
+        virtual = json.dumps({"allow_http": True, "virtual_hosted_style_request": True})
+        rc, out, err = tool(moto_server, f"s3://{bucket}", "get", "d/k", endpoint=endpoint, options=virtual)
+        assert rc == 0 and out == b"hello", err
+        rc, out, err = tool(moto_server, f"s3://{bucket}", "list", "d", endpoint=endpoint, options=virtual)
+        assert rc == 0 and out.startswith(b"d/k 5 "), err
+        rc, out, err = tool(moto_server, f"s3://{bucket}", "get", "d/k", endpoint=endpoint)
+        assert rc == 0 and out == b"hello", err
+        paths = [p for _, p in seen.requests]
+        assert paths[0] == "/d/k", paths
+        assert paths[1].startswith("/?") and "list-type=2" in paths[1], paths
+        assert paths[2] == f"/{bucket}/d/k", paths
+    finally:
+        seen.close()

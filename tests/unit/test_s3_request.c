@@ -175,6 +175,20 @@ static void test_open(void)
 	s3_close(impl);
 	json_decref(o);
 
+	/* Stores with the same client options share one HTTP client (and so
+	 * its connections); other options get another. */
+	o = json_pack("{s:b}", "allow_http", 1);
+	void *a = NULL, *b = NULL, *c = NULL;
+	CHECK(s3_open("s3://b1/x", o, &a) == 0 && s3_open("s3://b2", o, &b) == 0);
+	json_object_set_new(o, "timeout", json_integer(7));
+	CHECK(s3_open("s3://b1/x", o, &c) == 0);
+	CHECK(a && b && c && ((struct s3 *)a)->http == ((struct s3 *)b)->http);
+	CHECK(c && a && ((struct s3 *)c)->http != ((struct s3 *)a)->http);
+	s3_close(a);
+	s3_close(b);
+	s3_close(c);
+	json_decref(o);
+
 	open_refused("s3://b", "{}", "allow_http");
 	open_refused("s3://b", "{\"allow_http\": true, \"force_path_style\": true, \"virtual_hosted_style_request\": true}",
 	             "choose one");

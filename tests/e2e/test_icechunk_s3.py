@@ -157,6 +157,12 @@ def test_conditional_ref_is_claimed_on_s3_only(s3ds, s3repo, tmp_path):
     # What `tether backends` lists holds for every object of the kind.
     ice = next(b for b in s3ds.tj("backends") if b["kind"] == "icechunk")
     assert "CONDITIONAL_REF" not in ice["flags"]
+    # A store whose options turn conditional writes off has no atomic ref
+    # moves: not claimed for its objects.
+    s3ds.write(".tether/secrets.toml", f'[uris."s3://{s3repo.bucket}"]\nallow_http = true\n'
+                                       'conditional_put = "disabled"\n')
+    r = s3ds.tj("add", "off", str(s3repo), "--kind", "icechunk")
+    assert "CONDITIONAL_REF" not in r["flags"]
 
 
 def two_checkouts(ds, new_repo):

@@ -139,12 +139,8 @@ static int check_head_stat(struct sc_run *r)
 	/* Under an object, as if it were a directory: absent, not an error. */
 	if (!rc)
 		rc = expect_stat(r, sc_key(r, "present/below"), 0, 0, "");
-	uint8_t *got = NULL;
-	size_t n = 0;
 	if (!rc)
-		rc = sc_want(r, "get of an absent key", tether_store_get(r->st, sc_key(r, "absent"), &got, &n, NULL),
-		             TETHER_ENOTFOUND);
-	free(got);
+		rc = sc_expect_not_found(r, "get of an absent key", "absent");
 	return rc;
 }
 
@@ -291,12 +287,8 @@ static int check_delete(struct sc_run *r)
 		           tether_store_delete(r->st, sc_key(r, "gone")));
 	if (!rc)
 		rc = sc_ok(r, "delete of a key never written", tether_store_delete(r->st, sc_key(r, "never/written")));
-	uint8_t *got = NULL;
-	size_t n = 0;
 	if (!rc)
-		rc = sc_want(r, "get after delete", tether_store_get(r->st, sc_key(r, "gone"), &got, &n, NULL),
-		             TETHER_ENOTFOUND);
-	free(got);
+		rc = sc_expect_not_found(r, "get after delete", "gone");
 	/* Deleted, it can be created again if absent. */
 	if (!rc)
 		rc = sc_ok(r, "put if-absent after delete",

@@ -8,9 +8,11 @@ adapter icechunk-s3 (lifecycle_adapters.IcechunkS3). This file holds what
 is S3's own: where the store options come from (.tether/secrets.toml or
 AWS's environment variables), the library opening every tag and branch
 tether made and committing on the forks, CONDITIONAL_REF claimed per
-object, two `tether new` racing on one repository, a stale plan, and
-`add --create` and its removal on a prefix.
+object, two `tether new` racing on one repository, a stale plan,
+`add --create` and its removal on a prefix, and a secret the server
+refuses.
 """
+import json
 import subprocess
 import threading
 
@@ -157,6 +159,12 @@ def test_conditional_ref_is_claimed_on_s3_only(s3ds, s3repo, tmp_path):
     # What `tether backends` lists holds for every object of the kind.
     ice = next(b for b in s3ds.tj("backends") if b["kind"] == "icechunk")
     assert "CONDITIONAL_REF" not in ice["flags"]
+    # A store whose options turn conditional writes off has no atomic ref
+    # moves: not claimed for its objects.
+    s3ds.write(".tether/secrets.toml", f'[uris."s3://{s3repo.bucket}"]\nallow_http = true\n'
+                                       'conditional_put = "disabled"\n')
+    r = s3ds.tj("add", "off", str(s3repo), "--kind", "icechunk")
+    assert "CONDITIONAL_REF" not in r["flags"]
 
 
 def two_checkouts(ds, new_repo):
@@ -235,6 +243,9 @@ def test_two_new_racing_on_one_repository_exactly_one_forks(s3ds, s3repo, new_re
 
 
 def test_a_stale_plan_is_refused(s3ds, s3repo, tmp_path):
+    """A promote planned before main moved is refused and moves nothing (a
+    writer moving main between the re-check and the move is the lifecycle
+    suite's test_a_writer_racing_the_move_makes_it_fail, which runs on S3 too)."""
     ds = s3ds
     add(ds, "img", s3repo)
     ds.tether("commit", "-m", "base")
@@ -247,7 +258,8 @@ def test_a_stale_plan_is_refused(s3ds, s3repo, tmp_path):
     # main moves after the plan was reviewed
     moved = oracle.commit(s3repo.storage(), branch="main")
     p = ds.tether("promote", "--from-plan", str(plan), check_rc=3)
-    assert "main" in p.stderr or "stale" in p.stderr
+    assert "stale plan: img: its base branch moved since the plan" in p.stderr
+    assert moved in p.stderr
     assert oracle.branch_head(s3repo.storage()) == moved
 
 
@@ -290,3 +302,29 @@ def test_add_create_and_delete_store_on_a_prefix(s3ds, srv):
     # and tether pins what the library wrote there
     ds.tether("commit", "-m", "first data")
     assert list(refs(store)["tags"]) == [ds.manifest("fresh")["pin_ref"]["tag"]]
+
+
+def test_a_wrong_secret_commits_nothing_and_hides_no_other_object(s3ds, s3repo, srv):
+    """A secret the server refuses: commit fails in one line naming the
+    URI and the server's code, and writes nothing (no tag, no dataset
+    commit); status reports that object as an error and the others as they
+    are, and exits non-zero after reporting all."""
+    ds = s3ds
+    add(ds, "img", s3repo)
+    ds.write("notes.txt", "a local file\n")
+    ds.tether("add", "notes", "notes.txt", "--kind", "file")
+    ds.tether("commit", "-m", "baseline")
+    oracle.commit(s3repo.storage())
+    head, tags = ds.head(), refs(s3repo)["tags"]
+    wrong = {"AWS_SECRET_ACCESS_KEY": srv.secret[::-1]}
+    p = ds.tether("commit", "-m", "refused", env=wrong, check_rc=1)
+    [line] = [l for l in p.stderr.splitlines() if l.startswith("tether: error:")]
+    assert str(s3repo) in line and "403" in line, p.stderr
+    assert ds.head() == head and refs(s3repo)["tags"] == tags
+    p = ds.tether("status", "--json", env=wrong, check_rc=1)
+    objects = {o["key"]: o for o in json.loads(p.stdout)["objects"]}
+    assert objects["img"]["status"] == "error" and "403" in objects["img"]["detail"]
+    assert objects["notes"]["status"] == "clean"
+    # With the right secret again, the commit goes through.
+    ds.tether("commit", "-m", "accepted")
+    assert len(refs(s3repo)["tags"]) == len(tags) + 1

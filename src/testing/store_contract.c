@@ -116,6 +116,16 @@ int sc_expect_bytes(struct sc_run *r, const char *key, const void *data, size_t 
 	return rc;
 }
 
+int sc_expect_not_found(struct sc_run *r, const char *what, const char *key)
+{
+	uint8_t *got = NULL;
+	size_t n = 0;
+	tether_error_clear();
+	int rc = sc_want(r, what, tether_store_get(r->st, sc_key(r, key), &got, &n, NULL), TETHER_ENOTFOUND);
+	free(got);
+	return rc;
+}
+
 int sc_expect_absent(struct sc_run *r, const char *key)
 {
 	char what[SC_KEY_MAX + 32];

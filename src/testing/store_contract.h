@@ -76,6 +76,8 @@ int sc_put(struct sc_run *r, const char *key, const void *data, size_t len,
            struct tether_store_version *new_version);
 /* The object's bytes must be exactly data[0..len). */
 int sc_expect_bytes(struct sc_run *r, const char *key, const void *data, size_t len);
+/* get must fail with TETHER_ENOTFOUND (`what` names the call). */
+int sc_expect_not_found(struct sc_run *r, const char *what, const char *key);
 /* head must say the object is absent. */
 int sc_expect_absent(struct sc_run *r, const char *key);
 /* Every key under the area's `prefix` ("" = the area), in order, through a

@@ -126,9 +126,80 @@ static void test_errors(void)
 	fails_as(502, "<html>bad gateway</html>", 3, TETHER_ETRANSIENT, "s3://bkt/k: 502 (no error document) (gave up after 3");
 }
 
+/* Open (no request is made): options and environment as the endpoint,
+ * addressing and flags; bad ones refused with TETHER_EUSAGE naming the URI. */
+static void open_refused(const char *uri, const char *options_json, const char *why)
+{
+	json_t *o = json_loads(options_json, 0, NULL);
+	void *impl = (void *)1;
+	int rc = s3_open(uri, o, &impl);
+	CHECK(rc == TETHER_EUSAGE && impl == NULL);
+	CHECK(strncmp(tether_error_last(), uri, strlen(uri)) == 0 && strstr(tether_error_last(), why));
+	if (rc != TETHER_EUSAGE || !strstr(tether_error_last(), why))
+		fprintf(stderr, "  %s %s: %d '%s'\n", uri, options_json, rc, tether_error_last());
+	json_decref(o);
+}
+
+static void test_open(void)
+{
+	setenv("AWS_CONFIG_FILE", "/dev/null", 1);
+	setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null", 1);
+	unsetenv("AWS_ENDPOINT_URL");
+	unsetenv("AWS_ENDPOINT_URL_S3");
+	unsetenv("AWS_REGION");
+	unsetenv("AWS_DEFAULT_REGION");
+
+	void *impl = NULL;
+	json_t *o = json_pack("{s:s}", "region", "eu-west-3");
+	CHECK(s3_open("s3://my-bucket/a/b", o, &impl) == 0);
+	struct s3 *s = impl;
+	CHECK_STR(s->bucket, "my-bucket");
+	CHECK_STR(s->root, "a/b");
+	CHECK_STR(s->region, "eu-west-3");
+	CHECK_STR(s->ep.authority, "s3.eu-west-3.amazonaws.com");
+	CHECK(!s->ep.path_style && s->conditional_put);
+	char *name = s3_object_name(s, "k/x");
+	CHECK_STR(name, "a/b/k/x");
+	free(name);
+	s3_close(impl);
+	json_decref(o);
+
+	/* The environment's endpoint, as AWS's tools read it; an IP address
+	 * means path-style; conditional_put = "disabled" drops atomic CAS. */
+	setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9", 1);
+	o = json_pack("{s:b,s:s}", "allow_http", 1, "conditional_put", "disabled");
+	CHECK(s3_open("s3://b", o, &impl) == 0);
+	s = impl;
+	CHECK_STR(s->ep.authority, "127.0.0.1:9");
+	CHECK(s->ep.path_style && !s->conditional_put && *s->root == '\0');
+	s3_close(impl);
+	json_decref(o);
+
+	/* Stores with the same client options share one HTTP client (and so
+	 * its connections); other options get another. */
+	o = json_pack("{s:b}", "allow_http", 1);
+	void *a = NULL, *b = NULL, *c = NULL;
+	CHECK(s3_open("s3://b1/x", o, &a) == 0 && s3_open("s3://b2", o, &b) == 0);
+	json_object_set_new(o, "timeout", json_integer(7));
+	CHECK(s3_open("s3://b1/x", o, &c) == 0);
+	CHECK(a && b && c && ((struct s3 *)a)->http == ((struct s3 *)b)->http);
+	CHECK(c && a && ((struct s3 *)c)->http != ((struct s3 *)a)->http);
+	s3_close(a);
+	s3_close(b);
+	s3_close(c);
+	json_decref(o);
+
+	open_refused("s3://b", "{}", "allow_http");
+	open_refused("s3://b", "{\"allow_http\": true, \"force_path_style\": true, \"virtual_hosted_style_request\": true}",
+	             "choose one");
+	open_refused("s3://b", "{\"endpoint_url\": \"ftp://x\"}", "not an http");
+	unsetenv("AWS_ENDPOINT_URL_S3");
+}
+
 int main(void)
 {
 	test_query();
+	test_open();
 	test_addressing();
 	test_errors();
 	CHECK_DONE();

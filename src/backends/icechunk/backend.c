@@ -159,26 +159,24 @@ static int ic_identity(const struct tether_bctx *ctx, const json_t *locator, jso
  * promote or reset moves the ref only from the head the plan reviewed. On
  * the local filesystem the same put compares and renames under tether's
  * lock, which Icechunk's own writers do not take, so it is not claimed
- * there. The scheme decides; its store module is loaded (not opened) to
- * ask, as opening the object would load it anyway. */
+ * there. The store is opened with the object's options and asked, as its
+ * options may take the flag away (S3's conditional_put = "disabled");
+ * opening asks nothing of the network. A store that does not open adds
+ * nothing: fingerprint reports why, naming the URI. */
 static int ic_effective_capabilities(const struct tether_bctx *ctx, const json_t *locator, const json_t *policy,
                                      unsigned *caps)
 {
-	(void)ctx;
 	(void)policy;
 	const char *uri = json_string_value(json_object_get(locator, "uri"));
-	const char *sep = uri ? strstr(uri, "://") : NULL;
-	if (!sep)
+	if (!uri || !strstr(uri, "://"))
 		return 0; /* a plain path: the local store */
-	char scheme[32];
-	if ((size_t)(sep - uri) >= sizeof scheme)
-		return 0;
-	memcpy(scheme, uri, (size_t)(sep - uri));
-	scheme[sep - uri] = '\0';
-	const struct tether_store_ops *ops = tether_store_find(scheme);
-	if (ops && (ops->flags & TETHER_STORE_ATOMIC_CAS))
+	json_t *options = NULL;
+	tether_store *s = NULL;
+	if (tether_store_check_committed(uri) == 0 && ic_store_options(ctx, uri, &options) == 0 &&
+	    tether_store_open(uri, options, &s) == 0 && (tether_store_flags(s) & TETHER_STORE_ATOMIC_CAS))
 		*caps |= TETHER_CAP_CONDITIONAL_REF;
-	/* No store for the scheme: fingerprint says so, naming the URI. */
+	tether_store_close(s);
+	json_decref(options);
 	tether_error_clear();
 	return 0;
 }

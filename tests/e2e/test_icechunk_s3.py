@@ -140,9 +140,10 @@ def test_the_lifecycle_with_options_from_secrets_toml(ds, srv, s3repo):
     ds.tether("verify")
 
 
-def test_the_environment_alone_reaches_the_server(s3ds, s3repo):
+def test_the_environment_gives_endpoint_keys_and_region(s3ds, s3repo):
     """AWS_ENDPOINT_URL_S3, the keys and the region, as AWS's tools read
-    them (path-style chosen for an IP-address endpoint)."""
+    them (path-style chosen for an IP-address endpoint); secrets.toml only
+    allows plain http, which no AWS variable says."""
     add(s3ds, "img", s3repo)
     s3ds.tether("commit", "-m", "baseline")
     tag = s3ds.manifest("img")["pin_ref"]["tag"]

@@ -82,7 +82,9 @@ static int locator_target(const json_t *locator, struct target *t)
 	if (!uri)
 		return tether_error_set(TETHER_ECONFIG, "file locator has no uri");
 	int rc = target_of(uri, t);
-	if (!rc && strcmp(t->uri, uri) != 0)
+	if (rc)
+		return tether_error_set(TETHER_EREFUSED, "file locator: %s", tether_error_last());
+	if (strcmp(t->uri, uri) != 0)
 		rc = tether_error_set(TETHER_EREFUSED, "file locator: '%s' is not in the form tether records ('%s')", uri,
 		                      t->uri);
 	if (!rc && (rc = tether_store_check_committed(t->plain)) != 0)
@@ -179,8 +181,9 @@ int fr_make_locator(const struct tether_bctx *ctx, const char *uri, const char *
 		struct tether_store_stat st;
 		rc = tether_store_stat(s, t.key, NULL, &st);
 		if (!rc && !st.exists) {
+			int prefix = is_prefix(s, t.key);
 			rc = tether_error_set(TETHER_ENOTFOUND, "no object at %s", t.uri);
-			if (is_prefix(s, t.key))
+			if (prefix)
 				tether_error_set_hint("%s is a prefix: add %s/ to record every object under it", t.uri, t.uri);
 		}
 	}

@@ -106,6 +106,9 @@ def test_a_versioned_object_opens_at_its_version(s3ds):
     assert st["status"] == "modified"  # a new version is recorded, not drift
     assert f"version {v1} → {v2}" in st["detail"]
     ds.tether("commit", "-m", "v2")
+    content = by_key(ds.tj("diff", "HEAD~1", "HEAD", "--content"))["model"]["content"]
+    assert [(e["path"], e["change"]) for e in content["entries"]] == [("m.bin", "modified")]
+    assert f"version {v1} → {v2}" in content["summary"] and "size 9 → 17" in content["summary"]
 
     h = ds.tj("open", "model", "-r", first)
     assert h["uri"] == f"s3://{b}/models/m.bin" and h["version_id"] == v1 and h["read_only"] is True

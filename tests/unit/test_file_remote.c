@@ -258,6 +258,16 @@ static void test_versioned_open(tether_repo *repo)
 	st = status(repo, &rc);
 	CHECK_STR(status_of(st, "model"), "modified");
 	json_decref(st);
+	/* Committed, and diffed: one entry, the summary says what changed. */
+	char *c4 = commit(repo, "model 2", &rc);
+	CHECK(rc == 0 && c4);
+	json_t *content = content_diff(repo, c3, c4, "model");
+	CHECK(has_entry(content, "m.bin", "modified"));
+	const char *summary = str(content, "summary");
+	CHECK(strstr(summary, "etag \"v") != NULL && strstr(summary, "version id-") != NULL);
+	json_decref(content);
+	free(c4);
+	store_put("models/m.bin", "weights-3");
 	/* open -r gives the recorded version id. */
 	struct tether_open_opts o = {TETHER_OPEN_OPTS_INIT, .key = "model", .rev = c3, .ignore_env = 1};
 	json_t *h = NULL;

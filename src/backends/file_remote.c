@@ -7,6 +7,7 @@
  * The store is opened at the bucket ("s3://bucket") with the options for
  * the object's whole URI, and the object is a key in it. */
 #include "backends/file_remote.h"
+#include "backends/file_stores.h"
 
 #include <tether/listing.h>
 #include <tether/store.h>
@@ -126,15 +127,33 @@ static int store_options(const struct tether_bctx *ctx, const json_t *locator, c
 	return rc;
 }
 
+/* The store of a target, taken from the idle ones (file_stores.h) and
+ * given back by done(). */
+struct conn {
+	tether_store *s;
+	json_t *options;
+	const char *root;
+};
+
 static int open_store(const struct tether_bctx *ctx, const json_t *locator, const struct target *t,
-                      tether_store **s)
+                      struct conn *c)
 {
-	json_t *options = NULL;
-	int rc = store_options(ctx, locator, t, &options);
+	c->s = NULL;
+	c->options = NULL;
+	c->root = t->root;
+	int rc = store_options(ctx, locator, t, &c->options);
 	if (!rc)
-		rc = tether_store_open(t->root, options, s);
-	json_decref(options);
+		rc = fr_store_take(t->root, c->options, &c->s);
 	return rc;
+}
+
+static void done(struct conn *c)
+{
+	if (c->s)
+		fr_store_give(c->root, c->options, c->s);
+	json_decref(c->options);
+	c->s = NULL;
+	c->options = NULL;
 }
 
 static json_t *object_state(const struct tether_store_stat *st)
@@ -167,8 +186,9 @@ int fr_make_locator(const struct tether_bctx *ctx, const char *uri, const char *
 	*locator = json_pack("{s:s}", "uri", t.uri);
 	if (*locator && region)
 		json_object_set_new(*locator, "region", json_string(region));
-	tether_store *s = NULL;
-	rc = *locator ? open_store(ctx, *locator, &t, &s) : oom();
+	struct conn c = {0};
+	rc = *locator ? open_store(ctx, *locator, &t, &c) : oom();
+	tether_store *s = c.s;
 	/* The store must answer now: a typo in the bucket or endpoint is
 	 * better refused here than found at the first status. */
 	if (!rc && t.prefix) {
@@ -187,7 +207,7 @@ int fr_make_locator(const struct tether_bctx *ctx, const char *uri, const char *
 				tether_error_set_hint("%s is a prefix: add %s/ to record every object under it", t.uri, t.uri);
 		}
 	}
-	tether_store_close(s);
+	done(&c);
 	target_free(&t);
 	if (rc) {
 		json_decref(*locator);
@@ -270,12 +290,12 @@ int fr_fingerprint(const struct tether_bctx *ctx, const json_t *locator, struct 
 {
 	struct target t;
 	int rc = locator_target(locator, &t);
-	tether_store *s = NULL;
+	struct conn c = {0};
 	if (!rc)
-		rc = open_store(ctx, locator, &t, &s);
+		rc = open_store(ctx, locator, &t, &c);
 	if (!rc)
-		rc = fingerprint_at(ctx, s, &t, out);
-	tether_store_close(s);
+		rc = fingerprint_at(ctx, c.s, &t, out);
+	done(&c);
 	target_free(&t);
 	return rc;
 }
@@ -327,9 +347,10 @@ int fr_verify(const struct tether_bctx *ctx, const json_t *locator, const json_t
 	*detail = NULL;
 	struct target t;
 	int rc = locator_target(locator, &t);
-	tether_store *s = NULL;
+	struct conn c = {0};
 	if (!rc)
-		rc = open_store(ctx, locator, &t, &s);
+		rc = open_store(ctx, locator, &t, &c);
+	tether_store *s = c.s;
 	if (!rc && !t.prefix && *text(state, "version_id") && (tether_store_flags(s) & TETHER_STORE_VERSION_IDS)) {
 		rc = verify_version(s, &t, state, ok, detail);
 	} else if (!rc) {
@@ -343,7 +364,7 @@ int fr_verify(const struct tether_bctx *ctx, const json_t *locator, const json_t
 		json_decref(fp.state);
 		free(fp.listing);
 	}
-	tether_store_close(s);
+	done(&c);
 	target_free(&t);
 	return rc;
 }

@@ -38,6 +38,8 @@ static int file_make_locator(const struct tether_bctx *ctx, const char *uri, con
 	if (!uri || !*uri)
 		return tether_error_set(TETHER_EUSAGE, "kind file needs a path: tether add KEY PATH --kind file");
 	const char *region = json_string_value(json_object_get(options, "region"));
+	if (json_object_get(options, "region") && (!region || !*region))
+		return tether_error_set(TETHER_EUSAGE, "--region takes a region's name (us-east-1, say)");
 	if (fr_is_remote(uri))
 		return fr_make_locator(ctx, uri, region, locator);
 	if (json_object_get(options, "region"))

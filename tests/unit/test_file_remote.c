@@ -155,6 +155,11 @@ static void test_bad_adds(tether_repo *repo)
 	json_t *report = NULL;
 	CHECK(tether_add(repo, &o, &report) == TETHER_EUSAGE && !report);
 	json_decref(region);
+	region = json_pack("{s:s}", "region", "");
+	o.uri = "memtest://bucket/ref/genome.fa";
+	o.options = region;
+	CHECK(tether_add(repo, &o, &report) == TETHER_EUSAGE && !report);
+	json_decref(region);
 	sh("rm -f '%s/local.txt'", root);
 	/* Nothing was written for any of them. */
 	char *left = out("ls '%s/.tether/objects'", root);

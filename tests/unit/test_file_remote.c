@@ -397,6 +397,15 @@ static void test_hostile_locator(tether_repo *repo)
 	CHECK_STR(status_of(st, "model"), "modified");
 	json_decref(st);
 	put(root, ".tether/objects/whole.toml", saved);
+	/* Or carrying store options that must not be committed. */
+	sh("cd '%s' && sed -i 's|^uri = .*|&\\nstorage_options = { endpoint_url = \"http://evil\" }|' "
+	   ".tether/objects/whole.toml", root);
+	st = status(repo, &rc);
+	CHECK(rc == TETHER_EREFUSED);
+	CHECK(strstr(str(object(st, "whole"), "detail"),
+	             ".tether/objects/whole.toml [locator]: storage_options.endpoint_url must not be committed") != NULL);
+	json_decref(st);
+	put(root, ".tether/objects/whole.toml", saved);
 	free(saved);
 }
 

@@ -115,7 +115,7 @@ def bench_prefix(tether, workdir):
         put_many(client, bucket, keys)
         made = time.time() - t0
         root, env = dataset(srv, tether, workdir, bucket)
-        run([tether, "add", "data", f"s3://{bucket}/data/"], cwd=root, env=env)
+        run([tether, "add", "data", f"s3://{bucket}/data/", "--kind", "file"], cwd=root, env=env)
         status = run([tether, "status", "--json"], cwd=root, env=env)
         count = json.loads(status.stdout)["objects"][0]["current"]["count"]
         if count != PREFIX_KEYS:
@@ -155,7 +155,7 @@ def bench_objects(tether, workdir):
         put_many(client, bucket, keys, threads=16)
         root, env = dataset(srv, tether, workdir, bucket)
         for i, k in enumerate(keys):
-            run([tether, "add", f"o{i:03d}", f"s3://{bucket}/{k}"], cwd=root, env=env)
+            run([tether, "add", f"o{i:03d}", f"s3://{bucket}/{k}", "--kind", "file"], cwd=root, env=env)
         run([tether, "commit", "-m", "objects"], cwd=root, env=env)
         report = json.loads(run([tether, "status", "--json"], cwd=root, env=env).stdout)
         if not report["clean"] or len(report["objects"]) != OBJECTS:

@@ -407,6 +407,17 @@ static void test_hostile_locator(tether_repo *repo)
 	json_decref(st);
 	put(root, ".tether/objects/whole.toml", saved);
 	free(saved);
+	/* A recorded object state of the wrong shape is a malformed manifest,
+	 * named by file, line and key, never compared as drift. */
+	saved = out("cat '%s/.tether/objects/model.toml'", root);
+	sh("cd '%s' && sed -i 's|^etag = .*|etag = 3|' .tether/objects/model.toml", root);
+	st = status(repo, &rc);
+	CHECK(rc == TETHER_ECONFIG && !st);
+	CHECK(strstr(tether_error_last(), "model.toml:") != NULL);
+	CHECK(strstr(tether_error_last(), "etag must be a non-empty string of printable ASCII") != NULL);
+	json_decref(st);
+	put(root, ".tether/objects/model.toml", saved);
+	free(saved);
 }
 
 int main(void)

@@ -12,7 +12,8 @@
  * pin tags the head under N fresh pin ids, each call rewriting the `repo`
  * file as a commit's pin does (a write always reads the file afresh).
  * Prints one JSON line: {"op", "n", "seconds": [...]}. The module is found
- * as tether finds it ($TETHER_MODULE_PATH). */
+ * as tether finds it ($TETHER_MODULE_PATH). REPO may be a store URI
+ * (s3://BUCKET/PREFIX: benchmark 10), with $BENCH_STORE_OPTIONS. */
 #define _POSIX_C_SOURCE 200809L
 #include <tether/backend.h>
 
@@ -62,6 +63,21 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct tether_bctx ctx = {TETHER_BCTX_INIT, .dataset_id = "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0", .threads = 1};
+	/* $BENCH_STORE_OPTIONS: the store options of REPO, as secrets.toml's
+	 * [uris."REPO"] would give them (benchmark 10: allow_http for a local
+	 * S3 server; the endpoint and keys come from AWS's variables). */
+	const char *store_options = getenv("BENCH_STORE_OPTIONS");
+	json_t *uri_secrets = NULL;
+	if (store_options && *store_options) {
+		json_error_t err;
+		json_t *opts = json_loads(store_options, 0, &err);
+		if (!json_is_object(opts)) {
+			fprintf(stderr, "icechunk_ops: $BENCH_STORE_OPTIONS is not a JSON object: %s\n", err.text);
+			return 2;
+		}
+		uri_secrets = json_pack("{s:o}", argv[1], opts);
+		ctx.uri_secrets = uri_secrets;
+	}
 	json_t *loc = json_pack("{s:s, s:s}", "uri", argv[1], "branch", "main");
 	json_t *times = json_array();
 	struct tether_fingerprint fp = {TETHER_FINGERPRINT_INIT};
@@ -107,5 +123,6 @@ int main(int argc, char **argv)
 	json_decref(out);
 	json_decref(fp.state);
 	json_decref(loc);
+	json_decref(uri_secrets);
 	return 0;
 }

@@ -5,6 +5,9 @@
     python icechunk_ops.py pin REPO N             N x (Repository.open + create_tag(fresh name, head))
     python icechunk_ops.py pin-warm REPO N        N x create_tag on one Repository held open
 
+REPO is a path, or s3://BUCKET/PREFIX on the server the AWS_* variables
+name (benchmark 10, bench/icechunk_s3.py).
+
 The operations are timed one by one, in-process, the way icechunk_ops.c
 times tether's. fingerprint and pin open the repository afresh each time,
 as a tether command (one process per command) reads the file afresh; in
@@ -24,6 +27,15 @@ import zarr  # noqa: E402
 
 
 def storage(path):
+    """A local path, or s3://BUCKET/PREFIX on the server AWS's variables
+    name (AWS_ENDPOINT_URL_S3, the keys, the region: benchmark 10)."""
+    if path.startswith("s3://"):
+        bucket, _, prefix = path[len("s3://"):].partition("/")
+        env = os.environ
+        return ic.s3_storage(bucket=bucket, prefix=prefix, endpoint_url=env["AWS_ENDPOINT_URL_S3"],
+                             allow_http=env["AWS_ENDPOINT_URL_S3"].startswith("http:"), force_path_style=True,
+                             region=env["AWS_REGION"], access_key_id=env["AWS_ACCESS_KEY_ID"],
+                             secret_access_key=env["AWS_SECRET_ACCESS_KEY"])
     return ic.local_filesystem_storage(path)
 
 

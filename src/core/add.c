@@ -194,8 +194,12 @@ static int add_command(tether_repo *repo, const struct tether_add_opts *opts, js
 			json_array_append_new(warnings, json_sprintf("kind %s is %s: tested against a fake, not the "
 			                                            "real service", b->kind, b->maturity));
 		char *rel = tt_manifest_relpath(opts->key);
-		*report = json_pack("{s:s, s:s, s:s, s:s, s:O, s:o}", "key", opts->key, "kind", b->kind, "tier",
-		                    tether_tier_name(caps), "manifest", rel, "locator", locator, "warnings", warnings);
+		/* The object's own flags: a backend's effective_capabilities may
+		 * grant more than `tether backends` lists (icechunk's
+		 * CONDITIONAL_REF on an object store). */
+		*report = json_pack("{s:s, s:s, s:s, s:o, s:s, s:O, s:o}", "key", opts->key, "kind", b->kind, "tier",
+		                    tether_tier_name(caps), "flags", tether_cap_names(caps), "manifest", rel, "locator",
+		                    locator, "warnings", warnings);
 		free(rel);
 	}
 	if (rc && created && TT_BACKEND_GET(b, delete_store)) {
@@ -222,12 +226,18 @@ static int add_history_command(tether_repo *repo, const struct tether_add_opts *
 		return TETHER_EUSAGE;
 	if (!(b->caps & TETHER_CAP_HISTORY))
 		return tether_error_set(TETHER_EUSAGE, "kind %s keeps no history to pick from", b->kind);
+	/* The store is read with its options from secrets.toml, as add reads it. */
+	int rc = tt_repo_check_secrets(repo);
+	if (!rc)
+		rc = tt_repo_check_object_secrets(repo, b, opts->key);
+	if (rc)
+		return rc;
 	struct tether_bctx ctx;
 	tt_repo_bctx(repo, b->kind, opts->key, &ctx);
 	/* The history is listed from the locator's own ref: the engine's
 	 * options, the starting point and the policy's are left out. */
 	json_t *backend_opts = NULL;
-	int rc = declared_options(b, &ctx, opts->options, &backend_opts);
+	rc = declared_options(b, &ctx, opts->options, &backend_opts);
 	if (rc)
 		return rc;
 	static const char *const engine_keys[] = {"write", "pin", "at", NULL};

@@ -22,7 +22,11 @@ int tt_objs_prepare(struct tether_repo *repo, struct tt_manifest_set *set, int p
 	if (!objs)
 		abort();
 	json_t *ws = NULL;
-	int rc = tt_workspace_load(repo, &ws);
+	/* The objects' stores are opened with the options secrets.toml gives
+	 * them (an S3 endpoint, keys), whichever command opens them. */
+	int rc = tt_repo_load_secrets(repo);
+	if (!rc)
+		rc = tt_workspace_load(repo, &ws);
 	for (size_t i = 0; i < set->n && !rc; i++) {
 		struct tt_obj *o = &objs[i];
 		o->m = &set->v[i];

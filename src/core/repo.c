@@ -588,9 +588,16 @@ int tt_repo_check_secrets(struct tether_repo *repo)
 	                        "it is this checkout's own state (its working branches and where tether left them) "
 	                        "and must never be committed",
 	                        ", and check the working branches it names before trusting them", &present);
-	if (!rc)
-		rc = refuse_tracked(repo, "secrets.toml", "secrets must never be committed", " and rotate what it held",
-		                    &present);
+	return rc ? rc : tt_repo_load_secrets(repo);
+}
+
+int tt_repo_load_secrets(struct tether_repo *repo)
+{
+	if (repo->secrets_loaded)
+		return 0;
+	int present = 0;
+	int rc = refuse_tracked(repo, "secrets.toml", "secrets must never be committed", " and rotate what it held",
+	                        &present);
 	char *path = tt_path_join(repo->tether_dir, "secrets.toml");
 	if (!rc && present && !repo->secrets_loaded) {
 		char *data;

@@ -53,6 +53,10 @@ int tt_repo_config_bool(const struct tether_repo *repo, const char *table, const
  * (TETHER_ECONFIG naming file:line:col): before any command writes to a
  * store or forks on the workspace's word. */
 int tt_repo_check_secrets(struct tether_repo *repo);
+/* The secrets part of it alone: .tether/secrets.toml read (once), refused
+ * when the VCS tracks it. Every command that reaches an object's store
+ * needs its options (tt_objs_prepare calls it), readers of history too. */
+int tt_repo_load_secrets(struct tether_repo *repo);
 /* Refuse secrets of object `key` that its backend does not read, when
  * the backend declares which it reads (secret_keys): a misspelt key would
  * leave the object without the secret meant for it, silently. */

@@ -7,6 +7,8 @@
  * lines and columns once. */
 #include "format/xml.h"
 
+#include "util/hex.h"
+
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -232,10 +234,7 @@ static int read_reference(struct parser *p, struct sbuf *b)
 			goto bad;
 		for (; i < n; i++) {
 			char c = ref[i];
-			int d = c >= '0' && c <= '9' ? c - '0'
-			        : hex && c >= 'a' && c <= 'f' ? c - 'a' + 10
-			        : hex && c >= 'A' && c <= 'F' ? c - 'A' + 10
-			                                      : -1;
+			int d = hex ? tt_hex_digit(c) : c >= '0' && c <= '9' ? c - '0' : -1;
 			if (d < 0)
 				goto bad;
 			cp = cp * (hex ? 16 : 10) + (unsigned long)d;

@@ -41,7 +41,7 @@ static void *race(void *arg)
 	w->rc = tether_store_put(st, w->key, w->bytes, strlen(w->bytes), w->mode, &w->expect, NULL);
 	if (w->rc && w->rc != TETHER_EREFUSED)
 		snprintf(w->why, sizeof w->why, "a racing put returned %s, not 0 or TETHER_EREFUSED: %s",
-		         sc_code_name(w->rc), tether_error_last());
+		         conf_code_name(w->rc), tether_error_last());
 	else if (w->rc && !*tether_error_last())
 		snprintf(w->why, sizeof w->why, "a racing put was refused without a message");
 	tether_store_close(st);

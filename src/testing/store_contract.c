@@ -3,6 +3,8 @@
  * and delete everything written at the end. */
 #include "testing/store_contract.h"
 
+#include "testing/suite.h"
+
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,25 +48,6 @@ int sc_skip(struct sc_run *r, const char *fmt, ...)
 	return SC_SKIP;
 }
 
-const char *sc_code_name(int rc)
-{
-	switch (rc) {
-	case TETHER_OK: return "0";
-	case TETHER_ERROR: return "TETHER_ERROR";
-	case TETHER_EUSAGE: return "TETHER_EUSAGE";
-	case TETHER_EREFUSED: return "TETHER_EREFUSED";
-	case TETHER_ELOCK: return "TETHER_ELOCK";
-	case TETHER_ENOTFOUND: return "TETHER_ENOTFOUND";
-	case TETHER_ECONFIG: return "TETHER_ECONFIG";
-	case TETHER_EIO: return "TETHER_EIO";
-	case TETHER_ENOREPO: return "TETHER_ENOREPO";
-	case TETHER_EAUTH: return "TETHER_EAUTH";
-	case TETHER_ETRANSIENT: return "TETHER_ETRANSIENT";
-	case TETHER_ECANCELLED: return "TETHER_ECANCELLED";
-	default: return "an unknown code";
-	}
-}
-
 const char *sc_key(struct sc_run *r, const char *key)
 {
 	char *buf = r->keys[r->next_key++ % SC_KEYS];
@@ -77,18 +60,18 @@ int sc_ok(struct sc_run *r, const char *what, int rc)
 	if (rc == 0)
 		return 0;
 	const char *msg = tether_error_last();
-	return sc_fail(r, "%s returned %s%s%s", what, sc_code_name(rc), *msg ? ": " : " with no message", msg);
+	return sc_fail(r, "%s returned %s%s%s", what, conf_code_name(rc), *msg ? ": " : " with no message", msg);
 }
 
 int sc_want(struct sc_run *r, const char *what, int rc, int want)
 {
 	if (rc == 0)
-		return sc_fail(r, "%s succeeded; it must fail with %s", what, sc_code_name(want));
+		return sc_fail(r, "%s succeeded; it must fail with %s", what, conf_code_name(want));
 	if (rc != want)
-		return sc_fail(r, "%s returned %s, not %s: %s", what, sc_code_name(rc), sc_code_name(want),
+		return sc_fail(r, "%s returned %s, not %s: %s", what, conf_code_name(rc), conf_code_name(want),
 		               tether_error_last());
 	if (!*tether_error_last())
-		return sc_fail(r, "%s returned %s without a message (tether_error_set)", what, sc_code_name(rc));
+		return sc_fail(r, "%s returned %s without a message (tether_error_set)", what, conf_code_name(rc));
 	return 0;
 }
 
@@ -133,6 +116,16 @@ int sc_expect_bytes(struct sc_run *r, const char *key, const void *data, size_t 
 	return rc;
 }
 
+int sc_expect_not_found(struct sc_run *r, const char *what, const char *key)
+{
+	uint8_t *got = NULL;
+	size_t n = 0;
+	tether_error_clear();
+	int rc = sc_want(r, what, tether_store_get(r->st, sc_key(r, key), &got, &n, NULL), TETHER_ENOTFOUND);
+	free(got);
+	return rc;
+}
+
 int sc_expect_absent(struct sc_run *r, const char *key)
 {
 	char what[SC_KEY_MAX + 32];
@@ -168,21 +161,6 @@ int sc_list(struct sc_run *r, const char *prefix, const char *start_after, size_
 	return rc;
 }
 
-static void report(struct sc_suite *s, const char *name, int rc, const char *why)
-{
-	if (rc == SC_PASS) {
-		s->counts.passed++;
-		fprintf(s->out, "ok   %s\n", name);
-	} else if (rc == SC_SKIP) {
-		s->counts.skipped++;
-		fprintf(s->out, "skip %s: %s\n", name, why ? why : "not applicable");
-	} else {
-		s->counts.failed++;
-		fprintf(s->out, "FAIL %s: %s\n", name, why ? why : "failed");
-	}
-	fflush(s->out);
-}
-
 static void run_one(struct sc_suite *s, const struct sc_check *c, int index)
 {
 	struct sc_run r = {.s = s, .st = s->st};
@@ -191,7 +169,7 @@ static void run_one(struct sc_suite *s, const struct sc_check *c, int index)
 	int rc = c->run(&r);
 	if (rc < 0)
 		rc = SC_FAIL;
-	report(s, c->name, rc, r.why);
+	conf_report(s->out, &s->counts, c->name, rc, r.why);
 	free(r.why);
 	tether_fault_store_set(NULL); /* a fault check that failed midway leaves none behind */
 }

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* As the backend suite's CONF_PASS, CONF_FAIL, CONF_SKIP (its conf_report prints both). */
 enum { SC_PASS = 0, SC_FAIL = -1, SC_SKIP = 1 };
 
 /* Writers in the concurrent checks. */
@@ -75,6 +76,8 @@ int sc_put(struct sc_run *r, const char *key, const void *data, size_t len,
            struct tether_store_version *new_version);
 /* The object's bytes must be exactly data[0..len). */
 int sc_expect_bytes(struct sc_run *r, const char *key, const void *data, size_t len);
+/* get must fail with TETHER_ENOTFOUND (`what` names the call). */
+int sc_expect_not_found(struct sc_run *r, const char *what, const char *key);
 /* head must say the object is absent. */
 int sc_expect_absent(struct sc_run *r, const char *key);
 /* Every key under the area's `prefix` ("" = the area), in order, through a
@@ -82,7 +85,7 @@ int sc_expect_absent(struct sc_run *r, const char *key);
  * relative to the area (a new reference). */
 int sc_list(struct sc_run *r, const char *prefix, const char *start_after, size_t page_size, json_t **keys);
 
-/* A message: code name of rc. */
-const char *sc_code_name(int rc);
+/* The name of a TETHER_E* code, for messages (the backend suite's, suite.h). */
+const char *conf_code_name(int rc);
 
 #endif

@@ -27,6 +27,10 @@ warnings.filterwarnings("ignore")
 
 
 def storage(path):
+    """`path`: a local path, or an icechunk Storage already made (an S3
+    bucket's, test_icechunk_s3.py), which every function here takes too."""
+    if isinstance(path, ic.Storage):
+        return path
     return ic.local_filesystem_storage(str(path))
 
 

@@ -50,6 +50,20 @@ class Adapter:
         """Once per session, before the first store: fail (not skip) when
         the system's oracle is missing."""
 
+    # An adapter whose stores live on a server names the session fixture
+    # that starts it (tests/e2e/s3servers.py); the suite hands the server
+    # to bind(), and calls reach(root, env, store) for every checkout of
+    # the check's dataset (root: its directory; env: the environment its
+    # tether runs get, a dict to update) to give it what it needs to
+    # reach the store.
+    server_fixture = None
+
+    def bind(self, server):
+        pass
+
+    def reach(self, root, env, store):
+        pass
+
     def make_store(self, tmp_path, name="store"):
         """A new store with one state on the base branch; its path."""
         raise NotImplementedError
@@ -331,7 +345,84 @@ class IcechunkSpec1(IcechunkAdapter):
         return out["result"]
 
 
-ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1()]
+class S3Prefix:
+    """An Icechunk repository's place in an S3 bucket: its URI as tether
+    records it (str), and what the suite asks of a store path."""
+
+    def __init__(self, server, bucket, prefix):
+        self.server, self.bucket, self.prefix = server, bucket, prefix
+
+    def __str__(self):
+        return f"s3://{self.bucket}/{self.prefix}"
+
+    def storage(self):
+        """The icechunk library's view of it."""
+        import icechunk as ic
+        srv = self.server
+        return ic.s3_storage(bucket=self.bucket, prefix=self.prefix, endpoint_url=srv.endpoint, allow_http=True,
+                             force_path_style=True, region=srv.region, access_key_id=srv.access_key,
+                             secret_access_key=srv.secret)
+
+    def objects(self):
+        """{key under the prefix: ETag}, every object, from a paged LIST."""
+        out = {}
+        pages = self.server.client().get_paginator("list_objects_v2")
+        for page in pages.paginate(Bucket=self.bucket, Prefix=self.prefix + "/"):
+            for o in page.get("Contents", []):
+                out[o["Key"][len(self.prefix) + 1:]] = o["ETag"]
+        return out
+
+    def exists(self):
+        return bool(self.objects())
+
+
+class IcechunkS3(IcechunkAdapter):
+    """Spec-2 repositories in an S3 bucket on SeaweedFS, made and read by
+    icechunk 2.x through its own S3 client (icechunk.s3_storage); tether
+    reaches the server through its S3 store module with the environment
+    AWS's tools read (AWS_ENDPOINT_URL_S3, the keys, the region)."""
+
+    # SeaweedFS, the stricter server; TETHER_LIFECYCLE_S3=moto runs the
+    # suite against moto instead.
+    server_fixture = os.environ.get("TETHER_LIFECYCLE_S3", "seaweedfs") + "_server"
+
+    def __init__(self):
+        super().__init__(2)
+        self.name = "icechunk-s3"
+        self.server = None
+
+    def bind(self, server):
+        self.server = server
+
+    def reach(self, root, env, store):
+        """AWS's variables (endpoint, keys, region) in the environment, and
+        allow_http for the bucket in the checkout's secrets.toml (plain
+        http is refused unless the options allow it)."""
+        env.update(self.server.env())
+        secrets = Path(root) / ".tether" / "secrets.toml"
+        secrets.parent.mkdir(parents=True, exist_ok=True)
+        secrets.write_text(f'[uris."s3://{store.bucket}"]\nallow_http = true\n')
+
+    def make_store(self, tmp_path, name="store"):
+        store = S3Prefix(self.server, self.server.bucket(name), f"repos/{name}.icechunk")
+        self.call("create_repo", str(store), 2)
+        return store
+
+    def _storage(self, arg):
+        if isinstance(arg, str) and arg.startswith("s3://"):
+            bucket, _, prefix = arg[len("s3://"):].partition("/")
+            return S3Prefix(self.server, bucket, prefix).storage()
+        return arg
+
+    def call(self, fn, *args):
+        import icechunk_oracle
+        return getattr(icechunk_oracle, fn)(*[self._storage(a) for a in args])
+
+    def witness(self, store):
+        return sorted(store.objects().items())
+
+
+ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3()]
 
 # Stable Pinnable kinds with no adapter, and why the lifecycle cannot be
 # run on them end to end. Any other such kind without an adapter fails

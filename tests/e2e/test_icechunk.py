@@ -164,10 +164,12 @@ def test_add_refuses_what_is_no_repository_and_a_missing_branch(ds, tmp_path, st
     assert "is not an Icechunk repository" in p.stderr and "--create" in p.stderr
     p = add(ds, "y", store, "--option", "branch=nope", check_rc=2)
     assert 'no branch "nope"' in p.stderr
-    p = add(ds, "z", "s3://bucket/prefix", check_rc=2)
-    assert "no store for s3://" in p.stderr
-    p = add(ds, "z", "s3://bucket/prefix", "--create", check_rc=2)
-    assert "no store for s3://" in p.stderr
+    # A scheme this build has no store module for (s3:// has one now:
+    # test_icechunk_s3.py).
+    p = add(ds, "z", "nosuch://bucket/prefix", check_rc=2)
+    assert "no store for nosuch://" in p.stderr
+    p = add(ds, "z", "nosuch://bucket/prefix", "--create", check_rc=2)
+    assert "no store for nosuch://" in p.stderr
     p = add(ds, "z", "s3://AKIAEXAMPLE:secret@bucket/prefix", check_rc=2)
     assert "credentials" in p.stderr and "secret" not in p.stderr.replace("secrets.toml", "")
     p = add(ds, "z", "az://account/container?sig=abc", check_rc=2)

@@ -103,10 +103,14 @@ def _life(request, tmp_path, declared, jj_problem, vcs):
     if check in adapter.cannot:
         pytest.skip(f"{adapter.name} cannot: {adapter.cannot[check]}")
     adapter.prepare()
+    if adapter.server_fixture:
+        adapter.bind(request.getfixturevalue(adapter.server_fixture))
     caps = declared.get(adapter.kind)
     assert caps is not None, f"kind {adapter.kind} is not in `tether backends`"
     assert "PIN" in caps, f"kind {adapter.kind} is not Pinnable: the lifecycle suite is for Pinnable kinds"
-    return Life(make_dataset(tmp_path, vcs, jj_problem), adapter, caps, tmp_path)
+    life = Life(make_dataset(tmp_path, vcs, jj_problem), adapter, caps, tmp_path)
+    adapter.reach(life.ds.root, life.ds.env, life.store)
+    return life
 
 
 @pytest.fixture(params=ADAPTERS, ids=lambda a: a.name)
@@ -516,6 +520,7 @@ def test_kill_mid_commit(life, step):
     # another checkout, whose working manifests do not name the new pin.
     wt = ds.root.parent / "other-checkout"
     ds.git("worktree", "add", "-q", wt, "-b", "side", head0)
+    a.reach(wt, ds.env, L.store)  # secrets are per checkout
     for cwd in (wt, ds.root):
         assert ds.tj("gc", cwd=cwd)["release"] == []
         assert ds.tj("gc", "--no-dry-run", cwd=cwd)["release"] == []

@@ -244,10 +244,13 @@ static void test_chain(void)
 
 	/* Nothing anywhere: what was tried. */
 	CHAIN_FAILS("{\"profile\": \"empty\"}", TETHER_EAUTH, "no AWS credentials found: tried store options");
-	CHECK(strstr(tether_error_last(), "profile 'empty' (no keys in") != NULL);
+	CHECK(strstr(tether_error_last(), "profile 'empty' (no keys nor role in") != NULL);
 	unlink(cred_path);
 	CHAIN_FAILS(NULL, TETHER_EAUTH, "environment (no AWS_ACCESS_KEY_ID)");
 	CHECK(strstr(tether_error_last(), "profile 'default' (not in") != NULL);
+	CHECK(strstr(tether_error_last(), "web identity (no AWS_WEB_IDENTITY_TOKEN_FILE)") != NULL);
+	CHECK(strstr(tether_error_last(), "ECS container endpoint (no AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") != NULL);
+	CHECK(strstr(tether_error_last(), "EC2 instance metadata (AWS_EC2_METADATA_DISABLED=true)") != NULL);
 
 	/* A malformed file stops the chain with its line. */
 	write_text(cred_path, "[default]\naws_access_key_id\n");
@@ -255,6 +258,74 @@ static void test_chain(void)
 	CHAIN_FAILS(NULL, TETHER_ECONFIG, want);
 	unlink(cred_path);
 	unlink(config_path);
+}
+
+/* Roles in profiles that cannot be assumed are refused before any
+ * request, naming the profile and the file. */
+static void test_profile_roles(void)
+{
+	clear_env();
+	write_text(config_path, "[profile bare]\nrole_arn = arn:aws:iam::1:role/r\n"
+	                        "[profile mfa]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = bare\n"
+	                        "mfa_serial = arn:aws:iam::1:mfa/u\n"
+	                        "[profile loop1]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = loop2\n"
+	                        "[profile loop2]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = loop1\n"
+	                        "[profile odd]\nrole_arn = arn:aws:iam::1:role/r\ncredential_source = Somewhere\n"
+	                        "[profile envsrc]\nrole_arn = arn:aws:iam::1:role/r\ncredential_source = Environment\n"
+	                        "[profile ecssrc]\nrole_arn = arn:aws:iam::1:role/r\ncredential_source = EcsContainer\n"
+	                        "[profile self]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = self\n"
+	                        "[profile nokeys]\nregion = x\n"
+	                        "[profile src-nokeys]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = nokeys\n");
+	char want[512];
+	snprintf(want, sizeof want, "profile 'bare' in %s sets role_arn without source_profile", config_path);
+	CHAIN_FAILS("{\"profile\": \"bare\"}", TETHER_EAUTH, want);
+	snprintf(want, sizeof want, "profile 'mfa' in %s sets mfa_serial", config_path);
+	CHAIN_FAILS("{\"profile\": \"mfa\"}", TETHER_EAUTH, want);
+	CHAIN_FAILS("{\"profile\": \"loop1\"}", TETHER_EAUTH, "source_profile chain is longer than 8 (a cycle?)");
+	CHAIN_FAILS("{\"profile\": \"odd\"}", TETHER_EAUTH, "credential_source 'Somewhere' is not one of");
+	CHAIN_FAILS("{\"profile\": \"envsrc\"}", TETHER_EAUTH,
+	            "credential_source Environment, but AWS_ACCESS_KEY_ID is not set");
+	CHAIN_FAILS("{\"profile\": \"ecssrc\"}", TETHER_EAUTH, "credential_source EcsContainer, but neither");
+	CHAIN_FAILS("{\"profile\": \"self\"}", TETHER_EAUTH, "is its own source_profile but has no keys");
+	CHAIN_FAILS("{\"profile\": \"src-nokeys\"}", TETHER_EAUTH, "its source_profile 'nokeys' has no credentials");
+	/* Half a web identity, and an ECS URL that could reach another host. */
+	setenv("AWS_WEB_IDENTITY_TOKEN_FILE", "/nonexistent", 1);
+	CHAIN_FAILS(NULL, TETHER_EAUTH, "the environment sets AWS_WEB_IDENTITY_TOKEN_FILE without AWS_ROLE_ARN");
+	/* The token is read before any request: a missing or empty one stops
+	 * there, named. */
+	setenv("AWS_ROLE_ARN", "arn:aws:iam::1:role/r", 1);
+	CHAIN_FAILS(NULL, TETHER_EAUTH, "web identity: cannot read the token file /nonexistent: No such file");
+	char empty[160];
+	snprintf(empty, sizeof empty, "%s/empty-token", dir);
+	write_text(empty, " \n");
+	setenv("AWS_WEB_IDENTITY_TOKEN_FILE", empty, 1);
+	snprintf(want, sizeof want, "web identity: the token file %s is empty", empty);
+	CHAIN_FAILS(NULL, TETHER_EAUTH, want);
+	setenv("AWS_WEB_IDENTITY_TOKEN_FILE", dir, 1); /* a directory */
+	CHAIN_FAILS(NULL, TETHER_EAUTH, "not a regular file of at most 65536 bytes");
+	unlink(empty);
+	unsetenv("AWS_ROLE_ARN");
+	unsetenv("AWS_WEB_IDENTITY_TOKEN_FILE");
+	setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://10.0.0.1/creds", 1);
+	CHAIN_FAILS(NULL, TETHER_EAUTH, "AWS_CONTAINER_CREDENTIALS_FULL_URI http://10.0.0.1/creds: plain http is allowed");
+	unsetenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+	unlink(config_path);
+
+	CHECK(tt_aws_ecs_url_allowed("https://anywhere.example/x"));
+	CHECK(tt_aws_ecs_url_allowed("http://127.0.0.1:8080/creds"));
+	CHECK(tt_aws_ecs_url_allowed("http://127.1.2.3/creds"));
+	CHECK(tt_aws_ecs_url_allowed("http://localhost/creds"));
+	CHECK(tt_aws_ecs_url_allowed("http://[::1]:80/creds"));
+	CHECK(tt_aws_ecs_url_allowed("http://169.254.170.2/v2/credentials"));
+	CHECK(tt_aws_ecs_url_allowed("http://169.254.170.23/v1/credentials"));
+	CHECK(tt_aws_ecs_url_allowed("http://[fd00:ec2::23]/v1/credentials"));
+	CHECK(!tt_aws_ecs_url_allowed("http://10.0.0.1/creds"));
+	CHECK(!tt_aws_ecs_url_allowed("http://0127.0.0.1/creds")); /* octal to curl: 87.0.0.1 */
+	CHECK(!tt_aws_ecs_url_allowed("http://127.0.0.1.evil.example/creds"));
+	CHECK(!tt_aws_ecs_url_allowed("http://127.0.0.1@evil.example/creds"));
+	CHECK(!tt_aws_ecs_url_allowed("http://128.0.0.1/creds"));
+	CHECK(!tt_aws_ecs_url_allowed("ftp://127.0.0.1/creds"));
+	CHECK(!tt_aws_ecs_url_allowed("http://127.0.0.256/creds"));
 }
 
 static void check_owned(char *got, const char *want)
@@ -274,7 +345,8 @@ static void test_region_endpoint(void)
 	json_t *o = json_pack("{s:s, s:s}", "region", "ap-south-2", "endpoint_url", "http://options.example");
 	json_t *local = json_pack("{s:s}", "profile", "local");
 
-	check_owned(tt_aws_region(none), "eu-west-3");
+	write_text(cred_path, "[default]\nregion = from-credentials\n[local]\nregion = nor-this\n");
+	check_owned(tt_aws_region(none), "eu-west-3"); /* settings come from the config file */
 	check_owned(tt_aws_region(local), "local-1");
 	setenv("AWS_DEFAULT_REGION", "us-west-1", 1);
 	check_owned(tt_aws_region(none), "us-west-1");
@@ -300,6 +372,7 @@ static void test_region_endpoint(void)
 
 	/* No files: AWS's defaults. */
 	unlink(config_path);
+	unlink(cred_path);
 	check_owned(tt_aws_region(none), "us-east-1");
 	CHECK(tt_aws_endpoint(none, "s3") == NULL);
 	json_decref(none);
@@ -329,6 +402,7 @@ int main(void)
 	snprintf(config_path, sizeof config_path, "%s/config", dir);
 	test_reader();
 	test_chain();
+	test_profile_roles();
 	test_region_endpoint();
 	test_time();
 	rmdir(dir);

@@ -218,7 +218,7 @@ int main(void)
 
 	expect_caught("range-past-end", "get: ranges");
 	expect_caught("absent-is-error", "head/stat:");
-	expect_caught("token-of-size", "version: every write gives a new version token");
+	expect_caught("token-of-size", "version: every write of new bytes gives a new version token");
 	expect_caught("if-absent-overwrites", "put if-absent:");
 	expect_caught("if-absent-overwrites", "race: 8 writers racing put if-absent");
 	expect_caught("if-match-ignored", "put if-match:");

@@ -152,6 +152,35 @@ static int ic_identity(const struct tether_bctx *ctx, const json_t *locator, jso
 	return *identity ? 0 : ic_fail_oom();
 }
 
+/* CONDITIONAL_REF where the repository's store compares and writes in one
+ * request (TETHER_STORE_ATOMIC_CAS: S3, GCS, Azure): every ref move is a
+ * put if-match of the `repo` file (or of the ref file, spec 1) whose
+ * condition the mutation checked on the version it read, so a fork,
+ * promote or reset moves the ref only from the head the plan reviewed. On
+ * the local filesystem the same put compares and renames under tether's
+ * lock, which Icechunk's own writers do not take, so it is not claimed
+ * there. The store is opened with the object's options and asked, as its
+ * options may take the flag away (S3's conditional_put = "disabled");
+ * opening asks nothing of the network. A store that does not open adds
+ * nothing: fingerprint reports why, naming the URI. */
+static int ic_effective_capabilities(const struct tether_bctx *ctx, const json_t *locator, const json_t *policy,
+                                     unsigned *caps)
+{
+	(void)policy;
+	const char *uri = json_string_value(json_object_get(locator, "uri"));
+	if (!uri || !strstr(uri, "://"))
+		return 0; /* a plain path: the local store */
+	json_t *options = NULL;
+	tether_store *s = NULL;
+	if (tether_store_check_committed(uri) == 0 && ic_store_options(ctx, uri, &options) == 0 &&
+	    tether_store_open(uri, options, &s) == 0 && (tether_store_flags(s) & TETHER_STORE_ATOMIC_CAS))
+		*caps |= TETHER_CAP_CONDITIONAL_REF;
+	tether_store_close(s);
+	json_decref(options);
+	tether_error_clear();
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* Fingerprint and history                                             */
 /* ------------------------------------------------------------------ */
@@ -352,12 +381,13 @@ const struct tether_backend tt_backend_icechunk = {
 	.kind = "icechunk",
 	.secret_keys = tether_store_option_names,
 	.maturity = "stable",
-	.summary = "Icechunk repositories (spec 1 and 2, local paths): tags pin, branches fork",
+	.summary = "Icechunk repositories (spec 1 and 2; local paths, s3://, gs://, az://): tags pin, branches fork",
 	.caps = TETHER_CAP_FINGERPRINT | TETHER_CAP_ADDRESSABLE | TETHER_CAP_PIN | TETHER_CAP_FORK |
 	        TETHER_CAP_ATOMIC_REF | TETHER_CAP_DIFF | TETHER_CAP_HISTORY | TETHER_CAP_PROMOTE |
 	        TETHER_CAP_CREATE,
 	.volatile_keys = ic_volatile_keys,
 	.make_locator = ic_make_locator,
+	.effective_capabilities = ic_effective_capabilities,
 	.identity = ic_identity,
 	.open_store = ic_open_store,
 	.close_store = ic_close_store,

@@ -545,19 +545,28 @@ int tt_http_retryable(int rc, const struct tt_http_response *resp)
 	return 0;
 }
 
-int tt_http_backoff(int attempt)
+/* A random number for the jitter: splitmix64 over a process-wide counter
+ * seeded from the clock. No thread-local state: this code lives in
+ * dlopen'ed modules, whose dynamic TLS LeakSanitizer trips over at exit. */
+static uint64_t jitter_random(void)
 {
-	static __thread unsigned short seed[3];
-	static __thread int seeded;
-	if (!seeded) {
+	static uint64_t state;
+	uint64_t s = __atomic_load_n(&state, __ATOMIC_RELAXED);
+	if (s == 0) {
 		struct timespec now;
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		unsigned long mix = (unsigned long)now.tv_nsec ^ ((unsigned long)getpid() << 16) ^ (unsigned long)pthread_self();
-		seed[0] = (unsigned short)mix;
-		seed[1] = (unsigned short)(mix >> 16);
-		seed[2] = (unsigned short)(mix >> 32);
-		seeded = 1;
+		uint64_t seed = ((uint64_t)now.tv_sec << 30) ^ (uint64_t)now.tv_nsec ^ ((uint64_t)getpid() << 16);
+		uint64_t zero = 0;
+		__atomic_compare_exchange_n(&state, &zero, seed | 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 	}
+	uint64_t z = __atomic_add_fetch(&state, 0x9E3779B97F4A7C15ull, __ATOMIC_RELAXED);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+int tt_http_backoff(int attempt)
+{
 	if (attempt < 1)
 		attempt = 1;
 	long cap_ms = 100;
@@ -566,7 +575,7 @@ int tt_http_backoff(int attempt)
 	if (cap_ms > 5000)
 		cap_ms = 5000;
 	/* Full jitter: anywhere in [0, cap), so retrying clients spread out. */
-	long wait_ms = (long)(erand48(seed) * (double)cap_ms);
+	long wait_ms = (long)(jitter_random() % (uint64_t)cap_ms);
 	/* Sleep in slices so a cancel is honoured within 20 ms. */
 	while (wait_ms > 0) {
 		if (tether_cancel_reason() != -1)

@@ -1,6 +1,7 @@
 /* The S3 store (tether-store-s3.so): what its files share.
  *
  *   s3_open.c      options, the endpoint and addressing, open and close
+ *   s3_clients.c   one HTTP client per set of options, shared by the stores
  *   s3_address.c   which addressing style, and the URL of a request
  *   s3_query.c     the canonical query string libcurl's SigV4 needs
  *   s3_request.c   one signed request, with retries and fresh credentials
@@ -39,12 +40,19 @@ struct s3 {
 	char *region;
 	struct s3_endpoint ep;
 	int conditional_put; /* 0 when options.conditional_put = "disabled" */
-	struct tt_http *http;
+	struct tt_http *http; /* shared (s3_clients.c): not the store's to free */
 	json_t *options; /* a copy, for the credential chain, made on first use */
 	pthread_mutex_t creds_lock;
 	struct tt_aws_provider *creds; /* NULL until the first request */
 	int bucket_seen; /* a request found the bucket: a 404 HEAD is then the key's */
 };
+
+/* ---- the shared HTTP clients (s3_clients.c) ---- */
+
+/* The process's client for these options (made on first use; shared by
+ * every store with the same ones, never freed by a store). */
+struct tt_http_options;
+int s3_client_get(const struct tt_http_options *opts, struct tt_http **out);
 
 /* ---- addressing (s3_address.c) ---- */
 

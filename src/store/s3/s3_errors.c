@@ -70,8 +70,8 @@ int s3_fail(const struct s3 *s, const char *what, const struct tt_http_response 
 	int rc;
 	const char *hint = "";
 	if (strcmp(code, "NoSuchBucket") == 0) {
-		return tether_error_set(TETHER_ENOTFOUND, "s3://%s: %ld NoSuchBucket: bucket '%s' does not exist%s%s",
-		                        s->bucket, st, s->bucket, message[0] ? " (" : "", message[0] ? ")" : "");
+		return tether_error_set(TETHER_ENOTFOUND, "s3://%s: %ld NoSuchBucket: bucket '%s' does not exist%s%s%s",
+		                        s->bucket, st, s->bucket, message[0] ? " (" : "", message, message[0] ? ")" : "");
 	} else if (is_code(code, auth_codes) || (!code[0] && (st == 401 || st == 403))) {
 		rc = TETHER_EAUTH;
 	} else if (strcmp(code, "NoSuchKey") == 0 || strcmp(code, "NoSuchVersion") == 0 || st == 404) {

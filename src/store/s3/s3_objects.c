@@ -5,6 +5,7 @@
 
 #include "format/xml.h"
 #include "store/http/http.h"
+#include "util/hex.h"
 
 #include <inttypes.h>
 #include <nettle/md5.h>
@@ -132,6 +133,21 @@ int s3_stat(void *impl, const char *key, const char *version_id, struct tether_s
 			else if (rc == 0 && has_id(version_id))
 				rc = tether_error_set(TETHER_ENOTFOUND, "%s: %ld: no version '%s' of this object", t.uri,
 				                      r.status, version_id);
+		} else if (r.status >= 400 && r.status < 500) {
+			/* A HEAD answer has no body, so no code: ask a one-byte GET
+			 * for the error document ("403 SignatureDoesNotMatch" says
+			 * more than "403"). */
+			struct tt_http_header range[1] = {{"Range", "bytes=0-0"}};
+			struct tt_http_response g;
+			int gattempts;
+			c.method = "GET";
+			c.headers = range;
+			c.n_headers = 1;
+			if (s3_perform(s, &c, t.uri, &g, &gattempts) == 0 && g.status == r.status && g.body_len)
+				rc = s3_fail(s, t.uri, &g, attempts);
+			else
+				rc = s3_fail(s, t.uri, &r, attempts);
+			tt_http_response_free(&g);
 		} else {
 			rc = s3_fail(s, t.uri, &r, attempts);
 		}
@@ -197,6 +213,16 @@ int s3_get_version(void *impl, const char *key, const char *version_id, uint64_t
 		if (r.status < 300) {
 			mark_bucket_seen(s);
 			stat_from_headers(&r, st, !has_id(version_id));
+			if (nh && r.status == 200) {
+				/* A server that ignored the Range sent the whole object:
+				 * keep the part asked for. */
+				uint64_t from = offset < r.body_len ? offset : r.body_len;
+				uint64_t n = r.body_len - from;
+				if (length < n)
+					n = length;
+				memmove(r.body, r.body + from, (size_t)n);
+				r.body_len = (size_t)n;
+			}
 			*data = r.body;
 			*len = r.body_len;
 			r.body = NULL;
@@ -238,15 +264,18 @@ static void md5_etag(const void *data, size_t len, char out[35])
 		md5_update(&ctx, len, data);
 	md5_digest(&ctx, sizeof d, d);
 	out[0] = '"';
-	for (size_t i = 0; i < sizeof d; i++)
-		snprintf(out + 1 + 2 * i, 3, "%02x", d[i]);
+	tt_hex(d, sizeof d, out + 1);
 	out[33] = '"';
 	out[34] = '\0';
 }
 
 /* Without atomic conditional writes (conditional_put = "disabled"): check,
- * then write. Another writer can come in between; the store then claims no
- * TETHER_STORE_ATOMIC_CAS, so the engine knows. */
+ * then write, under compare_lock so the writers of this process are
+ * ordered, as the local store orders them. A writer elsewhere can still
+ * come in between; the store then claims no TETHER_STORE_ATOMIC_CAS, so
+ * the engine knows. */
+static pthread_mutex_t compare_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static int precheck(struct s3 *s, const char *key, const char *uri, enum tether_put_mode mode,
                     const struct tether_store_version *expect)
 {
@@ -271,9 +300,11 @@ int s3_put(void *impl, const char *key, const void *data, size_t len, enum tethe
 	struct tt_http_header h[1];
 	size_t nh = 0;
 	int rc = 0;
-	if (mode != TETHER_PUT_OVERWRITE && !s->conditional_put)
+	int compared = mode != TETHER_PUT_OVERWRITE && !s->conditional_put;
+	if (compared) {
+		pthread_mutex_lock(&compare_lock);
 		rc = precheck(s, key, t.uri, mode, expect);
-	else if (mode == TETHER_PUT_IF_ABSENT)
+	} else if (mode == TETHER_PUT_IF_ABSENT)
 		h[nh++] = (struct tt_http_header){"If-None-Match", "*"};
 	else if (mode == TETHER_PUT_IF_MATCH)
 		h[nh++] = (struct tt_http_header){"If-Match", expect->token};
@@ -283,6 +314,8 @@ int s3_put(void *impl, const char *key, const void *data, size_t len, enum tethe
 		rc = s3_perform(s, &(struct s3_call){.method = "PUT", .object = t.object, .headers = h, .n_headers = nh,
 		                                     .body = data, .body_len = len},
 		                t.uri, &r, &attempts);
+	if (compared)
+		pthread_mutex_unlock(&compare_lock);
 	if (rc == 0 && r.status < 300) {
 		mark_bucket_seen(s);
 		copy_token(new_version, tt_http_header(&r, "ETag"));
@@ -371,6 +404,9 @@ int s3_copy(void *impl, const char *from, const char *to, const struct tether_st
 	 * copy carries If-None-Match: * (atomic on servers that honour it on
 	 * CopyObject); the HEAD before it refuses an existing target on those
 	 * that do not, leaving only the moment between the two open. */
+	int compared = !s->conditional_put;
+	if (compared)
+		pthread_mutex_lock(&compare_lock);
 	if (rc == 0)
 		rc = precheck(s, to, dst.uri, TETHER_PUT_IF_ABSENT, NULL);
 	struct tt_http_header h[2];
@@ -385,6 +421,8 @@ int s3_copy(void *impl, const char *from, const char *to, const struct tether_st
 	if (rc == 0)
 		rc = s3_perform(s, &(struct s3_call){.method = "PUT", .object = dst.object, .headers = h, .n_headers = nh},
 		                dst.uri, &r, &attempts);
+	if (compared)
+		pthread_mutex_unlock(&compare_lock);
 	if (rc == 0 && (r.status >= 300 || copy_answer_failed(&r))) {
 		if (r.status < 300)
 			r.status = 500; /* an error inside a 200: its code says which */

@@ -52,7 +52,6 @@ void s3_close(void *impl)
 		return;
 	if (s->creds)
 		tt_aws_provider_free(s->creds);
-	tt_http_free(s->http);
 	s3_endpoint_clear(&s->ep);
 	json_decref(s->options);
 	pthread_mutex_destroy(&s->creds_lock);
@@ -111,7 +110,7 @@ int s3_open(const char *uri, const json_t *options, void **impl)
 	    .timeout_ms = opt_ms(s->options, "timeout"),
 	    .allow_http = opt_bool(s->options, "allow_http") == 1,
 	};
-	if ((rc = tt_http_new(&ho, &s->http)) != 0)
+	if ((rc = s3_client_get(&ho, &s->http)) != 0)
 		goto out;
 	if (strcmp(s->ep.scheme, "http") == 0 && !ho.allow_http) {
 		rc = tether_error_set(TETHER_EUSAGE,

@@ -6,6 +6,7 @@
 
 #include "store/http/http.h"
 #include "store/s3/creds.h"
+#include "util/hex.h"
 
 #include <nettle/sha2.h>
 #include <stdio.h>
@@ -23,8 +24,7 @@ static void payload_hash(const void *body, size_t len, char hex[65])
 	if (len)
 		sha256_update(&ctx, len, body);
 	sha256_digest(&ctx, sizeof d, d);
-	for (size_t i = 0; i < sizeof d; i++)
-		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+	tt_hex(d, sizeof d, hex);
 }
 
 /* Prefix the error message with what the request was for. */

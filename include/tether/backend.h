@@ -60,6 +60,9 @@ extern "C" {
 #define TETHER_CAP_MERGE (1u << 16)
 #define TETHER_CAP_CREATE (1u << 17)
 #define TETHER_CAP_BRANCH_IS_STORAGE (1u << 18)
+/* fingerprint waits on a round trip to a remote server (an object store's
+ * HEAD), not on the CPU: the engine runs many such at once. */
+#define TETHER_CAP_REMOTE_FINGERPRINT (1u << 19)
 
 #define TETHER_TIER_MASK 0xffu
 
@@ -99,6 +102,9 @@ struct tether_bctx {
 	/* Appended (store options). */
 	const json_t *uri_secrets; /* [uris] of .tether/secrets.toml, or NULL: the engine's,
 	                            * read through tether_bctx_store_options, never directly */
+	/* Appended (policy). */
+	const json_t *policy;      /* the object's [policy] as its manifest records it, for
+	                            * calls that take none (open), or NULL outside an object */
 };
 
 /* Has the command been asked to stop? Backends check between steps of

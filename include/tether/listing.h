@@ -79,6 +79,15 @@ TETHER_API struct tether_listing_writer *tether_listing_writer_new(int keep_text
  * path (memcmp, a shorter prefix first), as the listing requires: one out
  * of order, or a duplicate, is TETHER_EUSAGE naming the path. */
 TETHER_API int tether_listing_writer_add(struct tether_listing_writer *w, const struct tether_listing_entry *e);
+/* Append one object whose content the store names by its own token (an
+ * object store's ETag) rather than a SHA-256 tether computed: the line's
+ * "k" is the token verbatim (escaped as names are), "s" the size. Same
+ * order rule as tether_listing_writer_add. Two listings of one store
+ * compare entry by entry (`tether diff --content`); a token is never
+ * equal to a local file's hash, so such a listing is not the one a scan
+ * of the same bytes would give. */
+TETHER_API int tether_listing_writer_add_token(struct tether_listing_writer *w, const char *path, size_t path_len,
+                                               uint64_t size, const char *token);
 /* The summary of everything added (out->listing when keep_text). The
  * writer must still be freed. */
 TETHER_API int tether_listing_writer_finish(struct tether_listing_writer *w, struct tether_listing_summary *out);

@@ -1,8 +1,15 @@
-/* The `file` backend: a local file or directory. Observed tier: its state
- * can be detected, not recovered. A file's state is its size and sha256; a
- * directory's is count, size and the digest of its listing (the per-file
- * sha256s), and the listing itself goes to the engine to store. */
+/* The `file` backend: a local file or directory, or an object or prefix
+ * in an object store (file_remote.c). Observed tier: its state can be
+ * detected, not recovered (a single object in a versioned bucket, with
+ * --file versioned, is Addressable by its version id). A file's state is
+ * its size and sha256; a directory's is count, size and the digest of its
+ * listing (the per-file sha256s), and the listing itself goes to the
+ * engine to store. An object's is size and ETag (and version id); a
+ * prefix's is a directory's with each key's ETag for its sha256. */
 #include <tether/backend.h>
+#include <tether/store.h>
+
+#include "backends/file_remote.h"
 
 #include "core/listing_read.h"
 #include "core/scan.h"
@@ -19,26 +26,24 @@
 
 #define OWNER_MARKER ".tether-owner"
 
-static int has_remote_scheme(const char *uri)
-{
-	const char *colon = strstr(uri, "://");
-	return colon && strncmp(uri, "file://", 7) != 0;
-}
-
 static int file_make_locator(const struct tether_bctx *ctx, const char *uri, const json_t *options,
                              const char *cwd, json_t **locator)
 {
 	const char *k;
 	json_t *v;
 	json_object_foreach((json_t *)options, k, v) {
-		if (strcmp(k, "file") != 0)
+		if (strcmp(k, "file") != 0 && strcmp(k, "region") != 0)
 			return tether_error_set(TETHER_EUSAGE, "unknown option '--%s' for kind file", k);
 	}
 	if (!uri || !*uri)
 		return tether_error_set(TETHER_EUSAGE, "kind file needs a path: tether add KEY PATH --kind file");
-	if (has_remote_scheme(uri))
-		return tether_error_set(TETHER_EUSAGE, "'%s': object-store URIs are not supported by this build yet; "
-		                        "kind file takes a local path", uri);
+	const char *region = json_string_value(json_object_get(options, "region"));
+	if (json_object_get(options, "region") && (!region || !*region))
+		return tether_error_set(TETHER_EUSAGE, "--region takes a region's name (us-east-1, say)");
+	if (fr_is_remote(uri))
+		return fr_make_locator(ctx, uri, region, locator);
+	if (json_object_get(options, "region"))
+		return tether_error_set(TETHER_EUSAGE, "--region is for an object store's URI, and %s is a local path", uri);
 	char *path = tt_path_resolve(uri, cwd);
 	struct stat st;
 	if (stat(path, &st) != 0) {
@@ -86,10 +91,18 @@ static int file_make_policy(const struct tether_bctx *ctx, const json_t *options
 		mode = json_string_value(json_object_get(ctx->defaults, "file"));
 	if (!mode)
 		mode = "immutable";
-	if (strcmp(mode, "immutable") != 0 && strcmp(mode, "mutable") != 0)
-		return tether_error_set(TETHER_EUSAGE, "--file must be immutable or mutable, not '%s'", mode);
+	if (strcmp(mode, "immutable") != 0 && strcmp(mode, "mutable") != 0 && strcmp(mode, "versioned") != 0)
+		return tether_error_set(TETHER_EUSAGE, "--file must be immutable, mutable or versioned, not '%s'", mode);
 	*policy = json_pack("{s:s}", "file", mode);
 	return 0;
+}
+
+/* A remote object: REMOTE_FINGERPRINT, and ADDRESSABLE when versioned. */
+static int file_effective_capabilities(const struct tether_bctx *ctx, const json_t *locator, const json_t *policy,
+                                       unsigned *caps)
+{
+	(void)ctx;
+	return fr_caps(locator, policy, caps);
 }
 
 static int file_identity(const struct tether_bctx *ctx, const json_t *locator, json_t **identity)
@@ -136,6 +149,8 @@ static int file_fingerprint(const struct tether_bctx *ctx, const json_t *locator
 	const char *path = json_string_value(json_object_get(locator, "uri"));
 	if (!path)
 		return tether_error_set(TETHER_ECONFIG, "file locator has no uri");
+	if (fr_is_remote(path))
+		return fr_fingerprint(ctx, locator, out);
 	struct stat st;
 	if (stat(path, &st) != 0) {
 		if (errno != ENOENT && errno != ENOTDIR)
@@ -171,14 +186,35 @@ static const char *str_field(const json_t *state, const char *k)
 	return s ? s : "?";
 }
 
+/* An object's change: what differs of its ETag, version and size. */
+static char *describe_object_change(const json_t *a, const json_t *b)
+{
+	char etag[300] = "", version[2200] = "", size[80] = "";
+	if (strcmp(str_field(a, "etag"), str_field(b, "etag")) != 0)
+		snprintf(etag, sizeof etag, "etag %s → %s", str_field(a, "etag"), str_field(b, "etag"));
+	const char *va = json_string_value(json_object_get(a, "version_id"));
+	const char *vb = json_string_value(json_object_get(b, "version_id"));
+	if ((va || vb) && (!va || !vb || strcmp(va, vb) != 0))
+		snprintf(version, sizeof version, "%sversion %s → %s", *etag ? ", " : "", va ? va : "none",
+		         vb ? vb : "none");
+	if (int_field(a, "size") != int_field(b, "size"))
+		snprintf(size, sizeof size, "%ssize %" JSON_INTEGER_FORMAT " → %" JSON_INTEGER_FORMAT,
+		         *etag || *version ? ", " : "", int_field(a, "size"), int_field(b, "size"));
+	return *etag || *version || *size ? tt_strdupf("%s%s%s", etag, version, size) : strdup("unchanged");
+}
+
 /* One line saying how two states differ, for drift and verify messages. */
 static char *describe_change(const json_t *a, const json_t *b)
 {
 	const char *ta = str_field(a, "type"), *tb = str_field(b, "type");
 	if (strcmp(tb, "missing") == 0)
-		return strdup("the path no longer exists");
+		return strdup(strcmp(ta, "object") == 0 ? "the object no longer exists" : "the path no longer exists");
 	if (strcmp(ta, tb) != 0)
 		return tt_strdupf("it was a %s and is now a %s", ta, tb);
+	if (strcmp(ta, "object") == 0)
+		return describe_object_change(a, b);
+	const char *noun = strcmp(ta, "prefix") == 0 ? "object" : "file";
+	const char *nouns = strcmp(ta, "prefix") == 0 ? "objects" : "files";
 	if (strcmp(ta, "file") == 0)
 		return tt_strdupf("sha256 %.12s… → %.12s…, size %" JSON_INTEGER_FORMAT " → %" JSON_INTEGER_FORMAT,
 		                  str_field(a, "sha256"), str_field(b, "sha256"), int_field(a, "size"),
@@ -187,7 +223,7 @@ static char *describe_change(const json_t *a, const json_t *b)
 	return tt_strdupf("digest %.12s… → %.12s…, %" JSON_INTEGER_FORMAT " → %" JSON_INTEGER_FORMAT
 	                  " %s, %" JSON_INTEGER_FORMAT " → %" JSON_INTEGER_FORMAT " %s",
 	                  str_field(a, "digest"), str_field(b, "digest"), int_field(a, "count"),
-	                  int_field(b, "count"), tt_plural(int_field(b, "count"), "file", "files"), int_field(a, "size"),
+	                  int_field(b, "count"), tt_plural(int_field(b, "count"), noun, nouns), int_field(a, "size"),
 	                  int_field(b, "size"), tt_plural(int_field(b, "size"), "byte", "bytes"));
 }
 
@@ -202,7 +238,9 @@ static int file_check_drift(const struct tether_bctx *ctx, const json_t *locator
 	if (!recorded || json_equal(recorded, current))
 		return 0;
 	char *change = describe_change(recorded, current);
-	if (!mode || strcmp(mode, "mutable") != 0) {
+	/* A versioned object's earlier states stay readable: a change is
+	 * recorded, as a mutable one's. */
+	if (!mode || (strcmp(mode, "mutable") != 0 && strcmp(mode, "versioned") != 0)) {
 		*refused = 1;
 		*why = tt_strdupf("immutable data changed: %s", change);
 		free(change);
@@ -216,6 +254,8 @@ static int file_verify(const struct tether_bctx *ctx, const json_t *locator, con
                        const json_t *pin_ref, int *ok, char **detail)
 {
 	(void)pin_ref;
+	if (fr_is_remote(json_string_value(json_object_get(locator, "uri"))))
+		return fr_verify(ctx, locator, state, ok, detail);
 	struct tether_bctx only_state = *ctx;
 	only_state.state_only = 1; /* the listing is not compared */
 	struct tether_fingerprint fp = {TETHER_FINGERPRINT_INIT};
@@ -237,10 +277,11 @@ static int file_verify(const struct tether_bctx *ctx, const json_t *locator, con
 static int file_open(const struct tether_bctx *ctx, const json_t *locator, const json_t *state,
                      const json_t *pin_ref, const json_t *working_ref, int read_only, json_t **handle)
 {
-	(void)ctx;
 	(void)pin_ref;
 	(void)working_ref;
 	(void)read_only;
+	if (fr_is_remote(json_string_value(json_object_get(locator, "uri"))))
+		return fr_open(ctx, locator, state, handle);
 	*handle = json_pack("{s:s, s:O, s:O?, s:b}", "kind", "file", "uri", json_object_get(locator, "uri"),
 	                    "state", state, "read_only", 1);
 	return 0;
@@ -400,13 +441,16 @@ static int diff_states(const json_t *locator, const json_t *a, const json_t *b, 
                        struct tt_listing_reader *rb, size_t max_entries, json_t **diff)
 {
 	const char *ta = str_field(a, "type"), *tb = str_field(b, "type");
-	if (strcmp(ta, "dir") == 0 && strcmp(tb, "dir") == 0 && ra && rb)
+	int listed = (strcmp(ta, "dir") == 0 || strcmp(ta, "prefix") == 0) && strcmp(ta, tb) == 0;
+	if (listed && ra && rb)
 		return diff_listings(ra, rb, max_entries, diff);
 	struct diff_acc acc = {.entries = json_array(), .max = max_entries};
 	char *summary = describe_change(a, b);
 	const char *uri = json_string_value(json_object_get(locator, "uri"));
 	const char *base = uri && strrchr(uri, '/') ? strrchr(uri, '/') + 1 : "";
-	int is_file_a = strcmp(ta, "file") == 0, is_file_b = strcmp(tb, "file") == 0;
+	/* A single object is one entry, as a single file is. */
+	int is_file_a = strcmp(ta, "file") == 0 || strcmp(ta, "object") == 0;
+	int is_file_b = strcmp(tb, "file") == 0 || strcmp(tb, "object") == 0;
 	if (is_file_a && is_file_b) {
 		diff_emit(&acc, "modified", base, int_field(b, "size"), int_field(b, "size") - int_field(a, "size"));
 	} else if (is_file_a && strcmp(tb, "missing") == 0) {
@@ -429,18 +473,27 @@ static int diff_states(const json_t *locator, const json_t *a, const json_t *b, 
 	return 0;
 }
 
-/* [backends.file] of tether.toml: the file backend reads no settings. */
-static const char *const file_config_keys[] = {NULL};
+/* [backends.file] of tether.toml: the committed store options of remote
+ * objects (only those tether_store_check_committed_options lets through). */
+static const char *const file_config_keys[] = {"storage_options", NULL};
 
-/* --file immutable|mutable: the policy, settable in [defaults] too. The
- * manifest's [policy] file = ... is checked against the same values. */
-static const char *const file_modes[] = {"immutable", "mutable", NULL};
+/* --file immutable|mutable|versioned: the policy, settable in [defaults]
+ * too. The manifest's [policy] file = ... is checked against the same
+ * values. */
+static const char *const file_modes[] = {"immutable", "mutable", "versioned", NULL};
 static const struct tether_add_option file_add_options[] = {
 	{TETHER_ADD_OPTION_INIT, .name = "file", .value_name = "POLICY",
-	 .help = "a change of the data is drift (immutable) or is recorded (mutable)", .choices = file_modes,
-	 .default_value = "immutable", .field = TETHER_ADD_POLICY, .flags = TETHER_ADD_DEFAULTS},
+	 .help = "a change of the data is drift (immutable) or is recorded (mutable; versioned: and a single "
+	         "object in a versioned bucket is read back by version id)",
+	 .choices = file_modes, .default_value = "immutable", .field = TETHER_ADD_POLICY, .flags = TETHER_ADD_DEFAULTS},
+	{TETHER_ADD_OPTION_INIT, .name = "region", .value_name = "REGION",
+	 .help = "the object store's region, over the store's own (object-store URIs only)",
+	 .field = TETHER_ADD_LOCATOR},
 	{0},
 };
+
+/* Where a remote object's bytes are, not what they are. */
+static const char *const file_volatile_keys[] = {"version_id", NULL};
 
 static int is_hex64(const json_t *v)
 {
@@ -474,29 +527,57 @@ static const char *json_type_word(const json_t *v)
 	}
 }
 
+/* A store's token (an ETag, a version id): printable ASCII, as the store
+ * layer lets through. */
+static int is_token(const json_t *v, size_t max)
+{
+	const char *s = json_string_value(v);
+	size_t n = s ? strlen(s) : 0;
+	if (!n || n >= max)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7f)
+			return 0;
+	return 1;
+}
+
 /* The keys fingerprint writes for each type, and nothing else: a file is
  * {type, size, sha256}, a directory {type, count, size, digest}, a path
- * that is gone {type = "missing"}. */
+ * that is gone {type = "missing"}; an object {type, size, etag[,
+ * version_id]}, a prefix {type, count, size, digest}. */
 static int file_check_state(const json_t *state, const char **bad)
 {
 	static const char *const file_keys[] = {"type", "size", "sha256", NULL};
 	static const char *const dir_keys[] = {"type", "count", "size", "digest", NULL};
+	static const char *const object_keys[] = {"type", "size", "etag", "version_id", NULL};
 	static const char *const missing_keys[] = {"type", NULL};
 	*bad = "type";
 	const char *type = json_string_value(json_object_get(state, "type"));
 	const char *const *keys = !type                            ? NULL
 	                          : strcmp(type, "file") == 0      ? file_keys
 	                          : strcmp(type, "dir") == 0       ? dir_keys
+	                          : strcmp(type, "prefix") == 0    ? dir_keys
+	                          : strcmp(type, "object") == 0    ? object_keys
 	                          : strcmp(type, "missing") == 0   ? missing_keys
 	                                                           : NULL;
 	if (!keys)
-		return tether_error_set(TETHER_ECONFIG, "type must be \"file\", \"dir\" or \"missing\"%s",
-		                        type ? "" : " (a string)");
+		return tether_error_set(TETHER_ECONFIG, "type must be \"file\", \"dir\", \"object\", \"prefix\" or "
+		                        "\"missing\"%s", type ? "" : " (a string)");
 	for (size_t i = 1; keys[i]; i++) {
 		json_t *v = json_object_get(state, keys[i]);
 		*bad = keys[i];
+		int optional = strcmp(keys[i], "version_id") == 0;
+		if (!v && optional)
+			continue;
 		if (!v)
 			return tether_error_set(TETHER_ECONFIG, "a %s state needs '%s'", type, keys[i]);
+		if (strcmp(keys[i], "etag") == 0 || optional) {
+			if (!is_token(v, optional ? TETHER_STORE_VERSION_ID_MAX : TETHER_STORE_VERSION_MAX))
+				return tether_error_set(TETHER_ECONFIG, "%s must be a non-empty string of printable ASCII, "
+				                        "as a store gives it, not %s", keys[i],
+				                        json_is_string(v) ? "that string" : json_type_word(v));
+			continue;
+		}
 		int digest = strcmp(keys[i], "sha256") == 0 || strcmp(keys[i], "digest") == 0;
 		if (digest && !is_hex64(v))
 			return tether_error_set(TETHER_ECONFIG, "%s must be a sha256 hex digest (64 lower-case hex digits), not %s",
@@ -523,10 +604,13 @@ const struct tether_backend tt_backend_file = {
 	TETHER_BACKEND_INIT,
 	.kind = "file",
 	.maturity = "stable",
-	.summary = "local files and directories (observed: drift is detected, not recoverable)",
+	.summary = "local files and directories, objects and prefixes in object stores (observed: drift is detected, "
+	           "not recoverable)",
 	.caps = TETHER_CAP_FINGERPRINT | TETHER_CAP_CHEAP_FINGERPRINT | TETHER_CAP_DIFF,
+	.volatile_keys = file_volatile_keys,
 	.make_locator = file_make_locator,
 	.make_policy = file_make_policy,
+	.effective_capabilities = file_effective_capabilities,
 	.identity = file_identity,
 	.fingerprint = file_fingerprint,
 	.check_drift = file_check_drift,
@@ -538,4 +622,6 @@ const struct tether_backend tt_backend_file = {
 	.add_options = file_add_options,
 	.drift_hint = "restore the recorded data, or re-add the object with --file mutable",
 	.config_keys = file_config_keys,
+	/* A remote object's [objects."<key>"] in secrets.toml: store options. */
+	.secret_keys = tether_store_option_names,
 };

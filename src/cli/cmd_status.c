@@ -34,6 +34,7 @@ static const struct label labels[] = {
 	{ "status", "drifted", "drifted", OUT_RED },
 	{ "status", "unpinned", "unpinned", OUT_RED },
 	{ "status", "error", "error", OUT_RED },
+	{ "status", "unreachable", "unreachable", OUT_RED },
 	{ "manifest", "unchanged", "unchanged", OUT_RESET },
 	{ "manifest", "added", "added", OUT_CYAN },
 	{ "manifest", "changed", "changed", OUT_YELLOW },

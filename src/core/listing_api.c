@@ -141,41 +141,59 @@ static int after(const char *a, size_t alen, const char *b, size_t blen)
 	return c < 0 || (c == 0 && alen < blen);
 }
 
-int tether_listing_writer_add(struct tether_listing_writer *w, const struct tether_listing_entry *e)
+/* One line of kind (TT_SCAN_FILE, _LINK or _TOKEN; target: the link's
+ * target or the token), after the order check. */
+static int add_line(struct tether_listing_writer *w, char kind, const char *path, size_t path_len, uint64_t size,
+                    const unsigned char *sha256, const char *target)
 {
-	if (!e->path || !e->path_len || memchr(e->path, '\0', e->path_len))
+	if (!path || !path_len || memchr(path, '\0', path_len))
 		return tether_error_set(TETHER_EUSAGE, "listing: an entry needs a path without NUL bytes");
-	if (w->any && !after(w->last, w->last_len, e->path, e->path_len)) {
-		char *hex = NULL, *shown = tt_listing_display_name(e->path, e->path_len, &hex);
+	if (w->any && !after(w->last, w->last_len, path, path_len)) {
+		char *hex = NULL, *shown = tt_listing_display_name(path, path_len, &hex);
 		free(hex);
 		int rc = tether_error_set(TETHER_EUSAGE, "listing: '%s' comes %s '%s': entries go in bytewise path order, once each",
-		                          shown ? shown : "?", w->last_len == e->path_len &&
-		                          memcmp(w->last, e->path, e->path_len) == 0 ? "again after" : "before", w->last);
+		                          shown ? shown : "?", w->last_len == path_len &&
+		                          memcmp(w->last, path, path_len) == 0 ? "again after" : "before", w->last);
 		free(shown);
 		return rc;
 	}
-	int is_link = e->link_target != NULL;
-	size_t target_len = is_link ? strlen(e->link_target) : 0;
-	int rc = reserve(w, tt_scan_line_room(e->path_len, target_len, is_link) + 1);
+	size_t target_len = target ? strlen(target) : 0;
+	int rc = reserve(w, tt_scan_line_room(path_len, target_len, target != NULL) + 1);
 	if (rc)
 		return rc;
-	uint64_t size = is_link ? 0 : e->size;
-	w->len = (size_t)(tt_scan_put_line(w->buf + w->len, is_link ? TT_SCAN_LINK : TT_SCAN_FILE, e->sha256, size,
-	                                   e->path, e->path_len, e->link_target, target_len) - w->buf);
-	if (w->last_cap < e->path_len + 1) {
-		char *n = realloc(w->last, e->path_len + 1);
+	if (kind == TT_SCAN_LINK)
+		size = 0;
+	w->len = (size_t)(tt_scan_put_line(w->buf + w->len, kind, sha256, size, path, path_len, target, target_len) -
+	                  w->buf);
+	if (w->last_cap < path_len + 1) {
+		char *n = realloc(w->last, path_len + 1);
 		if (!n)
 			return tether_error_set(TETHER_ERROR, "listing: out of memory");
 		w->last = n;
-		w->last_cap = e->path_len + 1;
+		w->last_cap = path_len + 1;
 	}
-	memcpy(w->last, e->path, e->path_len);
-	w->last[e->path_len] = '\0';
-	w->last_len = e->path_len;
+	memcpy(w->last, path, path_len);
+	w->last[path_len] = '\0';
+	w->last_len = path_len;
 	w->any = 1;
 	w->count++;
 	w->total += size;
 	return 0;
+}
+
+int tether_listing_writer_add(struct tether_listing_writer *w, const struct tether_listing_entry *e)
+{
+	int is_link = e->link_target != NULL;
+	return add_line(w, is_link ? TT_SCAN_LINK : TT_SCAN_FILE, e->path, e->path_len, e->size, e->sha256,
+	                e->link_target);
+}
+
+int tether_listing_writer_add_token(struct tether_listing_writer *w, const char *path, size_t path_len,
+                                    uint64_t size, const char *token)
+{
+	if (!token || !*token)
+		return tether_error_set(TETHER_EUSAGE, "listing: an entry named by a token needs a non-empty one");
+	return add_line(w, TT_SCAN_TOKEN, path, path_len, size, NULL, token);
 }
 
 int tether_listing_writer_finish(struct tether_listing_writer *w, struct tether_listing_summary *out)

@@ -46,6 +46,7 @@ int tt_objs_prepare(struct tether_repo *repo, struct tt_manifest_set *set, int p
 		if (rc)
 			break;
 		tt_repo_bctx(repo, kind, o->m->key, &o->ctx);
+		o->ctx.policy = tt_manifest_policy(o->m);
 		o->ctx.progress = progress;
 		/* Objects run concurrently (all but those tt_objs_snapshot takes
 		 * first, alone): each backend gets a share. */
@@ -131,6 +132,47 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+
+
+/* An object whose fingerprint is a round trip to a remote server
+ * (REMOTE_FINGERPRINT) waits, and uses no CPU while it does: a hundred
+ * objects in one bucket on two threads would take fifty round trips in a
+ * row. Those run on a pool of their own, this many threads at most, and
+ * then the others on the usual one. */
+#define REMOTE_THREADS 32
+
+struct subset {
+	struct tt_obj *objs;
+	const size_t *index;
+};
+
+static void snapshot_indexed(void *ud, size_t i)
+{
+	const struct subset *s = ud;
+	snapshot_one(s->objs, s->index[i]);
+}
+
+/* objs[0, n) on the pools; objs stays in its order. */
+static void snapshot_pooled(struct tt_obj *objs, size_t n)
+{
+	size_t remote = 0;
+	for (size_t i = 0; i < n; i++)
+		remote += (objs[i].caps & TETHER_CAP_REMOTE_FINGERPRINT) != 0;
+	size_t *index = remote ? malloc(n * sizeof *index) : NULL;
+	if (!index) { /* none remote (a status of local files: as it always was), or out of memory */
+		tt_pool_run(n, 0, snapshot_one, objs);
+		return;
+	}
+	size_t r = 0, l = remote;
+	for (size_t i = 0; i < n; i++)
+		index[(objs[i].caps & TETHER_CAP_REMOTE_FINGERPRINT) ? r++ : l++] = i;
+	struct subset rs = {objs, index}, ls = {objs, index + remote};
+	tt_pool_run(remote, remote < REMOTE_THREADS ? (int)remote : REMOTE_THREADS, snapshot_indexed, &rs);
+	if (n > remote)
+		tt_pool_run(n - remote, 0, snapshot_indexed, &ls);
+	free(index);
+}
+
 void tt_objs_snapshot(struct tt_obj *objs, size_t n)
 {
 	int64_t start = now_ns();
@@ -144,7 +186,7 @@ void tt_objs_snapshot(struct tt_obj *objs, size_t n)
 		i++;
 	}
 	if (i < n)
-		tt_pool_run(n - i, 0, snapshot_one, objs + i);
+		snapshot_pooled(objs + i, n - i);
 }
 
 void tt_objs_free(struct tt_obj *objs, size_t n)

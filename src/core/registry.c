@@ -208,6 +208,7 @@ static const struct {
 	{TETHER_CAP_MERGE, "MERGE"},
 	{TETHER_CAP_CREATE, "CREATE"},
 	{TETHER_CAP_BRANCH_IS_STORAGE, "BRANCH_IS_STORAGE"},
+	{TETHER_CAP_REMOTE_FINGERPRINT, "REMOTE_FINGERPRINT"},
 };
 
 json_t *tether_cap_names(unsigned caps)

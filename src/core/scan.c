@@ -1735,6 +1735,8 @@ static char *put_line(char *o, char kind, const unsigned char sha256[32], uint64
 	if (kind == TT_SCAN_LINK) {
 		o = PUT_LITERAL(o, "symlink:");
 		o = put_escaped(o, target, target_len);
+	} else if (kind == TT_SCAN_TOKEN) {
+		o = put_escaped(o, target, target_len);
 	} else {
 		o = put_hex(o, sha256, 32);
 	}

@@ -24,6 +24,10 @@
 enum tt_scan_kind {
 	TT_SCAN_FILE = 'f',    /* regular file, or a symlink to one (read through) */
 	TT_SCAN_LINK = 'l',    /* symlink to a directory, or dangling: recorded by target */
+	/* Listing writers only (never a scan): an object listed elsewhere
+	 * whose token is the store's own (an object store's ETag), written
+	 * as "k" verbatim, with its size. */
+	TT_SCAN_TOKEN = 't',
 };
 
 struct tt_scan_entry {
@@ -104,7 +108,9 @@ char *tt_scan_listing(const struct tt_scan_result *r, size_t *len);
 
 /* One line of that listing, for writers of listings of entries found
  * elsewhere (listing_api.c): written at o, which has room for
- * tt_scan_line_room bytes; returns the end of the line. */
+ * tt_scan_line_room bytes; returns the end of the line. For TT_SCAN_TOKEN
+ * the target is the token ("k", escaped as a name is) and is_link's room
+ * is what it needs. */
 size_t tt_scan_line_room(size_t path_len, size_t target_len, int is_link);
 char *tt_scan_put_line(char *o, char kind, const unsigned char sha256[32], uint64_t size, const char *path,
                        size_t path_len, const char *target, size_t target_len);

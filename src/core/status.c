@@ -25,13 +25,21 @@ static const char *manifest_change(const struct tt_manifest *work, const json_t 
 }
 
 /* An object whose system could not be read is reported like the others,
- * with status "error" and the message as its detail: one unreachable store
- * must not hide what every other object's status is. */
+ * with the message as its detail: one unreachable store must not hide
+ * what every other object's status is. "unreachable" when the system
+ * could not be reached or refused the credentials (a store's
+ * TETHER_ETRANSIENT or TETHER_EAUTH: the data may be fine), "error" for
+ * any other failure. */
+static const char *failure_status(int rc)
+{
+	return rc == TETHER_ETRANSIENT || rc == TETHER_EAUTH ? "unreachable" : "error";
+}
+
 static json_t *object_report(const struct tt_obj *o, const json_t *head, int snapshot)
 {
 	json_t *recorded = tt_manifest_state(o->m);
 	int failed = snapshot && o->rc;
-	const char *status = failed ? "error" : !snapshot && recorded ? "unknown" : o->status;
+	const char *status = failed ? failure_status(o->rc) : !snapshot && recorded ? "unknown" : o->status;
 	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:O?, s:O?, s:s?, s:s?}", "key", o->m->key, "kind",
 	                 tt_manifest_kind(o->m), "tier", tether_tier_name(o->caps), "status", status,
 	                 "manifest", manifest_change(o->m, head), "recorded", recorded, "current",
@@ -101,7 +109,7 @@ static void mark_unpinned(json_t *list, const json_t *missing)
 			if (!key || strcmp(json_string_value(json_object_get(o, "key")), key) != 0)
 				continue;
 			const char *st = json_string_value(json_object_get(o, "status"));
-			if (strcmp(st, "drifted") == 0 || strcmp(st, "error") == 0) {
+			if (strcmp(st, "drifted") == 0 || strcmp(st, "error") == 0 || strcmp(st, "unreachable") == 0) {
 				json_object_set(o, "pin_detail", why);
 			} else {
 				json_object_set_new(o, "status", json_string("unpinned"));
@@ -179,7 +187,7 @@ static int status_command(tether_repo *repo, const struct tether_status_opts *op
 				clean = 0;
 			if (strcmp(mc, "unchanged") != 0)
 				clean = 0;
-			errors += strcmp(st, "error") == 0;
+			errors += strcmp(st, "error") == 0 || strcmp(st, "unreachable") == 0;
 			json_array_append_new(list, o);
 		}
 		const char *key;
@@ -232,8 +240,8 @@ static int status_command(tether_repo *repo, const struct tether_status_opts *op
 		 * refusal stays a refusal). */
 		for (size_t i = 0; !rc && errors && i < work.n; i++) {
 			if (objs[i].rc) {
-				rc = tether_error_set(objs[i].rc, "%d %s could not be checked (status error); first: %s",
-				                      errors, tt_plural(errors, "object", "objects"), objs[i].error);
+				rc = tether_error_set(objs[i].rc, "%d %s could not be checked (status error or unreachable); "
+				                      "first: %s", errors, tt_plural(errors, "object", "objects"), objs[i].error);
 				break;
 			}
 		}

@@ -139,13 +139,22 @@ static const char *record_key(const json_t *rec)
 
 /* A result that needs no backend call, or NULL when the backend must be
  * asked. */
-static json_t *settled_result(const json_t *rec, const struct tether_backend *b)
+static json_t *settled_result(struct tether_repo *repo, const json_t *rec, const struct tether_backend *b)
 {
 	if (!b)
 		return record_result(rec, 0, tether_error_last());
+	/* The object's own capabilities (a file object may be addressable);
+	 * a record they cannot be worked out for is left to verify. */
+	unsigned caps = b->caps;
+	struct tether_bctx ctx;
+	tt_repo_bctx(repo, b->kind, record_key(rec), &ctx);
+	if (tt_object_caps(b, &ctx, json_object_get(rec, "locator"), json_object_get(rec, "policy"), &caps) != 0) {
+		tether_error_clear();
+		caps = b->caps;
+	}
 	/* An observed state from the past was never recoverable: there is
 	 * nothing to hold it, so nothing to check. */
-	if (!(b->caps & (TETHER_CAP_PIN | TETHER_CAP_ADDRESSABLE)))
+	if (!(caps & (TETHER_CAP_PIN | TETHER_CAP_ADDRESSABLE)))
 		return record_result(rec, 1, "observed only: past states are not recoverable");
 	if (!json_object_get(rec, "state") || !TT_BACKEND_GET(b, verify))
 		return record_result(rec, 1, NULL);
@@ -275,7 +284,7 @@ void tt_verify_records(struct tether_repo *repo, json_t *const *records, size_t 
 	for (size_t i = 0; i < n; i++) {
 		tether_error_clear();
 		const struct tether_backend *b = tether_backend_find(record_kind(records[i]));
-		if (!(results[i] = settled_result(records[i], b))) {
+		if (!(results[i] = settled_result(repo, records[i], b))) {
 			size_t g = group_of(repo, records[i], b, index, &groups, &ngroups);
 			group_add(&groups[g], i);
 		}

@@ -31,9 +31,10 @@ def test_add_help_lists_each_kinds_options_under_the_kind(run):
     for name in ("--file", "--remote", "--ref"):
         assert name not in generic
     # ... but each kind's, as its backend declares them
-    (file_opt,) = kind_section(text, "file")
+    file_opt, region = kind_section(text, "file")
     assert file_opt.startswith("--file POLICY")
-    assert "one of immutable or mutable; default immutable; [defaults] file in tether.toml" in file_opt
+    assert "one of immutable, mutable or versioned; default immutable; [defaults] file in tether.toml" in file_opt
+    assert region.startswith("--region REGION")
     git = kind_section(text, "git")
     assert [l.split()[0] for l in git] == ["--remote", "--ref", "--allow_dirty"]
     assert git[1].startswith("--ref REF") and git[1].endswith("default HEAD")
@@ -49,8 +50,13 @@ def test_backends_json_carries_the_declarations(run):
     kinds = {b["kind"]: b for b in json.loads(run("backends", "--json").stdout)}
     assert kinds["file"]["add_options"] == [{
         "name": "file", "value_name": "POLICY",
-        "help": "a change of the data is drift (immutable) or is recorded (mutable)",
-        "choices": ["immutable", "mutable"], "default": "immutable", "field": "policy", "defaults": True}]
+        "help": "a change of the data is drift (immutable) or is recorded (mutable; versioned: and a single "
+                "object in a versioned bucket is read back by version id)",
+        "choices": ["immutable", "mutable", "versioned"], "default": "immutable", "field": "policy",
+        "defaults": True}, {
+        "name": "region", "value_name": "REGION",
+        "help": "the object store's region, over the store's own (object-store URIs only)",
+        "choices": None, "default": None, "field": "locator", "defaults": False}]
     assert [o["name"] for o in kinds["git"]["add_options"]] == ["remote", "ref", "allow_dirty"]
     assert all(o["field"] == "locator" for o in kinds["git"]["add_options"])
     assert [o["choices"] for o in kinds["git"]["add_options"]] == [None, None, ["true", "false"]]
@@ -78,11 +84,11 @@ def test_a_bad_value_is_one_usage_line_naming_option_and_values(ds):
     ds.write("data/a", "a")
     p = ds.tether("add", "x", "data/a", "--kind", "file", "--file", "frozen", check_rc=2)
     assert p.stderr.splitlines() == [
-        "tether: error: option '--file' of kind file takes immutable or mutable, not 'frozen', for 'add'",
+        "tether: error: option '--file' of kind file takes immutable, mutable or versioned, not 'frozen', for 'add'",
         "hint: see 'tether add --help'"]
     # the same through --option, and --kind=K spelt with '='
     p = ds.tether("add", "x", "data/a", "--kind=file", "--option", "file=frozen", check_rc=2)
-    assert "option '--file' of kind file takes immutable or mutable, not 'frozen'" in p.stderr
+    assert "option '--file' of kind file takes immutable, mutable or versioned, not 'frozen'" in p.stderr
     assert ds.objects_files() == []
 
 
@@ -141,9 +147,9 @@ def test_defaults_keys_and_values_come_from_the_declarations(ds):
     base = cfg.read_text()
     for edit, where, message in [
         (base.replace('file = "immutable"', 'file = "frozen"'), 'file = "frozen"',
-         'defaults.file must be one of "immutable" or "mutable"'),
+         'defaults.file must be one of "immutable", "mutable" or "versioned"'),
         (base.replace('file = "immutable"', "file = 3"), "file = 3",
-         'defaults.file must be one of "immutable" or "mutable"'),
+         'defaults.file must be one of "immutable", "mutable" or "versioned"'),
         (base.replace('file = "immutable"', 'ref = "main"'), 'ref = "main"',
          # git declares ref, but not for [defaults]
          "unknown key 'ref' in defaults (allowed: file, write, pin)"),
@@ -160,7 +166,7 @@ def test_backends_tables_hold_the_keys_their_backend_declares(ds):
     text = base + "\n[backends.file]\nthreads = 4\n"
     cfg.write_text(text)
     p = ds.tether("status", check_rc=1)
-    assert f"{cfg}:{line_col(text, 'threads')}: unknown key 'threads' in backends.file (allowed: none)" in p.stderr
+    assert f"{cfg}:{line_col(text, 'threads')}: unknown key 'threads' in backends.file (allowed: storage_options)" in p.stderr
     text = base + "\n[backends]\nfile = 1\n"
     cfg.write_text(text)
     p = ds.tether("status", check_rc=1)

@@ -291,9 +291,13 @@ def test_add_refuses_a_path_holding_the_dataset(ds):
     assert ds.objects_files() == []
 
 
-def test_add_refuses_remote_uri(ds):
-    p = ds.tether("add", "s3obj", "s3://bucket/key", "--kind", "file", check_rc=2)
-    assert "s3://bucket/key" in p.stderr
+def test_add_refuses_a_scheme_without_a_store(ds):
+    # Remote objects are the store modules' (tests/e2e/test_file_remote.py);
+    # a scheme no module serves is refused, naming it, and nothing is written.
+    p = ds.tether("add", "obj", "nosuch://bucket/key", "--kind", "file", check_rc=2)
+    assert "nosuch://" in p.stderr
+    p = ds.tether("add", "obj", "nosuch://bucket/key", "--kind", "file", "--file", "versioned", check_rc=2)
+    assert "nosuch://" in p.stderr
     assert ds.objects_files() == []
 
 

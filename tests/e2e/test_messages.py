@@ -194,7 +194,7 @@ def test_a_bad_default_names_the_values_it_may_take(ds):
     toml = ds.p("tether.toml")
     toml.write_text(re.sub(r'(?m)^file = "immutable"', 'file = "frozen"', toml.read_text()))
     p = ds.tether("status", check_rc=1)
-    assert 'defaults.file must be one of "immutable" or "mutable"' in p.stderr
+    assert 'defaults.file must be one of "immutable", "mutable" or "versioned"' in p.stderr
     assert "documented values" not in p.stderr
 
 

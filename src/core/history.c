@@ -95,7 +95,7 @@ struct blob {
 	const char *dir;
 	size_t len;
 	struct parsed p; /* once parsed */
-	int rc;      /* tt_manifest_parse's */
+	int rc;      /* tt_manifest_parse_nodigest's */
 	char *error; /* its message, and hint */
 	char *hint;
 	int done;    /* parsed (under the walk's lock) */
@@ -131,7 +131,7 @@ static void parse_all(struct walk *w)
 		/* the name for messages, made here rather than on the walk's thread */
 		char *name = tt_strdupf("%s/%s at %.12s", b->dir, b->path, b->commit);
 		struct tt_manifest m;
-		b->rc = tt_manifest_parse(b->key, b->data, b->len, name, &m);
+		b->rc = tt_manifest_parse_nodigest(b->key, b->data, b->len, name, &m);
 		free(name);
 		if (!b->rc) {
 			take_parsed(&m, &b->p);

@@ -80,12 +80,34 @@ static int note(struct collect *c, const char *kind, const json_t *locator, cons
 	return 0;
 }
 
+/* note() for a manifest in history, once per (kind, key, locator): the
+ * records of one object across its commits mostly share their locator,
+ * and a second note of the same three changes nothing (same identity,
+ * same store, a locator already there), so only the first asks the
+ * backend. `done` holds the triples noted. */
+static int note_once(struct collect *c, json_t *done, const char *kind, const json_t *locator, const char *key)
+{
+	char *text = tt_cjson(locator);
+	char *memo = text ? tt_strdupf("%s\n%s\n%s", kind ? kind : "", key ? key : "", text) : NULL;
+	free(text);
+	if (memo && json_object_get(done, memo)) {
+		free(memo);
+		return 0;
+	}
+	int rc = note(c, kind, locator, key, 1);
+	if (!rc && memo)
+		json_object_set_new(done, memo, json_true());
+	free(memo);
+	return rc;
+}
+
 /* Every key of a record: a key with secrets of its own names the store
  * with them; the others share the locator alone. */
 static int note_records(struct collect *c, const struct tt_history *h)
 {
 	const char *id;
-	json_t *rec;
+	json_t *rec, *done = json_object();
+	int failed = 0;
 	json_object_foreach(h->records, id, rec) {
 		const char *kind = json_string_value(json_object_get(rec, "kind"));
 		const json_t *locator = json_object_get(rec, "locator");
@@ -96,16 +118,19 @@ static int note_records(struct collect *c, const struct tt_history *h)
 			if (rc)
 				break;
 			if (key_secrets(c->repo, json_string_value(k)))
-				rc = note(c, kind, locator, json_string_value(k), 1);
+				rc = note_once(c, done, kind, locator, json_string_value(k));
 			else
 				plain = 1;
 		}
 		if (!rc && (plain || !json_array_size(json_object_get(rec, "keys"))))
-			rc = note(c, kind, locator, NULL, 1);
-		if (rc)
-			return rc;
+			rc = note_once(c, done, kind, locator, NULL);
+		if (rc) {
+			failed = rc;
+			break;
+		}
 	}
-	return 0;
+	json_decref(done);
+	return failed;
 }
 
 /* The working refs: each working manifest's locator with its overlay. */

@@ -324,14 +324,15 @@ static int read_at(struct tt_godb *db, const struct tt_gpack *p, uint64_t off, e
 		if (t == 6) {
 			uint64_t back;
 			unsigned c;
-			rc = damaged(p, "bad delta offset");
+			/* the message is made only for a bad offset: this runs for
+			 * every delta entry read */
 			if (q >= end)
-				goto out;
+				goto bad_offset;
 			c = *q++;
 			back = c & 0x7f;
 			while (c & 0x80) {
 				if (q >= end || back > (UINT64_MAX >> 8))
-					goto out;
+					goto bad_offset;
 				c = *q++;
 				back = ((back + 1) << 7) | (c & 0x7f);
 			}
@@ -380,6 +381,9 @@ static int read_at(struct tt_godb *db, const struct tt_gpack *p, uint64_t off, e
 		if (rc == 0)
 			tt_gcache_put(tt_godb_cache(db), l->p, l->entry_at, *type, base, base_len);
 	}
+	goto out;
+bad_offset:
+	rc = damaged(p, "bad delta offset");
 out:
 	free(chain);
 	if (rc < 0) {

@@ -18,12 +18,27 @@
  * policy, state, pin_ref) and the record's canonical text, its id. Built
  * beside the parse, on the parser's thread when one runs: the walk's own
  * thread is the one a cold walk waits for. */
+/* A member of a record, when present (taken from the manifest, whose
+ * strings the reader checked as UTF-8 and tt_strings_check as free of NUL
+ * bytes: jansson's own check of each, a good part of building a record for
+ * every manifest in history, would find nothing). */
+static void put_member(json_t *rec, const char *name, json_t *v)
+{
+	if (v && json_object_set_nocheck(rec, name, v) != 0)
+		abort();
+}
+
 static json_t *record_of(const struct tt_manifest *m, char **id)
 {
-	json_t *rec = json_pack("{s:s, s:O, s:O*, s:O*, s:O*}", "kind", tt_manifest_kind(m), "locator",
-	                        tt_manifest_locator(m), "policy", tt_manifest_policy(m), "state",
-	                        tt_manifest_state(m), "pin_ref", json_object_get(m->doc, "pin_ref"));
-	if (!rec || !(*id = tt_cjson(rec)))
+	json_t *rec = json_object();
+	if (!rec)
+		abort();
+	put_member(rec, "kind", json_object_get(m->doc, "kind"));
+	put_member(rec, "locator", tt_manifest_locator(m));
+	put_member(rec, "policy", tt_manifest_policy(m));
+	put_member(rec, "state", tt_manifest_state(m));
+	put_member(rec, "pin_ref", json_object_get(m->doc, "pin_ref"));
+	if (!(*id = tt_cjson(rec)))
 		abort();
 	return rec;
 }
@@ -59,19 +74,22 @@ static void parsed_free(struct parsed *p)
  * at `commit` ("" for the working copy). */
 static void note_manifest(struct tt_history *h, const char *key, const char *commit, struct parsed *p)
 {
+	/* Every string here was checked already: the pin id and the listing
+	 * digest (hex) by the manifest's validation, the key by tt_key_check,
+	 * the commit is hex, the id canonical JSON of checked strings. */
 	const char *pin = p->pin;
 	if (pin)
-		json_object_set_new(h->pins, pin, json_true());
+		json_object_set_new_nocheck(h->pins, pin, json_true());
 	if (p->listing && !*commit)
-		json_object_set_new(h->working_listings, p->listing, json_true());
+		json_object_set_new_nocheck(h->working_listings, p->listing, json_true());
 	json_t *rec = p->rec, *entry = json_object_get(h->records, p->id);
 	p->rec = NULL;
 	if (!entry) {
-		json_object_set_new(rec, "keys", json_array());
-		json_object_set_new(rec, "commit", json_string(*commit ? commit : "@"));
+		json_object_set_new_nocheck(rec, "keys", json_array());
+		json_object_set_new_nocheck(rec, "commit", json_string_nocheck(*commit ? commit : "@"));
 		if (pin)
-			json_object_set_new(rec, "pin", json_string(pin));
-		json_object_set_new(h->records, p->id, rec);
+			json_object_set_new_nocheck(rec, "pin", json_string_nocheck(pin));
+		json_object_set_new_nocheck(h->records, p->id, rec);
 		entry = rec;
 	} else {
 		json_decref(rec);
@@ -82,7 +100,7 @@ static void note_manifest(struct tt_history *h, const char *key, const char *com
 	int known = 0;
 	json_array_foreach(keys, i, k) known |= strcmp(json_string_value(k), key) == 0;
 	if (!known)
-		json_array_append_new(keys, json_string(key));
+		json_array_append_new(keys, json_string_nocheck(key));
 	parsed_free(p);
 }
 

@@ -133,9 +133,14 @@ struct walk {
 	pthread_t parser;
 };
 
+static void record_ready(struct walk *w);
+
 /* A parser takes blobs in order until the walk has finished and none are
- * left: the second thread while the walk runs, then both. */
-static void parse_all(struct walk *w)
+ * left: the second thread while the walk runs, then both. The second
+ * thread also records (`record`): what is parsed at the front, in the
+ * walk's order, so that the walk's own thread, the one a cold walk waits
+ * for, only reads. */
+static void parse_all(struct walk *w, int record)
 {
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
@@ -163,13 +168,20 @@ static void parse_all(struct walk *w)
 		}
 		pthread_mutex_lock(&w->mu);
 		b->done = 1;
+		if (record) {
+			pthread_mutex_unlock(&w->mu);
+			record_ready(w);
+			pthread_mutex_lock(&w->mu);
+		}
 	}
 	pthread_mutex_unlock(&w->mu);
 }
 
 /* Record the parsed blobs at the front, in order, and free them: memory
  * holds only what is in flight. After a blob that did not parse, the rest
- * are dropped: its error is the walk's. */
+ * are dropped: its error is the walk's. One thread records at a time: the
+ * walk's until the second thread starts, that one while it runs, the
+ * walk's again once it has been joined. */
 static void record_ready(struct walk *w)
 {
 	for (;;) {
@@ -227,7 +239,7 @@ static void grow_arena(void)
 static void *parser_main(void *arg)
 {
 	grow_arena();
-	parse_all(arg);
+	parse_all(arg, 1);
 	return NULL;
 }
 
@@ -276,8 +288,10 @@ static int on_manifest(void *ud, const char *commit, const char *path, const cha
 	pthread_cond_signal(&w->more);
 	if (!w->started && w->n >= PARSER_AFTER && pthread_create(&w->parser, NULL, parser_main, w) == 0)
 		w->started = 1;
+	int started = w->started;
 	pthread_mutex_unlock(&w->mu);
-	record_ready(w);
+	if (!started)
+		record_ready(w);
 	return 0;
 }
 
@@ -291,7 +305,7 @@ static int finish(struct walk *w, int walk_rc)
 	w->finished = 1;
 	pthread_cond_broadcast(&w->more);
 	pthread_mutex_unlock(&w->mu);
-	parse_all(w);
+	parse_all(w, 0);
 	if (w->started)
 		pthread_join(w->parser, NULL);
 	record_ready(w);

@@ -133,24 +133,21 @@ static int note_records(struct collect *c, const struct tt_history *h)
 	return failed;
 }
 
-/* The working refs: each working manifest's locator with its overlay. */
-static int note_workspace(struct collect *c)
+/* The working refs: each working manifest's locator with its overlay
+ * (the manifests as the history walk read them). */
+static int note_workspace(struct collect *c, const struct tt_manifest_set *work)
 {
 	json_t *ws = NULL;
-	struct tt_manifest_set work = {0};
 	int rc = tt_workspace_load(c->repo, &ws);
-	if (!rc)
-		rc = tt_manifests_load_working(c->repo->root, &work);
-	for (size_t i = 0; !rc && i < work.n; i++) {
-		const json_t *entry = tt_workspace_entry(ws, work.v[i].key);
+	for (size_t i = 0; !rc && i < work->n; i++) {
+		const json_t *entry = tt_workspace_entry(ws, work->v[i].key);
 		if (!json_is_object(json_object_get(entry, "ref")))
 			continue;
-		json_t *locator = tt_locator_at(tt_manifest_locator(&work.v[i]), json_object_get(entry, "ref"));
-		const char *key = work.v[i].key;
-		rc = note(c, tt_manifest_kind(&work.v[i]), locator, key_secrets(c->repo, key) ? key : NULL, 1);
+		json_t *locator = tt_locator_at(tt_manifest_locator(&work->v[i]), json_object_get(entry, "ref"));
+		const char *key = work->v[i].key;
+		rc = note(c, tt_manifest_kind(&work->v[i]), locator, key_secrets(c->repo, key) ? key : NULL, 1);
 		json_decref(locator);
 	}
-	tt_manifest_set_free(&work);
 	json_decref(ws);
 	return rc;
 }
@@ -211,7 +208,7 @@ int tt_gc_stores_collect(struct tether_repo *repo, const struct tt_history *h, j
 	struct collect c = {.repo = repo, .stores = stores, .skipped = skipped};
 	int rc = note_records(&c, h);
 	if (!rc)
-		rc = note_workspace(&c);
+		rc = note_workspace(&c, &h->working);
 	if (!rc)
 		rc = note_journal(&c);
 	const char *k;

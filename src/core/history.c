@@ -331,16 +331,17 @@ int tt_history_collect(struct tether_repo *repo, struct tt_history *h)
 	int rc = tt_repo_vcs(repo);
 	if (rc)
 		return rc;
-	struct tt_manifest_set work;
-	rc = tt_manifests_load_working(repo->root, &work);
+	/* Kept for the caller (gc notes the working refs' stores from them)
+	 * rather than read and parsed again. */
+	struct tt_manifest_set *work = &h->working;
+	rc = tt_manifests_load_working(repo->root, work);
 	if (rc)
 		return rc;
-	for (size_t i = 0; i < work.n; i++) {
+	for (size_t i = 0; i < work->n; i++) {
 		struct parsed p;
-		take_parsed(&work.v[i], &p);
-		note_manifest(h, work.v[i].key, "", &p);
+		take_parsed(&work->v[i], &p);
+		note_manifest(h, work->v[i].key, "", &p);
 	}
-	tt_manifest_set_free(&work);
 	char *dir = tt_repo_vcs_path(repo, ".tether/objects");
 	/* Beside the journal, in the directory only the VCS and tether write:
 	 * a clone cannot bring a cache along that would steer gc. */
@@ -362,5 +363,6 @@ void tt_history_free(struct tt_history *h)
 	json_decref(h->pins);
 	json_decref(h->records);
 	json_decref(h->working_listings);
+	tt_manifest_set_free(&h->working);
 	memset(h, 0, sizeof *h);
 }

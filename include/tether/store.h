@@ -165,6 +165,10 @@ struct tether_store_ops {
 	/* Every version of key the store keeps, newest first (delete markers
 	 * with exists = 0). Only with TETHER_STORE_VERSION_IDS. */
 	int (*list_versions)(void *impl, const char *key, tether_store_stat_fn emit, void *ud);
+	/* The flags of this open store, where its options change them (an S3
+	 * store with conditional_put = "disabled" makes no atomic conditional
+	 * writes); NULL: `flags` for every store of the scheme. */
+	unsigned (*flags_of)(void *impl);
 };
 
 /* { TETHER_STORE_OPS_INIT, .scheme = "s3", ... }, as every plug-in struct

@@ -106,6 +106,24 @@ TETHER_API int tether_fault_store_set(const char *spec);
 /* How many calls faulted since the fault was set. */
 TETHER_API unsigned long tether_fault_store_fired(void);
 
+/* The store contract: what every byte store (include/tether/store.h)
+ * must do, checked through the store front against the store at uri
+ * (any scheme tether has a store for; options: the store options its open
+ * is handed, NULL for none, when the store resolves them from the
+ * environment). The checks work under a fresh sub-prefix,
+ * uri/contract-<random>, each in an area of its own, and delete everything
+ * they wrote at the end (the last line reports that). One line per check,
+ * as tether_conformance_run prints them, to `out` (NULL = stdout): round
+ * trips, ranges, head/stat, conditional writes, version tokens, copy,
+ * delete, listing (prefixes, byte order, start_after, paging, list_stat),
+ * awkward and invalid keys, staging names, the root, version ids (skipped,
+ * saying why, where the store or bucket keeps none), racing conditional
+ * writers, and on a fault+ URI the injected faults. Returns the number of
+ * failures (a store that cannot be opened counts as one); counts may be
+ * NULL. docs/BACKENDS.md, "Writing a store". */
+TETHER_API int tether_store_conformance(const char *uri, const json_t *options, FILE *out,
+                                        struct tether_conformance_counts *counts);
+
 #ifdef __cplusplus
 }
 #endif

@@ -194,8 +194,12 @@ static int add_command(tether_repo *repo, const struct tether_add_opts *opts, js
 			json_array_append_new(warnings, json_sprintf("kind %s is %s: tested against a fake, not the "
 			                                            "real service", b->kind, b->maturity));
 		char *rel = tt_manifest_relpath(opts->key);
-		*report = json_pack("{s:s, s:s, s:s, s:s, s:O, s:o}", "key", opts->key, "kind", b->kind, "tier",
-		                    tether_tier_name(caps), "manifest", rel, "locator", locator, "warnings", warnings);
+		/* The object's own flags: a backend's effective_capabilities may
+		 * grant more than `tether backends` lists (icechunk's
+		 * CONDITIONAL_REF on an object store). */
+		*report = json_pack("{s:s, s:s, s:s, s:o, s:s, s:O, s:o}", "key", opts->key, "kind", b->kind, "tier",
+		                    tether_tier_name(caps), "flags", tether_cap_names(caps), "manifest", rel, "locator",
+		                    locator, "warnings", warnings);
 		free(rel);
 	}
 	if (rc && created && TT_BACKEND_GET(b, delete_store)) {

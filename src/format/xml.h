@@ -6,8 +6,9 @@
  * references, CDATA sections); comments, processing instructions and the
  * XML declaration are skipped. A DOCTYPE is refused (no entity expansion,
  * so no "billion laughs"). Depth is capped at 64, the document at 64 MiB.
- * Malformed input is refused with "NAME:LINE:COL: message". Fuzzed
- * (tests/fuzz/fuzz_xml.c). */
+ * Malformed input is refused with "NAME:LINE:COL: message"; so is a NUL
+ * byte. Bytes are not checked as UTF-8: they pass through as they are (a
+ * caller compares names and keys as bytes). Fuzzed (tests/fuzz/fuzz_xml.c). */
 #ifndef TETHER_FORMAT_XML_H
 #define TETHER_FORMAT_XML_H
 

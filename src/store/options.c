@@ -35,13 +35,25 @@ static const struct {
 	{"conditional_put", OPT_CONDITIONAL_PUT, 1},
 	{"connect_timeout", OPT_SECONDS, 0},
 	{"timeout", OPT_SECONDS, 0},
+	/* GCS: a Google JSON key (service_account or authorized_user), as
+	 * text or as the path of its file. */
+	{"service_account_key", OPT_STRING, 0},
+	{"service_account_path", OPT_STRING, 0},
+	/* Azure Blob (src/store/azure/config.c): what Azure's tools read from
+	 * AZURE_STORAGE_ACCOUNT_NAME, AZURE_STORAGE_ACCOUNT_KEY,
+	 * AZURE_STORAGE_SAS_TOKEN and AZURE_STORAGE_CONNECTION_STRING. */
+	{"account_name", OPT_STRING, 0},
+	{"account_key", OPT_STRING, 0},
+	{"sas_token", OPT_STRING, 0},
+	{"connection_string", OPT_STRING, 0},
 };
 #define N_OPTIONS (sizeof OPTIONS / sizeof OPTIONS[0])
 
 const char *const tether_store_option_names[] = {
 	"endpoint_url", "region", "profile", "role_arn", "access_key_id", "secret_access_key", "session_token",
 	"allow_http", "force_path_style", "virtual_hosted_style_request", "conditional_put", "connect_timeout",
-	"timeout", NULL,
+	"timeout", "service_account_key", "service_account_path", "account_name", "account_key", "sas_token",
+	"connection_string", NULL,
 };
 
 static int find(const char *key)

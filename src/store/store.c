@@ -102,7 +102,7 @@ const char *tether_store_uri(const tether_store *s)
 
 unsigned tether_store_flags(const tether_store *s)
 {
-	return s->ops->flags;
+	return TT_STORE_HAS(s->ops, flags_of) ? s->ops->flags_of(s->impl) : s->ops->flags;
 }
 
 int tether_store_get_range(tether_store *s, const char *key, uint64_t offset, uint64_t length, uint8_t **data,
@@ -252,7 +252,7 @@ static int check_version_arg(const tether_store *s, const char *key, const char 
 {
 	if (!has_version_id(version_id))
 		return 0;
-	if (!(s->ops->flags & TETHER_STORE_VERSION_IDS))
+	if (!(tether_store_flags(s) & TETHER_STORE_VERSION_IDS))
 		return no_version_ids(s, key);
 	if (!version_id_ok(version_id))
 		return tether_error_set(TETHER_EUSAGE, "%s/%s: \"%.64s\" is not a version id", s->uri, key, version_id);
@@ -354,7 +354,7 @@ int tether_store_list_versions(tether_store *s, const char *key, tether_store_st
 {
 	if (!key_ok(key, 0))
 		return bad_key(s, key);
-	if (!(s->ops->flags & TETHER_STORE_VERSION_IDS) || !TT_STORE_HAS(s->ops, list_versions))
+	if (!(tether_store_flags(s) & TETHER_STORE_VERSION_IDS) || !TT_STORE_HAS(s->ops, list_versions))
 		return no_version_ids(s, key);
 	struct versions_ud v = {s, key, emit, ud};
 	return s->ops->list_versions(s->impl, key, checked_version, &v);

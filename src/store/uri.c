@@ -118,6 +118,18 @@ static int canonical_local(const char *uri, const char *path, const char *cwd, c
 	return *out ? 0 : oom();
 }
 
+/* Hadoop's Azure URIs (abfs[s]://CONTAINER@ACCOUNT.dfs.core.windows.net/
+ * PATH, and the older wasb[s]://) name the container before the '@': a
+ * name, not a credential. A ':' there (a password) is still refused. */
+static int authority_names_container(const char *uri, size_t slen)
+{
+	static const char *const schemes[] = {"abfs", "abfss", "wasb", "wasbs"};
+	for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
+		if (slen == strlen(schemes[i]) && strncasecmp(uri, schemes[i], slen) == 0)
+			return 1;
+	return 0;
+}
+
 static int canonical_remote(const char *uri, size_t slen, char **out)
 {
 	const char *rest = uri + slen + 3;
@@ -128,7 +140,7 @@ static int canonical_remote(const char *uri, size_t slen, char **out)
 		return bad(uri, "a backslash is not allowed");
 	const char *slash = strchr(rest, '/');
 	size_t hlen = slash ? (size_t)(slash - rest) : strlen(rest);
-	if (memchr(rest, '@', hlen))
+	if (memchr(rest, '@', hlen) && !(authority_names_container(uri, slen) && !memchr(rest, ':', hlen)))
 		return bad(uri, "credentials do not belong in a URI (put them in .tether/secrets.toml)");
 	size_t n = strlen(uri);
 	char *o = malloc(n + 2);

@@ -69,6 +69,9 @@ const char *conf_code_name(int rc)
 	case TETHER_ECONFIG: return "TETHER_ECONFIG";
 	case TETHER_EIO: return "TETHER_EIO";
 	case TETHER_ENOREPO: return "TETHER_ENOREPO";
+	case TETHER_EAUTH: return "TETHER_EAUTH";
+	case TETHER_ETRANSIENT: return "TETHER_ETRANSIENT";
+	case TETHER_ECANCELLED: return "TETHER_ECANCELLED";
 	default: return "an unknown code";
 	}
 }

@@ -65,19 +65,19 @@ static void finish(struct conf_run *r)
 	undo_all(r);
 }
 
-static void report(struct conf_suite *s, const char *name, int rc, const char *why)
+void conf_report(FILE *out, struct tether_conformance_counts *counts, const char *name, int rc, const char *why)
 {
 	if (rc == CONF_PASS) {
-		s->counts.passed++;
-		fprintf(s->out, "ok   %s\n", name);
+		counts->passed++;
+		fprintf(out, "ok   %s\n", name);
 	} else if (rc == CONF_SKIP) {
-		s->counts.skipped++;
-		fprintf(s->out, "skip %s: %s\n", name, why ? why : "not applicable");
+		counts->skipped++;
+		fprintf(out, "skip %s: %s\n", name, why ? why : "not applicable");
 	} else {
-		s->counts.failed++;
-		fprintf(s->out, "FAIL %s: %s\n", name, why ? why : "failed");
+		counts->failed++;
+		fprintf(out, "FAIL %s: %s\n", name, why ? why : "failed");
 	}
-	fflush(s->out);
+	fflush(out);
 }
 
 static void run_one(struct conf_suite *s, const struct conf_check *c)
@@ -96,7 +96,7 @@ static void run_one(struct conf_suite *s, const struct conf_check *c)
 	if (rc < 0)
 		rc = CONF_FAIL;
 	finish(&r);
-	report(s, c->name, rc, r.why);
+	conf_report(s->out, &s->counts, c->name, rc, r.why);
 	free(r.why);
 	for (size_t i = 0; i < r.nstrs; i++)
 		free(r.strs[i]);

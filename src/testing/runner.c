@@ -1,6 +1,7 @@
 /* tether-conformance KIND [--harness MODULE.so]: run the conformance suite
  * against the backend of kind KIND, with the built-in harness for an
- * in-tree kind or one loaded from a shared object.
+ * in-tree kind or one loaded from a shared object. tether-conformance
+ * --store URI: the store contract against the byte store at URI.
  *
  * The runner carries all of libtether (statically) and exports its public
  * API, so a backend module or harness module it loads binds to this copy:
@@ -27,6 +28,7 @@ static const struct {
 static void usage(FILE *f)
 {
 	fputs("usage: tether-conformance KIND [--harness MODULE.so] [--fault-store]\n"
+	      "       tether-conformance --store URI [--store-options JSON|FILE]\n"
 	      "\n"
 	      "Run tether's backend conformance suite against the backend of kind KIND (found\n"
 	      "built in, or as tether-backend-KIND.so on $TETHER_MODULE_PATH). MODULE.so is a\n"
@@ -35,6 +37,14 @@ static void usage(FILE *f)
 	      "With --fault-store the harness's objects (their locator's \"uri\", a local path)\n"
 	      "are put on the fault-injecting store, fault+file://PATH, and the store checks\n"
 	      "run: a store failure must surface as an error and leave nothing half-written.\n"
+	      "\n"
+	      "With --store, the store contract instead: every check a byte store must pass,\n"
+	      "through tether's store front, against the store at URI (any scheme; fault+file://\n"
+	      "PATH is the fault store, whose injected faults are checked too). The checks work\n"
+	      "in a fresh URI/contract-<random> and delete it at the end. The store's options\n"
+	      "are a JSON object, given inline or as a file; without them the store resolves\n"
+	      "its own (the environment: AWS_ENDPOINT_URL_S3, ...).\n"
+	      "\n"
 	      "Prints one line per check and \"N passed, N failed\"; exits 1 on any failure.\n",
 	      f);
 }
@@ -93,9 +103,45 @@ static const struct tether_harness *builtin_harness(const char *kind)
 	return NULL;
 }
 
+/* --store-options: a JSON object inline ("{...}") or in a file. */
+static json_t *load_store_options(const char *arg)
+{
+	json_error_t err;
+	const char *p = arg;
+	while (*p == ' ' || *p == '\t' || *p == '\n')
+		p++;
+	json_t *v = *p == '{' ? json_loads(arg, 0, &err) : json_load_file(arg, 0, &err);
+	if (!v) {
+		fprintf(stderr, "tether-conformance: error: --store-options %s:%d:%d: %s\n", *p == '{' ? "(inline)" : arg,
+		        err.line, err.column, err.text);
+		return NULL;
+	}
+	if (!json_is_object(v)) {
+		fprintf(stderr, "tether-conformance: error: --store-options %s: not a JSON object\n",
+		        *p == '{' ? "(inline)" : arg);
+		json_decref(v);
+		return NULL;
+	}
+	return v;
+}
+
+static int run_store_contract(const char *uri, const char *options_arg)
+{
+	json_t *options = NULL;
+	if (options_arg && !(options = load_store_options(options_arg)))
+		return 2;
+	struct tether_conformance_counts counts;
+	tether_store_conformance(uri, options, stdout, &counts);
+	json_decref(options);
+	if (counts.skipped)
+		printf("# %d skipped\n", counts.skipped);
+	printf("%d passed, %d failed\n", counts.passed, counts.failed);
+	return counts.failed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
-	const char *kind = NULL, *module_path = NULL;
+	const char *kind = NULL, *module_path = NULL, *store_uri = NULL, *store_options = NULL;
 	int fault_store = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -107,12 +153,27 @@ int main(int argc, char **argv)
 			module_path = argv[i] + 10;
 		} else if (strcmp(argv[i], "--fault-store") == 0) {
 			fault_store = 1;
+		} else if (strcmp(argv[i], "--store") == 0 && i + 1 < argc) {
+			store_uri = argv[++i];
+		} else if (strncmp(argv[i], "--store=", 8) == 0) {
+			store_uri = argv[i] + 8;
+		} else if (strcmp(argv[i], "--store-options") == 0 && i + 1 < argc) {
+			store_options = argv[++i];
+		} else if (strncmp(argv[i], "--store-options=", 16) == 0) {
+			store_options = argv[i] + 16;
 		} else if (argv[i][0] != '-' && !kind) {
 			kind = argv[i];
 		} else {
 			usage(stderr);
 			return 2;
 		}
+	}
+	if (store_uri || store_options) {
+		if (!store_uri || kind || module_path || fault_store) {
+			usage(stderr);
+			return 2;
+		}
+		return run_store_contract(store_uri, store_options);
 	}
 	if (!kind) {
 		usage(stderr);

@@ -96,6 +96,11 @@ extern const struct conf_check conf_checks_session[];
  * lacks ("PIN needs unpin"), or NULL when none is missing. */
 const char *conf_missing_function(const struct tether_backend *b, unsigned caps);
 
+/* One check's line ("ok   NAME", "skip NAME: WHY", "FAIL NAME: WHY") to
+ * out, counted; rc CONF_PASS, CONF_SKIP or anything else for a failure.
+ * The store contract (store_contract.c) prints its lines with it too. */
+void conf_report(FILE *out, struct tether_conformance_counts *counts, const char *name, int rc, const char *why);
+
 /* Failure and skip: record the reason (the first one wins), return the code. */
 int conf_fail(struct conf_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Run fn on n threads at once (n <= CONF_MAX_THREADS), each given one of n

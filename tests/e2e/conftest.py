@@ -14,6 +14,8 @@ Fixtures:
   run       tether in any directory (one that is not a repository, say)
   s3_server a real S3 server on 127.0.0.1, once per kind (SeaweedFS, moto);
             seaweedfs_server and moto_server for one of them (s3servers.py)
+  gcs_server fake-gcs-server on 127.0.0.1, once per session (gcsserver.py)
+  azurite_server  Azurite's blob service on 127.0.0.1 (azureserver.py)
 
 Every run gets a private HOME, no GIT_* variables from outside, NO_COLOR and
 TZ=UTC. The helpers below compute what tether should record (states,
@@ -34,6 +36,10 @@ import pytest
 # The S3 test servers (SeaweedFS, moto): session fixtures, each started only
 # when a test asks for it (tests/e2e/s3servers.py).
 from s3servers import moto_server, s3_server, seaweedfs_server  # noqa: F401
+# fake-gcs-server, for the GCS store's tests (tests/e2e/gcsserver.py).
+from gcsserver import gcs_server  # noqa: F401
+# Azurite (Azure Blob), likewise (tests/e2e/azureserver.py).
+from azureserver import azurite_server  # noqa: F401
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 TETHER_BIN = os.environ.get("TETHER_BIN") or str(SOURCE_ROOT / "build" / "tether")

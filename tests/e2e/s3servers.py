@@ -60,13 +60,19 @@ _PR_SET_PDEATHSIG = 1
 _bucket_serial = itertools.count(1)
 
 
-def weed_binary():
-    """SeaweedFS's weed: $TETHER_WEED, scripts/install-deps' link, or PATH."""
-    for candidate in (os.environ.get("TETHER_WEED"), TETHER_DEPS / "bin" / "weed"):
+def installed_binary(env_var, name):
+    """A test server's program: $env_var, scripts/install-deps' link
+    $TETHER_DEPS/bin/name, or name on PATH; None when there is none."""
+    for candidate in (os.environ.get(env_var), TETHER_DEPS / "bin" / name):
         if candidate and os.access(candidate, os.X_OK):
             return str(candidate)
     from shutil import which
-    return which("weed")
+    return which(name)
+
+
+def weed_binary():
+    """SeaweedFS's weed: $TETHER_WEED, scripts/install-deps' link, or PATH."""
+    return installed_binary("TETHER_WEED", "weed")
 
 
 def moto_binary():

@@ -56,6 +56,10 @@ static void test_canonical(void)
 	canon_refused("", "empty");
 	canon_refused("s3://user:secret@bucket/p", "credentials");
 	canon_refused("s3://AKIA@bucket/p", "credentials");
+	/* abfs names its container before the '@'; a password is still refused. */
+	canon_is("ABFSS://Data@Acct.dfs.core.windows.net/a//b/", NULL, "abfss://data@acct.dfs.core.windows.net/a/b");
+	canon_refused("abfs://data:secret@acct.dfs.core.windows.net/a", "credentials");
+	canon_refused("az://data@acct/a", "credentials");
 	/* The message never repeats a secret. */
 	canon_refused("s3://key:hunter2@bucket/p", "s3://***@bucket/p");
 	CHECK(!strstr(tether_error_last(), "hunter2"));

@@ -152,6 +152,37 @@ static int ic_identity(const struct tether_bctx *ctx, const json_t *locator, jso
 	return *identity ? 0 : ic_fail_oom();
 }
 
+/* CONDITIONAL_REF where the repository's store compares and writes in one
+ * request (TETHER_STORE_ATOMIC_CAS: S3, GCS, Azure): every ref move is a
+ * put if-match of the `repo` file (or of the ref file, spec 1) whose
+ * condition the mutation checked on the version it read, so a fork,
+ * promote or reset moves the ref only from the head the plan reviewed. On
+ * the local filesystem the same put compares and renames under tether's
+ * lock, which Icechunk's own writers do not take, so it is not claimed
+ * there. The scheme decides; its store module is loaded (not opened) to
+ * ask, as opening the object would load it anyway. */
+static int ic_effective_capabilities(const struct tether_bctx *ctx, const json_t *locator, const json_t *policy,
+                                     unsigned *caps)
+{
+	(void)ctx;
+	(void)policy;
+	const char *uri = json_string_value(json_object_get(locator, "uri"));
+	const char *sep = uri ? strstr(uri, "://") : NULL;
+	if (!sep)
+		return 0; /* a plain path: the local store */
+	char scheme[32];
+	if ((size_t)(sep - uri) >= sizeof scheme)
+		return 0;
+	memcpy(scheme, uri, (size_t)(sep - uri));
+	scheme[sep - uri] = '\0';
+	const struct tether_store_ops *ops = tether_store_find(scheme);
+	if (ops && (ops->flags & TETHER_STORE_ATOMIC_CAS))
+		*caps |= TETHER_CAP_CONDITIONAL_REF;
+	/* No store for the scheme: fingerprint says so, naming the URI. */
+	tether_error_clear();
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* Fingerprint and history                                             */
 /* ------------------------------------------------------------------ */
@@ -352,12 +383,13 @@ const struct tether_backend tt_backend_icechunk = {
 	.kind = "icechunk",
 	.secret_keys = tether_store_option_names,
 	.maturity = "stable",
-	.summary = "Icechunk repositories (spec 1 and 2, local paths): tags pin, branches fork",
+	.summary = "Icechunk repositories (spec 1 and 2; local paths, s3://, gs://, az://): tags pin, branches fork",
 	.caps = TETHER_CAP_FINGERPRINT | TETHER_CAP_ADDRESSABLE | TETHER_CAP_PIN | TETHER_CAP_FORK |
 	        TETHER_CAP_ATOMIC_REF | TETHER_CAP_DIFF | TETHER_CAP_HISTORY | TETHER_CAP_PROMOTE |
 	        TETHER_CAP_CREATE,
 	.volatile_keys = ic_volatile_keys,
 	.make_locator = ic_make_locator,
+	.effective_capabilities = ic_effective_capabilities,
 	.identity = ic_identity,
 	.open_store = ic_open_store,
 	.close_store = ic_close_store,

@@ -20,6 +20,7 @@
 #include "core/registry.h"
 #include "format/cjson.h"
 #include "util/fsutil.h"
+#include "util/pool.h"
 #include "util/safefs.h"
 
 #include <dirent.h>
@@ -77,24 +78,53 @@ static int list_store_pins(struct tether_repo *repo, const json_t *store, json_t
 	return 0;
 }
 
+/* What listing one store's pins gave: each locator's view, or the
+ * failure (its code and message). */
+struct store_listing {
+	json_t *store;
+	json_t *views;
+	int rc;
+	char *error;
+};
+
+struct listing_job {
+	struct tether_repo *repo;
+	struct store_listing *v;
+};
+
+/* The stores are listed side by side (tt_pool_run), as verify verifies
+ * them: each listing is a backend's reads of its own store (a git
+ * repository's refs, a bucket's LIST), and the plan is then made from
+ * them one by one, in the stores' order, as before. */
+static void list_one(void *ud, size_t i)
+{
+	struct listing_job *job = ud;
+	struct store_listing *l = &job->v[i];
+	if (tt_cancelled())
+		return; /* the plan's loop below says so */
+	tether_error_clear();
+	l->views = json_array();
+	l->rc = list_store_pins(job->repo, l->store, l->views);
+	if (l->rc && !(l->error = strdup(tether_error_last())))
+		abort();
+}
+
 /* The pins of one store that nothing names, each with the pin_ref every
  * locator of the store listed it with (null where one did not). A store
  * only the journal still names may be gone: skipped, not fatal. */
-static int plan_store(struct tether_repo *repo, const struct tt_history *h, const char *skey, json_t *store,
+static int plan_store(const struct tt_history *h, const char *skey, const struct store_listing *l,
                       json_t *release, json_t *skipped)
 {
-	json_t *views = json_array();
-	int rc = list_store_pins(repo, store, views);
-	if (rc) {
+	json_t *store = l->store, *views = l->views;
+	if (l->rc) {
 		char *name = tt_gc_store_name(store);
-		int fatal = json_is_true(json_object_get(store, "in_history"));
+		int fatal = json_is_true(json_object_get(store, "in_history")), rc = 0;
 		if (fatal)
-			rc = tether_error_set(rc, "%s: %s", name, tether_error_last());
+			rc = tether_error_set(l->rc, "%s: %s", name, l->error);
 		else
-			tt_gc_skip_store(skipped, name, tether_error_last());
+			tt_gc_skip_store(skipped, name, l->error);
 		free(name);
-		json_decref(views);
-		return fatal ? rc : 0;
+		return rc;
 	}
 	json_t *locators = json_array(), *done = json_object();
 	size_t i, j;
@@ -121,7 +151,6 @@ static int plan_store(struct tether_repo *repo, const struct tt_history *h, cons
 	}
 	json_decref(done);
 	json_decref(locators);
-	json_decref(views);
 	return 0;
 }
 
@@ -344,15 +373,29 @@ static int find_candidates(struct tether_repo *repo, struct tt_history *h, json_
 		rc = keep_journal_pins(repo, h);
 	if (!rc)
 		rc = tt_gc_stores_collect(repo, h, stores, skipped);
+	size_t n = rc ? 0 : json_object_size(stores), i = 0;
+	struct store_listing *v = calloc(n + 1, sizeof *v);
+	const char **keys = calloc(n + 1, sizeof *keys);
+	if (!v || !keys)
+		abort();
 	const char *k;
 	json_t *store;
 	json_object_foreach(stores, k, store) {
-		if (!rc && tt_cancelled())
-			rc = tt_cancel_error("gc");
-		if (rc)
-			break;
-		rc = plan_store(repo, h, k, store, release, skipped);
+		if (i < n) {
+			keys[i] = k;
+			v[i++].store = store;
+		}
 	}
+	struct listing_job job = {repo, v};
+	tt_pool_run(n, 0, list_one, &job);
+	for (i = 0; i < n && !rc; i++)
+		rc = tt_cancelled() ? tt_cancel_error("gc") : plan_store(h, keys[i], &v[i], release, skipped);
+	for (i = 0; i < n; i++) {
+		json_decref(v[i].views);
+		free(v[i].error);
+	}
+	free(v);
+	free(keys);
 	return rc ? rc : orphaned_listings(repo, h, listings);
 }
 

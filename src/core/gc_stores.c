@@ -80,12 +80,34 @@ static int note(struct collect *c, const char *kind, const json_t *locator, cons
 	return 0;
 }
 
+/* note() for a manifest in history, once per (kind, key, locator): the
+ * records of one object across its commits mostly share their locator,
+ * and a second note of the same three changes nothing (same identity,
+ * same store, a locator already there), so only the first asks the
+ * backend. `done` holds the triples noted. */
+static int note_once(struct collect *c, json_t *done, const char *kind, const json_t *locator, const char *key)
+{
+	char *text = tt_cjson(locator);
+	char *memo = text ? tt_strdupf("%s\n%s\n%s", kind ? kind : "", key ? key : "", text) : NULL;
+	free(text);
+	if (memo && json_object_get(done, memo)) {
+		free(memo);
+		return 0;
+	}
+	int rc = note(c, kind, locator, key, 1);
+	if (!rc && memo)
+		json_object_set_new(done, memo, json_true());
+	free(memo);
+	return rc;
+}
+
 /* Every key of a record: a key with secrets of its own names the store
  * with them; the others share the locator alone. */
 static int note_records(struct collect *c, const struct tt_history *h)
 {
 	const char *id;
-	json_t *rec;
+	json_t *rec, *done = json_object();
+	int failed = 0;
 	json_object_foreach(h->records, id, rec) {
 		const char *kind = json_string_value(json_object_get(rec, "kind"));
 		const json_t *locator = json_object_get(rec, "locator");
@@ -96,36 +118,36 @@ static int note_records(struct collect *c, const struct tt_history *h)
 			if (rc)
 				break;
 			if (key_secrets(c->repo, json_string_value(k)))
-				rc = note(c, kind, locator, json_string_value(k), 1);
+				rc = note_once(c, done, kind, locator, json_string_value(k));
 			else
 				plain = 1;
 		}
 		if (!rc && (plain || !json_array_size(json_object_get(rec, "keys"))))
-			rc = note(c, kind, locator, NULL, 1);
-		if (rc)
-			return rc;
+			rc = note_once(c, done, kind, locator, NULL);
+		if (rc) {
+			failed = rc;
+			break;
+		}
 	}
-	return 0;
+	json_decref(done);
+	return failed;
 }
 
-/* The working refs: each working manifest's locator with its overlay. */
-static int note_workspace(struct collect *c)
+/* The working refs: each working manifest's locator with its overlay
+ * (the manifests as the history walk read them). */
+static int note_workspace(struct collect *c, const struct tt_manifest_set *work)
 {
 	json_t *ws = NULL;
-	struct tt_manifest_set work = {0};
 	int rc = tt_workspace_load(c->repo, &ws);
-	if (!rc)
-		rc = tt_manifests_load_working(c->repo->root, &work);
-	for (size_t i = 0; !rc && i < work.n; i++) {
-		const json_t *entry = tt_workspace_entry(ws, work.v[i].key);
+	for (size_t i = 0; !rc && i < work->n; i++) {
+		const json_t *entry = tt_workspace_entry(ws, work->v[i].key);
 		if (!json_is_object(json_object_get(entry, "ref")))
 			continue;
-		json_t *locator = tt_locator_at(tt_manifest_locator(&work.v[i]), json_object_get(entry, "ref"));
-		const char *key = work.v[i].key;
-		rc = note(c, tt_manifest_kind(&work.v[i]), locator, key_secrets(c->repo, key) ? key : NULL, 1);
+		json_t *locator = tt_locator_at(tt_manifest_locator(&work->v[i]), json_object_get(entry, "ref"));
+		const char *key = work->v[i].key;
+		rc = note(c, tt_manifest_kind(&work->v[i]), locator, key_secrets(c->repo, key) ? key : NULL, 1);
 		json_decref(locator);
 	}
-	tt_manifest_set_free(&work);
 	json_decref(ws);
 	return rc;
 }
@@ -186,7 +208,7 @@ int tt_gc_stores_collect(struct tether_repo *repo, const struct tt_history *h, j
 	struct collect c = {.repo = repo, .stores = stores, .skipped = skipped};
 	int rc = note_records(&c, h);
 	if (!rc)
-		rc = note_workspace(&c);
+		rc = note_workspace(&c, &h->working);
 	if (!rc)
 		rc = note_journal(&c);
 	const char *k;

@@ -18,12 +18,27 @@
  * policy, state, pin_ref) and the record's canonical text, its id. Built
  * beside the parse, on the parser's thread when one runs: the walk's own
  * thread is the one a cold walk waits for. */
+/* A member of a record, when present (taken from the manifest, whose
+ * strings the reader checked as UTF-8 and tt_strings_check as free of NUL
+ * bytes: jansson's own check of each, a good part of building a record for
+ * every manifest in history, would find nothing). */
+static void put_member(json_t *rec, const char *name, json_t *v)
+{
+	if (v && json_object_set_nocheck(rec, name, v) != 0)
+		abort();
+}
+
 static json_t *record_of(const struct tt_manifest *m, char **id)
 {
-	json_t *rec = json_pack("{s:s, s:O, s:O*, s:O*, s:O*}", "kind", tt_manifest_kind(m), "locator",
-	                        tt_manifest_locator(m), "policy", tt_manifest_policy(m), "state",
-	                        tt_manifest_state(m), "pin_ref", json_object_get(m->doc, "pin_ref"));
-	if (!rec || !(*id = tt_cjson(rec)))
+	json_t *rec = json_object();
+	if (!rec)
+		abort();
+	put_member(rec, "kind", json_object_get(m->doc, "kind"));
+	put_member(rec, "locator", tt_manifest_locator(m));
+	put_member(rec, "policy", tt_manifest_policy(m));
+	put_member(rec, "state", tt_manifest_state(m));
+	put_member(rec, "pin_ref", json_object_get(m->doc, "pin_ref"));
+	if (!(*id = tt_cjson(rec)))
 		abort();
 	return rec;
 }
@@ -59,19 +74,22 @@ static void parsed_free(struct parsed *p)
  * at `commit` ("" for the working copy). */
 static void note_manifest(struct tt_history *h, const char *key, const char *commit, struct parsed *p)
 {
+	/* Every string here was checked already: the pin id and the listing
+	 * digest (hex) by the manifest's validation, the key by tt_key_check,
+	 * the commit is hex, the id canonical JSON of checked strings. */
 	const char *pin = p->pin;
 	if (pin)
-		json_object_set_new(h->pins, pin, json_true());
+		json_object_set_new_nocheck(h->pins, pin, json_true());
 	if (p->listing && !*commit)
-		json_object_set_new(h->working_listings, p->listing, json_true());
+		json_object_set_new_nocheck(h->working_listings, p->listing, json_true());
 	json_t *rec = p->rec, *entry = json_object_get(h->records, p->id);
 	p->rec = NULL;
 	if (!entry) {
-		json_object_set_new(rec, "keys", json_array());
-		json_object_set_new(rec, "commit", json_string(*commit ? commit : "@"));
+		json_object_set_new_nocheck(rec, "keys", json_array());
+		json_object_set_new_nocheck(rec, "commit", json_string_nocheck(*commit ? commit : "@"));
 		if (pin)
-			json_object_set_new(rec, "pin", json_string(pin));
-		json_object_set_new(h->records, p->id, rec);
+			json_object_set_new_nocheck(rec, "pin", json_string_nocheck(pin));
+		json_object_set_new_nocheck(h->records, p->id, rec);
 		entry = rec;
 	} else {
 		json_decref(rec);
@@ -82,7 +100,7 @@ static void note_manifest(struct tt_history *h, const char *key, const char *com
 	int known = 0;
 	json_array_foreach(keys, i, k) known |= strcmp(json_string_value(k), key) == 0;
 	if (!known)
-		json_array_append_new(keys, json_string(key));
+		json_array_append_new(keys, json_string_nocheck(key));
 	parsed_free(p);
 }
 
@@ -95,7 +113,7 @@ struct blob {
 	const char *dir;
 	size_t len;
 	struct parsed p; /* once parsed */
-	int rc;      /* tt_manifest_parse's */
+	int rc;      /* tt_manifest_parse_nodigest's */
 	char *error; /* its message, and hint */
 	char *hint;
 	int done;    /* parsed (under the walk's lock) */
@@ -115,9 +133,14 @@ struct walk {
 	pthread_t parser;
 };
 
+static void record_ready(struct walk *w);
+
 /* A parser takes blobs in order until the walk has finished and none are
- * left: the second thread while the walk runs, then both. */
-static void parse_all(struct walk *w)
+ * left: the second thread while the walk runs, then both. The second
+ * thread also records (`record`): what is parsed at the front, in the
+ * walk's order, so that the walk's own thread, the one a cold walk waits
+ * for, only reads. */
+static void parse_all(struct walk *w, int record)
 {
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
@@ -131,7 +154,7 @@ static void parse_all(struct walk *w)
 		/* the name for messages, made here rather than on the walk's thread */
 		char *name = tt_strdupf("%s/%s at %.12s", b->dir, b->path, b->commit);
 		struct tt_manifest m;
-		b->rc = tt_manifest_parse(b->key, b->data, b->len, name, &m);
+		b->rc = tt_manifest_parse_nodigest(b->key, b->data, b->len, name, &m);
 		free(name);
 		if (!b->rc) {
 			take_parsed(&m, &b->p);
@@ -145,13 +168,20 @@ static void parse_all(struct walk *w)
 		}
 		pthread_mutex_lock(&w->mu);
 		b->done = 1;
+		if (record) {
+			pthread_mutex_unlock(&w->mu);
+			record_ready(w);
+			pthread_mutex_lock(&w->mu);
+		}
 	}
 	pthread_mutex_unlock(&w->mu);
 }
 
 /* Record the parsed blobs at the front, in order, and free them: memory
  * holds only what is in flight. After a blob that did not parse, the rest
- * are dropped: its error is the walk's. */
+ * are dropped: its error is the walk's. One thread records at a time: the
+ * walk's until the second thread starts, that one while it runs, the
+ * walk's again once it has been joined. */
 static void record_ready(struct walk *w)
 {
 	for (;;) {
@@ -209,7 +239,7 @@ static void grow_arena(void)
 static void *parser_main(void *arg)
 {
 	grow_arena();
-	parse_all(arg);
+	parse_all(arg, 1);
 	return NULL;
 }
 
@@ -258,8 +288,10 @@ static int on_manifest(void *ud, const char *commit, const char *path, const cha
 	pthread_cond_signal(&w->more);
 	if (!w->started && w->n >= PARSER_AFTER && pthread_create(&w->parser, NULL, parser_main, w) == 0)
 		w->started = 1;
+	int started = w->started;
 	pthread_mutex_unlock(&w->mu);
-	record_ready(w);
+	if (!started)
+		record_ready(w);
 	return 0;
 }
 
@@ -273,7 +305,7 @@ static int finish(struct walk *w, int walk_rc)
 	w->finished = 1;
 	pthread_cond_broadcast(&w->more);
 	pthread_mutex_unlock(&w->mu);
-	parse_all(w);
+	parse_all(w, 0);
 	if (w->started)
 		pthread_join(w->parser, NULL);
 	record_ready(w);
@@ -299,16 +331,17 @@ int tt_history_collect(struct tether_repo *repo, struct tt_history *h)
 	int rc = tt_repo_vcs(repo);
 	if (rc)
 		return rc;
-	struct tt_manifest_set work;
-	rc = tt_manifests_load_working(repo->root, &work);
+	/* Kept for the caller (gc notes the working refs' stores from them)
+	 * rather than read and parsed again. */
+	struct tt_manifest_set *work = &h->working;
+	rc = tt_manifests_load_working(repo->root, work);
 	if (rc)
 		return rc;
-	for (size_t i = 0; i < work.n; i++) {
+	for (size_t i = 0; i < work->n; i++) {
 		struct parsed p;
-		take_parsed(&work.v[i], &p);
-		note_manifest(h, work.v[i].key, "", &p);
+		take_parsed(&work->v[i], &p);
+		note_manifest(h, work->v[i].key, "", &p);
 	}
-	tt_manifest_set_free(&work);
 	char *dir = tt_repo_vcs_path(repo, ".tether/objects");
 	/* Beside the journal, in the directory only the VCS and tether write:
 	 * a clone cannot bring a cache along that would steer gc. */
@@ -330,5 +363,6 @@ void tt_history_free(struct tt_history *h)
 	json_decref(h->pins);
 	json_decref(h->records);
 	json_decref(h->working_listings);
+	tt_manifest_set_free(&h->working);
 	memset(h, 0, sizeof *h);
 }

@@ -2,6 +2,7 @@
 #define TETHER_CORE_HISTORY_H
 
 #include "core/engine.h"
+#include "core/manifest.h"
 
 struct tt_history {
 	json_t *pins;             /* {pin id: true}: every pin any manifest names */
@@ -10,6 +11,7 @@ struct tt_history {
 	json_t *working_listings; /* {listing hash: true} named by the working manifests */
 	size_t commits;           /* commits walked */
 	size_t manifests_read;    /* distinct manifest blobs parsed */
+	struct tt_manifest_set working; /* the working copy's manifests, as the walk read them */
 };
 
 /* Walk the working copy and every commit reachable from any ref. */

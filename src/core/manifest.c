@@ -226,40 +226,85 @@ static int validate(const json_t *doc, const struct mcheck *c)
 	return rc ? rc : check_state(c, doc, b);
 }
 
-int tt_manifest_parse(const char *key, const char *text, size_t len, const char *name,
-                      struct tt_manifest *out)
+/* The checks a parsed manifest must pass, in order; c->where may be NULL
+ * (messages then name the file without a line and column). */
+static int check_doc(const json_t *doc, const struct mcheck *c, int *layout)
+{
+	/* The layout first: a newer manifest may hold keys this tether does
+	 * not know, and "newer layout" is the refusal that says what to do. */
+	int rc = tt_layout_of_manifest(doc, c->name, layout);
+	if (!rc)
+		rc = tt_strings_check(doc, c->name);
+	if (!rc)
+		rc = validate(doc, c);
+	const char *pin = json_string_value(json_object_get(doc, "pin"));
+	if (!rc && pin)
+		rc = tt_pin_id_check(pin, c->name);
+	return rc;
+}
+
+/* Parse and check. The reader's record of where each key was written
+ * (a note per key, kept in a table) is wanted only for a refusal, so the
+ * text is parsed without it first, and again with it only when a check
+ * refuses: the same text gives the same document and the same refusal,
+ * now with its line and column. */
+static int parse_checked(const char *text, size_t len, const char *name, json_t **doc, int *layout)
+{
+	char err[512];
+	json_t *d = tt_toml_parse_at(text, len, name, err, sizeof err, NULL);
+	if (!d)
+		return tether_error_set(TETHER_ECONFIG, "%s", err);
+	struct mcheck c = {name, NULL};
+	int rc = check_doc(d, &c, layout);
+	if (rc) {
+		json_decref(d);
+		struct tt_toml_where *where = NULL;
+		d = tt_toml_parse_at(text, len, name, err, sizeof err, &where);
+		if (!d) /* only when memory ran out this time */
+			return tether_error_set(TETHER_ECONFIG, "%s", err);
+		tether_error_clear();
+		c.where = where;
+		rc = check_doc(d, &c, layout);
+		tt_toml_where_free(where);
+		json_decref(d);
+		return rc;
+	}
+	*doc = d;
+	return 0;
+}
+
+static int manifest_parse(const char *key, const char *text, size_t len, const char *name, int want_digest,
+                          struct tt_manifest *out)
 {
 	/* Every reader comes here (the working copy, a revision, the history
 	 * walks): the key, a path from a tree, is checked here once for all. */
 	if (tt_key_check(key) != 0)
 		return tether_error_set(TETHER_ECONFIG, "%s: not a valid object key ('%s')", name, key);
-	char err[512];
-	struct tt_toml_where *where = NULL;
-	json_t *doc = tt_toml_parse_at(text, len, name, err, sizeof err, &where);
-	if (!doc)
-		return tether_error_set(TETHER_ECONFIG, "%s", err);
-	struct mcheck c = {name, where};
-	/* The layout first: a newer manifest may hold keys this tether does
-	 * not know, and "newer layout" is the refusal that says what to do. */
+	json_t *doc = NULL;
 	int layout = 0;
-	int rc = tt_layout_of_manifest(doc, name, &layout);
-	if (!rc)
-		rc = tt_strings_check(doc, name);
-	if (!rc)
-		rc = validate(doc, &c);
-	tt_toml_where_free(where);
-	const char *pin = json_string_value(json_object_get(doc, "pin"));
-	if (!rc && pin)
-		rc = tt_pin_id_check(pin, name);
-	if (rc) {
-		json_decref(doc);
+	int rc = parse_checked(text, len, name, &doc, &layout);
+	if (rc)
 		return rc;
-	}
 	out->key = strdup(key);
 	out->doc = doc;
 	out->layout = layout;
-	tether_sha256_hex(text, len, out->digest);
+	if (want_digest)
+		tether_sha256_hex(text, len, out->digest);
+	else
+		out->digest[0] = '\0';
 	return 0;
+}
+
+int tt_manifest_parse(const char *key, const char *text, size_t len, const char *name,
+                      struct tt_manifest *out)
+{
+	return manifest_parse(key, text, len, name, 1, out);
+}
+
+int tt_manifest_parse_nodigest(const char *key, const char *text, size_t len, const char *name,
+                               struct tt_manifest *out)
+{
+	return manifest_parse(key, text, len, name, 0, out);
 }
 
 char *tt_manifest_text(const struct tt_manifest *m)

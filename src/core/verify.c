@@ -238,10 +238,23 @@ static void verify_group(void *ud, size_t i)
 	deep_group(job, g, &ctx);
 }
 
-/* The group of the store `rec` names: one per (kind, identity, key). */
+/* The group of the store `rec` names: one per (kind, identity, key).
+ * `by_locator` remembers the group of each (kind, key, locator) already
+ * placed: the records of one object across its commits mostly share their
+ * locator, and the same three have the same identity, so the backend is
+ * asked once for them. */
 static size_t group_of(struct tether_repo *repo, const json_t *rec, const struct tether_backend *b,
-                       json_t *index, struct store_group **groups, size_t *ngroups)
+                       json_t *index, json_t *by_locator, struct store_group **groups, size_t *ngroups)
 {
+	char *loc = tt_cjson(json_object_get(rec, "locator"));
+	char *memo = loc ? tt_strdupf("%s\n%s\n%s", record_kind(rec), record_key(rec) ? record_key(rec) : "", loc)
+	                 : NULL;
+	free(loc);
+	json_t *placed = memo ? json_object_get(by_locator, memo) : NULL;
+	if (placed) {
+		free(memo);
+		return (size_t)json_integer_value(placed);
+	}
 	struct tether_bctx ctx;
 	tt_repo_bctx(repo, record_kind(rec), record_key(rec), &ctx);
 	json_t *identity = NULL;
@@ -261,6 +274,9 @@ static size_t group_of(struct tether_repo *repo, const json_t *rec, const struct
 		if (name)
 			json_object_set_new(index, name, json_integer((json_int_t)g));
 	}
+	if (name && memo)
+		json_object_set_new(by_locator, memo, json_integer((json_int_t)g));
+	free(memo);
 	free(name);
 	return g;
 }
@@ -278,18 +294,19 @@ static void group_add(struct store_group *g, size_t record)
 
 void tt_verify_records(struct tether_repo *repo, json_t *const *records, size_t n, int deep, json_t **results)
 {
-	json_t *index = json_object();
+	json_t *index = json_object(), *by_locator = json_object();
 	struct store_group *groups = NULL;
 	size_t ngroups = 0;
 	for (size_t i = 0; i < n; i++) {
 		tether_error_clear();
 		const struct tether_backend *b = tether_backend_find(record_kind(records[i]));
 		if (!(results[i] = settled_result(repo, records[i], b))) {
-			size_t g = group_of(repo, records[i], b, index, &groups, &ngroups);
+			size_t g = group_of(repo, records[i], b, index, by_locator, &groups, &ngroups);
 			group_add(&groups[g], i);
 		}
 	}
 	json_decref(index);
+	json_decref(by_locator);
 	struct history_job job = {repo, (json_t **)records, results, groups, deep};
 	tt_pool_run(ngroups, 0, verify_group, &job);
 	for (size_t i = 0; i < ngroups; i++)

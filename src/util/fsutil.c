@@ -16,7 +16,12 @@
 int tt_read_fd(int fd, const char *display, char **data, size_t *len)
 {
 	struct stat st;
-	size_t cap = fstat(fd, &st) == 0 && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096, n = 0;
+	return tt_read_fd_sized(fd, display, fstat(fd, &st) == 0 ? st.st_size : 0, data, len);
+}
+
+int tt_read_fd_sized(int fd, const char *display, off_t size, char **data, size_t *len)
+{
+	size_t cap = size > 0 ? (size_t)size + 1 : 4096, n = 0;
 	char *buf = malloc(cap);
 	if (!buf)
 		return tether_error_set(TETHER_EIO, "%s: out of memory", display);

@@ -3,12 +3,16 @@
 #define TETHER_UTIL_FSUTIL_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Read a whole file. TETHER_ENOTFOUND when it does not exist (message names
  * the path). *data is NUL-terminated; *len excludes the NUL. */
 int tt_read_file(const char *path, char **data, size_t *len);
 /* The same from an open descriptor, to its end; `display` names it in errors. */
 int tt_read_fd(int fd, const char *display, char **data, size_t *len);
+/* The same when the caller knows the size from its own stat: one buffer of
+ * that size (the read still goes on to the end, should the file grow). */
+int tt_read_fd_sized(int fd, const char *display, off_t size, char **data, size_t *len);
 /* A small regular file's bytes, NUL-terminated (malloc'd), or NULL with
  * errno set, and no message: not there, not a regular file (opened
  * O_NONBLOCK, so a FIFO never blocks), larger than max bytes, or

@@ -74,7 +74,10 @@ int tt_safe_openat_dir(int dirfd, const char *name, const char *display, int *fd
 /* A regular file by name: checked before it is opened (a device is never
  * opened), opened without blocking (a FIFO swapped in meanwhile), checked
  * again on the descriptor, then made blocking. */
-static int open_regular_at(int dirfd, const char *name, const char *display, int flags, int *fd)
+/* The regular file `name` under dirfd, opened without following a link
+ * and without blocking on a FIFO swapped in after the check; *size its
+ * size when opened (NULL: not wanted). */
+static int open_regular_at(int dirfd, const char *name, const char *display, int flags, int *fd, off_t *size)
 {
 	struct stat st;
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -95,12 +98,16 @@ static int open_regular_at(int dirfd, const char *name, const char *display, int
 		close(f);
 		return refuse(display, st.st_mode, 0);
 	}
-	int fl = fcntl(f, F_GETFL);
-	if (fl < 0 || fcntl(f, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+	/* Blocking again. The status flags are the ones it was opened with,
+	 * so they are set without asking for them first (F_SETFL takes only
+	 * the status flags of `flags`: O_APPEND here, never O_NONBLOCK). */
+	if (fcntl(f, F_SETFL, flags & ~O_NONBLOCK) < 0) {
 		int e = errno;
 		close(f);
 		return tether_error_set(TETHER_EIO, "%s: %s", display, strerror(e));
 	}
+	if (size)
+		*size = st.st_size;
 	*fd = f;
 	return 0;
 }
@@ -197,10 +204,11 @@ static int open_parent(const char *root, const char *path, int create, struct pa
 int tt_safe_readat(int dirfd, const char *name, const char *display, char **data, size_t *len)
 {
 	int fd = -1;
-	int rc = open_regular_at(dirfd, name, display, O_RDONLY, &fd);
+	off_t size = 0;
+	int rc = open_regular_at(dirfd, name, display, O_RDONLY, &fd, &size);
 	if (rc)
 		return rc;
-	rc = tt_read_fd(fd, display, data, len);
+	rc = tt_read_fd_sized(fd, display, size, data, len);
 	close(fd);
 	return rc;
 }
@@ -299,7 +307,7 @@ int tt_safe_open_file(const char *root, const char *path, int flags, int *fd)
 	struct parent p;
 	int rc = open_parent(root, path, (flags & O_CREAT) != 0, &p);
 	if (!rc)
-		rc = *p.leaf ? open_regular_at(p.fd, p.leaf, path, flags, fd) : refuse(path, S_IFDIR, 0);
+		rc = *p.leaf ? open_regular_at(p.fd, p.leaf, path, flags, fd, NULL) : refuse(path, S_IFDIR, 0);
 	parent_close(&p);
 	return rc;
 }

@@ -45,10 +45,10 @@ int tt_godb_read_loose(struct tt_godb *db, const unsigned char id[20], enum tt_g
 /* gitodb.c: the database's cache of resolved pack entries (gitcache.h). */
 struct tt_gcache *tt_godb_cache(struct tt_godb *db);
 
-/* The zlib stream a database keeps for the pack entries it inflates: reset
- * between entries (inflateReset) rather than set up and torn down for each
- * of a walk's thousand small objects. One reader uses it at a time; a
- * reader that finds it taken sets up a stream of its own. */
+/* The decompressor (libdeflate's) a database keeps for the pack entries
+ * it inflates, rather than one made and freed for each of a walk's
+ * thousand small objects. One reader uses it at a time; a reader that
+ * finds it taken makes one of its own. */
 struct tt_ginflater;
 struct tt_ginflater *tt_ginflater_new(void);
 void tt_ginflater_free(struct tt_ginflater *f);

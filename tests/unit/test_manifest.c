@@ -62,6 +62,20 @@ int main(void)
 	CHECK(strstr(tether_error_last(), "objects/k.toml:2:") != NULL);
 	CHECK(parse("kind = \"file\"\npolicy.pin = \"bogus\"\n[locator]\n", &m) == TETHER_ECONFIG);
 	CHECK(strstr(tether_error_last(), "objects/k.toml:2:8: policy.pin must be one of \"native\" or \"record\"") != NULL);
+	/* The history walks' reader: the same document and the same refusals
+	 * (positions found by a second parse, made only for a refusal), no
+	 * digest. The digest of the full reader is of the bytes as read. */
+	const char *good = "kind = \"file\"\n[locator]\nuri = \"/x\"\n";
+	CHECK(tt_manifest_parse_nodigest("k", good, strlen(good), "objects/k.toml", &m) == 0);
+	CHECK(m.digest[0] == '\0');
+	CHECK_STR(json_string_value(json_object_get(tt_manifest_locator(&m), "uri")), "/x");
+	tt_manifest_free(&m);
+	CHECK(parse(good, &m) == 0);
+	CHECK_STR(m.digest, "81ed5a3eb2a3374bbfd8a354fb9080dd44d65541ba476495b3f4ff203e7aef12");
+	tt_manifest_free(&m);
+	const char *bad_pin = "kind = \"file\"\npolicy.pin = \"bogus\"\n[locator]\n";
+	CHECK(tt_manifest_parse_nodigest("k", bad_pin, strlen(bad_pin), "objects/k.toml", &m) == TETHER_ECONFIG);
+	CHECK(strstr(tether_error_last(), "objects/k.toml:2:8: policy.pin must be one of") != NULL);
 	/* Layouts: absent is 0, 1 is read, a newer one refused naming both
 	 * (before its keys, which this tether may not know), a bad one malformed. */
 	CHECK(parse("layout = 1\nkind = \"martian\"\n[locator]\n", &m) == 0);

@@ -342,6 +342,11 @@ def start_seaweedfs(srv, weed):
         f"-s3.config={srv.workdir / 's3.json'}", "-s3.autoCreateBucket=false",
         f"-admin.port={admin}", f"-admin.port.grpc={admin_grpc}", "-admin.port.legacy=0",
         "-admin.ui=false", "-webdav=false",
+        # Each bucket is a collection with a volume of its own, and mini
+        # allows free disk / volume size of them (67 here): a session of
+        # tests makes more buckets than that, and past it every PUT is a 500
+        # ("failed to find writable volumes"). Small volumes, many allowed.
+        "-master.volumeSizeLimitMB=64", "-volume.max=2000",
     ]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "S3_", "WEED_"))}
     env["HOME"] = str(srv.workdir)

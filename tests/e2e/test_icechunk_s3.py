@@ -308,8 +308,9 @@ def test_add_create_and_delete_store_on_a_prefix(s3ds, srv):
 def test_a_wrong_secret_commits_nothing_and_hides_no_other_object(s3ds, s3repo, srv):
     """A secret the server refuses: commit fails in one line naming the
     URI and the server's code, and writes nothing (no tag, no dataset
-    commit); status reports that object as an error and the others as they
-    are, and exits non-zero after reporting all."""
+    commit); status reports that object as unreachable (with the store's
+    one-line error) and the others as they are, and exits non-zero after
+    reporting all."""
     ds = s3ds
     add(ds, "img", s3repo)
     ds.write("notes.txt", "a local file\n")
@@ -324,7 +325,7 @@ def test_a_wrong_secret_commits_nothing_and_hides_no_other_object(s3ds, s3repo, 
     assert ds.head() == head and refs(s3repo)["tags"] == tags
     p = ds.tether("status", "--json", env=wrong, check_rc=1)
     objects = {o["key"]: o for o in json.loads(p.stdout)["objects"]}
-    assert objects["img"]["status"] == "error" and "403" in objects["img"]["detail"]
+    assert objects["img"]["status"] == "unreachable" and "403" in objects["img"]["detail"]
     assert objects["notes"]["status"] == "clean"
     # With the right secret again, the commit goes through.
     ds.tether("commit", "-m", "accepted")

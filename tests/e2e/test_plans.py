@@ -301,7 +301,7 @@ def test_plan_and_from_plan_exclude_each_other(plates, tmp_path):
 
 
 def test_a_plan_holds_no_secrets(plates, tmp_path):
-    plates.write(".tether/secrets.toml", '[objects."raw/plates"]\ntoken = "SEKRIT-0451"\n')
+    plates.write(".tether/secrets.toml", '[objects."raw/plates"]\nsecret_access_key = "SEKRIT-0451"\n')
     for args in (("commit", "-m", "baseline"), ("gc",)):
         plan_file = tmp_path / f"{args[0]}.json"
         plates.tether(*args, "--plan", plan_file)

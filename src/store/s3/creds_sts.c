@@ -7,11 +7,9 @@
 #include "format/xml.h"
 #include "store/http/http.h"
 #include "util/fsutil.h"
-#include "util/hex.h"
 
 #include <tether/backend.h> /* tether_error_set */
 
-#include <nettle/sha2.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,13 +70,8 @@ static int sts_call(struct tt_http *h, const struct tt_aws_source *s, const char
 
 	/* The payload's hash: libcurl 7.88 signs with whatever the caller
 	 * declares here (http.h). */
-	uint8_t digest[SHA256_DIGEST_SIZE];
-	struct sha256_ctx sha;
-	sha256_init(&sha);
-	sha256_update(&sha, f->len, (const uint8_t *)f->text);
-	sha256_digest(&sha, sizeof digest, digest);
-	char hash[2 * SHA256_DIGEST_SIZE + 1];
-	tt_hex(digest, sizeof digest, hash);
+	char hash[65];
+	tether_sha256_hex(f->text, f->len, hash);
 
 	struct tt_http_header headers[3] = {
 	    {"Content-Type", "application/x-www-form-urlencoded; charset=utf-8"},

@@ -6,26 +6,12 @@
 
 #include "store/http/http.h"
 #include "store/s3/creds.h"
-#include "util/hex.h"
 
-#include <nettle/sha2.h>
+#include <tether/backend.h> /* tether_sha256_hex */
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The payload's SHA-256 in hex, as x-amz-content-sha256 carries it:
- * libcurl 7.88 does not add the header, and both SeaweedFS and AWS check
- * the body against it. */
-static void payload_hash(const void *body, size_t len, char hex[65])
-{
-	struct sha256_ctx ctx;
-	uint8_t d[SHA256_DIGEST_SIZE];
-	sha256_init(&ctx);
-	if (len)
-		sha256_update(&ctx, len, body);
-	sha256_digest(&ctx, sizeof d, d);
-	tt_hex(d, sizeof d, hex);
-}
 
 /* Prefix the error message with what the request was for. */
 static int named(int rc, const char *what, const char *suffix)
@@ -53,7 +39,9 @@ int s3_perform(struct s3 *s, const struct s3_call *c, const char *what, struct t
 	memset(resp, 0, sizeof *resp);
 	*attempts = 0;
 	char hash[65];
-	payload_hash(c->body, c->body_len, hash);
+	/* x-amz-content-sha256: libcurl 7.88 does not add it, and both
+	 * SeaweedFS and AWS check the body against it. */
+	tether_sha256_hex(c->body, c->body_len, hash);
 	char *url = s3_url(&s->ep, s->bucket, c->object, c->query);
 	size_t nh = c->n_headers + 2;
 	struct tt_http_header *hs = calloc(nh, sizeof *hs);

@@ -132,8 +132,6 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-
-
 /* An object whose fingerprint is a round trip to a remote server
  * (REMOTE_FINGERPRINT) waits, and uses no CPU while it does: a hundred
  * objects in one bucket on two threads would take fifty round trips in a

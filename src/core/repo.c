@@ -599,7 +599,7 @@ int tt_repo_load_secrets(struct tether_repo *repo)
 	int rc = refuse_tracked(repo, "secrets.toml", "secrets must never be committed", " and rotate what it held",
 	                        &present);
 	char *path = tt_path_join(repo->tether_dir, "secrets.toml");
-	if (!rc && present && !repo->secrets_loaded) {
+	if (!rc && present) {
 		char *data;
 		size_t len;
 		rc = tt_safe_read(repo->root, path, &data, &len);
@@ -621,8 +621,10 @@ int tt_repo_load_secrets(struct tether_repo *repo)
 				repo->secrets_where = where;
 			}
 		}
-		repo->secrets_loaded = rc == 0;
 	}
+	/* Absent is loaded too: every command that opens objects asks, some
+	 * twice (check_secrets, then the objects' preparation). */
+	repo->secrets_loaded = rc == 0;
 	free(path);
 	return rc;
 }

@@ -39,11 +39,14 @@ struct target {
 	int prefix;
 };
 
+/* Leaves t empty, so a target freed where a step failed can be freed
+ * again by the caller's common exit. */
 static void target_free(struct target *t)
 {
 	free(t->uri);
 	free(t->plain);
 	free(t->root);
+	memset(t, 0, sizeof *t);
 }
 
 /* uri (as given, or as a locator holds it) in canonical form, split. */

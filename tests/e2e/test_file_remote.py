@@ -194,3 +194,33 @@ def test_bad_inputs_are_refused_naming_them(s3ds):
     allow_http(ds, b, f"{b}-missing", extra='[objects."x"]\npasword = "typo"\n')
     p = ds.tether("status", check_rc=None)
     assert p.returncode != 0 and "pasword" in p.stderr
+
+
+def test_bad_locators_are_refused_naming_them(s3ds):
+    """--region's misuses and a URI without a bucket are refused at add,
+    writing nothing; a committed locator whose uri is not the form tether
+    records (a clone's) is refused by status, naming both forms."""
+    ds = s3ds
+    b = ds.srv.bucket("badloc")
+    allow_http(ds, b)
+    put(ds, b, "raw/x.csv", b"x\n")
+    p = ds.tether("add", "x", f"s3://{b}/raw/x.csv", "--kind", "file", "--region", "", check_rc=2)
+    assert "--region takes a region's name" in p.stderr
+    ds.write("local.csv", "local\n")
+    p = ds.tether("add", "l", "local.csv", "--kind", "file", "--region", "us-east-1", check_rc=2)
+    assert "--region is for an object store's URI" in p.stderr and "local.csv" in p.stderr
+    p = ds.tether("add", "n", "s3:///raw/x.csv", "--kind", "file", check_rc=None)
+    assert p.returncode != 0 and "s3:///raw/x.csv" in p.stderr
+    assert ds.objects_files() == []
+
+    ds.tether("add", "x", f"s3://{b}/raw/x.csv", "--kind", "file")
+    ds.tether("commit", "-m", "x")
+    manifest = ds.root / ".tether" / "objects" / "x.toml"
+    text = manifest.read_text()
+    assert f'"s3://{b}/raw/x.csv"' in text
+    manifest.write_text(text.replace(f'"s3://{b}/raw/x.csv"', f'"s3://{b}//raw/x.csv"'))
+    ds.git("commit", "-qam", "a clone's locator")
+    p = ds.tether("status", check_rc=None)
+    assert p.returncode != 0
+    assert "is not in the form tether records" in p.stdout + p.stderr
+    assert f"s3://{b}/raw/x.csv" in p.stdout + p.stderr

@@ -56,12 +56,6 @@ struct tt_gcs_call {
 	int *attempts; /* may be NULL; set to the attempts made */
 };
 
-/* One request, made again while tt_http_retryable says so (tt_http_backoff
- * between, at most the client's max_attempts); *attempts (may be NULL)
- * is how many were made. tt_http_perform's result. */
-int tt_gcs_perform(struct tt_http *h, const struct tt_http_request *req, struct tt_http_response *resp,
-                   int *attempts);
-
 /* Make the call, with a bearer token when the store has credentials,
  * again after a retryable failure (429, 5xx, a lost connection: with
  * tt_http_backoff, up to max_attempts) and once after a 401 with a

@@ -16,23 +16,6 @@
 
 #define MAX_HEADERS 8
 
-int tt_gcs_perform(struct tt_http *h, const struct tt_http_request *req, struct tt_http_response *resp,
-                   int *attempts)
-{
-	int max = tt_http_options(h)->max_attempts;
-	for (int attempt = 1;; attempt++) {
-		memset(resp, 0, sizeof *resp);
-		if (attempts)
-			*attempts = attempt;
-		int rc = tt_http_perform(h, req, resp);
-		if (attempt >= max || !tt_http_retryable(rc, resp))
-			return rc;
-		tt_http_response_free(resp);
-		if ((rc = tt_http_backoff(attempt)))
-			return rc;
-	}
-}
-
 int tt_gcs_call(struct tt_gcs *g, const struct tt_gcs_call *c, struct tt_http_response *resp)
 {
 	if (c->n_headers + 1 > MAX_HEADERS)
@@ -67,7 +50,7 @@ int tt_gcs_call(struct tt_gcs *g, const struct tt_gcs_call *c, struct tt_http_re
 			.body = c->body,
 			.body_len = c->body_len,
 		};
-		int rc = tt_gcs_perform(g->http, &req, resp, c->attempts);
+		int rc = tt_http_perform_retried(g->http, &req, resp, c->attempts);
 		free(bearer);
 		if (rc) {
 			/* No answer (refused, reset, timed out): the client's message

@@ -57,7 +57,7 @@ static int post_form(struct tt_http *h, const char *url, const char *form, const
 	struct tt_http_request req = {
 		.method = "POST", .url = url, .headers = &hdr, .n_headers = 1, .body = form, .body_len = strlen(form)};
 	struct tt_http_response resp;
-	int rc = tt_gcs_perform(h, &req, &resp, NULL);
+	int rc = tt_http_perform_retried(h, &req, &resp, NULL);
 	if (rc == 0)
 		rc = read_answer(&resp, what, out);
 	tt_http_response_free(&resp);
@@ -131,7 +131,7 @@ int tt_gcs_token_from_metadata(struct tt_http *h, const char *host, struct tt_gc
 	struct tt_http_header hdr = {"Metadata-Flavor", "Google"};
 	struct tt_http_request req = {.method = "GET", .url = url, .headers = &hdr, .n_headers = 1};
 	struct tt_http_response resp;
-	int rc = tt_gcs_perform(h, &req, &resp, NULL);
+	int rc = tt_http_perform_retried(h, &req, &resp, NULL);
 	const char *flavor = rc == 0 ? tt_http_header(&resp, "Metadata-Flavor") : NULL;
 	if (rc) {
 		char why[512];

@@ -590,6 +590,23 @@ int tt_http_backoff(int attempt)
 	return 0;
 }
 
+int tt_http_perform_retried(struct tt_http *h, const struct tt_http_request *req, struct tt_http_response *resp,
+                            int *attempts)
+{
+	int max = tt_http_options(h)->max_attempts;
+	for (int attempt = 1;; attempt++) {
+		memset(resp, 0, sizeof *resp);
+		if (attempts)
+			*attempts = attempt;
+		int rc = tt_http_perform(h, req, resp);
+		if (attempt >= max || !tt_http_retryable(rc, resp))
+			return rc;
+		tt_http_response_free(resp);
+		if ((rc = tt_http_backoff(attempt)))
+			return rc;
+	}
+}
+
 char *tt_http_escape(const char *s, int keep_slash)
 {
 	static const char hex[] = "0123456789ABCDEF";

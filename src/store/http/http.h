@@ -3,9 +3,10 @@
  * token endpoint), on libcurl. Linked into each remote store module, never
  * into libtether: a command on local files never maps libcurl.
  *
- * One request is one attempt (tt_http_perform): a module that must sign
- * each attempt anew (a date header, a refreshed token) loops itself, with
- * tt_http_retryable to decide and tt_http_backoff to wait. Connections,
+ * One request is one attempt (tt_http_perform); tt_http_perform_retried
+ * makes the same request again while it is worth it. A module that must
+ * sign each attempt anew (a date header, a refreshed token) loops itself,
+ * with tt_http_retryable to decide and tt_http_backoff to wait. Connections,
  * DNS answers and TLS sessions are shared by every request of a client (a
  * curl share), so a command that makes many requests to one server opens
  * few connections; tt_http_perform_many runs a batch of independent
@@ -96,6 +97,15 @@ int tt_http_retryable(int rc, const struct tt_http_response *resp);
  * jitter over an exponential base of 100 ms, capped at 5 s; a cancel
  * (tether_cancel) cuts the sleep short and returns TETHER_ECANCELLED. */
 int tt_http_backoff(int attempt);
+
+/* tt_http_perform, attempted again while tt_http_retryable says so, up to
+ * the client's max_attempts, with tt_http_backoff between: for a request
+ * that needs no new signature per attempt (a module that re-signs loops
+ * itself). Returns as tt_http_perform does for the last attempt, or
+ * TETHER_ECANCELLED from the wait; resp as tt_http_perform's. *attempts
+ * (may be NULL) is how many were made. */
+int tt_http_perform_retried(struct tt_http *h, const struct tt_http_request *req, struct tt_http_response *resp,
+                            int *attempts);
 
 /* Percent-encode s as RFC 3986's unreserved set allows (A-Z a-z 0-9 - _ .
  * ~ stay); '/' stays too when keep_slash. malloc'd. */

@@ -7,28 +7,20 @@
 
 #include <tether/backend.h> /* tether_error_set */
 
+#include <stdio.h>
 #include <string.h>
 
 int tt_aws_http_call(struct tt_http *h, const struct tt_http_request *req, const char *what,
                      struct tt_http_response *resp)
 {
-	int attempts = tt_http_options(h)->max_attempts;
-	for (int attempt = 1;; attempt++) {
-		memset(resp, 0, sizeof *resp);
-		int rc = tt_http_perform(h, req, resp);
-		if (attempt >= attempts || !tt_http_retryable(rc, resp)) {
-			if (rc == 0)
-				return 0;
-			tt_http_response_free(resp);
-			char msg[1024];
-			snprintf(msg, sizeof msg, "%s", tether_error_last());
-			return tether_error_set(rc, "%s: %s (%d attempt%s)", what, msg, attempt, attempt == 1 ? "" : "s");
-		}
-		tt_http_response_free(resp);
-		int brc = tt_http_backoff(attempt);
-		if (brc != 0)
-			return brc;
-	}
+	int attempt = 0;
+	int rc = tt_http_perform_retried(h, req, resp, &attempt);
+	if (rc == 0 || rc == TETHER_ECANCELLED)
+		return rc;
+	tt_http_response_free(resp);
+	char msg[1024];
+	snprintf(msg, sizeof msg, "%s", tether_error_last());
+	return tether_error_set(rc, "%s: %s (%d attempt%s)", what, msg, attempt, attempt == 1 ? "" : "s");
 }
 
 void tt_aws_server_words(char *out, size_t n, const char *code, const char *msg)

@@ -40,6 +40,9 @@ from s3servers import moto_server, s3_server, seaweedfs_server  # noqa: F401
 from gcsserver import gcs_server  # noqa: F401
 # Azurite (Azure Blob), likewise (tests/e2e/azureserver.py).
 from azureserver import azurite_server  # noqa: F401
+# Postgres and MariaDB, for the catalogs and databases of the table and
+# database backends (tests/e2e/dbservers.py).
+from dbservers import mariadb_server, postgres_server  # noqa: F401
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 TETHER_BIN = os.environ.get("TETHER_BIN") or str(SOURCE_ROOT / "build" / "tether")

@@ -16,6 +16,8 @@ Fixtures:
             seaweedfs_server and moto_server for one of them (s3servers.py)
   gcs_server fake-gcs-server on 127.0.0.1, once per session (gcsserver.py)
   azurite_server  Azurite's blob service on 127.0.0.1 (azureserver.py)
+  postgres_server, mariadb_server  Postgres 15 and MariaDB on 127.0.0.1,
+            once per session, passwords enforced (dbservers.py)
 
 Every run gets a private HOME, no GIT_* variables from outside, NO_COLOR and
 TZ=UTC. The helpers below compute what tether should record (states,

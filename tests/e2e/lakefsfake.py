@@ -435,6 +435,9 @@ class Handler(BaseHTTPRequestHandler):
                 f.setdefault("count", 1)
                 fake.faults.append(f)
                 return self._send(204, None)
+            if path == "/_fake/faults" and method == "DELETE":
+                fake.faults.clear()
+                return self._send(204, None)
             if path == "/_fake/requests" and method == "GET":
                 return self._send(200, fake.requests)
             if path == "/_fake/requests" and method == "DELETE":
@@ -545,11 +548,25 @@ class LakeFSFake:
             f["drop"] = True
         self.admin("POST", "/_fake/faults", f)
 
+    def clear_faults(self):
+        self.admin("DELETE", "/_fake/faults")
+
     def requests(self):
         return self.admin("GET", "/_fake/requests")
 
     def clear_requests(self):
         self.admin("DELETE", "/_fake/requests")
+
+
+def upload(client, repo, branch, path, data):
+    """Upload bytes through lakefs-sdk (its upload_object sends a file it
+    opens by name, as multipart/form-data)."""
+    import tempfile
+    import lakefs_sdk
+    with tempfile.NamedTemporaryFile() as f:
+        f.write(data)
+        f.flush()
+        return lakefs_sdk.ObjectsApi(client).upload_object(repo, branch, path, content=f.name)
 
 
 def decode_branch(name):

@@ -461,7 +461,8 @@ class LakeFSAdapter(Adapter):
 
     def _write(self, repo, branch, path, data):
         import lakefs_sdk
-        self._api("ObjectsApi").upload_object(repo, branch, path, content=data)
+        from lakefsfake import upload
+        upload(self.server.client(), repo, branch, path, data)
         return self._api("CommitsApi").commit(repo, branch, lakefs_sdk.CommitCreation(message=f"write {path}")).id
 
     def add_args(self, store):
@@ -470,8 +471,8 @@ class LakeFSAdapter(Adapter):
     def mutate(self, store, branch=None):
         from lakefsfake import encode_branch
         import secrets as _s
-        return self._write(store, encode_branch(branch or self.base_branch), f"data/{_s.token_hex(4)}",
-                           _s.token_bytes(8))
+        # The same object each time, so that two sides' writes conflict.
+        return self._write(store, encode_branch(branch or self.base_branch), "data/value", _s.token_bytes(8))
 
     def head(self, store, branch=None):
         from lakefsfake import encode_branch
@@ -524,7 +525,7 @@ class LakeFSAdapter(Adapter):
 
     def write_via_handle(self, handle):
         import secrets as _s
-        return self._write(handle["repository"], handle["ref"], f"data/{_s.token_hex(4)}", b"via handle")
+        return self._write(handle["repository"], handle["ref"], "data/value", _s.token_bytes(8))
 
 
 ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3(), LakeFSAdapter()]

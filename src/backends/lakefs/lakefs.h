@@ -90,6 +90,8 @@ int lfs_unpin(const struct tether_bctx *ctx, const json_t *locator, const json_t
 int lfs_list_pins(const struct tether_bctx *ctx, const json_t *locator, json_t **pin_refs);
 int lfs_verify(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
                int *ok, char **detail);
+int lfs_verify_deep(const struct tether_bctx *ctx, const json_t *locator, const json_t *state,
+                    const json_t *pin_ref, int *ok, char **detail);
 int lfs_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
              const char *branch, const json_t *expect, json_t **working_ref);
 int lfs_delete_working_ref(const struct tether_bctx *ctx, const json_t *locator, const json_t *working_ref);

@@ -40,28 +40,41 @@ static int read_log(struct lfs_conn *c, const char *ref, int max_count, json_t *
 	return rc;
 }
 
-/* commit id -> [tag, ...] */
-static int tags_by_commit(struct lfs_conn *c, json_t **out)
+/* The refs of one kind ("branches", "tags") added to commit id -> [name]. */
+static int refs_of(struct lfs_conn *c, const char *what, json_t *by_commit)
 {
-	char *r = lfs_esc(c->repo), *path = r ? tt_strdupf("/repositories/%s/tags", r) : NULL;
+	char *r = lfs_esc(c->repo), *path = r ? tt_strdupf("/repositories/%s/%s", r, what) : NULL;
 	free(r);
-	json_t *tags = NULL;
-	int rc = path ? lfs_list_all(c, path, "", 1000000, &tags) : tt_fail_oom();
+	json_t *refs = NULL;
+	int rc = path ? lfs_list_all(c, path, "", 1000000, &refs) : tt_fail_oom();
 	free(path);
-	*out = rc == 0 ? json_object() : NULL;
 	size_t i;
 	json_t *t;
-	json_array_foreach(tags, i, t) {
+	json_array_foreach(refs, i, t) {
 		const char *id = json_string_value(json_object_get(t, "id"));
 		const char *commit = json_string_value(json_object_get(t, "commit_id"));
-		if (!*out || !id || !commit)
+		if (!id || !commit)
 			continue;
-		json_t *list = json_object_get(*out, commit);
+		json_t *list = json_object_get(by_commit, commit);
 		if (!list)
-			json_object_set_new(*out, commit, list = json_array());
+			json_object_set_new(by_commit, commit, list = json_array());
 		json_array_append_new(list, json_string(id));
 	}
-	json_decref(tags);
+	json_decref(refs);
+	return rc;
+}
+
+/* commit id -> [branch, ..., tag, ...], as `git log --decorate` shows them. */
+static int tags_by_commit(struct lfs_conn *c, json_t **out)
+{
+	*out = json_object();
+	int rc = *out ? refs_of(c, "branches", *out) : tt_fail_oom();
+	if (rc == 0)
+		rc = refs_of(c, "tags", *out);
+	if (rc) {
+		json_decref(*out);
+		*out = NULL;
+	}
 	return rc;
 }
 
@@ -87,11 +100,11 @@ int lfs_history(const struct tether_bctx *ctx, const json_t *locator, int max_co
 		if (rc || !id)
 			continue;
 		json_t *refs = json_object_get(tags, id);
-		json_array_append_new(out, json_pack("{s:s, s:I, s:s, s:O}", "id", id, "time",
+		json_array_append_new(out, json_pack("{s:s, s:I, s:s, s:o}", "id", id, "time",
 		                                     json_is_integer(when) ? json_integer_value(when) : (json_int_t)0, "message",
 		                                     json_string_value(json_object_get(e, "message")) ?
 		                                             json_string_value(json_object_get(e, "message")) : "",
-		                                     "refs", refs ? refs : json_array()));
+		                                     "refs", refs ? json_incref(refs) : json_array()));
 	}
 	json_decref(log);
 	json_decref(tags);
@@ -173,7 +186,6 @@ int lfs_diff(const struct tether_bctx *ctx, const json_t *locator, const json_t 
 int lfs_open(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
              const json_t *working_ref, int read_only, json_t **handle)
 {
-	(void)ctx;
 	*handle = NULL;
 	struct lfs_loc loc;
 	int rc = lfs_read_locator(locator, &loc);
@@ -181,7 +193,7 @@ int lfs_open(const struct tether_bctx *ctx, const json_t *locator, const json_t 
 		return rc;
 	const char *commit = lfs_state_commit(state);
 	const char *wb = json_string_value(json_object_get(working_ref, "working_branch"));
-	char *ref = NULL;
+	char *ref = NULL, *live = NULL;
 	if (read_only) {
 		const char *tag = json_string_value(json_object_get(pin_ref, "tag"));
 		ref = strdup(tag ? tag : commit ? commit : loc.branch);
@@ -189,6 +201,19 @@ int lfs_open(const struct tether_bctx *ctx, const json_t *locator, const json_t 
 		ref = wb ? lfs_branch_encode(wb) : strdup(loc.branch);
 	if (!ref)
 		return tt_fail_oom();
+	/* A writable handle is the branch as it is now, which may be ahead of
+	 * the recorded state. */
+	struct lfs_conn c;
+	if (!read_only && (rc = lfs_connect(ctx, &loc, &c)) == 0) {
+		rc = lfs_branch_head(&c, ref, &live);
+		lfs_disconnect(&c);
+	}
+	if (rc) {
+		free(ref);
+		return rc;
+	}
+	if (live)
+		commit = live;
 	/* lakeFS's URI, and the S3 gateway's form of the same place (the
 	 * repository is the bucket, the ref the first path segment). */
 	char *uri = tt_strdupf("lakefs://%s/%s/%s", loc.repository, ref, loc.prefix);
@@ -199,5 +224,6 @@ int lfs_open(const struct tether_bctx *ctx, const json_t *locator, const json_t 
 	free(uri);
 	free(s3);
 	free(ref);
+	free(live);
 	return *handle ? 0 : tt_fail_oom();
 }

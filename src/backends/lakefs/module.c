@@ -36,6 +36,7 @@ static const struct tether_backend lfs_backend = {
 	.config_keys = lfs_config_keys,
 	.open_store = lfs_session_open,
 	.close_store = lfs_session_close,
+	.verify_deep = lfs_verify_deep,
 	.descends = lfs_descends,
 	.delete_working_ref_if = lfs_delete_working_ref_if,
 	.move_base = lfs_move_base,

@@ -439,3 +439,46 @@ int lfs_descends(const struct tether_bctx *ctx, const json_t *locator, const jso
 	lfs_disconnect(&c);
 	return rc;
 }
+
+/* verify, then the commit read back and its objects under the prefix
+ * listed (one page): a commit whose metadata lakeFS cannot read fails
+ * though its tag is in place. */
+int lfs_verify_deep(const struct tether_bctx *ctx, const json_t *locator, const json_t *state,
+                    const json_t *pin_ref, int *ok, char **detail)
+{
+	int rc = lfs_verify(ctx, locator, state, pin_ref, ok, detail);
+	if (rc || !*ok)
+		return rc;
+	struct lfs_loc loc;
+	struct lfs_conn c;
+	if ((rc = lfs_begin(ctx, locator, &loc, &c)) != 0)
+		return rc;
+	const char *commit = lfs_state_commit(state);
+	char *path = repo_path(&c, "/commits/", commit), *ref = repo_path(&c, "/refs/", commit);
+	char *p = lfs_esc(loc.prefix), *ls = ref && p ? tt_strdupf("%s/objects/ls?amount=1&prefix=%s", ref, p) : NULL;
+	json_t *j = NULL, *list = NULL;
+	long status;
+	if (!path || !ls)
+		rc = tt_fail_oom();
+	else if ((rc = lfs_request(&c, "GET", path, NULL, NULL, &status, &j)) == 0 &&
+	         !json_is_string(json_object_get(j, "meta_range_id")))
+		rc = tether_error_set(TETHER_EIO, "commit %s has no meta_range_id", commit);
+	if (rc == 0)
+		rc = lfs_request(&c, "GET", ls, NULL, NULL, &status, &list);
+	if (rc == 0 && !json_is_array(json_object_get(list, "results")))
+		rc = tether_error_set(TETHER_EIO, "the objects of commit %s under '%s' are not a list", commit, loc.prefix);
+	if (rc && rc != TETHER_ETRANSIENT && rc != TETHER_EAUTH && rc != TETHER_ECANCELLED) {
+		*ok = 0;
+		*detail = tt_strdupf("commit %s cannot be read: %s", commit, tether_error_last());
+		tether_error_clear();
+		rc = 0;
+	}
+	json_decref(j);
+	json_decref(list);
+	free(path);
+	free(ref);
+	free(p);
+	free(ls);
+	lfs_disconnect(&c);
+	return rc;
+}

@@ -262,7 +262,11 @@ static int diff_command(tether_repo *repo, const struct tether_diff_opts *opts, 
 {
 	*report = NULL;
 	struct side a = {0}, b = {0};
-	int rc = load_side(repo, opts->from ? opts->from : "HEAD", &a);
+	/* A content diff asks the objects' systems, which are reached with
+	 * what secrets.toml gives them (an endpoint, keys), as for status. */
+	int rc = opts->content ? tt_repo_check_secrets(repo) : 0;
+	if (!rc)
+		rc = load_side(repo, opts->from ? opts->from : "HEAD", &a);
 	if (!rc)
 		rc = load_side(repo, opts->to, &b);
 	json_t *list = json_array();

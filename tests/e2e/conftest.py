@@ -45,6 +45,8 @@ from azureserver import azurite_server  # noqa: F401
 # Postgres and MariaDB, for the catalogs and databases of the table and
 # database backends (tests/e2e/dbservers.py).
 from dbservers import mariadb_server, postgres_server  # noqa: F401
+# The fake lakeFS API (tests/e2e/lakefsfake.py): lakeFS itself is not served here.
+from lakefsfake import lakefs_server  # noqa: F401
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 TETHER_BIN = os.environ.get("TETHER_BIN") or str(SOURCE_ROOT / "build" / "tether")

@@ -1,0 +1,183 @@
+/* Dolt forks: working branches made off a pinned commit, deleted, listed,
+ * and handles (revision-database URLs).
+ *
+ * A branch is made at a commit in two steps every Dolt has: DOLT_BRANCH
+ * (at the session's head) and DOLT_RESET('--hard', commit) on the new
+ * branch's revision database; an existing branch at another commit is
+ * moved by the same reset (older servers cannot delete a branch). */
+#include "backends/dolt/dolt.h"
+
+#include "util/fail.h"
+#include "util/fsutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *working_branch(const json_t *working_ref)
+{
+	return json_string_value(json_object_get(working_ref, "working_branch"));
+}
+
+/* Move `branch` (which exists) to `commit`. */
+static int reset_branch(const struct tether_bctx *ctx, const struct dt_loc *loc, const char *branch,
+                        const char *commit)
+{
+	struct dt_conn w;
+	int rc = dt_connect(ctx, loc, branch, &w);
+	if (rc)
+		return rc;
+	char *sql = dt_sql(&w, "CALL DOLT_RESET('--hard', ?)", commit);
+	if ((rc = dt_exec(&w, sql)) == -1)
+		rc = dt_fail(&w, "CALL DOLT_RESET('--hard') on the working branch");
+	free(sql);
+	dt_release(&w, 0); /* its session's branch state is not worth keeping */
+	return rc;
+}
+
+int dt_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
+            const char *branch, const json_t *expect, json_t **working_ref)
+{
+	(void)pin_ref; /* the tag and the state name one commit; the state is always there */
+	*working_ref = NULL;
+	struct dt_loc loc;
+	const char *commit;
+	int rc = dt_read_locator(locator, &loc);
+	if (rc || (rc = dt_state_commit(state, &commit)))
+		return rc;
+	json_t *probe = json_pack("{s:s}", "working_branch", branch);
+	struct dt_loc check;
+	rc = probe ? dt_read_locator(probe, &check) : tt_fail_oom(); /* a branch name tether can send */
+	json_decref(probe);
+	struct dt_conn c;
+	if (rc || (rc = dt_connect(ctx, &loc, NULL, &c)))
+		return rc;
+	char head[DT_HASH_MAX];
+	int found = 0, dirty = 0, exists = 0;
+	if ((rc = dt_branch_head(&c, branch, head, &found, &dirty)) == 0 && (rc = dt_commit_exists(&c, commit, &exists)) == 0 &&
+	    !exists)
+		rc = tether_error_set(TETHER_ENOTFOUND, "dolt %s has no commit %s to fork %s from", c.where, commit, branch);
+	if (rc == 0 && expect) {
+		const char *want = json_string_value(json_object_get(expect, "commit"));
+		if (json_is_null(expect) && found)
+			rc = tether_error_set(TETHER_EREFUSED, "dolt %s: branch %s exists already (at %s): refused", c.where,
+			                      branch, head);
+		else if (!json_is_null(expect) && !found)
+			rc = tether_error_set(TETHER_EREFUSED, "dolt %s: branch %s is gone (expected at %s): refused", c.where,
+			                      branch, want ? want : "?");
+		else if (!json_is_null(expect) && (!want || strcmp(want, head) != 0))
+			rc = tether_error_set(TETHER_EREFUSED, "dolt %s: branch %s moved: expected %s, found %s; nothing was "
+			                      "changed", c.where, branch, want ? want : "?", head);
+	}
+	if (rc == 0 && !found) {
+		char *sql = dt_sql(&c, "CALL DOLT_BRANCH(?)", branch);
+		if ((rc = dt_exec(&c, sql)) == -1)
+			rc = dt_fail(&c, "CALL DOLT_BRANCH");
+		free(sql);
+	}
+	dt_release(&c, rc == 0);
+	if (rc == 0 && (!found || strcmp(head, commit) != 0))
+		rc = reset_branch(ctx, &loc, branch, commit);
+	if (rc == 0 && !(*working_ref = json_pack("{s:s}", "working_branch", branch)))
+		rc = tt_fail_oom();
+	return rc;
+}
+
+static int delete_branch(const struct tether_bctx *ctx, const json_t *locator, const json_t *working_ref,
+                         const json_t *expect)
+{
+	struct dt_loc loc;
+	const char *branch = working_branch(working_ref);
+	int rc = dt_read_locator(locator, &loc);
+	if (rc)
+		return rc;
+	if (!branch || !strcmp(branch, loc.branch))
+		return tether_error_set(TETHER_ECONFIG, "dolt working ref: \"working_branch\" must name a working branch");
+	struct dt_conn c;
+	if ((rc = dt_connect(ctx, &loc, NULL, &c)))
+		return rc;
+	char head[DT_HASH_MAX];
+	int found = 0, dirty = 0;
+	rc = dt_branch_head(&c, branch, head, &found, &dirty);
+	const char *want = expect ? json_string_value(json_object_get(expect, "commit")) : NULL;
+	if (rc == 0 && found && expect && (!want || strcmp(want, head) != 0))
+		rc = tether_error_set(TETHER_EREFUSED, "dolt %s: branch %s is at %s, not %s: kept", c.where, branch, head,
+		                      want ? want : "?");
+	if (rc == 0 && found) {
+		char *sql = dt_sql(&c, "CALL DOLT_BRANCH('-D', ?)", branch);
+		if ((rc = dt_exec(&c, sql)) == -1)
+			rc = dt_fail(&c, "CALL DOLT_BRANCH('-D')");
+		free(sql);
+	}
+	dt_release(&c, rc == 0);
+	return rc;
+}
+
+int dt_delete_working_ref(const struct tether_bctx *ctx, const json_t *locator, const json_t *working_ref)
+{
+	return delete_branch(ctx, locator, working_ref, NULL);
+}
+
+int dt_delete_working_ref_if(const struct tether_bctx *ctx, const json_t *locator, const json_t *working_ref,
+                             const json_t *expect)
+{
+	return delete_branch(ctx, locator, working_ref, expect);
+}
+
+int dt_list_working_refs(const struct tether_bctx *ctx, const json_t *locator, json_t **refs)
+{
+	*refs = NULL;
+	struct dt_loc loc;
+	struct dt_conn c;
+	int rc = dt_read_locator(locator, &loc);
+	if (rc || (rc = dt_connect(ctx, &loc, NULL, &c)))
+		return rc;
+	char prefix[64];
+	snprintf(prefix, sizeof prefix, DT_WS_PREFIX "%.8s.", ctx && ctx->dataset_id ? ctx->dataset_id : "");
+	json_t *rows = NULL, *out = json_array();
+	if ((rc = dt_query(&c, "SELECT name, hash FROM dolt_branches", &rows)) == -1)
+		rc = dt_fail(&c, "cannot read dolt_branches");
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row) {
+		const char *name = json_string_value(json_array_get(row, 0));
+		const char *hash = json_string_value(json_array_get(row, 1));
+		if (name && hash && strncmp(name, prefix, strlen(prefix)) == 0)
+			json_array_append_new(out, json_pack("{s:s, s:{s:s}, s:{s:s}}", "branch", name, "ref", "working_branch",
+			                                     name, "head", "commit", hash));
+	}
+	json_decref(rows);
+	dt_release(&c, rc == 0);
+	if (rc)
+		json_decref(out);
+	else
+		*refs = out;
+	return rc;
+}
+
+int dt_open(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
+            const json_t *working_ref, int read_only, json_t **handle)
+{
+	*handle = NULL;
+	struct dt_loc loc;
+	const char *commit;
+	int rc = dt_read_locator(locator, &loc);
+	if (rc || (rc = dt_state_commit(state, &commit)))
+		return rc;
+	const char *tag = json_string_value(json_object_get(pin_ref, "tag"));
+	const char *wb = working_branch(working_ref);
+	/* A branch is writable; a tag or a hash is read-only in Dolt. */
+	const char *ref = !read_only ? (wb ? wb : dt_work_branch(&loc)) : tag ? tag : commit;
+	char *user = dt_login_user(ctx, &loc);
+	if (!user)
+		return tether_error_last()[0] ? TETHER_ECONFIG : tt_fail_oom();
+	char *url = tt_strdupf("mysql://%s@%s:%u/%s/%s", user, loc.host, loc.port, loc.database, ref);
+	char *dbref = tt_strdupf("%s/%s", loc.database, ref);
+	if (url && dbref)
+		*handle = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:b}", "kind", "dolt", "uri", url, "url",
+		                    url, "database", loc.database, "ref", ref, "commit", commit, "database_ref", dbref,
+		                    "host", loc.host, "port", (int)loc.port, "read_only", read_only);
+	free(url);
+	free(dbref);
+	free(user);
+	return *handle ? 0 : tt_fail_oom();
+}

@@ -1,0 +1,161 @@
+/* Dolt states: a branch head's commit hash, and whether the branch's
+ * working set holds changes no commit has (dolt_branches.dirty). */
+#include "backends/dolt/dolt.h"
+
+#include "util/fail.h"
+#include "util/fsutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A Dolt commit hash: 32 characters of base32 (0-9, a-v). */
+static int is_hash(const char *s)
+{
+	size_t n = strlen(s);
+	if (n != 32)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'v')))
+			return 0;
+	return 1;
+}
+
+static int copy_hash(struct dt_conn *c, const char *h, char out[DT_HASH_MAX], const char *what)
+{
+	if (!h || !is_hash(h))
+		return tether_error_set(TETHER_EIO, "dolt %s: %s: the server answered \"%s\", not a commit hash", c->where,
+		                        what, h ? h : "NULL");
+	memcpy(out, h, strlen(h) + 1);
+	return 0;
+}
+
+int dt_branch_head(struct dt_conn *c, const char *branch, char hash[DT_HASH_MAX], int *found, int *dirty)
+{
+	*found = 0;
+	*dirty = 0;
+	int has_dirty = 0;
+	int rc = dt_has_column(c, "dolt_branches", "dirty", &has_dirty);
+	if (rc)
+		return rc;
+	if (!has_dirty)
+		dt_warn_once(c->where, "dolt %s has no dolt_branches.dirty column: uncommitted changes on its branches "
+		                       "are not detected, and read as clean", c->where);
+	char *sql = has_dirty ? dt_sql(c, "SELECT hash, dirty FROM dolt_branches WHERE name = ?", branch)
+	                      : dt_sql(c, "SELECT hash FROM dolt_branches WHERE name = ?", branch);
+	json_t *rows;
+	rc = dt_query(c, sql, &rows);
+	free(sql);
+	if (rc)
+		return rc == -1 ? dt_fail(c, "cannot read dolt_branches") : rc;
+	json_t *row = json_array_get(rows, 0);
+	if (row) {
+		*found = 1;
+		rc = copy_hash(c, json_string_value(json_array_get(row, 0)), hash, "dolt_branches.hash");
+		const char *d = json_string_value(json_array_get(row, 1));
+		*dirty = d && strcmp(d, "0") != 0 && strcmp(d, "false") != 0;
+	}
+	json_decref(rows);
+	return rc;
+}
+
+int dt_commit_exists(struct dt_conn *c, const char *hash, int *exists)
+{
+	*exists = 0;
+	if (!is_hash(hash))
+		return 0;
+	char *sql = dt_sql(c, "SELECT COUNT(*) FROM dolt_commits WHERE commit_hash = ?", hash);
+	json_t *rows;
+	int rc = dt_query(c, sql, &rows);
+	free(sql);
+	if (rc)
+		return rc == -1 ? dt_fail(c, "cannot read dolt_commits") : rc;
+	const char *n = json_string_value(json_array_get(json_array_get(rows, 0), 0));
+	*exists = n && strcmp(n, "0") != 0;
+	json_decref(rows);
+	return 0;
+}
+
+/* A commit hash, tag or branch as a commit hash. HASHOF takes refs (some
+ * servers refuse a bare hash there), so a hash is looked up itself. */
+int dt_resolve(struct dt_conn *c, const char *rev, char hash[DT_HASH_MAX])
+{
+	int exists = 0, rc;
+	if (is_hash(rev)) {
+		if ((rc = dt_commit_exists(c, rev, &exists)))
+			return rc;
+		if (exists) {
+			memcpy(hash, rev, strlen(rev) + 1);
+			return 0;
+		}
+	}
+	char *sql = dt_sql(c, "SELECT HASHOF(?)", rev);
+	json_t *rows;
+	rc = dt_query(c, sql, &rows);
+	free(sql);
+	if (rc == -1)
+		return tether_error_set(TETHER_ENOTFOUND, "dolt %s has no commit, tag or branch \"%s\" (the server said: %s)",
+		                        c->where, rev, mysql_error(c->my));
+	if (rc)
+		return rc;
+	rc = copy_hash(c, json_string_value(json_array_get(json_array_get(rows, 0), 0)), hash, "HASHOF");
+	json_decref(rows);
+	return rc;
+}
+
+int dt_state_commit(const json_t *state, const char **commit)
+{
+	*commit = json_string_value(json_object_get(state, "commit"));
+	if (!*commit || !is_hash(*commit))
+		return tether_error_set(TETHER_ECONFIG, "dolt state: \"commit\" must be a Dolt commit hash");
+	return 0;
+}
+
+int dt_check_state(const json_t *state, const char **key)
+{
+	*key = NULL;
+	const char *k;
+	json_t *v;
+	if (!json_is_object(state))
+		return tether_error_set(TETHER_ECONFIG, "a dolt state is a table with \"commit\"");
+	json_object_foreach((json_t *)state, k, v) {
+		if (strcmp(k, "commit") == 0 && (!json_is_string(v) || !is_hash(json_string_value(v)))) {
+			*key = k;
+			return tether_error_set(TETHER_ECONFIG, "dolt state: \"commit\" must be a Dolt commit hash "
+			                                        "(32 characters 0-9, a-v)");
+		}
+		if (strcmp(k, "dirty") == 0 && !json_is_boolean(v)) {
+			*key = k;
+			return tether_error_set(TETHER_ECONFIG, "dolt state: \"dirty\" must be true or false");
+		}
+		if (strcmp(k, "commit") != 0 && strcmp(k, "dirty") != 0) {
+			*key = k;
+			return tether_error_set(TETHER_ECONFIG, "dolt state: unknown key \"%s\" (a state has commit, dirty)", k);
+		}
+	}
+	if (!json_object_get(state, "commit"))
+		return tether_error_set(TETHER_ECONFIG, "dolt state has no \"commit\"");
+	return 0;
+}
+
+int dt_fingerprint(const struct tether_bctx *ctx, const json_t *locator, const json_t *policy,
+                   struct tether_fingerprint *out)
+{
+	(void)policy;
+	memset(out, 0, sizeof *out);
+	struct dt_loc loc;
+	struct dt_conn c;
+	int rc = dt_read_locator(locator, &loc);
+	if (rc || (rc = dt_connect(ctx, &loc, NULL, &c)))
+		return rc;
+	char hash[DT_HASH_MAX];
+	int found = 1, dirty = 0;
+	if (!loc.working_branch && loc.at)
+		rc = dt_resolve(&c, loc.at, hash);
+	else if ((rc = dt_branch_head(&c, dt_work_branch(&loc), hash, &found, &dirty)) == 0 && !found)
+		rc = tether_error_set(TETHER_ENOTFOUND, "dolt %s has no branch \"%s\"", c.where, dt_work_branch(&loc));
+	dt_release(&c, rc == 0 || rc == TETHER_ENOTFOUND);
+	if (rc)
+		return rc;
+	out->state = dirty ? json_pack("{s:s, s:b}", "commit", hash, "dirty", 1) : json_pack("{s:s}", "commit", hash);
+	return out->state ? 0 : tt_fail_oom();
+}

@@ -22,6 +22,7 @@
 
 #define DT_TAG_PREFIX "tether."
 #define DT_WS_PREFIX "tether.ws."
+#define DT_WS_BRANCH_PREFIX "tether/ws/" /* DT_WS_PREFIX as a Dolt branch (dt_branch_for) */
 #define DT_DEFAULT_PORT 3306u
 #define DT_HASH_MAX 64
 
@@ -48,6 +49,13 @@ struct dt_conn {
 int dt_read_locator(const json_t *locator, struct dt_loc *out);
 /* The branch a call works on: the working branch, else the locator's. */
 const char *dt_work_branch(const struct dt_loc *loc);
+/* A name tether may put in SQL and URLs (no quotes, '@', spaces; '/'
+ * only in a ref). */
+int dt_plain_name(const char *s, int ref);
+/* The Dolt branch for the engine's working-branch name, and back: '.'
+ * becomes '/', as Dolt (v0.40.4) refuses '.' in branch names. malloc'd. */
+char *dt_branch_for(const char *engine_name);
+char *dt_engine_name_of(const char *dolt_branch);
 /* "mysql://host:port/database" (no user, nothing secret). malloc'd. */
 char *dt_server_uri(const struct dt_loc *loc, int with_database);
 int dt_make_locator(const struct tether_bctx *ctx, const char *uri, const json_t *options, const char *cwd,

@@ -13,6 +13,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+static char *swap(const char *name, char from, char to)
+{
+	char *out = strdup(name);
+	for (char *p = out; p && *p; p++)
+		if (*p == from)
+			*p = to;
+	return out;
+}
+
+char *dt_branch_for(const char *engine_name)
+{
+	return swap(engine_name, '.', '/');
+}
+
+char *dt_engine_name_of(const char *dolt_branch)
+{
+	return swap(dolt_branch, '/', '.');
+}
+
 static const char *working_branch(const json_t *working_ref)
 {
 	return json_string_value(json_object_get(working_ref, "working_branch"));
@@ -34,22 +53,33 @@ static int reset_branch(const struct tether_bctx *ctx, const struct dt_loc *loc,
 	return rc;
 }
 
+static int fork_named(const struct tether_bctx *ctx, const json_t *locator, const json_t *state,
+                      const char *branch, const json_t *expect, json_t **working_ref);
+
 int dt_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
             const char *branch, const json_t *expect, json_t **working_ref)
 {
 	(void)pin_ref; /* the tag and the state name one commit; the state is always there */
+	char *name = dt_branch_for(branch);
+	int rc = name ? fork_named(ctx, locator, state, name, expect, working_ref) : tt_fail_oom();
+	free(name);
+	return rc;
+}
+
+static int fork_named(const struct tether_bctx *ctx, const json_t *locator, const json_t *state,
+                      const char *branch, const json_t *expect, json_t **working_ref)
+{
 	*working_ref = NULL;
 	struct dt_loc loc;
 	const char *commit;
 	int rc = dt_read_locator(locator, &loc);
 	if (rc || (rc = dt_state_commit(state, &commit)))
 		return rc;
-	json_t *probe = json_pack("{s:s}", "working_branch", branch);
-	struct dt_loc check;
-	rc = probe ? dt_read_locator(probe, &check) : tt_fail_oom(); /* a branch name tether can send */
-	json_decref(probe);
+	if (!dt_plain_name(branch, 1))
+		return tether_error_set(TETHER_EUSAGE, "dolt: branch name \"%s\" holds a character tether does not send",
+		                        branch);
 	struct dt_conn c;
-	if (rc || (rc = dt_connect(ctx, &loc, NULL, &c)))
+	if ((rc = dt_connect(ctx, &loc, NULL, &c)))
 		return rc;
 	char head[DT_HASH_MAX];
 	int found = 0, dirty = 0, exists = 0;
@@ -132,7 +162,7 @@ int dt_list_working_refs(const struct tether_bctx *ctx, const json_t *locator, j
 	if (rc || (rc = dt_connect(ctx, &loc, NULL, &c)))
 		return rc;
 	char prefix[64];
-	snprintf(prefix, sizeof prefix, DT_WS_PREFIX "%.8s.", ctx && ctx->dataset_id ? ctx->dataset_id : "");
+	snprintf(prefix, sizeof prefix, DT_WS_BRANCH_PREFIX "%.8s/", ctx && ctx->dataset_id ? ctx->dataset_id : "");
 	json_t *rows = NULL, *out = json_array();
 	if ((rc = dt_query(&c, "SELECT name, hash FROM dolt_branches", &rows)) == -1)
 		rc = dt_fail(&c, "cannot read dolt_branches");
@@ -141,9 +171,11 @@ int dt_list_working_refs(const struct tether_bctx *ctx, const json_t *locator, j
 	json_array_foreach(rows, i, row) {
 		const char *name = json_string_value(json_array_get(row, 0));
 		const char *hash = json_string_value(json_array_get(row, 1));
-		if (name && hash && strncmp(name, prefix, strlen(prefix)) == 0)
-			json_array_append_new(out, json_pack("{s:s, s:{s:s}, s:{s:s}}", "branch", name, "ref", "working_branch",
-			                                     name, "head", "commit", hash));
+		char *engine = name && hash && strncmp(name, prefix, strlen(prefix)) == 0 ? dt_engine_name_of(name) : NULL;
+		if (engine)
+			json_array_append_new(out, json_pack("{s:s, s:{s:s}, s:{s:s}}", "branch", engine, "ref",
+			                                     "working_branch", name, "head", "commit", hash));
+		free(engine);
 	}
 	json_decref(rows);
 	dt_release(&c, rc == 0);

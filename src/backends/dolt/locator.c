@@ -25,12 +25,13 @@ static int optional_string(const json_t *locator, const char *key, const char **
 	return 0;
 }
 
-/* A name tether puts inside SQL and URLs: printable, no quote, slash or
- * space (Dolt's branch and database names allow far less anyway). */
-static int plain_name(const char *s)
+/* A name tether puts inside SQL and URLs: printable, no quote, '@', '?',
+ * '#' or space, and no '/' unless it is a ref (Dolt's branch and database
+ * names allow far less anyway). */
+int dt_plain_name(const char *s, int ref)
 {
 	for (; *s; s++)
-		if (!isgraph((unsigned char)*s) || strchr("'\"`\\/@?#", *s))
+		if (!isgraph((unsigned char)*s) || strchr("'\"`\\@?#", *s) || (*s == '/' && !ref))
 			return 0;
 	return 1;
 }
@@ -64,7 +65,7 @@ int dt_read_locator(const json_t *locator, struct dt_loc *out)
 	                          {"branch", out->branch}, {"user", out->user},
 	                          {"at", out->at},         {"working_branch", out->working_branch}};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-		if (names[i][1] && !plain_name(names[i][1]))
+		if (names[i][1] && !dt_plain_name(names[i][1], i >= 2 && i != 3))
 			return tether_error_set(TETHER_ECONFIG,
 			                        "dolt locator: \"%s\" = \"%s\" holds a character tether does not send "
 			                        "(quotes, '/', '@', '?', '#', spaces, control characters)",
@@ -203,9 +204,12 @@ int dt_make_locator(const struct tether_bctx *ctx, const char *uri, const json_t
 	if (rc == 0 && (rc = dt_read_locator(loc, &l)) == TETHER_ECONFIG)
 		rc = tether_error_set(TETHER_EUSAGE, "%s", tether_error_last());
 	if (rc == 0) { /* record every field, defaults included: the locator says where it points */
-		json_object_set_new(loc, "host", json_string(l.host));
+		if (!json_object_get(loc, "host"))
+			json_object_set_new(loc, "host", json_string(l.host));
+		if (!json_object_get(loc, "branch"))
+			json_object_set_new(loc, "branch", json_string(l.branch));
 		json_object_set_new(loc, "port", json_integer(l.port));
-		json_object_set_new(loc, "branch", json_string(l.branch));
+		rc = dt_read_locator(loc, &l); /* l pointed into what was replaced */
 	}
 	/* The server must answer, with the branch (and --at) there. */
 	struct dt_conn c;

@@ -282,12 +282,15 @@ def test_the_working_branch_gone_on_promote(ds, dolt_server, dolt):
     ds.tether("commit", "-m", "base")
     ds.tether("new", "-b", "work")
     loc_branch = fork_name(ds)
-    # Point the fork's record at a branch that is not there.
-    path = ds.manifest_path("db")
-    text = path.read_text().replace(loc_branch, loc_branch + "x")
-    path.write_text(text)
+    # This workspace's record of the fork names a branch that is not there.
+    path = ds.root / ".tether" / "workspace.toml"
+    path.write_text(path.read_text().replace(loc_branch, loc_branch + "x"))
     p = ds.tether("status", check_rc=None)
     assert p.returncode != 0 and f'no branch "{loc_branch}x"' in p.stderr
+    before = dolt_server.head(dolt)
+    p = ds.tether("promote", check_rc=None)
+    assert p.returncode != 0 and f"{loc_branch}x" in p.stderr
+    assert dolt_server.head(dolt) == before
 
 
 # ---------------------------------------------------------------------------

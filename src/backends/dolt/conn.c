@@ -29,6 +29,7 @@ struct dt_pool {
 	MYSQL *idle[DT_POOL_MAX];
 	char *idle_ref[DT_POOL_MAX]; /* the database each was opened on */
 	int n;
+	int has_dirty; /* dolt_branches.dirty: -1 not asked yet, else 0 or 1 */
 };
 
 /* ------------------------------------------------------------------ */
@@ -176,6 +177,7 @@ int dt_connect(const struct tether_bctx *ctx, const struct dt_loc *loc, const ch
 	char *dbname = ref ? tt_strdupf("%s/%s", loc->database, ref) : strdup(loc->database);
 	if (!dbname)
 		return tt_fail_oom();
+	snprintf(c->dbname, sizeof c->dbname, "%s", dbname);
 	struct dt_pool *pool = ctx ? ctx->session : NULL;
 	c->pool = pool;
 	if (pool) { /* an idle connection on the same database, checked alive */
@@ -208,16 +210,7 @@ void dt_release(struct dt_conn *c, int ok)
 	if (!c->my)
 		return;
 	if (ok && pool) {
-		const char *db = NULL;
-		char *name = NULL;
-		MYSQL_RES *res = NULL;
-		/* Remember which database it is on (a revision database's name). */
-		if (mysql_query(c->my, "SELECT DATABASE()") == 0 && (res = mysql_store_result(c->my))) {
-			MYSQL_ROW row = mysql_fetch_row(res);
-			db = row ? row[0] : NULL;
-			name = db ? strdup(db) : NULL;
-			mysql_free_result(res);
-		}
+		char *name = strdup(c->dbname);
 		pthread_mutex_lock(&pool->lock);
 		if (name && pool->n < DT_POOL_MAX) {
 			pool->idle[pool->n] = c->my;
@@ -242,6 +235,7 @@ int dt_open_store(const struct tether_bctx *ctx, const json_t *locator, const js
 	if (!pool)
 		return tt_fail_oom();
 	pthread_mutex_init(&pool->lock, NULL);
+	pool->has_dirty = -1;
 	*session = pool;
 	return 0;
 }
@@ -394,6 +388,28 @@ int dt_has_column(struct dt_conn *c, const char *table, const char *column, int 
 	*has = json_array_size(rows) > 0;
 	json_decref(rows);
 	return 0;
+}
+
+int dt_has_dirty(struct dt_conn *c, int *has)
+{
+	struct dt_pool *pool = c->pool;
+	int known = -1;
+	if (pool) {
+		pthread_mutex_lock(&pool->lock);
+		known = pool->has_dirty;
+		pthread_mutex_unlock(&pool->lock);
+	}
+	if (known >= 0) {
+		*has = known;
+		return 0;
+	}
+	int rc = dt_has_column(c, "dolt_branches", "dirty", has);
+	if (rc == 0 && pool) {
+		pthread_mutex_lock(&pool->lock);
+		pool->has_dirty = *has;
+		pthread_mutex_unlock(&pool->lock);
+	}
+	return rc;
 }
 
 int dt_has_table(struct dt_conn *c, const char *table, int *has)

@@ -42,7 +42,8 @@ struct dt_loc {
 struct dt_conn {
 	MYSQL *my;
 	char where[512];
-	void *pool; /* the session it came from, or NULL */
+	char dbname[300]; /* what it was opened on: database or database/ref */
+	void *pool;       /* the session it came from, or NULL */
 };
 
 /* locator.c */
@@ -90,6 +91,8 @@ unsigned dt_errno(const struct dt_conn *c);
 int dt_fail(struct dt_conn *c, const char *doing);
 /* Is a column / table there? Asked of the server (see dolt.h's top). */
 int dt_has_column(struct dt_conn *c, const char *table, const char *column, int *has);
+/* Does dolt_branches have the dirty column? Asked once per session. */
+int dt_has_dirty(struct dt_conn *c, int *has);
 int dt_has_table(struct dt_conn *c, const char *table, int *has);
 /* The one-time warning on stderr (per process and server). */
 void dt_warn_once(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -34,7 +34,7 @@ int dt_branch_head(struct dt_conn *c, const char *branch, char hash[DT_HASH_MAX]
 	*found = 0;
 	*dirty = 0;
 	int has_dirty = 0;
-	int rc = dt_has_column(c, "dolt_branches", "dirty", &has_dirty);
+	int rc = dt_has_dirty(c, &has_dirty);
 	if (rc)
 		return rc;
 	if (!has_dirty)

@@ -26,6 +26,7 @@ import threading
 import pymysql
 import pytest
 
+from conftest import run_stopped
 from doltserver import dolt_server  # noqa: F401 - the fixture
 
 
@@ -136,7 +137,8 @@ def test_promote_refuses_a_diverged_base(ds, dolt_server, dolt):
     write(dolt_server, dolt, "INSERT INTO t VALUES (11, 'fork')", branch)
     ds.tether("commit", "-m", "fork")
     moved = write(dolt_server, dolt, "INSERT INTO t VALUES (12, 'main')")
-    ds.tether("promote", check_rc=3)
+    p = ds.tether("promote", check_rc=3)
+    assert "merge" in p.stderr, "diverged: the refusal says to merge"
     assert dolt_server.head(dolt) == moved, "nothing moved"
 
 
@@ -272,6 +274,42 @@ def test_a_server_killed_mid_session(ds, dolt_server, dolt):
         dolt_server.ensure_running()
     ds.tether("commit", "-m", "back")
     assert ds.head() != before
+
+
+def test_the_server_killed_mid_promote(ds, dolt_server, dolt):
+    """promote stopped once its plan is journalled, the server killed, then
+    the promote goes on: it fails naming the server, and main stays."""
+    add(ds, dolt_server, dolt, "--pin", "record")
+    ds.tether("commit", "-m", "base")
+    base = dolt_server.head(dolt)
+    ds.tether("new", "-b", "work")
+    write(dolt_server, dolt, "INSERT INTO t VALUES (40, 'fork')", fork_name(ds))
+    ds.tether("commit", "-m", "fork")
+    try:
+        p, _ = run_stopped(ds, ["promote"], "promote:journal-written:stop", dolt_server.kill)
+        assert p.returncode != 0
+        line = [l for l in p.stderr.splitlines() if l.startswith("tether: error")][0]
+        assert f"mysql://127.0.0.1:{dolt_server.port}" in line, p.stderr
+    finally:
+        dolt_server.ensure_running()
+    assert dolt_server.head(dolt) == base, "nothing moved"
+    r = ds.tj("promote")
+    assert r["objects"][0]["action"] == "promoted"
+    assert dolt_server.head(dolt) == dolt_server.head(dolt, fork_name(ds))
+
+
+def test_undo_takes_a_promote_back(ds, dolt_server, dolt):
+    add(ds, dolt_server, dolt, "--pin", "record")
+    ds.tether("commit", "-m", "base")
+    base = dolt_server.head(dolt)
+    ds.tether("new", "-b", "work")
+    fork = write(dolt_server, dolt, "INSERT INTO t VALUES (41, 'fork')", fork_name(ds))
+    ds.tether("commit", "-m", "fork")
+    ds.tether("promote")
+    assert dolt_server.head(dolt) == fork
+    ds.tether("undo")
+    assert dolt_server.head(dolt) == base
+    assert dolt_server.sql("SELECT COUNT(*) FROM t", f"{dolt}/main")[0][0] == 2
 
 
 def test_the_working_branch_gone_on_promote(ds, dolt_server, dolt):

@@ -44,6 +44,8 @@ static const struct tether_backend dt_backend = {
 	.open_store = dt_open_store,
 	.close_store = dt_close_store,
 	.delete_working_ref_if = dt_delete_working_ref_if,
+	.descends = dt_descends,
+	.move_base = dt_move_base,
 };
 
 static const struct tether_backend *const dt_backends[] = {&dt_backend, NULL};

@@ -132,6 +132,11 @@ int dt_promote(const struct tether_bctx *, const json_t *locator, const json_t *
 int dt_merge(const struct tether_bctx *, const json_t *locator, const json_t *working_ref, const char *message,
              json_t **result);
 
+int dt_descends(const struct tether_bctx *, const json_t *locator, const json_t *ancestor, const json_t *descendant,
+                int *answer);
+int dt_move_base(const struct tether_bctx *, const json_t *locator, const json_t *state, const json_t *expect,
+                 json_t **result);
+
 /* history.c */
 int dt_history(const struct tether_bctx *, const json_t *locator, int max_count, json_t **entries);
 int dt_diff(const struct tether_bctx *, const json_t *locator, const json_t *a, const json_t *b,

@@ -253,5 +253,74 @@ int dt_merge(const struct tether_bctx *ctx, const json_t *locator, const json_t 
 	if (rc)
 		return rc;
 	*result = move_result(&h, to);
+	if (*result) /* the base went where the fork was: nothing needed merging */
+		json_object_set_new(*result, "fast_forward", json_boolean(!strcmp(to, h.work_head)));
+	return *result ? 0 : tt_fail_oom();
+}
+
+int dt_descends(const struct tether_bctx *ctx, const json_t *locator, const json_t *ancestor,
+                const json_t *descendant, int *answer)
+{
+	*answer = 0;
+	struct dt_loc loc;
+	const char *a, *d;
+	int rc = dt_read_locator(locator, &loc);
+	if (rc || (rc = dt_state_commit(ancestor, &a)) || (rc = dt_state_commit(descendant, &d)))
+		return rc;
+	struct dt_conn c;
+	if ((rc = dt_connect(ctx, &loc, NULL, &c)))
+		return rc;
+	int has_a = 0, has_d = 0;
+	if ((rc = dt_commit_exists(&c, a, &has_a)) == 0 && (rc = dt_commit_exists(&c, d, &has_d)) == 0 &&
+	    (!has_a || !has_d))
+		rc = tether_error_set(TETHER_ENOTFOUND, "dolt %s has no commit %s", c.where, has_a ? d : a);
+	dt_release(&c, rc == 0 || rc == TETHER_ENOTFOUND);
+	if (rc)
+		return rc;
+	if (!strcmp(a, d)) {
+		*answer = 1;
+		return 0;
+	}
+	/* dolt_log on the descendant's revision database is its history. */
+	return in_history(ctx, &loc, d, a, answer);
+}
+
+int dt_move_base(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *expect,
+                 json_t **result)
+{
+	*result = NULL;
+	struct heads h;
+	memset(&h, 0, sizeof h);
+	const char *to, *want = json_string_value(json_object_get(expect, "commit"));
+	int rc = dt_read_locator(locator, &h.loc);
+	if (rc || (rc = dt_state_commit(state, &to)))
+		return rc;
+	struct dt_conn c;
+	if ((rc = dt_connect(ctx, &h.loc, h.loc.branch, &c)))
+		return rc;
+	int found = 0, dirty = 0, exists = 0;
+	if ((rc = dt_branch_head(&c, h.loc.branch, h.base_head, &found, &dirty)) == 0 && !found)
+		rc = tether_error_set(TETHER_ENOTFOUND, "dolt %s has no branch \"%s\"", c.where, h.loc.branch);
+	if (rc == 0 && strcmp(h.base_head, to) != 0) {
+		if (!want || strcmp(want, h.base_head) != 0)
+			rc = tether_error_set(TETHER_EREFUSED, "dolt %s: %s moved: expected %s, found %s; nothing was changed",
+			                      c.where, h.loc.branch, want ? want : "?", h.base_head);
+		else if (dirty)
+			rc = tether_error_set(TETHER_EREFUSED, "dolt %s: %s has uncommitted changes, which a move would "
+			                      "discard; nothing was changed", c.where, h.loc.branch);
+		else if ((rc = dt_commit_exists(&c, to, &exists)) == 0 && !exists)
+			rc = tether_error_set(TETHER_ENOTFOUND, "dolt %s has no commit %s to move %s to", c.where, to,
+			                      h.loc.branch);
+		if (rc == 0) {
+			char *sql = dt_sql(&c, "CALL DOLT_RESET('--hard', ?)", to);
+			if (dt_exec(&c, sql) != 0)
+				rc = dt_fail(&c, "CALL DOLT_RESET('--hard') on the base");
+			free(sql);
+		}
+	}
+	dt_release(&c, 0);
+	if (rc)
+		return rc;
+	*result = move_result(&h, to);
 	return *result ? 0 : tt_fail_oom();
 }

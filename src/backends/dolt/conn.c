@@ -204,6 +204,13 @@ int dt_connect(const struct tether_bctx *ctx, const struct dt_loc *loc, const ch
 	return rc;
 }
 
+int dt_connect_locator(const struct tether_bctx *ctx, const json_t *locator, struct dt_loc *loc, struct dt_conn *c)
+{
+	memset(c, 0, sizeof *c);
+	int rc = dt_read_locator(locator, loc);
+	return rc ? rc : dt_connect(ctx, loc, NULL, c);
+}
+
 void dt_release(struct dt_conn *c, int ok)
 {
 	struct dt_pool *pool = c->pool;
@@ -455,4 +462,27 @@ char *dt_login_user(const struct tether_bctx *ctx, const struct dt_loc *loc)
 		free(cr.password);
 	}
 	return cr.user;
+}
+
+int dt_rows(struct dt_conn *c, char *sql, const char *doing, json_t **rows)
+{
+	*rows = NULL;
+	int rc = dt_query(c, sql, rows);
+	free(sql);
+	return rc == -1 ? dt_fail(c, doing) : rc;
+}
+
+const char *dt_cell(const json_t *rows, size_t row, size_t col)
+{
+	return json_string_value(json_array_get(json_array_get(rows, row), col));
+}
+
+int dt_finish(struct dt_conn *c, int rc, json_t *out, json_t **dst)
+{
+	dt_release(c, rc == 0);
+	if (rc)
+		json_decref(out);
+	else
+		*dst = out;
+	return rc;
 }

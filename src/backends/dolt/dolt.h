@@ -68,6 +68,8 @@ extern const struct tether_add_option dt_add_options[];
  * database itself, else to the revision database database/ref (a branch
  * there is the session's branch, so DOLT_MERGE merges into it). */
 int dt_connect(const struct tether_bctx *ctx, const struct dt_loc *loc, const char *ref, struct dt_conn *c);
+/* dt_read_locator, then dt_connect to its database. */
+int dt_connect_locator(const struct tether_bctx *ctx, const json_t *locator, struct dt_loc *loc, struct dt_conn *c);
 /* Give the connection back: to the session's pool when `ok` (it is
  * known good), else closed. */
 void dt_release(struct dt_conn *c, int ok);
@@ -84,6 +86,14 @@ int dt_query_cols(struct dt_conn *c, const char *sql, json_t **rows, json_t **co
 /* The statement with each '?' replaced by the next string argument,
  * quoted and escaped for this connection. malloc'd, NULL on OOM. */
 char *dt_sql(struct dt_conn *c, const char *fmt, ...);
+/* Run `sql` (freed here; NULL means out of memory) and return its rows;
+ * a failure is dt_fail's message with `doing`. */
+int dt_rows(struct dt_conn *c, char *sql, const char *doing, json_t **rows);
+/* A cell of a result, as a string (NULL: absent, or SQL NULL). */
+const char *dt_cell(const json_t *rows, size_t row, size_t col);
+/* The end of a call that builds `out`: the connection released (pooled
+ * when rc is 0), and `out` handed to *dst, or freed on error. */
+int dt_finish(struct dt_conn *c, int rc, json_t *out, json_t **dst);
 /* The server's error number of the last failed statement (0: none). */
 unsigned dt_errno(const struct dt_conn *c);
 /* TETHER_E* for a MySQL error number and the one-line message naming

@@ -158,19 +158,17 @@ int dt_list_working_refs(const struct tether_bctx *ctx, const json_t *locator, j
 	*refs = NULL;
 	struct dt_loc loc;
 	struct dt_conn c;
-	int rc = dt_read_locator(locator, &loc);
-	if (rc || (rc = dt_connect(ctx, &loc, NULL, &c)))
+	int rc = dt_connect_locator(ctx, locator, &loc, &c);
+	if (rc)
 		return rc;
 	char prefix[64];
 	snprintf(prefix, sizeof prefix, DT_WS_BRANCH_PREFIX "%.8s/", ctx && ctx->dataset_id ? ctx->dataset_id : "");
 	json_t *rows = NULL, *out = json_array();
-	if ((rc = dt_query(&c, "SELECT name, hash FROM dolt_branches", &rows)) == -1)
-		rc = dt_fail(&c, "cannot read dolt_branches");
+	rc = dt_rows(&c, strdup("SELECT name, hash FROM dolt_branches"), "cannot read dolt_branches", &rows);
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row) {
-		const char *name = json_string_value(json_array_get(row, 0));
-		const char *hash = json_string_value(json_array_get(row, 1));
+		const char *name = dt_cell(rows, i, 0), *hash = dt_cell(rows, i, 1);
 		char *engine = name && hash && strncmp(name, prefix, strlen(prefix)) == 0 ? dt_engine_name_of(name) : NULL;
 		if (engine)
 			json_array_append_new(out, json_pack("{s:s, s:{s:s}, s:{s:s}}", "branch", engine, "ref",
@@ -178,12 +176,7 @@ int dt_list_working_refs(const struct tether_bctx *ctx, const json_t *locator, j
 		free(engine);
 	}
 	json_decref(rows);
-	dt_release(&c, rc == 0);
-	if (rc)
-		json_decref(out);
-	else
-		*refs = out;
-	return rc;
+	return dt_finish(&c, rc, out, refs);
 }
 
 int dt_open(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,

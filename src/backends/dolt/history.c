@@ -25,15 +25,10 @@ static int refs_by_commit(struct dt_conn *c, json_t **out)
 	                         has_tags ? "SELECT tag_name, tag_hash FROM dolt_tags ORDER BY tag_name" : NULL};
 	for (size_t k = 0; rc == 0 && k < 2 && queries[k]; k++) {
 		json_t *rows;
-		if ((rc = dt_query(c, queries[k], &rows)) == -1) {
-			rc = dt_fail(c, "cannot read its branches and tags");
+		if ((rc = dt_rows(c, strdup(queries[k]), "cannot read its branches and tags", &rows)))
 			break;
-		}
-		size_t i;
-		json_t *row;
-		json_array_foreach(rows, i, row) {
-			const char *name = json_string_value(json_array_get(row, 0));
-			const char *hash = json_string_value(json_array_get(row, 1));
+		for (size_t i = 0; i < json_array_size(rows); i++) {
+			const char *name = dt_cell(rows, i, 0), *hash = dt_cell(rows, i, 1);
 			if (!name || !hash)
 				continue;
 			json_t *list = json_object_get(by, hash);
@@ -57,8 +52,8 @@ int dt_history(const struct tether_bctx *ctx, const json_t *locator, int max_cou
 	*entries = NULL;
 	struct dt_loc loc;
 	struct dt_conn c;
-	int rc = dt_read_locator(locator, &loc);
-	if (rc || (rc = dt_connect(ctx, &loc, NULL, &c)))
+	int rc = dt_connect_locator(ctx, locator, &loc, &c);
+	if (rc)
 		return rc;
 	char hash[DT_HASH_MAX];
 	const char *ref = !loc.working_branch && loc.at ? loc.at : dt_work_branch(&loc);
@@ -75,15 +70,9 @@ int dt_history(const struct tether_bctx *ctx, const json_t *locator, int max_cou
 	                                       max_count)
 	                          : strdup("SELECT commit_hash, UNIX_TIMESTAMP(date), message FROM dolt_log");
 	json_t *rows = NULL, *out = json_array();
-	if ((rc = dt_query(&c, sql, &rows)) == -1)
-		rc = dt_fail(&c, "cannot read dolt_log");
-	free(sql);
-	size_t i;
-	json_t *row;
-	json_array_foreach(rows, i, row) {
-		const char *id = json_string_value(json_array_get(row, 0));
-		const char *when = json_string_value(json_array_get(row, 1));
-		const char *msg = json_string_value(json_array_get(row, 2));
+	rc = dt_rows(&c, sql, "cannot read dolt_log", &rows);
+	for (size_t i = 0; i < json_array_size(rows); i++) {
+		const char *id = dt_cell(rows, i, 0), *when = dt_cell(rows, i, 1), *msg = dt_cell(rows, i, 2);
 		if (!id)
 			continue;
 		json_t *refs = json_object_get(by, id);
@@ -93,12 +82,7 @@ int dt_history(const struct tether_bctx *ctx, const json_t *locator, int max_cou
 	}
 	json_decref(rows);
 	json_decref(by);
-	dt_release(&c, rc == 0);
-	if (rc)
-		json_decref(out);
-	else
-		*entries = out;
-	return rc;
+	return dt_finish(&c, rc, out, entries);
 }
 
 /* ------------------------------------------------------------------ */
@@ -107,17 +91,14 @@ int dt_history(const struct tether_bctx *ctx, const json_t *locator, int max_cou
 
 static int tables_at(struct dt_conn *c, const char *commit, json_t **names)
 {
-	char *sql = dt_sql(c, "SHOW TABLES AS OF ?", commit);
 	json_t *rows;
-	int rc = dt_query(c, sql, &rows);
-	free(sql);
+	int rc = dt_rows(c, dt_sql(c, "SHOW TABLES AS OF ?", commit), "cannot list its tables AS OF a recorded commit",
+	                 &rows);
 	if (rc)
-		return rc == -1 ? dt_fail(c, "cannot list its tables AS OF a recorded commit") : rc;
+		return rc;
 	*names = json_object();
-	size_t i;
-	json_t *row;
-	json_array_foreach(rows, i, row) {
-		const char *t = json_string_value(json_array_get(row, 0));
+	for (size_t i = 0; i < json_array_size(rows); i++) {
+		const char *t = dt_cell(rows, i, 0);
 		if (t && strncmp(t, "dolt_", 5) != 0)
 			json_object_set_new(*names, t, json_true());
 	}
@@ -137,15 +118,12 @@ static int table_counts(struct dt_conn *c, const char *t, const char *a, const c
 	char *sql = q ? tt_strdupf(q, t) : NULL;
 	free(q);
 	json_t *rows;
-	int rc = dt_query(c, sql, &rows);
-	free(sql);
+	int rc = dt_rows(c, sql, "cannot read dolt_commit_diff", &rows);
 	if (rc)
-		return rc == -1 ? dt_fail(c, "cannot read dolt_commit_diff") : rc;
-	size_t i;
-	json_t *row;
-	json_array_foreach(rows, i, row) {
-		const char *type = json_string_value(json_array_get(row, 0));
-		json_int_t k = strtoll(json_string_value(json_array_get(row, 1)) ?: "0", NULL, 10);
+		return rc;
+	for (size_t i = 0; i < json_array_size(rows); i++) {
+		const char *type = dt_cell(rows, i, 0);
+		json_int_t k = strtoll(dt_cell(rows, i, 1) ?: "0", NULL, 10);
 		if (type && !strcmp(type, "added"))
 			n[0] += k;
 		else if (type && !strcmp(type, "removed"))
@@ -163,11 +141,10 @@ static int count_rows(struct dt_conn *c, const char *t, const char *commit, json
 	char *sql = q ? tt_strdupf(q, t) : NULL;
 	free(q);
 	json_t *rows;
-	int rc = dt_query(c, sql, &rows);
-	free(sql);
+	int rc = dt_rows(c, sql, "cannot count a table's rows", &rows);
 	if (rc)
-		return rc == -1 ? dt_fail(c, "cannot count a table's rows") : rc;
-	*n = strtoll(json_string_value(json_array_get(json_array_get(rows, 0), 0)) ?: "0", NULL, 10);
+		return rc;
+	*n = strtoll(dt_cell(rows, 0, 0) ?: "0", NULL, 10);
 	json_decref(rows);
 	return 0;
 }

@@ -51,13 +51,11 @@ static int in_history(const struct tether_bctx *ctx, const struct dt_loc *loc, c
 	int rc = dt_connect(ctx, loc, branch, &c);
 	if (rc)
 		return rc;
-	char *sql = dt_sql(&c, "SELECT COUNT(*) FROM dolt_log WHERE commit_hash = ?", ancestor);
 	json_t *rows;
-	if ((rc = dt_query(&c, sql, &rows)) == -1)
-		rc = dt_fail(&c, "cannot read dolt_log");
-	free(sql);
+	rc = dt_rows(&c, dt_sql(&c, "SELECT COUNT(*) FROM dolt_log WHERE commit_hash = ?", ancestor),
+	             "cannot read dolt_log", &rows);
 	if (rc == 0) {
-		const char *n = json_string_value(json_array_get(json_array_get(rows, 0), 0));
+		const char *n = dt_cell(rows, 0, 0);
 		*answer = n && strcmp(n, "0") != 0;
 		json_decref(rows);
 	}
@@ -87,11 +85,8 @@ static char *conflict_tables(struct dt_conn *c)
 		json_t *rows;
 		if (dt_query(c, q[k].sql, &rows) != 0)
 			continue;
-		size_t i;
-		json_t *row;
-		json_array_foreach(rows, i, row) {
-			const char *t = json_string_value(json_array_get(row, 0));
-			const char *n = json_string_value(json_array_get(row, 1));
+		for (size_t i = 0; i < json_array_size(rows); i++) {
+			const char *t = dt_cell(rows, i, 0), *n = dt_cell(rows, i, 1);
 			if (!t || !n || !strcmp(n, "0"))
 				continue;
 			char *more = tt_strdupf("%s%s%s (%s %s)", out, *out ? ", " : "", t, n, strcmp(n, "1") ? q[k].many : q[k].one);
@@ -113,7 +108,7 @@ static int merge_conflicted(const json_t *rows, const json_t *cols)
 	size_t i;
 	json_t *name;
 	json_array_foreach(cols, i, name) {
-		const char *v = json_string_value(json_array_get(json_array_get(rows, 0), i));
+		const char *v = dt_cell(rows, 0, i);
 		if (!v)
 			continue;
 		if (!strcmp(json_string_value(name), "no_conflicts"))
@@ -174,7 +169,7 @@ static int merge_in_transaction(const struct tether_bctx *ctx, struct heads *h, 
 			rc = dt_fail(&c, "cannot read dolt_status");
 			goto done;
 		}
-		int staged = strcmp(json_string_value(json_array_get(json_array_get(status, 0), 0)) ?: "0", "0") != 0;
+		int staged = strcmp(dt_cell(status, 0, 0) ?: "0", "0") != 0;
 		json_decref(status);
 		if (staged) {
 			sql = dt_sql(&c, "CALL DOLT_COMMIT('-a', '-m', ?)", message);

@@ -23,13 +23,12 @@ static int no_tags(struct dt_conn *c, const char *what)
 static int tag_target(struct dt_conn *c, const char *name, char hash[DT_HASH_MAX], int *found)
 {
 	*found = 0;
-	char *sql = dt_sql(c, "SELECT tag_hash FROM dolt_tags WHERE tag_name = ?", name);
 	json_t *rows;
-	int rc = dt_query(c, sql, &rows);
-	free(sql);
+	int rc = dt_rows(c, dt_sql(c, "SELECT tag_hash FROM dolt_tags WHERE tag_name = ?", name), "cannot read dolt_tags",
+	                 &rows);
 	if (rc)
-		return rc == -1 ? dt_fail(c, "cannot read dolt_tags") : rc;
-	const char *h = json_string_value(json_array_get(json_array_get(rows, 0), 0));
+		return rc;
+	const char *h = dt_cell(rows, 0, 0);
 	if (h && strlen(h) < DT_HASH_MAX) {
 		*found = 1;
 		memcpy(hash, h, strlen(h) + 1);
@@ -38,11 +37,21 @@ static int tag_target(struct dt_conn *c, const char *name, char hash[DT_HASH_MAX
 	return 0;
 }
 
+static int open_tags(const struct tether_bctx *ctx, const json_t *locator, struct dt_conn *c, int *has_tags);
+
+/* The state's commit, and a connection that knows whether tags are there. */
+static int open_for_state(const struct tether_bctx *ctx, const json_t *locator, const json_t *state,
+                          const char **commit, struct dt_conn *c, int *has_tags)
+{
+	int rc = dt_state_commit(state, commit);
+	return rc ? rc : open_tags(ctx, locator, c, has_tags);
+}
+
 static int open_tags(const struct tether_bctx *ctx, const json_t *locator, struct dt_conn *c, int *has_tags)
 {
 	struct dt_loc loc;
-	int rc = dt_read_locator(locator, &loc);
-	if (rc || (rc = dt_connect(ctx, &loc, NULL, c)))
+	int rc = dt_connect_locator(ctx, locator, &loc, c);
+	if (rc)
 		return rc;
 	if ((rc = dt_has_table(c, "dolt_tags", has_tags)))
 		dt_release(c, 0);
@@ -55,12 +64,9 @@ int dt_pin(const struct tether_bctx *ctx, const json_t *locator, const json_t *s
 	*created = 0;
 	*pin_ref = NULL;
 	const char *commit;
-	int rc = dt_state_commit(state, &commit);
-	if (rc)
-		return rc;
 	struct dt_conn c;
-	int has_tags = 0;
-	if ((rc = open_tags(ctx, locator, &c, &has_tags)))
+	int has_tags = 0, rc = open_for_state(ctx, locator, state, &commit, &c, &has_tags);
+	if (rc)
 		return rc;
 	char *tag = tt_strdupf(DT_TAG_PREFIX "%s", pin_id);
 	char at[DT_HASH_MAX];
@@ -129,25 +135,19 @@ int dt_list_pins(const struct tether_bctx *ctx, const json_t *locator, json_t **
 	if (rc)
 		return rc;
 	json_t *rows = NULL, *out = json_array();
-	if (has_tags && (rc = dt_query(&c, "SELECT tag_name, tag_hash FROM dolt_tags WHERE tag_name LIKE 'tether.%'",
-	                               &rows)) == -1)
-		rc = dt_fail(&c, "cannot read dolt_tags");
+	if (has_tags)
+		rc = dt_rows(&c, strdup("SELECT tag_name, tag_hash FROM dolt_tags WHERE tag_name LIKE 'tether.%'"),
+		             "cannot read dolt_tags", &rows);
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row) {
-		const char *name = json_string_value(json_array_get(row, 0));
-		const char *hash = json_string_value(json_array_get(row, 1));
+		const char *name = dt_cell(rows, i, 0), *hash = dt_cell(rows, i, 1);
 		if (name && hash && strncmp(name, DT_WS_PREFIX, strlen(DT_WS_PREFIX)) != 0)
 			json_array_append_new(out, json_pack("{s:s, s:s, s:s}", "tag", name, "pin",
 			                                     name + strlen(DT_TAG_PREFIX), "commit", hash));
 	}
 	json_decref(rows);
-	dt_release(&c, rc == 0);
-	if (rc)
-		json_decref(out);
-	else
-		*pin_refs = out;
-	return rc;
+	return dt_finish(&c, rc, out, pin_refs);
 }
 
 int dt_verify(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
@@ -156,12 +156,9 @@ int dt_verify(const struct tether_bctx *ctx, const json_t *locator, const json_t
 	*ok = 0;
 	*detail = NULL;
 	const char *commit;
-	int rc = dt_state_commit(state, &commit);
-	if (rc)
-		return rc;
 	struct dt_conn c;
-	int has_tags = 0;
-	if ((rc = open_tags(ctx, locator, &c, &has_tags)))
+	int has_tags = 0, rc = open_for_state(ctx, locator, state, &commit, &c, &has_tags);
+	if (rc)
 		return rc;
 	const char *tag = pin_ref ? ref_tag(pin_ref) : NULL;
 	char at[DT_HASH_MAX];

@@ -43,15 +43,12 @@ int dt_branch_head(struct dt_conn *c, const char *branch, char hash[DT_HASH_MAX]
 	char *sql = has_dirty ? dt_sql(c, "SELECT hash, dirty FROM dolt_branches WHERE name = ?", branch)
 	                      : dt_sql(c, "SELECT hash FROM dolt_branches WHERE name = ?", branch);
 	json_t *rows;
-	rc = dt_query(c, sql, &rows);
-	free(sql);
-	if (rc)
-		return rc == -1 ? dt_fail(c, "cannot read dolt_branches") : rc;
-	json_t *row = json_array_get(rows, 0);
-	if (row) {
+	if ((rc = dt_rows(c, sql, "cannot read dolt_branches", &rows)))
+		return rc;
+	if (json_array_size(rows)) {
 		*found = 1;
-		rc = copy_hash(c, json_string_value(json_array_get(row, 0)), hash, "dolt_branches.hash");
-		const char *d = json_string_value(json_array_get(row, 1));
+		rc = copy_hash(c, dt_cell(rows, 0, 0), hash, "dolt_branches.hash");
+		const char *d = dt_cell(rows, 0, 1);
 		*dirty = d && strcmp(d, "0") != 0 && strcmp(d, "false") != 0;
 	}
 	json_decref(rows);
@@ -63,13 +60,12 @@ int dt_commit_exists(struct dt_conn *c, const char *hash, int *exists)
 	*exists = 0;
 	if (!is_hash(hash))
 		return 0;
-	char *sql = dt_sql(c, "SELECT COUNT(*) FROM dolt_commits WHERE commit_hash = ?", hash);
 	json_t *rows;
-	int rc = dt_query(c, sql, &rows);
-	free(sql);
+	int rc = dt_rows(c, dt_sql(c, "SELECT COUNT(*) FROM dolt_commits WHERE commit_hash = ?", hash),
+	                 "cannot read dolt_commits", &rows);
 	if (rc)
-		return rc == -1 ? dt_fail(c, "cannot read dolt_commits") : rc;
-	const char *n = json_string_value(json_array_get(json_array_get(rows, 0), 0));
+		return rc;
+	const char *n = dt_cell(rows, 0, 0);
 	*exists = n && strcmp(n, "0") != 0;
 	json_decref(rows);
 	return 0;
@@ -97,7 +93,7 @@ int dt_resolve(struct dt_conn *c, const char *rev, char hash[DT_HASH_MAX])
 		                        c->where, rev, mysql_error(c->my));
 	if (rc)
 		return rc;
-	rc = copy_hash(c, json_string_value(json_array_get(json_array_get(rows, 0), 0)), hash, "HASHOF");
+	rc = copy_hash(c, dt_cell(rows, 0, 0), hash, "HASHOF");
 	json_decref(rows);
 	return rc;
 }
@@ -144,8 +140,8 @@ int dt_fingerprint(const struct tether_bctx *ctx, const json_t *locator, const j
 	memset(out, 0, sizeof *out);
 	struct dt_loc loc;
 	struct dt_conn c;
-	int rc = dt_read_locator(locator, &loc);
-	if (rc || (rc = dt_connect(ctx, &loc, NULL, &c)))
+	int rc = dt_connect_locator(ctx, locator, &loc, &c);
+	if (rc)
 		return rc;
 	char hash[DT_HASH_MAX];
 	int found = 1, dirty = 0;

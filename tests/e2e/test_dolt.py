@@ -251,6 +251,52 @@ def test_credentials_from_the_environment(ds, dolt_server):
     assert p.returncode != 0 and "DOLT_TEST_PASSWORD" in p.stderr
 
 
+def test_a_database_entry_beats_the_server_entry(ds, dolt_server):
+    dolt_server.ensure_running()
+    db = dolt_server.database("entry")
+    (ds.root / ".tether" / "secrets.toml").write_text(
+        f'[uris."mysql://127.0.0.1:{dolt_server.port}"]\nuser = "{dolt_server.user}"\npassword = "wrong"\n'
+        f'[uris."mysql://127.0.0.1:{dolt_server.port}/{db}"]\nuser = "{dolt_server.user}"\n'
+        f'password = "{dolt_server.password}"\n')
+    add(ds, dolt_server, db, "--pin", "record")
+    other = dolt_server.database("other")
+    p = add(ds, dolt_server, other, "--pin", "record", key="db2", check_rc=None)
+    assert p.returncode != 0 and "Access denied" in p.stderr
+
+
+def test_backends_lists_dolt(ds):
+    [b] = [b for b in ds.tj("backends") if b["kind"] == "dolt"]
+    assert b["tier"] == "forkable" and b["maturity"] == "experimental"
+    assert {"ATOMIC_REF", "DIFF", "HISTORY", "PROMOTE", "MERGE"} <= set(b["flags"])
+    assert "v0.40.4" in b["summary"] and "MariaDB emulation" in b["summary"]
+
+
+def test_verify_without_pins_checks_the_commit(ds, dolt_server, dolt):
+    add(ds, dolt_server, dolt, "--pin", "record")
+    ds.tether("commit", "-m", "base")
+    assert ds.tj("verify")["ok"] is True
+
+
+def test_a_hostile_locator_is_refused(ds, dolt_server, dolt):
+    add(ds, dolt_server, dolt, "--pin", "record")
+    ds.tether("commit", "-m", "base")
+    path = ds.manifest_path("db")
+    path.write_text(path.read_text().replace(f'database = "{dolt}"', 'database = "x\'; DROP DATABASE y; --"'))
+    p = ds.tether("status", check_rc=None)
+    assert p.returncode != 0 and 'dolt locator: "database"' in p.stderr
+    assert dolt_server.head(dolt), "the database is there"
+
+
+def test_a_database_dropped_after_add(ds, dolt_server, dolt):
+    add(ds, dolt_server, dolt, "--pin", "record")
+    ds.tether("commit", "-m", "base")
+    dolt_server.sql(f"DROP DATABASE `{dolt}`")
+    p = ds.tether("status", check_rc=None)
+    assert p.returncode != 0 and dolt in p.stderr and "the server said" in p.stderr
+    v = ds.tether("verify", check_rc=None)
+    assert v.returncode != 0 and dolt in v.stdout + v.stderr
+
+
 def test_a_missing_database_is_refused_at_add(ds, dolt_server, dolt):
     p = add(ds, dolt_server, "no_such_db", check_rc=None)
     assert p.returncode != 0 and "no_such_db" in p.stderr
@@ -486,6 +532,21 @@ def test_dirty_branch_shows_and_is_refused_at_commit(ds, fake):
     fake(f"UPDATE dolt_branches SET dirty = 0, hash = '{H2}'")
     ds.tether("commit", "-m", "moved")
     assert {r[1] for r in fake("SELECT tag_name, tag_hash FROM dolt_tags")} == {H1, H2}
+
+
+def test_gc_releases_exactly_the_unreferenced_tag(ds, fake):
+    ds.tether("commit", "-m", "first")
+    fake(f"UPDATE dolt_branches SET hash = '{H2}'")
+    ds.tether("commit", "-m", "second")
+    assert len(fake("SELECT * FROM dolt_tags")) == 2
+    ds.git("reset", "-q", "--hard", "HEAD~1")
+    ds.git("reflog", "expire", "--expire=now", "--all")
+    ds.tether("gc", "--no-dry-run")
+    tags = fake("SELECT tag_name, tag_hash FROM dolt_tags")
+    assert [t[1] for t in tags] == [H1], "the pin history names stays; the other is released"
+    fake("INSERT INTO dolt_tags VALUES ('release-1', '%s')" % H2)
+    ds.tether("gc", "--no-dry-run")
+    assert {t[0] for t in fake("SELECT tag_name FROM dolt_tags")} == {tags[0][0], "release-1"}
 
 
 def test_a_branch_gone_behind_tethers_back(ds, fake):

@@ -11,6 +11,8 @@
 /* Nothing from the object's own secrets table: credentials come from the
  * server's [uris] entry only (conn.c says why). */
 static const char *const dt_secret_keys[] = {NULL};
+/* Where the state was read, not what it holds (state.c). */
+static const char *const dt_volatile_keys[] = {"dirty_unchecked", NULL};
 static const char *const dt_config_keys[] = {NULL};
 
 static const struct tether_backend dt_backend = {
@@ -22,6 +24,7 @@ static const struct tether_backend dt_backend = {
 	           "against dolt sql-server v0.40.4, and the DOLT_TAG, dolt_tags and dolt_branches.dirty it lacks "
 	           "against a MariaDB emulation of that SQL surface",
 	.caps = DT_CAPS,
+	.volatile_keys = dt_volatile_keys,
 	.make_locator = dt_make_locator,
 	.identity = dt_identity,
 	.fingerprint = dt_fingerprint,

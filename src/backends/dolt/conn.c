@@ -430,27 +430,6 @@ int dt_has_table(struct dt_conn *c, const char *table, int *has)
 	return rc == -1 ? 0 : rc;
 }
 
-void dt_warn_once(const char *key, const char *fmt, ...)
-{
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	static char *said[64];
-	static int n;
-	int first = 1;
-	pthread_mutex_lock(&lock);
-	for (int i = 0; i < n && first; i++)
-		first = strcmp(said[i], key) != 0;
-	if (first && n < 64)
-		said[n++] = strdup(key);
-	pthread_mutex_unlock(&lock);
-	if (!first)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	fputs("tether: warning: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
 
 char *dt_login_user(const struct tether_bctx *ctx, const struct dt_loc *loc)
 {

@@ -104,12 +104,13 @@ int dt_has_column(struct dt_conn *c, const char *table, const char *column, int 
 /* Does dolt_branches have the dirty column? Asked once per session. */
 int dt_has_dirty(struct dt_conn *c, int *has);
 int dt_has_table(struct dt_conn *c, const char *table, int *has);
-/* The one-time warning on stderr (per process and server). */
-void dt_warn_once(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int dt_open_store(const struct tether_bctx *ctx, const json_t *locator, const json_t *identity, void **session);
 void dt_close_store(const struct tether_bctx *ctx, void *session);
 
 /* state.c */
+/* The head of `branch` (*found 0: no such branch) and whether its working
+ * set is dirty; *dirty is -1 when the server cannot tell (no
+ * dolt_branches.dirty column). */
 int dt_branch_head(struct dt_conn *c, const char *branch, char hash[DT_HASH_MAX], int *found, int *dirty);
 int dt_resolve(struct dt_conn *c, const char *rev, char hash[DT_HASH_MAX]);
 int dt_commit_exists(struct dt_conn *c, const char *hash, int *exists);

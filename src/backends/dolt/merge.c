@@ -300,7 +300,7 @@ int dt_move_base(const struct tether_bctx *ctx, const json_t *locator, const jso
 		if (!want || strcmp(want, h.base_head) != 0)
 			rc = tether_error_set(TETHER_EREFUSED, "dolt %s: %s moved: expected %s, found %s; nothing was changed",
 			                      c.where, h.loc.branch, want ? want : "?", h.base_head);
-		else if (dirty)
+		else if (dirty > 0)
 			rc = tether_error_set(TETHER_EREFUSED, "dolt %s: %s has uncommitted changes, which a move would "
 			                      "discard; nothing was changed", c.where, h.loc.branch);
 		else if ((rc = dt_commit_exists(&c, to, &exists)) == 0 && !exists)

@@ -38,8 +38,7 @@ int dt_branch_head(struct dt_conn *c, const char *branch, char hash[DT_HASH_MAX]
 	if (rc)
 		return rc;
 	if (!has_dirty)
-		dt_warn_once(c->where, "dolt %s has no dolt_branches.dirty column: uncommitted changes on its branches "
-		                       "are not detected, and read as clean", c->where);
+		*dirty = -1;
 	char *sql = has_dirty ? dt_sql(c, "SELECT hash, dirty FROM dolt_branches WHERE name = ?", branch)
 	                      : dt_sql(c, "SELECT hash FROM dolt_branches WHERE name = ?", branch);
 	json_t *rows;
@@ -49,7 +48,8 @@ int dt_branch_head(struct dt_conn *c, const char *branch, char hash[DT_HASH_MAX]
 		*found = 1;
 		rc = copy_hash(c, dt_cell(rows, 0, 0), hash, "dolt_branches.hash");
 		const char *d = dt_cell(rows, 0, 1);
-		*dirty = d && strcmp(d, "0") != 0 && strcmp(d, "false") != 0;
+		if (has_dirty)
+			*dirty = d && strcmp(d, "0") != 0 && strcmp(d, "false") != 0;
 	}
 	json_decref(rows);
 	return rc;
@@ -119,13 +119,15 @@ int dt_check_state(const json_t *state, const char **key)
 			return tether_error_set(TETHER_ECONFIG, "dolt state: \"commit\" must be a Dolt commit hash "
 			                                        "(32 characters 0-9, a-v)");
 		}
-		if (strcmp(k, "dirty") == 0 && !json_is_boolean(v)) {
+		int flag = strcmp(k, "dirty") == 0 || strcmp(k, "dirty_unchecked") == 0;
+		if (flag && !json_is_boolean(v)) {
 			*key = k;
-			return tether_error_set(TETHER_ECONFIG, "dolt state: \"dirty\" must be true or false");
+			return tether_error_set(TETHER_ECONFIG, "dolt state: \"%s\" must be true or false", k);
 		}
-		if (strcmp(k, "commit") != 0 && strcmp(k, "dirty") != 0) {
+		if (strcmp(k, "commit") != 0 && !flag) {
 			*key = k;
-			return tether_error_set(TETHER_ECONFIG, "dolt state: unknown key \"%s\" (a state has commit, dirty)", k);
+			return tether_error_set(TETHER_ECONFIG,
+			                        "dolt state: unknown key \"%s\" (a state has commit, dirty, dirty_unchecked)", k);
 		}
 	}
 	if (!json_object_get(state, "commit"))
@@ -152,6 +154,11 @@ int dt_fingerprint(const struct tether_bctx *ctx, const json_t *locator, const j
 	dt_release(&c, rc == 0 || rc == TETHER_ENOTFOUND);
 	if (rc)
 		return rc;
-	out->state = dirty ? json_pack("{s:s, s:b}", "commit", hash, "dirty", 1) : json_pack("{s:s}", "commit", hash);
+	/* A server that cannot say reads as clean, and the state says so:
+	 * dirty_unchecked is the warning, in a volatile key (no content: it
+	 * changes no pin id and no status), as a library prints nothing. */
+	out->state = dirty > 0    ? json_pack("{s:s, s:b}", "commit", hash, "dirty", 1)
+	             : dirty < 0 ? json_pack("{s:s, s:b}", "commit", hash, "dirty_unchecked", 1)
+	                         : json_pack("{s:s}", "commit", hash);
 	return out->state ? 0 : tt_fail_oom();
 }

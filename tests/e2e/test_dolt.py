@@ -169,14 +169,14 @@ def test_merge_and_a_conflict_rolled_back(ds, dolt_server, dolt):
     agreed = dolt_server.head(dolt)
     write(dolt_server, dolt, "INSERT INTO t VALUES (20, 'fork only')", branch)
     ds.tether("commit", "-m", "fork 2")
-    r = ds.tj("merge", "-m", "land work")
+    r = ds.tj("merge", "-m", "land work's rows \\ 100%")
     [o] = r["objects"]
     merged = dolt_server.head(dolt)
     assert (o["action"], o["base"]["from"], o["base"]["to"]) == ("merged", agreed, merged)
     parents = {row[0] for row in dolt_server.sql(
         f"SELECT parent_hash FROM dolt_commit_ancestors WHERE commit_hash = '{merged}'", dolt)}
     assert agreed in parents and len(parents) == 2
-    assert dolt_server.sql("SELECT message FROM dolt_log LIMIT 1", f"{dolt}/main")[0][0] == "land work"
+    assert dolt_server.sql("SELECT message FROM dolt_log LIMIT 1", f"{dolt}/main")[0][0] == "land work's rows \\ 100%"
     assert dolt_server.head(dolt, branch) == merged, "the working branch follows"
 
 

@@ -27,7 +27,6 @@ import pymysql
 import pytest
 
 from conftest import run_stopped
-from doltserver import dolt_server  # noqa: F401 - the fixture
 
 
 def secrets_for(ds, port, user, password, database=None, env=False):

@@ -53,6 +53,23 @@ static int reset_branch(const struct tether_bctx *ctx, const struct dt_loc *loc,
 	return rc;
 }
 
+/* A branch this fork made and could not move to its commit is not left
+ * behind at the wrong one: deleted where the server can (v0.40.4 cannot,
+ * and the next fork moves it). The fork's own error stands. */
+static void forget_new_branch(const struct tether_bctx *ctx, const struct dt_loc *loc, const char *branch, int rc)
+{
+	struct dt_conn c;
+	char *keep = strdup(tether_error_last());
+	if (dt_connect(ctx, loc, NULL, &c) == 0) {
+		char *sql = dt_sql(&c, "CALL DOLT_BRANCH('-D', ?)", branch);
+		dt_exec(&c, sql);
+		free(sql);
+		dt_release(&c, 0);
+	}
+	tether_error_set(rc, "%s", keep ? keep : "out of memory");
+	free(keep);
+}
+
 static int fork_named(const struct tether_bctx *ctx, const json_t *locator, const json_t *state,
                       const char *branch, const json_t *expect, json_t **working_ref);
 
@@ -105,8 +122,8 @@ static int fork_named(const struct tether_bctx *ctx, const json_t *locator, cons
 		free(sql);
 	}
 	dt_release(&c, rc == 0);
-	if (rc == 0 && (!found || strcmp(head, commit) != 0))
-		rc = reset_branch(ctx, &loc, branch, commit);
+	if (rc == 0 && (!found || strcmp(head, commit) != 0) && (rc = reset_branch(ctx, &loc, branch, commit)) && !found)
+		forget_new_branch(ctx, &loc, branch, rc);
 	if (rc == 0 && !(*working_ref = json_pack("{s:s}", "working_branch", branch)))
 		rc = tt_fail_oom();
 	return rc;

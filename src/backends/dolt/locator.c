@@ -147,8 +147,6 @@ const struct tether_add_option dt_add_options[] = {
 	 .help = "the user to connect as (secrets.toml's entry for the server wins)", .field = TETHER_ADD_LOCATOR},
 	{TETHER_ADD_OPTION_INIT, .name = "url", .value_name = "URL",
 	 .help = "mysql://[user@]host[:port]/database instead of the four above", .field = TETHER_ADD_LOCATOR},
-	{TETHER_ADD_OPTION_INIT, .name = "at", .value_name = "REV",
-	 .help = "the initial position: a commit hash, tag or branch", .field = TETHER_ADD_LOCATOR},
 	{TETHER_ADD_OPTION_INIT, .name = NULL},
 };
 

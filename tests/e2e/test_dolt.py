@@ -179,6 +179,26 @@ def test_merge_and_a_conflict_rolled_back(ds, dolt_server, dolt):
     assert dolt_server.head(dolt, branch) == merged, "the working branch follows"
 
 
+def test_a_merge_violating_a_foreign_key_is_rolled_back(ds, dolt_server, dolt):
+    """DOLT_MERGE answers no conflict, but dolt_constraint_violations names
+    the table: refused per table, the transaction rolled back."""
+    dolt_server.sql("CREATE TABLE p (id INT PRIMARY KEY);"
+                    "CREATE TABLE c (id INT PRIMARY KEY, pid INT, FOREIGN KEY (pid) REFERENCES p(id));"
+                    "INSERT INTO p VALUES (1), (2); CALL DOLT_ADD('-A'); CALL DOLT_COMMIT('-m', 'fk')", dolt)
+    add(ds, dolt_server, dolt, "--pin", "record")
+    ds.tether("commit", "-m", "base")
+    ds.tether("new", "-b", "work")
+    branch = fork_name(ds)
+    write(dolt_server, dolt, "INSERT INTO c VALUES (1, 2)", branch)
+    ds.tether("commit", "-m", "child")
+    moved = write(dolt_server, dolt, "DELETE FROM p WHERE id = 2")
+    p = ds.tether("merge", check_rc=3)
+    assert "conflicts: c (1 constraint violation); rolled back" in p.stdout + p.stderr, p.stdout + p.stderr
+    assert dolt_server.head(dolt) == moved
+    assert dolt_server.sql("SELECT COUNT(*) FROM dolt_status", f"{dolt}/main")[0][0] == 0
+    assert dolt_server.sql("SELECT COUNT(*) FROM dolt_constraint_violations", f"{dolt}/main")[0][0] == 0
+
+
 def test_log_is_dolt_log(ds, dolt_server, dolt):
     write(dolt_server, dolt, "INSERT INTO t VALUES (4, 'four')", message="four")
     add(ds, dolt_server, dolt, "--pin", "record")

@@ -323,6 +323,25 @@ def test_a_database_dropped_after_add(ds, dolt_server, dolt):
     assert v.returncode != 0 and dolt in v.stdout + v.stderr
 
 
+@pytest.mark.parametrize("args, says", [
+    (["mysql://127.0.0.1:{port}"], "a dolt URL names its database"),
+    (["mysql://tether:secret@127.0.0.1:{port}/db"], "a password does not go in a committed locator"),
+    (["mysql://127.0.0.1:99999/db"], "the port must be a number from 1 to 65535"),
+    (["mysql://127.0.0.1:{port}/db/branch"], "names only its database"),
+    (["http://127.0.0.1:{port}/db"], "begins mysql://"),
+    (["mysql://127.0.0.1:{port}/a'b"], "holds a character tether does not send"),
+    (["mysql://127.0.0.1:{port}/db", "--option", "port=5"], "--port and the URL name the same thing"),
+    (["mysql://127.0.0.1:{port}/db", "--option", "bogus=1"], "unknown option '--bogus' for kind dolt"),
+    (["mysql://127.0.0.1:{port}/db", "--branch", "no'pe"], "holds a character tether does not send"),
+])
+def test_bad_locators_are_refused_naming_what(ds, dolt_server, args, says):
+    args = [a.format(port=dolt_server.port) for a in args]
+    p = ds.tether("add", "db", *args, "--kind", "dolt", check_rc=2)
+    assert says in p.stderr, p.stderr
+    assert len([l for l in p.stderr.splitlines() if l.startswith("tether: error")]) == 1
+    assert not ds.manifest_path("db").exists()
+
+
 def test_a_missing_database_is_refused_at_add(ds, dolt_server, dolt):
     p = add(ds, dolt_server, "no_such_db", check_rc=None)
     assert p.returncode != 0 and "no_such_db" in p.stderr
@@ -573,6 +592,19 @@ def test_gc_releases_exactly_the_unreferenced_tag(ds, fake):
     fake("INSERT INTO dolt_tags VALUES ('release-1', '%s')" % H2)
     ds.tether("gc", "--no-dry-run")
     assert {t[0] for t in fake("SELECT tag_name FROM dolt_tags")} == {tags[0][0], "release-1"}
+
+
+def test_open_at_a_pin_names_its_tag_and_repair_remakes_a_lost_one(ds, fake):
+    ds.tether("commit", "-m", "pin")
+    [(tag,)] = fake("SELECT tag_name FROM dolt_tags")
+    h = ds.tj("open", "db", "-r", "HEAD")
+    assert (h["ref"], h["commit"], h["read_only"]) == (tag, H1, True)
+    assert h["database_ref"].endswith(f"/{tag}")
+    fake("DELETE FROM dolt_tags")
+    ds.tether("verify", check_rc=3)
+    ds.tether("repair")
+    assert fake("SELECT tag_name, tag_hash FROM dolt_tags") == ((tag, H1),)
+    assert ds.tj("verify")["ok"] is True
 
 
 def test_a_branch_gone_behind_tethers_back(ds, fake):

@@ -102,7 +102,7 @@ static int parse_url(const char *url, json_t *into)
 		hostport = at + 1;
 		if (strchr(auth, ':'))
 			rc = tether_error_set(TETHER_EUSAGE, "%s: a password does not go in a committed locator; put it "
-			                                     "in .tether/secrets.toml [uris.\"mysql://host:port\"]", "--url");
+			                                     "in .tether/secrets.toml [uris.\"mysql://host:port\"]", "the URL");
 		else if (*auth)
 			json_object_set_new(into, "user", json_string(auth));
 	}
@@ -134,19 +134,14 @@ static int parse_url(const char *url, json_t *into)
 	return rc;
 }
 
+/* The server and database come from the URL `tether add` takes as its URI;
+ * an API caller with no URI may give host, port and database as options
+ * instead (undeclared: the command line always has the URL). */
 const struct tether_add_option dt_add_options[] = {
-	{TETHER_ADD_OPTION_INIT, .name = "host", .value_name = "HOST", .help = "the Dolt server's host",
-	 .default_value = "127.0.0.1", .field = TETHER_ADD_LOCATOR},
-	{TETHER_ADD_OPTION_INIT, .name = "port", .value_name = "PORT", .help = "the Dolt server's port",
-	 .default_value = "3306", .field = TETHER_ADD_LOCATOR},
-	{TETHER_ADD_OPTION_INIT, .name = "database", .value_name = "DB", .help = "the database (required)",
-	 .field = TETHER_ADD_LOCATOR},
 	{TETHER_ADD_OPTION_INIT, .name = "branch", .value_name = "BRANCH",
 	 .help = "the upstream branch the trunk stands for", .default_value = "main", .field = TETHER_ADD_LOCATOR},
 	{TETHER_ADD_OPTION_INIT, .name = "user", .value_name = "USER",
 	 .help = "the user to connect as (secrets.toml's entry for the server wins)", .field = TETHER_ADD_LOCATOR},
-	{TETHER_ADD_OPTION_INIT, .name = "url", .value_name = "URL",
-	 .help = "mysql://[user@]host[:port]/database instead of the four above", .field = TETHER_ADD_LOCATOR},
 	{TETHER_ADD_OPTION_INIT, .name = NULL},
 };
 
@@ -158,11 +153,7 @@ int dt_make_locator(const struct tether_bctx *ctx, const char *uri, const json_t
 	json_t *loc = json_object();
 	if (!loc)
 		return tt_fail_oom();
-	const char *url = json_string_value(json_object_get(options, "url"));
-	if (uri && *uri && url)
-		return json_decref(loc), tether_error_set(TETHER_EUSAGE, "give the server as URL or --url, not both");
-	if (!url && uri && *uri)
-		url = uri;
+	const char *url = uri && *uri ? uri : NULL;
 	int rc = 0;
 	if (url && strncmp(url, "mysql://", 8) != 0)
 		rc = tether_error_set(TETHER_EUSAGE, "%s: a dolt locator URL begins mysql://", url);
@@ -173,9 +164,9 @@ int dt_make_locator(const struct tether_bctx *ctx, const char *uri, const json_t
 	json_object_foreach((json_t *)options, k, v) {
 		if (rc)
 			break;
-		if (strcmp(k, "url") == 0)
-			continue;
-		if (strcmp(k, "port") == 0) {
+		if (url && (!strcmp(k, "host") || !strcmp(k, "port") || !strcmp(k, "database"))) {
+			rc = tether_error_set(TETHER_EUSAGE, "--%s and the URL name the same thing: give the URL only", k);
+		} else if (strcmp(k, "port") == 0) {
 			const char *s = json_string_value(v);
 			char *end = NULL;
 			long port = s ? strtol(s, &end, 10) : json_is_integer(v) ? (long)json_integer_value(v) : 0;
@@ -187,8 +178,6 @@ int dt_make_locator(const struct tether_bctx *ctx, const char *uri, const json_t
 		           !strcmp(k, "at")) {
 			if (!json_is_string(v) || !*json_string_value(v))
 				rc = tether_error_set(TETHER_EUSAGE, "--%s for kind dolt takes a non-empty string", k);
-			else if (url && (!strcmp(k, "host") || !strcmp(k, "database")))
-				rc = tether_error_set(TETHER_EUSAGE, "--%s and a URL name the same thing: give one", k);
 			else
 				json_object_set(loc, k, v);
 		} else {
@@ -197,7 +186,7 @@ int dt_make_locator(const struct tether_bctx *ctx, const char *uri, const json_t
 	}
 	if (rc == 0 && !json_object_get(loc, "database"))
 		rc = tether_error_set(TETHER_EUSAGE, "kind dolt needs a database: tether add KEY mysql://host:port/DB "
-		                                     "--kind dolt, or --database DB");
+		                                     "--kind dolt");
 	struct dt_loc l;
 	if (rc == 0 && (rc = dt_read_locator(loc, &l)) == TETHER_ECONFIG)
 		rc = tether_error_set(TETHER_EUSAGE, "%s", tether_error_last());

@@ -64,6 +64,19 @@ def fork_name(ds, bookmark="work"):
     return f"tether/ws/{ds.dataset_id()[:8]}/{bookmark}"
 
 
+def diverged(ds, srv, db, on_fork, on_main):
+    """The object added, committed, forked on `work`, written there (SQL
+    on_fork) and committed; then main written (on_main) behind tether's
+    back: (the fork's branch, its head, main's head)."""
+    add(ds, srv, db, "--pin", "record")
+    ds.tether("commit", "-m", "base")
+    ds.tether("new", "-b", "work")
+    branch = fork_name(ds)
+    fork = write(srv, db, on_fork, branch)
+    ds.tether("commit", "-m", "fork")
+    return branch, fork, write(srv, db, on_main)
+
+
 # ---------------------------------------------------------------------------
 # The real server
 # ---------------------------------------------------------------------------
@@ -136,26 +149,16 @@ def test_fork_write_commit_promote(ds, dolt_server, dolt):
 
 
 def test_promote_refuses_a_diverged_base(ds, dolt_server, dolt):
-    add(ds, dolt_server, dolt, "--pin", "record")
-    ds.tether("commit", "-m", "base")
-    ds.tether("new", "-b", "work")
-    branch = fork_name(ds)
-    write(dolt_server, dolt, "INSERT INTO t VALUES (11, 'fork')", branch)
-    ds.tether("commit", "-m", "fork")
-    moved = write(dolt_server, dolt, "INSERT INTO t VALUES (12, 'main')")
+    _, _, moved = diverged(ds, dolt_server, dolt, "INSERT INTO t VALUES (11, 'fork')",
+                           "INSERT INTO t VALUES (12, 'main')")
     p = ds.tether("promote", check_rc=3)
     assert "merge" in p.stderr, "diverged: the refusal says to merge"
     assert dolt_server.head(dolt) == moved, "nothing moved"
 
 
 def test_merge_and_a_conflict_rolled_back(ds, dolt_server, dolt):
-    add(ds, dolt_server, dolt, "--pin", "record")
-    ds.tether("commit", "-m", "base")
-    ds.tether("new", "-b", "work")
-    branch = fork_name(ds)
-    fork = write(dolt_server, dolt, "UPDATE t SET v = 'fork' WHERE id = 1", branch)
-    ds.tether("commit", "-m", "fork")
-    moved = write(dolt_server, dolt, "UPDATE t SET v = 'main' WHERE id = 1")
+    branch, fork, moved = diverged(ds, dolt_server, dolt, "UPDATE t SET v = 'fork' WHERE id = 1",
+                                   "UPDATE t SET v = 'main' WHERE id = 1")
     p = ds.tether("merge", check_rc=3)
     assert "conflicts: t (1 conflict); rolled back" in p.stdout + p.stderr, p.stdout + p.stderr
     assert dolt_server.head(dolt) == moved and dolt_server.head(dolt, branch) == fork
@@ -185,13 +188,7 @@ def test_a_merge_violating_a_foreign_key_is_rolled_back(ds, dolt_server, dolt):
     dolt_server.sql("CREATE TABLE p (id INT PRIMARY KEY);"
                     "CREATE TABLE c (id INT PRIMARY KEY, pid INT, FOREIGN KEY (pid) REFERENCES p(id));"
                     "INSERT INTO p VALUES (1), (2); CALL DOLT_ADD('-A'); CALL DOLT_COMMIT('-m', 'fk')", dolt)
-    add(ds, dolt_server, dolt, "--pin", "record")
-    ds.tether("commit", "-m", "base")
-    ds.tether("new", "-b", "work")
-    branch = fork_name(ds)
-    write(dolt_server, dolt, "INSERT INTO c VALUES (1, 2)", branch)
-    ds.tether("commit", "-m", "child")
-    moved = write(dolt_server, dolt, "DELETE FROM p WHERE id = 2")
+    _, _, moved = diverged(ds, dolt_server, dolt, "INSERT INTO c VALUES (1, 2)", "DELETE FROM p WHERE id = 2")
     p = ds.tether("merge", check_rc=3)
     assert "conflicts: c (1 constraint violation); rolled back" in p.stdout + p.stderr, p.stdout + p.stderr
     assert dolt_server.head(dolt) == moved

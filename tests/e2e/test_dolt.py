@@ -400,6 +400,20 @@ def test_undo_takes_a_promote_back(ds, dolt_server, dolt):
     assert dolt_server.sql("SELECT COUNT(*) FROM t", f"{dolt}/main")[0][0] == 2
 
 
+def test_drop_on_a_server_that_cannot_delete_branches(ds, dolt_server, dolt):
+    """v0.40.4 refuses DOLT_BRANCH('-D'): drop says so in one line naming
+    the server, and the branch and the manifest stay."""
+    add(ds, dolt_server, dolt, "--pin", "record")
+    ds.tether("commit", "-m", "base")
+    ds.tether("new", "-b", "work")
+    p = ds.tether("drop", "db", "--force", check_rc=None)
+    out = p.stdout + p.stderr
+    assert p.returncode != 0 and "Deleting branches is not supported" in out, out
+    assert f"mysql://127.0.0.1:{dolt_server.port}/{dolt}" in out
+    assert dolt_server.head(dolt, fork_name(ds)) is not None
+    assert ds.manifest_path("db").exists(), "nothing half-done: the manifest stays"
+
+
 def test_the_working_branch_gone_on_promote(ds, dolt_server, dolt):
     """v0.40.4 cannot delete a branch (DOLT_BRANCH -D says so), so the
     branch gone behind tether's back is one never made: a manifest naming a

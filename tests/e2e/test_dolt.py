@@ -536,6 +536,9 @@ FAKE_SURFACE = [
     "  IF h IS NULL THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'invalid ref spec'; END IF;"
     "  INSERT INTO dolt_tags VALUES (a, h);"
     " END IF; END",
+    # DOLT_BRANCH(name) makes a branch at main's head (the session's branch).
+    "CREATE PROCEDURE DOLT_BRANCH(IN n VARCHAR(200)) BEGIN"
+    " INSERT INTO dolt_branches SELECT n, hash, 0 FROM dolt_branches WHERE name = 'main'; END",
 ]
 H1 = "0123456789abcdefghijklmnopqrstuv"
 H2 = "vutsrqponmlkjihgfedcba9876543210"
@@ -616,6 +619,35 @@ def test_open_at_a_pin_names_its_tag_and_repair_remakes_a_lost_one(ds, fake):
     ds.tether("repair")
     assert fake("SELECT tag_name, tag_hash FROM dolt_tags") == ((tag, H1),)
     assert ds.tj("verify")["ok"] is True
+
+
+def test_restore_refuses_a_branch_with_uncommitted_changes(ds, fake):
+    """restore would move the working branch back with DOLT_RESET --hard,
+    which discards a working set: refused while dolt_branches.dirty says
+    there is one, and nothing moves."""
+    ds.tether("commit", "-m", "base")
+    ds.tether("new", "-b", "work")
+    branch = "tether/ws/%s/work" % ds.dataset_id()[:8]
+    assert fake(f"SELECT hash FROM dolt_branches WHERE name = '{branch}'") == ((H1,),)
+    fake(f"UPDATE dolt_branches SET hash = '{H2}' WHERE name = '{branch}'")
+    ds.tether("commit", "-m", "fork write")
+    fake(f"UPDATE dolt_branches SET dirty = 1 WHERE name = '{branch}'")
+    p = ds.tether("restore", "-r", "HEAD~1", check_rc=3)
+    assert "uncommitted changes, which moving it to" in p.stderr and branch in p.stderr, p.stderr
+    assert fake(f"SELECT hash, dirty FROM dolt_branches WHERE name = '{branch}'") == ((H2, 1),)
+
+
+def test_a_fork_that_cannot_move_its_new_branch_says_why(ds, fake):
+    """The new branch is made at main's head (H2 by now) and cannot be
+    moved to the pinned H1 (the emulation has no revision databases): the
+    error is the move's, and tether tries to delete the branch it made
+    (the emulation, like v0.40.4, cannot)."""
+    ds.tether("commit", "-m", "base")
+    fake(f"UPDATE dolt_branches SET hash = '{H2}' WHERE name = 'main'")
+    p = ds.tether("new", "-b", "work", check_rc=None)
+    assert p.returncode != 0
+    line = [l for l in p.stderr.splitlines() if l.startswith("tether: error")][0]
+    assert "cannot connect" in line and "Unknown database" in line and "/tether/ws/" in line, line
 
 
 def test_a_branch_gone_behind_tethers_back(ds, fake):

@@ -115,14 +115,23 @@ static int fork_named(const struct tether_bctx *ctx, const json_t *locator, cons
 			rc = tether_error_set(TETHER_EREFUSED, "dolt %s: branch %s moved: expected %s, found %s; nothing was "
 			                      "changed", c.where, branch, want ? want : "?", head);
 	}
-	if (rc == 0 && !found) {
+	if (rc == 0 && found && dirty > 0 && strcmp(head, commit) != 0)
+		rc = tether_error_set(TETHER_EREFUSED, "dolt %s: branch %s has uncommitted changes, which moving it to %s "
+		                      "would discard; nothing was changed", c.where, branch, commit);
+	int made = 0;
+	if (rc == 0 && !found) { /* at the session's head, which may be the commit already */
 		char *sql = dt_sql(&c, "CALL DOLT_BRANCH(?)", branch);
 		if ((rc = dt_exec(&c, sql)) == -1)
 			rc = dt_fail(&c, "CALL DOLT_BRANCH");
 		free(sql);
+		made = rc == 0;
+		if (rc == 0 && (rc = dt_branch_head(&c, branch, head, &found, &dirty)) == 0 && !found)
+			rc = tether_error_set(TETHER_EIO, "dolt %s: CALL DOLT_BRANCH made no branch %s", c.where, branch);
 	}
 	dt_release(&c, rc == 0);
-	if (rc == 0 && (!found || strcmp(head, commit) != 0) && (rc = reset_branch(ctx, &loc, branch, commit)) && !found)
+	if (rc == 0 && strcmp(head, commit) != 0)
+		rc = reset_branch(ctx, &loc, branch, commit);
+	if (rc && made)
 		forget_new_branch(ctx, &loc, branch, rc);
 	if (rc == 0 && !(*working_ref = json_pack("{s:s}", "working_branch", branch)))
 		rc = tt_fail_oom();

@@ -386,6 +386,19 @@ def test_the_server_killed_mid_promote(ds, dolt_server, dolt):
     assert dolt_server.head(dolt) == dolt_server.head(dolt, fork_name(ds))
 
 
+def test_a_writer_racing_the_promote_makes_it_fail(ds, dolt_server, dolt):
+    add(ds, dolt_server, dolt, "--pin", "record")
+    ds.tether("commit", "-m", "base")
+    ds.tether("new", "-b", "work")
+    fork = write(dolt_server, dolt, "INSERT INTO t VALUES (42, 'fork')", fork_name(ds))
+    ds.tether("commit", "-m", "fork")
+    p, racer = run_stopped(ds, ["promote"], "promote:journal-written:stop",
+                           lambda: write(dolt_server, dolt, "INSERT INTO t VALUES (43, 'racer')"))
+    assert p.returncode == 3 and "moved" in p.stderr.splitlines()[0], p.stderr
+    assert dolt_server.head(dolt) == racer, "the racing writer's commit stands"
+    assert dolt_server.head(dolt, fork_name(ds)) == fork
+
+
 def test_undo_takes_a_promote_back(ds, dolt_server, dolt):
     add(ds, dolt_server, dolt, "--pin", "record")
     ds.tether("commit", "-m", "base")

@@ -124,9 +124,11 @@ static int rollback(struct dt_conn *c)
 	return dt_exec(c, "ROLLBACK");
 }
 
-/* DOLT_MERGE of h->work into the base, in one transaction; `message`
- * commits a merge that did not commit itself (older Dolt leaves a
- * non-fast-forward merge staged). *to: the base's new head. */
+/* DOLT_MERGE of h->work into the base, in one transaction, from the base
+ * head read before (h->base_head; one that moved since is refused);
+ * `message` commits a merge that did not commit itself (older Dolt leaves
+ * a non-fast-forward merge staged), and NULL (promote) allows only a
+ * fast-forward to h->work_head. *to: the base's new head. */
 static int merge_in_transaction(const struct tether_bctx *ctx, struct heads *h, const char *message,
                                 char to[DT_HASH_MAX])
 {
@@ -142,6 +144,13 @@ static int merge_in_transaction(const struct tether_bctx *ctx, struct heads *h, 
 		goto done;
 	}
 	begun = 1;
+	if ((rc = dt_branch_head(&c, h->loc.branch, to, &found, &dirty)))
+		goto done;
+	if (!found || strcmp(to, h->base_head) != 0) {
+		rc = tether_error_set(TETHER_EREFUSED, "dolt %s: %s moved: expected %s, found %s; nothing was changed",
+		                      c.where, h->loc.branch, h->base_head, found ? to : "no branch");
+		goto done;
+	}
 	sql = dt_sql(&c, "CALL DOLT_MERGE(?)", h->work);
 	if ((rc = dt_query_cols(&c, sql, &rows, &cols)) == -1) {
 		rc = dt_fail(&c, "CALL DOLT_MERGE");
@@ -163,6 +172,11 @@ static int merge_in_transaction(const struct tether_bctx *ctx, struct heads *h, 
 	free(tables);
 	if ((rc = dt_branch_head(&c, h->loc.branch, to, &found, &dirty)))
 		goto done;
+	if (!message && strcmp(to, h->work_head) != 0) {
+		rc = tether_error_set(TETHER_EREFUSED, "dolt %s: merging %s into %s was no fast-forward (a writer moved "
+		                      "one of them); rolled back, nothing was changed", c.where, h->work, h->loc.branch);
+		goto done;
+	}
 	if (!strcmp(to, h->base_head)) { /* merged into the working set, not committed */
 		json_t *status = NULL;
 		if (dt_query(&c, "SELECT COUNT(*) FROM dolt_status", &status) != 0) {
@@ -217,10 +231,7 @@ int dt_promote(const struct tether_bctx *ctx, const json_t *locator, const json_
 			                        "dolt %s: %s (%s) is not in the history of %s (%s): not a fast-forward; "
 			                        "merge instead; nothing was changed",
 			                        where, h.loc.branch, h.base_head, h.work, h.work_head);
-		char *msg = tt_strdupf("tether: promote %s into %s", h.work, h.loc.branch);
-		rc = msg ? merge_in_transaction(ctx, &h, msg, to) : tt_fail_oom();
-		free(msg);
-		if (rc)
+		if ((rc = merge_in_transaction(ctx, &h, NULL, to)))
 			return rc;
 	}
 	*result = move_result(&h, to);

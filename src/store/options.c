@@ -46,6 +46,13 @@ static const struct {
 	{"account_key", OPT_STRING, 0},
 	{"sas_token", OPT_STRING, 0},
 	{"connection_string", OPT_STRING, 0},
+	/* Database servers ([uris."mysql://host:port"], read by the Dolt
+	 * backend): the login, given or named by environment variable. No
+	 * byte store reads them. */
+	{"user", OPT_STRING, 0},
+	{"password", OPT_STRING, 0},
+	{"user_env", OPT_STRING, 0},
+	{"password_env", OPT_STRING, 0},
 };
 #define N_OPTIONS (sizeof OPTIONS / sizeof OPTIONS[0])
 
@@ -53,7 +60,7 @@ const char *const tether_store_option_names[] = {
 	"endpoint_url", "region", "profile", "role_arn", "access_key_id", "secret_access_key", "session_token",
 	"allow_http", "force_path_style", "virtual_hosted_style_request", "conditional_put", "connect_timeout",
 	"timeout", "service_account_key", "service_account_path", "account_name", "account_key", "sas_token",
-	"connection_string", NULL,
+	"connection_string", "user", "password", "user_env", "password_env", NULL,
 };
 
 static int find(const char *key)

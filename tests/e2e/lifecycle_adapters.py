@@ -528,7 +528,115 @@ class LakeFSAdapter(Adapter):
         return self._write(handle["repository"], handle["ref"], "data/value", _s.token_bytes(8))
 
 
-ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3(), LakeFSAdapter()]
+# ---------------------------------------------------------------------------
+# Dolt: a database on the real `dolt sql-server` v0.40.4 (doltserver.py);
+# the oracle is its SQL surface, through PyMySQL
+# ---------------------------------------------------------------------------
+
+NO_DOLT_TAG = ("dolt sql-server v0.40.4, the one Dolt that runs here, has no DOLT_TAG, so a commit cannot pin; "
+               "test_dolt.py runs the same with --pin record, and pins against an emulation of DOLT_TAG")
+
+
+class DoltAdapter(Adapter):
+    """A store is a database (its name); branches are Dolt's, named as
+    tether's working branches with '/' for '.' (tether/ws/<dataset8>/<b>),
+    which refs() and head() translate back."""
+
+    name = "dolt"
+    kind = "dolt"
+    server_fixture = "dolt_server"
+    # Every check but test_pin_record starts with a commit that pins.
+    cannot = {check: NO_DOLT_TAG for check in (
+        "commit_pins", "unchanged_commit_is_a_noop", "new_forks_at_the_pin_and_open_reads_it",
+        "write_on_the_fork_then_commit", "gc_releases_exactly_the_unreferenced_pins",
+        "gc_keeps_a_pin_another_branch_names", "verify_notices_a_lost_pin",
+        "verify_deep_agrees_with_verify_on_held_and_lost_pins", "status_on_status_notices_a_lost_pin",
+        "repair_after_a_lost_pin", "log_key", "add_at_an_earlier_state", "add_pick", "kill_mid_commit",
+        "promote_lands_the_fork", "promote_dry_run_plan_and_stale_plan", "a_writer_racing_the_move_makes_it_fail",
+        "a_diverged_base_is_refused", "a_diverged_base_shows_in_the_dry_run", "kill_mid_promote",
+        "merge_of_a_conflicting_fork_writes_nothing", "restore_discards_the_write_on_the_fork",
+        "restore_an_older_revision", "restore_refused_when_a_writer_moves_the_fork",
+        "a_killed_restore_is_finished_by_the_rerun", "objects_of_one_store_are_restored_together",
+        "drop_deletes_the_pinned_fork_and_keeps_the_pins", "drop_keeps_a_fork_with_unpinned_writes",
+        "drop_delete_store_of_a_created_store", "abandon_then_gc_releases_its_pin", "undo_a_commit", "undo_a_new",
+        "undo_a_promote", "undo_of_a_promote_refuses_a_base_moved_on",
+        "pull_moves_a_detached_object_onto_its_branch")}
+
+    def __init__(self):
+        self.server = None
+        self.writes = 0
+
+    def bind(self, server):
+        self.server = server
+        server.ensure_running()
+
+    def reach(self, root, env, store):
+        secrets = Path(root) / ".tether" / "secrets.toml"
+        secrets.parent.mkdir(parents=True, exist_ok=True)
+        secrets.write_text(f'[uris."mysql://127.0.0.1:{self.server.port}"]\nuser = "{self.server.user}"\n'
+                           f'password = "{self.server.password}"\n')
+
+    def make_store(self, tmp_path, name="store"):
+        return self.server.database(name)
+
+    def add_args(self, store):
+        return [f"mysql://127.0.0.1:{self.server.port}/{store}", "--kind", self.kind]
+
+    @staticmethod
+    def _dolt_branch(branch):
+        return branch.replace(".", "/")
+
+    def _write(self, database, message):
+        self.writes += 1
+        self.server.sql(f"REPLACE INTO t VALUES (1, 'write {self.writes}');"
+                        f"CALL DOLT_COMMIT('-a', '-m', '{message}')", database)
+
+    def mutate(self, store, branch=None):
+        branch = self._dolt_branch(branch or self.base_branch)
+        self._write(f"{store}/{branch}", f"write {self.writes + 1}")
+        return self.server.head(store, branch)
+
+    def head(self, store, branch=None):
+        return self.server.head(store, self._dolt_branch(branch or self.base_branch))
+
+    def refs(self, store):
+        # v0.40.4 has no dolt_tags: no pin can exist there.
+        rows = self.server.sql("SELECT name, hash FROM dolt_branches", store)
+        return {"pins": {}, "branches": {name.replace("/", "."): h for name, h in rows}}
+
+    def content(self, store, ref):
+        return self.server.sql("SELECT id, v FROM t ORDER BY id", f"{store}/{self._dolt_branch(ref)}")
+
+    def history(self, store, branch=None):
+        rows = self.server.sql("SELECT commit_hash, message FROM dolt_log",
+                               f"{store}/{self._dolt_branch(branch or self.base_branch)}")
+        return [tuple(r) for r in rows]
+
+    def witness(self, store):
+        return (self.server.sql("SELECT name, hash FROM dolt_branches ORDER BY name", store),
+                self.server.sql("SELECT * FROM dolt_status", store))
+
+    def identity(self, store):
+        return {"host": "127.0.0.1", "port": self.server.port, "database": store}
+
+    def content_state(self, state_id):
+        return {"commit": state_id}  # dirty_unchecked is volatile
+
+    def state_id(self, state):
+        return state["commit"]
+
+    def handle_state(self, handle):
+        return handle["commit"]
+
+    def handle_ref(self, handle):
+        return handle["ref"]
+
+    def write_via_handle(self, handle):
+        self._write(handle["database_ref"], "through the handle")
+        return self.server.head(handle["database"], handle["ref"])
+
+
+ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3(), LakeFSAdapter(), DoltAdapter()]
 
 # Stable Pinnable kinds with no adapter, and why the lifecycle cannot be
 # run on them end to end. Any other such kind without an adapter fails

@@ -22,8 +22,8 @@ def test_backends_text(run):
     lines = p.stdout.splitlines()
     assert lines[0].split() == ["KIND", "MATURITY", "TIER", "FLAGS", "SUMMARY"]
     rows = {l.split()[0]: l.split() for l in lines[1:]}
-    # git and icechunk are modules: listed because they are on the module path
-    assert set(rows) == {"file", "memory", "git", "icechunk"}
+    # dolt, git and icechunk are modules: listed because they are on the module path
+    assert set(rows) == {"file", "memory", "dolt", "git", "icechunk"}
     assert rows["file"][1:3] == ["stable", "observed"]
     assert rows["memory"][2] == "forkable"
     # the columns line up: every row's TIER starts where the header's does
@@ -32,13 +32,14 @@ def test_backends_text(run):
         assert l[col:].split()[0] in ("observed", "forkable")
     assert rows["git"][1:3] == ["stable", "forkable"]
     assert rows["icechunk"][1:3] == ["stable", "forkable"]
+    assert rows["dolt"][1:3] == ["experimental", "forkable"]
 
 
 def test_backends_json(run):
     r = json.loads(run("backends", "--json").stdout)
     kinds = {b["kind"]: b for b in r}
     # built-ins first, then the modules in the order of their kinds
-    assert [b["kind"] for b in r] == ["file", "memory", "git", "icechunk"]
+    assert [b["kind"] for b in r] == ["file", "memory", "dolt", "git", "icechunk"]
     f = kinds["file"]
     assert f["maturity"] == "stable"
     assert f["tier"] == "observed"

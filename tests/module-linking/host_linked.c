@@ -11,7 +11,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 
-static const char *const entry_points[] = {"tether_backend_module", "tether_vcs_module", "tether_gitbe_libgit2",
+static const char *const entry_points[] = {"tether_module", "tether_backend_module", "tether_vcs_module", "tether_gitbe_libgit2",
                                            "tether_store_module"};
 
 int main(int argc, char **argv)

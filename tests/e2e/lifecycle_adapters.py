@@ -422,7 +422,95 @@ class IcechunkS3(IcechunkAdapter):
         return sorted(store.objects().items())
 
 
-ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3()]
+# ---------------------------------------------------------------------------
+# Lance: the oracle is pylance (lance_oracle.py), in process
+# ---------------------------------------------------------------------------
+
+class LanceAdapter(Adapter):
+    """Lance datasets, made, written and read by pylance. A state id is the
+    version on main and "branch@version#branch_id" on any other branch, at
+    the address tether gives: an untouched branch is named at its parent's
+    (lance_oracle.py)."""
+
+    kind = "lance"
+    name = "lance"
+
+    def make_store(self, tmp_path, name="store"):
+        import lance_oracle
+        path = Path(tmp_path) / f"{name}.lance"
+        lance_oracle.create(str(path))
+        return path
+
+    def mutate(self, store, branch=None):
+        import lance_oracle
+        lance_oracle.append(str(store), branch or self.base_branch)
+        return self.head(store, branch)
+
+    def head(self, store, branch=None):
+        import lance_oracle
+        return lance_oracle.head(str(store), branch or self.base_branch)
+
+    def refs(self, store):
+        import lance_oracle
+        return lance_oracle.refs(str(store))
+
+    def content(self, store, ref):
+        import lance_oracle
+        return lance_oracle.content(str(store), ref)
+
+    def delete_pin(self, store, ref):
+        import lance
+        lance.dataset(str(store)).tags.delete(ref)
+
+    def add_foreign_ref(self, store, name, state_id):
+        import lance
+        branch, _, version = state_id.split("#")[0].rpartition("@")
+        branch = branch or "main"
+        lance.dataset(str(store)).tags.create(name, (None if branch == "main" else branch, int(version)))
+
+    def history(self, store, branch=None):
+        import lance_oracle
+        return lance_oracle.history(str(store), branch or self.base_branch)
+
+    def witness(self, store):
+        out = []
+        for p in sorted(Path(store).rglob("*")):
+            if p.is_file():
+                out.append((p.relative_to(store).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest()))
+        return out
+
+    def identity(self, store):
+        return {"uri": str(store)}
+
+    def content_state(self, state_id):
+        where, _, branch_id = state_id.partition("#")
+        branch, _, version = where.rpartition("@")
+        branch = branch or "main"
+        state = {"branch": branch, "version": int(version)}
+        if branch_id:
+            state["branch_id"] = branch_id
+        return state
+
+    def state_id(self, state):
+        if state["branch"] == "main":
+            return str(state["version"])
+        return f"{state['branch']}@{state['version']}#{state['branch_id']}"
+
+    def handle_state(self, handle):
+        import lance_oracle
+        return lance_oracle.address(handle["uri"], handle["branch"], handle["version"])
+
+    def handle_ref(self, handle):
+        return handle["tag"] if handle["read_only"] else handle["branch"]
+
+    def write_via_handle(self, handle):
+        import lance_oracle
+        assert handle["read_only"] is False, handle
+        lance_oracle.append(handle["uri"], handle["branch"])
+        return lance_oracle.head(handle["uri"], handle["branch"])
+
+
+ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3(), LanceAdapter()]
 
 # Stable Pinnable kinds with no adapter, and why the lifecycle cannot be
 # run on them end to end. Any other such kind without an adapter fails

@@ -308,6 +308,7 @@ const struct tether_backend tt_backend_lance = {
 	.unpin = lc_unpin,
 	.list_pins = lc_list_pins,
 	.verify = lc_verify,
+	.verify_deep = lc_verify_deep,
 	.fork = lc_fork,
 	.delete_working_ref = lc_delete_working_ref,
 	.delete_working_ref_if = lc_delete_working_ref_if,

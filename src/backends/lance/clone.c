@@ -169,7 +169,8 @@ static int build_clone(struct lc_dataset *ds, struct lc_manifest *src, const cha
 		free(where);
 		return lc_fail_oom();
 	}
-	memcpy(paths, m->base_paths, m->n_base_paths * sizeof *paths);
+	if (m->n_base_paths)
+		memcpy(paths, m->base_paths, m->n_base_paths * sizeof *paths);
 	paths[m->n_base_paths] = &bp;
 	TetherLance__BasePath **old_paths = m->base_paths;
 	size_t old_npaths = m->n_base_paths;
@@ -382,7 +383,7 @@ int lc_branch_delete(struct lc_dataset *ds, const char *name)
 		rc = ref_key ? tether_store_delete(ds->store, ref_key) : lc_fail_oom();
 	/* Then the branch's own directories; a nested branch's (tree/a/b
 	 * under tree/a) are not among them. */
-	static const char *const dirs[] = {"_versions/", "_transactions/", "_deletions/", "_indices/", "data/", NULL};
+	static const char *const dirs[] = {"_versions", "_transactions", "_deletions", "_indices", "data", NULL};
 	for (int d = 0; rc == 0 && dirs[d]; d++) {
 		char *prefix = tt_strdupf("tree/%s/%s", name, dirs[d]);
 		tether_store_iter *it = NULL;

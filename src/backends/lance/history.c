@@ -1,6 +1,7 @@
 /* History: the versions of the locator's branch, newest first, each with
  * its commit time, the operation and message of its transaction (inline
- * in the manifest file), and the tags on it. */
+ * in the manifest file), and the refs on it: the branch on its head, and
+ * the tags. */
 #include "backends/lance/lance.h"
 
 #include <stdio.h>
@@ -73,6 +74,8 @@ int lc_history(const struct tether_bctx *ctx, const json_t *locator, int max_cou
 		snprintf(id, sizeof id, "%llu", (unsigned long long)man.version);
 		char *message = describe(&man);
 		json_t *refs = json_array();
+		if (i == n) /* the branch's head */
+			json_array_append_new(refs, json_string(branch));
 		const char *name;
 		json_t *t;
 		json_object_foreach(tags, name, t)

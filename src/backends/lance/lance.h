@@ -149,6 +149,7 @@ int lc_pin(const struct tether_bctx *, const json_t *, const json_t *, const cha
 int lc_unpin(const struct tether_bctx *, const json_t *, const json_t *);
 int lc_list_pins(const struct tether_bctx *, const json_t *, json_t **);
 int lc_verify(const struct tether_bctx *, const json_t *, const json_t *, const json_t *, int *, char **);
+int lc_verify_deep(const struct tether_bctx *, const json_t *, const json_t *, const json_t *, int *, char **);
 int lc_fork(const struct tether_bctx *, const json_t *, const json_t *, const json_t *, const char *,
             const json_t *, json_t **);
 int lc_delete_working_ref(const struct tether_bctx *, const json_t *, const json_t *);

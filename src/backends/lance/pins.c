@@ -137,3 +137,38 @@ int lc_verify(const struct tether_bctx *ctx, const json_t *locator, const json_t
 	lc_close(&ds);
 	return rc;
 }
+
+/* verify --deep: verify's answer, then the pinned version's manifest read
+ * and decoded as a reader opening it would (footer, protobuf, feature
+ * flags, branch): a tag still naming a version whose manifest is damaged
+ * fails here. */
+int lc_verify_deep(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
+                   int *ok, char **detail)
+{
+	int rc = lc_verify(ctx, locator, state, pin_ref, ok, detail);
+	if (rc || !*ok)
+		return rc;
+	struct lc_loc loc;
+	struct lc_dataset ds;
+	struct lc_pos p;
+	struct lc_manifest man;
+	if ((rc = lc_open(ctx, locator, &loc, &ds)))
+		return rc;
+	if ((rc = lc_state_read(state, &p)) == 0) {
+		tether_error_clear();
+		int bad = lc_read_version(&ds, p.branch, p.version, &man);
+		if (bad == TETHER_ETRANSIENT || bad == TETHER_ECANCELLED) {
+			rc = bad;
+		} else if (bad) {
+			*ok = 0;
+			free(*detail);
+			*detail = tt_strdupf("version %llu of %s cannot be read: %s", (unsigned long long)p.version, p.branch,
+			                     tether_error_last());
+		} else {
+			lc_manifest_free(&man);
+		}
+		lc_pos_free(&p);
+	}
+	lc_close(&ds);
+	return rc;
+}

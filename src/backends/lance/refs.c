@@ -167,7 +167,7 @@ static int keys_under(struct lc_dataset *ds, const char *prefix, json_t **out)
 int lc_tag_list(struct lc_dataset *ds, json_t **out)
 {
 	json_t *keys = NULL, *tags = json_object();
-	int rc = tags ? keys_under(ds, TAGS, &keys) : lc_fail_oom();
+	int rc = tags ? keys_under(ds, "_refs/tags", &keys) : lc_fail_oom();
 	size_t i;
 	json_t *k;
 	json_array_foreach(keys, i, k) {
@@ -283,7 +283,7 @@ int lc_branch_read(struct lc_dataset *ds, const char *name, struct lc_branch *ou
 int lc_branch_list(struct lc_dataset *ds, json_t **out)
 {
 	json_t *keys = NULL, *all = json_object();
-	int rc = all ? keys_under(ds, BRANCHES, &keys) : lc_fail_oom();
+	int rc = all ? keys_under(ds, "_refs/branches", &keys) : lc_fail_oom();
 	size_t i;
 	json_t *k;
 	json_array_foreach(keys, i, k) {

@@ -82,13 +82,13 @@ static int walk_add(struct walk *w, uint64_t v)
 static int walk(struct lc_dataset *ds, const char *branch, int first_only, struct walk *w)
 {
 	memset(w, 0, sizeof *w);
-	char *base = lc_base(branch), *prefix = base ? tt_strdupf("%s_versions/", base) : NULL;
+	char *base = lc_base(branch), *prefix = base ? tt_strdupf("%s_versions", base) : NULL;
 	free(base);
 	if (!prefix)
 		return lc_fail_oom();
 	tether_store_iter *it = NULL;
 	int rc = tether_store_list(ds->store, prefix, NULL, first_only ? 16 : 0, &it);
-	size_t plen = strlen(prefix);
+	size_t plen = strlen(prefix) + 1; /* and its '/' */
 	for (const char *key = NULL; rc == 0;) {
 		if ((rc = tether_store_next(it, &key)) || !key)
 			break;
@@ -99,7 +99,7 @@ static int walk(struct lc_dataset *ds, const char *branch, int first_only, struc
 		if (s == LC_SCHEME_NONE)
 			continue;
 		if (w->scheme != LC_SCHEME_NONE && s != w->scheme) {
-			rc = tether_error_set(TETHER_EIO, "%s/%s: holds manifests of both naming schemes; Lance refuses "
+			rc = tether_error_set(TETHER_EIO, "%s/%s/: holds manifests of both naming schemes; Lance refuses "
 			                                  "such a directory", ds->uri, prefix);
 			break;
 		}

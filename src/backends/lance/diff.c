@@ -48,6 +48,23 @@ static char *files_of(const struct side *s, const TetherLance__DataFragment *f)
 	return out;
 }
 
+/* Do two files_of lists have a line in common? */
+static int shares_a_file(const char *a, const char *b)
+{
+	for (const char *line = a; *line;) {
+		const char *end = strchr(line, '\n');
+		size_t n = (size_t)(end - line);
+		for (const char *p = b; *p;) {
+			const char *e = strchr(p, '\n');
+			if ((size_t)(e - p) == n && memcmp(p, line, n) == 0)
+				return 1;
+			p = e + 1;
+		}
+		line = end + 1;
+	}
+	return 0;
+}
+
 static const TetherLance__DataFragment *find_frag(const TetherLance__Manifest *m, uint64_t id)
 {
 	for (size_t i = 0; i < m->n_fragments; i++)
@@ -95,17 +112,27 @@ static int diff_fragments(const struct side *a, const struct side *b, struct out
 			free(pb);
 			return lc_fail_oom();
 		}
-		if (!fa || strcmp(pa, pb) != 0) {
+		int same_files = fa && strcmp(pa, pb) == 0;
+		if (!fa || (!same_files && !shares_a_file(pa, pb))) {
+			/* New, or the same id holding other data (two sides of a
+			 * fork number their fragments alike). */
 			if (fa)
 				fragment_entry(o, REMOVED, fa);
 			fragment_entry(o, ADDED, fb);
-		} else if (!same_deletion(fa->deletion_file, fb->deletion_file) || fa->physical_rows != fb->physical_rows) {
+		} else if (!same_files || !same_deletion(fa->deletion_file, fb->deletion_file) ||
+		           fa->physical_rows != fb->physical_rows) {
 			uint64_t da = fa->deletion_file ? fa->deletion_file->num_deleted_rows : 0;
 			uint64_t db = fb->deletion_file ? fb->deletion_file->num_deleted_rows : 0;
-			char path[48], detail[96];
+			char path[48], detail[160];
+			int k = 0;
 			snprintf(path, sizeof path, "fragment %llu", (unsigned long long)fb->id);
-			snprintf(detail, sizeof detail, "deletions %llu -> %llu, %llu rows", (unsigned long long)da,
-			         (unsigned long long)db, (unsigned long long)live_rows(fb));
+			if (!same_deletion(fa->deletion_file, fb->deletion_file))
+				k += snprintf(detail + k, sizeof detail - (size_t)k, "deletions %llu -> %llu, ", (unsigned long long)da,
+				              (unsigned long long)db);
+			if (!same_files)
+				k += snprintf(detail + k, sizeof detail - (size_t)k, "data files %zu -> %zu, ", fa->n_files,
+				              fb->n_files);
+			snprintf(detail + k, sizeof detail - (size_t)k, "%llu rows", (unsigned long long)live_rows(fb));
 			emit(o, MODIFIED, path, detail);
 		}
 		free(pa);

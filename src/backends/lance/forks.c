@@ -95,7 +95,15 @@ int lc_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t *
 			                      head.branch);
 		lc_pos_free(&want);
 	}
-	if (rc == 0 && exists && (rc = lc_tags_on_branch(&ds, branch, &tags)) == 0) {
+	/* Already there (a commit on the fork moves it to its own head): a
+	 * no-op, under its own name. */
+	int there = 0;
+	if (rc == 0 && exists) {
+		if (!head.branch)
+			rc = lc_branch_head(&ds, branch, &head);
+		there = rc == 0 && same_pos(&head, &src);
+	}
+	if (rc == 0 && exists && !there && (rc = lc_tags_on_branch(&ds, branch, &tags)) == 0) {
 		if (json_array_size(tags) > 0)
 			rc = free_name(&ds, branch, &name); /* held by a pin: Lance will not delete it */
 		else if (absent)
@@ -106,7 +114,7 @@ int lc_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t *
 	}
 	if (rc == 0 && !name && !(name = strdup(branch)))
 		rc = lc_fail_oom();
-	if (rc == 0)
+	if (rc == 0 && !there)
 		rc = lc_branch_create(&ds, name, src.branch, src.version);
 	if (rc == 0 && !(*working_ref = json_pack("{s:s}", "working_branch", name)))
 		rc = lc_fail_oom();
@@ -172,6 +180,24 @@ int lc_delete_working_ref_if(const struct tether_bctx *ctx, const json_t *locato
 	return rc;
 }
 
+/* A working branch whose head a pin holds, which Lance will not let be
+ * deleted while the tag lives: everything on it is recorded, and tether
+ * never writes there again (a later fork under its name picks name.2).
+ * It is not listed as this workspace's, so `new` does not take it for a
+ * branch someone else made, and gc does not try to delete it. */
+static int retired(const json_t *tags, const char *name, const struct lc_pos *head)
+{
+	const char *tag;
+	json_t *t;
+	if (strcmp(head->branch, name) != 0)
+		return 0;
+	json_object_foreach((json_t *)tags, tag, t)
+		if (strncmp(tag, "tether.", 7) == 0 && strcmp(json_string_value(json_object_get(t, "branch")), name) == 0 &&
+		    (uint64_t)json_integer_value(json_object_get(t, "version")) == head->version)
+			return 1;
+	return 0;
+}
+
 int lc_list_working_refs(const struct tether_bctx *ctx, const json_t *locator, json_t **refs)
 {
 	struct lc_loc loc;
@@ -185,8 +211,9 @@ int lc_list_working_refs(const struct tether_bctx *ctx, const json_t *locator, j
 	json_t *out = json_array();
 	if (!prefix || !out)
 		rc = lc_fail_oom();
-	if (rc == 0)
-		rc = lc_branch_list(&ds, &all);
+	json_t *tags = NULL;
+	if (rc == 0 && (rc = lc_branch_list(&ds, &all)) == 0)
+		rc = lc_tag_list(&ds, &tags);
 	const char *name;
 	json_t *doc;
 	json_object_foreach(all, name, doc) {
@@ -194,11 +221,13 @@ int lc_list_working_refs(const struct tether_bctx *ctx, const json_t *locator, j
 			continue;
 		struct lc_pos head;
 		if ((rc = lc_branch_head(&ds, name, &head)) == 0) {
-			json_array_append_new(out, json_pack("{s:s, s:{s:s}, s:o}", "branch", name, "ref", "working_branch", name,
-			                                     "head", lc_state_of(&head)));
+			if (!retired(tags, name, &head))
+				json_array_append_new(out, json_pack("{s:s, s:{s:s}, s:o}", "branch", name, "ref", "working_branch",
+				                                     name, "head", lc_state_of(&head)));
 			lc_pos_free(&head);
 		}
 	}
+	json_decref(tags);
 	json_decref(all);
 	free(prefix);
 	lc_close(&ds);

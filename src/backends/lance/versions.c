@@ -2,7 +2,8 @@
  * finding the newest. V1 names a version by its decimal number; V2 by
  * u64::MAX - version, 20 digits, so a listing in byte order (every store
  * lists so) gives the newest version first. Staging files, detached
- * versions (`d...`) and latest_version_hint.json are not versions. */
+ * versions (`d...`) and latest_version_hint.json are not versions; the
+ * hint, where Lance wrote one, saves the listing. */
 #include "backends/lance/lance.h"
 
 #include <stdio.h>
@@ -122,11 +123,75 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Lance's latest_version_hint.json ({"version": N}, written after each
+ * commit): version N must exist, and the probe walks up from it while
+ * N+1, N+2, ... do (versions are contiguous above a committed one). A
+ * hint that is missing, unreadable, names no manifest, or lags by more
+ * than a few versions leaves the answer to the listing. *found 0 then. */
+#define HINT_PROBES 8
+
+static int exists_any(struct lc_dataset *ds, const char *branch, uint64_t v, enum lc_scheme *scheme, int *yes)
+{
+	char *key = NULL;
+	int rc = lc_find_version(ds, branch, v, &key, NULL, scheme, yes);
+	free(key);
+	return rc;
+}
+
+static int from_hint(struct lc_dataset *ds, const char *branch, uint64_t *version, enum lc_scheme *scheme,
+                     int *found)
+{
+	*found = 0;
+	char *base = lc_base(branch), *key = base ? tt_strdupf("%s_versions/latest_version_hint.json", base) : NULL;
+	free(base);
+	if (!key)
+		return lc_fail_oom();
+	uint8_t *bytes = NULL;
+	size_t len = 0;
+	int rc = tether_store_get(ds->store, key, &bytes, &len, NULL);
+	free(key);
+	if (rc == TETHER_ENOTFOUND) {
+		tether_error_clear();
+		return 0;
+	}
+	if (rc)
+		return rc;
+	json_t *doc = json_loadb((const char *)bytes, len, 0, NULL);
+	free(bytes);
+	json_t *v = json_object_get(doc, "version");
+	uint64_t at = json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+	json_decref(doc);
+	int yes = 0;
+	enum lc_scheme s = LC_SCHEME_NONE;
+	if (at == 0 || (rc = exists_any(ds, branch, at, &s, &yes)) || !yes)
+		return rc;
+	for (int i = 0; i < HINT_PROBES; i++) {
+		char *next = lc_version_key(branch, at + 1, s);
+		int more = 0;
+		rc = next ? tether_store_head(ds->store, next, &more, NULL, NULL) : lc_fail_oom();
+		free(next);
+		if (rc)
+			return rc;
+		if (!more) {
+			*version = at;
+			if (scheme)
+				*scheme = s;
+			*found = 1;
+			return 0;
+		}
+		at++;
+	}
+	return 0;
+}
+
 int lc_latest(struct lc_dataset *ds, const char *branch, uint64_t *version, enum lc_scheme *scheme)
 {
+	int found = 0;
+	int rc = from_hint(ds, branch, version, scheme, &found);
+	if (rc || found)
+		return rc;
 	struct walk w;
-	int rc = walk(ds, branch, 1, &w);
-	if (rc)
+	if ((rc = walk(ds, branch, 1, &w)))
 		return rc;
 	if (w.n == 0) {
 		free(w.v);

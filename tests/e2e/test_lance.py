@@ -118,6 +118,47 @@ def test_the_library_writes_on_the_fork_and_tether_records_it(ds, store):
     assert lance.dataset(str(store)).checkout_version((branch, None)).version == 3
 
 
+def describe_branch(uri, name):
+    """What the library says of a branch: its JSON, its first version's
+    base paths, transaction and files."""
+    d = lance.dataset(uri)
+    info = dict(d.branches.list()[name])
+    b = d.checkout_version((name, info["parent_version"]))
+    t = b.read_transaction(info["parent_version"])
+    op = t.operation
+    return {
+        "parent": (info["parent_branch"], info["parent_version"], info["manifest_size"]),
+        "lineage": [v for v, _ in info["branch_identifier"]],
+        "bases": {i: (p.name, p.path, p.is_dataset_root) for i, p in b.base_paths().items()},
+        "clone": (type(op).__name__, op.is_shallow, op.ref_name, op.ref_version, op.ref_path),
+        "files": [(f.fragment_id, [df.path for df in f.data_files()]) for f in b.get_fragments()],
+        "rows": b.count_rows(),
+        "versions": [v["version"] for v in b.versions()],
+    }
+
+
+def test_a_fork_is_the_branch_lance_would_make(ds, store):
+    """tether's fork and create_branch's, from one tag, as the library sees them."""
+    oracle.append(str(store))
+    add(ds, "events", store)
+    ds.tether("commit", "-m", "base")
+    tag = ds.manifest("events")["pin_ref"]["tag"]
+    ds.tj("new", "-b", "feature")
+    ours = ws_branch(ds, "feature")
+    lance.dataset(str(store)).create_branch("theirs", tag)
+    assert describe_branch(str(store), ours) == describe_branch(str(store), "theirs")
+    # Lance's cleanup on main keeps what the fork still reads: with the pin
+    # gone, the fork point stays, held by the branches' lineage alone.
+    for _ in range(3):
+        oracle.append(str(store))
+    lance.dataset(str(store)).cleanup_old_versions(older_than=timedelta(seconds=0),
+                                                   error_if_tagged_old_versions=False)
+    lance.dataset(str(store)).tags.delete(tag)
+    lance.dataset(str(store)).cleanup_old_versions(older_than=timedelta(seconds=0))
+    assert [v["version"] for v in lance.dataset(str(store)).versions()] == [2, 5]
+    assert len(oracle.content(str(store), ours)) == 2
+
+
 def test_a_refork_under_a_held_name_picks_the_next(ds, store):
     add(ds, "events", store)
     ds.tether("commit", "-m", "base")

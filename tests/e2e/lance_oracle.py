@@ -20,6 +20,14 @@ def create(uri, storage_options=None, **kw):
     lance.write_dataset(pa.table({"a": [0]}), uri, storage_options=storage_options, **kw)
 
 
+def delete_tag(uri, name, storage_options=None):
+    _open(uri, storage_options).tags.delete(name)
+
+
+def create_tag(uri, name, branch, version, storage_options=None):
+    _open(uri, storage_options).tags.create(name, (None if branch == "main" else branch, version))
+
+
 def checkout(uri, branch, storage_options=None):
     ds = _open(uri, storage_options)
     return ds if branch == "main" else ds.checkout_version((branch, None))

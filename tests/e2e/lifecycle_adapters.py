@@ -435,42 +435,42 @@ class LanceAdapter(Adapter):
     kind = "lance"
     name = "lance"
 
-    def make_store(self, tmp_path, name="store"):
+    def options(self):
+        """pylance's storage_options for the stores here (None: local)."""
+        return None
+
+    def call(self, fn, *args):
         import lance_oracle
+        return getattr(lance_oracle, fn)(*[str(a) if isinstance(a, (Path, S3Prefix)) else a for a in args],
+                                         storage_options=self.options())
+
+    def make_store(self, tmp_path, name="store"):
         path = Path(tmp_path) / f"{name}.lance"
-        lance_oracle.create(str(path))
+        self.call("create", path)
         return path
 
     def mutate(self, store, branch=None):
-        import lance_oracle
-        lance_oracle.append(str(store), branch or self.base_branch)
+        self.call("append", store, branch or self.base_branch)
         return self.head(store, branch)
 
     def head(self, store, branch=None):
-        import lance_oracle
-        return lance_oracle.head(str(store), branch or self.base_branch)
+        return self.call("head", store, branch or self.base_branch)
 
     def refs(self, store):
-        import lance_oracle
-        return lance_oracle.refs(str(store))
+        return self.call("refs", store)
 
     def content(self, store, ref):
-        import lance_oracle
-        return lance_oracle.content(str(store), ref)
+        return self.call("content", store, ref)
 
     def delete_pin(self, store, ref):
-        import lance
-        lance.dataset(str(store)).tags.delete(ref)
+        self.call("delete_tag", store, ref)
 
     def add_foreign_ref(self, store, name, state_id):
-        import lance
         branch, _, version = state_id.split("#")[0].rpartition("@")
-        branch = branch or "main"
-        lance.dataset(str(store)).tags.create(name, (None if branch == "main" else branch, int(version)))
+        self.call("create_tag", store, name, branch or "main", int(version))
 
     def history(self, store, branch=None):
-        import lance_oracle
-        return lance_oracle.history(str(store), branch or self.base_branch)
+        return self.call("history", store, branch or self.base_branch)
 
     def witness(self, store):
         out = []
@@ -485,8 +485,7 @@ class LanceAdapter(Adapter):
     def content_state(self, state_id):
         where, _, branch_id = state_id.partition("#")
         branch, _, version = where.rpartition("@")
-        branch = branch or "main"
-        state = {"branch": branch, "version": int(version)}
+        state = {"branch": branch or "main", "version": int(version)}
         if branch_id:
             state["branch_id"] = branch_id
         return state
@@ -497,20 +496,54 @@ class LanceAdapter(Adapter):
         return f"{state['branch']}@{state['version']}#{state['branch_id']}"
 
     def handle_state(self, handle):
-        import lance_oracle
-        return lance_oracle.address(handle["uri"], handle["branch"], handle["version"])
+        return self.call("address", handle["uri"], handle["branch"], handle["version"])
 
     def handle_ref(self, handle):
         return handle["tag"] if handle["read_only"] else handle["branch"]
 
     def write_via_handle(self, handle):
-        import lance_oracle
         assert handle["read_only"] is False, handle
-        lance_oracle.append(handle["uri"], handle["branch"])
-        return lance_oracle.head(handle["uri"], handle["branch"])
+        self.call("append", handle["uri"], handle["branch"])
+        return self.call("head", handle["uri"], handle["branch"])
 
 
-ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3(), LanceAdapter()]
+class LanceS3(LanceAdapter):
+    """Lance datasets in an S3 bucket on SeaweedFS, made and read by pylance
+    through its own object store (storage_options: the endpoint, keys,
+    allow_http); tether reaches them through its S3 store module, as
+    IcechunkS3's checkouts do."""
+
+    server_fixture = os.environ.get("TETHER_LIFECYCLE_S3", "seaweedfs") + "_server"
+    name = "lance-s3"
+
+    def __init__(self):
+        self.server = None
+
+    def bind(self, server):
+        self.server = server
+
+    def reach(self, root, env, store):
+        env.update(self.server.env())
+        secrets = Path(root) / ".tether" / "secrets.toml"
+        secrets.parent.mkdir(parents=True, exist_ok=True)
+        secrets.write_text(f'[uris."s3://{store.bucket}"]\nallow_http = true\n')
+
+    def options(self):
+        srv = self.server
+        return {"aws_endpoint": srv.endpoint, "aws_access_key_id": srv.access_key,
+                "aws_secret_access_key": srv.secret, "aws_region": srv.region, "allow_http": "true",
+                "aws_virtual_hosted_style_request": "false"}
+
+    def make_store(self, tmp_path, name="store"):
+        store = S3Prefix(self.server, self.server.bucket(name), f"lance/{name}.lance")
+        self.call("create", store)
+        return store
+
+    def witness(self, store):
+        return sorted(store.objects().items())
+
+
+ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3(), LanceAdapter(), LanceS3()]
 
 # Stable Pinnable kinds with no adapter, and why the lifecycle cannot be
 # run on them end to end. Any other such kind without an adapter fails

@@ -37,6 +37,15 @@ ORACLE = Path(__file__).with_name("icechunk_oracle.py")
 IC1_PYTHON = Path(os.environ.get("TETHER_ICECHUNK1_PYTHON", SOURCE_ROOT / ".venv-ic1" / "bin" / "python"))
 
 
+def files_by_content(store):
+    """[(path under store, sha256)] of every file below a local store."""
+    out = []
+    for p in sorted(Path(store).rglob("*")):
+        if p.is_file():
+            out.append((p.relative_to(store).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest()))
+    return out
+
+
 class Adapter:
     """What the suite needs of one kind. Every method takes the store as the
     path `make_store` returned."""
@@ -280,11 +289,7 @@ class IcechunkAdapter(Adapter):
     def witness(self, store):
         # Every file of the repository, by content: an unchanged commit
         # writes none (no tag, no rotated repo file, no ops-log entry).
-        out = []
-        for p in sorted(Path(store).rglob("*")):
-            if p.is_file():
-                out.append((p.relative_to(store).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest()))
-        return out
+        return files_by_content(store)
 
     def identity(self, store):
         return {"uri": str(store)}
@@ -473,11 +478,9 @@ class LanceAdapter(Adapter):
         return self.call("history", store, branch or self.base_branch)
 
     def witness(self, store):
-        out = []
-        for p in sorted(Path(store).rglob("*")):
-            if p.is_file():
-                out.append((p.relative_to(store).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest()))
-        return out
+        # Every file of the dataset: an unchanged commit writes no tag,
+        # no manifest, no branch.
+        return files_by_content(store)
 
     def identity(self, store):
         return {"uri": str(store)}

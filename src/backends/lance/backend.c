@@ -9,6 +9,7 @@
 #include "backends/lance/lance.h"
 
 #include "util/fail.h"
+#include "util/locfield.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,27 +24,16 @@ int lc_fail_oom(void)
 /* Locators and the dataset                                            */
 /* ------------------------------------------------------------------ */
 
-static int optional_string(const json_t *locator, const char *key, const char **out)
-{
-	json_t *v = json_object_get(locator, key);
-	*out = NULL;
-	if (!v)
-		return 0;
-	if (!json_is_string(v) || !*json_string_value(v))
-		return tether_error_set(TETHER_ECONFIG, "lance locator: \"%s\" must be a non-empty string", key);
-	*out = json_string_value(v);
-	return 0;
-}
-
 int lc_read_locator(const json_t *locator, struct lc_loc *out)
 {
 	memset(out, 0, sizeof *out);
 	if (!json_is_object(locator))
 		return tether_error_set(TETHER_ECONFIG, "lance locator is not a table");
 	int rc;
-	if ((rc = optional_string(locator, "uri", &out->uri)) || (rc = optional_string(locator, "branch", &out->branch)) ||
-	    (rc = optional_string(locator, "at", &out->at)) ||
-	    (rc = optional_string(locator, "working_branch", &out->working_branch)))
+	if ((rc = tt_locator_string(locator, "lance", "uri", &out->uri)) ||
+	    (rc = tt_locator_string(locator, "lance", "branch", &out->branch)) ||
+	    (rc = tt_locator_string(locator, "lance", "at", &out->at)) ||
+	    (rc = tt_locator_string(locator, "lance", "working_branch", &out->working_branch)))
 		return rc;
 	if (!out->uri)
 		return tether_error_set(TETHER_ECONFIG, "lance locator has no \"uri\"");
@@ -110,28 +100,12 @@ void lc_close(struct lc_dataset *ds)
 	memset(ds, 0, sizeof *ds);
 }
 
-static int check_options(const json_t *options)
-{
-	static const char *const known[] = {"branch", "at", NULL};
-	const char *k;
-	json_t *v;
-	json_object_foreach((json_t *)options, k, v) {
-		size_t i = 0;
-		while (known[i] && strcmp(known[i], k) != 0)
-			i++;
-		if (!known[i])
-			return tether_error_set(TETHER_EUSAGE, "unknown option '--%s' for kind lance", k);
-		if (!json_is_string(v) || !*json_string_value(v))
-			return tether_error_set(TETHER_EUSAGE, "--%s for kind lance takes a non-empty string", k);
-	}
-	return 0;
-}
-
 static int lc_make_locator(const struct tether_bctx *ctx, const char *uri, const json_t *options, const char *cwd,
                            json_t **locator)
 {
 	*locator = NULL;
-	int rc = check_options(options);
+	static const char *const known[] = {"branch", "at", NULL};
+	int rc = tt_check_add_options(options, "lance", known, NULL);
 	if (rc)
 		return rc;
 	if (!uri || !*uri)

@@ -164,34 +164,45 @@ static int keys_under(struct lc_dataset *ds, const char *prefix, json_t **out)
 	return rc;
 }
 
-int lc_tag_list(struct lc_dataset *ds, json_t **out)
+/* Every ref under dir ("_refs/tags", "_refs/branches"): add(ds, the key
+ * below dir, all) puts each in the object *out. */
+static int list_refs(struct lc_dataset *ds, const char *dir, int (*add)(struct lc_dataset *, const char *, json_t *),
+                     json_t **out)
 {
-	json_t *keys = NULL, *tags = json_object();
-	int rc = tags ? keys_under(ds, "_refs/tags", &keys) : lc_fail_oom();
+	json_t *keys = NULL, *all = json_object();
+	int rc = all ? keys_under(ds, dir, &keys) : lc_fail_oom();
 	size_t i;
 	json_t *k;
-	json_array_foreach(keys, i, k) {
-		const char *rest = json_string_value(k) + strlen(TAGS);
-		size_t n = strlen(rest);
-		if (rc || strchr(rest, '/') || n <= 5 || strcmp(rest + n - 5, ".json") != 0)
-			continue;
-		char *name = strndup(rest, n - 5), *branch = NULL;
-		uint64_t version = 0;
-		int exists = 0;
-		if (!name)
-			rc = lc_fail_oom();
-		else if ((rc = lc_tag_read(ds, name, &branch, &version, &exists)) == 0 && exists)
-			json_object_set_new(tags, name, json_pack("{s:s, s:I}", "branch", branch, "version", (json_int_t)version));
-		free(branch);
-		free(name);
-	}
+	json_array_foreach(keys, i, k)
+		if (rc == 0)
+			rc = add(ds, json_string_value(k) + strlen(dir) + 1, all);
 	json_decref(keys);
 	if (rc) {
-		json_decref(tags);
+		json_decref(all);
 		return rc;
 	}
-	*out = tags;
+	*out = all;
 	return 0;
+}
+
+static int add_tag(struct lc_dataset *ds, const char *rest, json_t *tags)
+{
+	size_t n = strlen(rest);
+	if (strchr(rest, '/') || n <= 5 || strcmp(rest + n - 5, ".json") != 0)
+		return 0;
+	char *name = strndup(rest, n - 5), *branch = NULL;
+	uint64_t version = 0;
+	int exists = 0, rc = name ? lc_tag_read(ds, name, &branch, &version, &exists) : lc_fail_oom();
+	if (rc == 0 && exists)
+		json_object_set_new(tags, name, json_pack("{s:s, s:I}", "branch", branch, "version", (json_int_t)version));
+	free(branch);
+	free(name);
+	return rc;
+}
+
+int lc_tag_list(struct lc_dataset *ds, json_t **out)
+{
+	return list_refs(ds, "_refs/tags", add_tag, out);
 }
 
 /* RFC 3339, UTC, nanoseconds, as chrono writes a DateTime<Utc>. */
@@ -280,29 +291,22 @@ int lc_branch_read(struct lc_dataset *ds, const char *name, struct lc_branch *ou
 	return rc;
 }
 
+static int add_branch(struct lc_dataset *ds, const char *rest, json_t *all)
+{
+	char *name = branch_of_key(rest);
+	struct lc_branch b;
+	int exists = 0, rc = name ? lc_branch_read(ds, name, &b, &exists) : 0;
+	if (rc == 0 && exists) {
+		json_object_set(all, name, b.doc);
+		lc_branch_free(&b);
+	}
+	free(name);
+	return rc;
+}
+
 int lc_branch_list(struct lc_dataset *ds, json_t **out)
 {
-	json_t *keys = NULL, *all = json_object();
-	int rc = all ? keys_under(ds, "_refs/branches", &keys) : lc_fail_oom();
-	size_t i;
-	json_t *k;
-	json_array_foreach(keys, i, k) {
-		char *name = rc ? NULL : branch_of_key(json_string_value(k) + strlen(BRANCHES));
-		struct lc_branch b;
-		int exists = 0;
-		if (name && (rc = lc_branch_read(ds, name, &b, &exists)) == 0 && exists) {
-			json_object_set(all, name, b.doc);
-			lc_branch_free(&b);
-		}
-		free(name);
-	}
-	json_decref(keys);
-	if (rc) {
-		json_decref(all);
-		return rc;
-	}
-	*out = all;
-	return 0;
+	return list_refs(ds, "_refs/branches", add_branch, out);
 }
 
 char *lc_uuid4(int hyphens)

@@ -172,6 +172,20 @@ static void test_clone(void)
 	CHECK_STR(head.branch, "main"); /* untouched: its parent's address */
 	CHECK(head.version == 2 && head.branch_id == NULL);
 	lc_pos_free(&head);
+	/* A branch whose JSON is there already: refused, and the manifest and
+	 * transaction written before the JSON are taken back. */
+	CHECK(tether_store_put(ds.store, "_refs/branches/zz.json", "{}", 2, TETHER_PUT_IF_ABSENT, NULL, NULL) == 0);
+	CHECK(lc_branch_create(&ds, "zz", "main", 2) == TETHER_EREFUSED);
+	CHECK(strstr(tether_error_last(), "branch zz already exists") != NULL);
+	tether_store_iter *it = NULL;
+	const char *left = NULL;
+	CHECK(tether_store_list(ds.store, "tree", NULL, 0, &it) == 0);
+	int nleft = 0;
+	while (tether_store_next(it, &left) == 0 && left)
+		nleft += strncmp(left, "tree/zz/", 8) == 0;
+	tether_store_iter_free(it);
+	CHECK(nleft == 0);
+	CHECK(tether_store_delete(ds.store, "_refs/branches/zz.json") == 0);
 	/* A tag on it blocks deleting it, as in Lance. */
 	CHECK(lc_tag_create(&ds, "t", "dev", 2, 10) == 0);
 	CHECK(lc_tag_create(&ds, "t", "dev", 2, 10) == TETHER_EREFUSED);

@@ -220,7 +220,13 @@ int lc_list_working_refs(const struct tether_bctx *ctx, const json_t *locator, j
 		if (rc || strncmp(name, prefix, strlen(prefix)) != 0)
 			continue;
 		struct lc_pos head;
-		if ((rc = lc_branch_head(&ds, name, &head)) == 0) {
+		if ((rc = lc_branch_head(&ds, name, &head)) == TETHER_ENOTFOUND) {
+			/* A JSON without manifests: a branch Lance is still making
+			 * (it writes the manifest first), or the remains of one; not
+			 * a working branch tether could have left. */
+			tether_error_clear();
+			rc = 0;
+		} else if (rc == 0) {
 			if (!retired(tags, name, &head))
 				json_array_append_new(out, json_pack("{s:s, s:{s:s}, s:o}", "branch", name, "ref", "working_branch",
 				                                     name, "head", lc_state_of(&head)));

@@ -222,10 +222,10 @@ def test_a_fork_off_a_branch_reads_through_both_bases(ds, store):
     assert len(oracle.content(str(store), branch)) == 3
 
 
-def test_v1_manifest_names(ds, tmp_path):
+def test_v1_manifest_names_and_an_index(ds, tmp_path):
     path = tmp_path / "v1.lance"
-    oracle.create(str(path), enable_v2_manifest_paths=False)
-    oracle.append(str(path))
+    lance.write_dataset(pa.table({"a": list(range(300))}), str(path), enable_v2_manifest_paths=False)
+    lance.dataset(str(path)).create_scalar_index("a", "BTREE")
     assert (path / "_versions" / "2.manifest").exists()
     add(ds, "events", path)
     ds.tether("commit", "-m", "v1")
@@ -233,8 +233,14 @@ def test_v1_manifest_names(ds, tmp_path):
     ds.tj("new", "-b", "feature")
     branch = ws_branch(ds, "feature")
     assert (path / "tree" / branch / "_versions" / "2.manifest").exists()
-    oracle.append(str(path), branch)
-    assert len(oracle.content(str(path), branch)) == 3
+    # The branch has the index (its files in main's directory, base 0), and uses it.
+    b = lance.dataset(str(path)).checkout_version((branch, None))
+    assert [(i["name"], i["uuid"], i["base_id"]) for i in b.list_indices()] == \
+        [(i["name"], i["uuid"], 0) for i in lance.dataset(str(path)).list_indices()]
+    assert b.to_table(filter="a = 7").column("a").to_pylist() == [7]
+    assert "ScalarIndexQuery" in b.scanner(filter="a = 7").explain_plan()
+    lance.write_dataset(pa.table({"a": [1000]}), b, mode="append")
+    assert lance.dataset(str(path)).checkout_version((branch, None)).count_rows() == 301
 
 
 # ---------------------------------------------------------------------------

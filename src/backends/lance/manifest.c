@@ -42,6 +42,36 @@ int lc_check_flags(const TetherLance__Manifest *m, const char *name)
 	return 0;
 }
 
+/* protobuf-c takes a field number 0 (no valid message has one) when its
+ * tag is written in more bytes than needed, keeps it as an unknown field,
+ * and would write it back as the one byte it refuses to read: such a
+ * message is refused, in every nested message, before anything trusts it. */
+static int has_field_zero(const ProtobufCMessage *msg, int depth)
+{
+	if (!msg || depth > 32)
+		return depth > 32;
+	for (unsigned i = 0; i < msg->n_unknown_fields; i++)
+		if (msg->unknown_fields[i].tag == 0)
+			return 1;
+	const ProtobufCMessageDescriptor *d = msg->descriptor;
+	for (unsigned f = 0; f < d->n_fields; f++) {
+		const ProtobufCFieldDescriptor *fd = &d->fields[f];
+		if (fd->type != PROTOBUF_C_TYPE_MESSAGE)
+			continue;
+		const char *at = (const char *)msg + fd->offset;
+		if (fd->label == PROTOBUF_C_LABEL_REPEATED) {
+			size_t n = *(const size_t *)((const char *)msg + fd->quantifier_offset);
+			ProtobufCMessage *const *v = *(ProtobufCMessage *const *const *)at;
+			for (size_t k = 0; k < n; k++)
+				if (has_field_zero(v[k], depth + 1))
+					return 1;
+		} else if (has_field_zero(*(ProtobufCMessage *const *)at, depth + 1)) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int lc_manifest_parse(const uint8_t *bytes, size_t len, const char *name, struct lc_manifest *out)
 {
 	memset(out, 0, sizeof *out);
@@ -59,6 +89,9 @@ int lc_manifest_parse(const uint8_t *bytes, size_t len, const char *name, struct
 	if (!out->m)
 		return tether_error_set(TETHER_EIO, "%s: the manifest is not a valid protobuf message", name);
 	out->version = out->m->version;
+	if (has_field_zero(&out->m->base, 0))
+		return tether_error_set(TETHER_EIO, "%s: the manifest is not a valid protobuf message (a field number 0)",
+		                        name);
 	return lc_check_flags(out->m, name);
 }
 

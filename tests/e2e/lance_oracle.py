@@ -1,10 +1,13 @@
-"""pylance as the oracle of the lance tests: datasets made and written by
+"""pylance as the oracle of the lance tests (and, as `lance_oracle.py
+serve`, the conformance harness's writer): datasets made and written by
 the library, and what the library says of their tags, branches and
 versions (never tether). State ids are the version on main,
 "branch@version#branch_id" on any other branch, at the address tether gives a
 version: a branch's creation version holds its parent's data unchanged,
 so it is named at the parent (recursively)."""
 import itertools
+import json
+import sys
 
 import lance
 import pyarrow as pa
@@ -77,3 +80,27 @@ def history(uri, branch="main", storage_options=None):
         msg = (t.transaction_properties or {}).get("__lance_commit_message") if t else None
         out.append((str(v), f"{op}: {msg}" if msg else op))
     return out
+
+
+def serve():
+    """One JSON request per line on stdin, one answer per line on stdout:
+    the conformance harness's writer (src/testing/harness_lance.c)."""
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            req = json.loads(line)
+            if req["op"] == "create":
+                create(req["path"])
+                out = {"ok": True}
+            elif req["op"] == "append":
+                out = {"ok": True, "version": append(req["path"], req.get("branch", "main"))}
+            else:
+                out = {"ok": False, "error": f"unknown op {req['op']!r}"}
+        except Exception as exc:  # the harness reports it
+            out = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["serve"]:
+    serve()

@@ -16,7 +16,6 @@
 #include "testing/oracle_proc.h"
 #include "testing/suite.h"
 
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,23 +57,7 @@ static int new_object(void *ud, json_t **locator)
 static int mutate(void *ud, const json_t *locator, const json_t *working_ref)
 {
 	(void)ud;
-	const char *branch = json_string_value(json_object_get(working_ref, "working_branch"));
-	if (!branch)
-		branch = json_string_value(json_object_get(locator, "branch"));
-	return oracle_call(json_pack("{s:s, s:O, s:s}", "op", "commit", "path", json_object_get(locator, "uri"), "branch",
-	                             branch ? branch : "main"),
-	                   NULL);
-}
-
-static void cleanup(void *ud, const json_t *locator)
-{
-	(void)ud;
-	const char *path = json_string_value(json_object_get(locator, "uri"));
-	char copy[PATH_MAX];
-	if (!path || strlen(path) >= sizeof copy)
-		return;
-	strcpy(copy, path);
-	conf_rmtree(dirname(copy));
+	return tt_oracle_write(&oracle, "commit", locator, working_ref);
 }
 
 const struct tether_harness *tt_harness_icechunk(void)
@@ -83,7 +66,7 @@ const struct tether_harness *tt_harness_icechunk(void)
 		TETHER_HARNESS_INIT,
 		.new_object = new_object,
 		.mutate = mutate,
-		.cleanup = cleanup,
+		.cleanup = tt_oracle_cleanup,
 		.new_locator = new_locator,
 	};
 	if (oracle.pid < 0) {

@@ -11,7 +11,6 @@
 #include "testing/oracle_proc.h"
 #include "testing/suite.h"
 
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,23 +35,7 @@ static int new_object(void *ud, json_t **locator)
 static int mutate(void *ud, const json_t *locator, const json_t *working_ref)
 {
 	(void)ud;
-	const char *branch = json_string_value(json_object_get(working_ref, "working_branch"));
-	if (!branch)
-		branch = json_string_value(json_object_get(locator, "branch"));
-	return tt_oracle_call(&oracle, json_pack("{s:s, s:O, s:s}", "op", "append", "path", json_object_get(locator, "uri"),
-	                                         "branch", branch ? branch : "main"),
-	                      NULL);
-}
-
-static void cleanup(void *ud, const json_t *locator)
-{
-	(void)ud;
-	const char *path = json_string_value(json_object_get(locator, "uri"));
-	char copy[PATH_MAX];
-	if (!path || strlen(path) >= sizeof copy)
-		return;
-	strcpy(copy, path);
-	conf_rmtree(dirname(copy));
+	return tt_oracle_write(&oracle, "append", locator, working_ref);
 }
 
 const struct tether_harness *tt_harness_lance(void)
@@ -61,7 +44,7 @@ const struct tether_harness *tt_harness_lance(void)
 		TETHER_HARNESS_INIT,
 		.new_object = new_object,
 		.mutate = mutate,
-		.cleanup = cleanup,
+		.cleanup = tt_oracle_cleanup,
 	};
 	if (oracle.pid < 0 && tt_oracle_start(&oracle, "TETHER_LANCE_PYTHON", "TETHER_LANCE_ORACLE",
 	                                      "a Python with pylance; tests/e2e/lance_oracle.py") != 0)

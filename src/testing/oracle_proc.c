@@ -1,9 +1,13 @@
 /* A harness's oracle process (oracle_proc.h). */
 #include "testing/oracle_proc.h"
 
+#include "testing/suite.h"
+
 #include <tether/backend.h>
 
 #include <errno.h>
+#include <libgen.h>
+#include <limits.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,4 +104,25 @@ int tt_oracle_call(struct tt_oracle *o, json_t *request, json_t **answer)
 		*answer = json_incref(doc);
 	json_decref(doc);
 	return rc;
+}
+
+int tt_oracle_write(struct tt_oracle *o, const char *op, const json_t *locator, const json_t *working_ref)
+{
+	const char *branch = json_string_value(json_object_get(working_ref, "working_branch"));
+	if (!branch)
+		branch = json_string_value(json_object_get(locator, "branch"));
+	return tt_oracle_call(o, json_pack("{s:s, s:O, s:s}", "op", op, "path", json_object_get(locator, "uri"), "branch",
+	                                   branch ? branch : "main"),
+	                      NULL);
+}
+
+void tt_oracle_cleanup(void *ud, const json_t *locator)
+{
+	(void)ud;
+	const char *path = json_string_value(json_object_get(locator, "uri"));
+	char copy[PATH_MAX];
+	if (!path || strlen(path) >= sizeof copy)
+		return;
+	strcpy(copy, path);
+	conf_rmtree(dirname(copy));
 }

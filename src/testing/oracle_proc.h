@@ -23,5 +23,11 @@ int tt_oracle_start(struct tt_oracle *o, const char *python_var, const char *scr
  * not NULL. An answer that is not ok is TETHER_ERROR with its error. */
 int tt_oracle_call(struct tt_oracle *o, json_t *request, json_t **answer);
 void tt_oracle_stop(struct tt_oracle *o);
+/* A harness's mutate: {"op": op, "path": the locator's uri, "branch": the
+ * working ref's branch, else the locator's, else "main"}. */
+int tt_oracle_write(struct tt_oracle *o, const char *op, const json_t *locator, const json_t *working_ref);
+/* A harness's cleanup of a system at <scratch directory>/<name>: the
+ * scratch directory removed. */
+void tt_oracle_cleanup(void *ud, const json_t *locator);
 
 #endif

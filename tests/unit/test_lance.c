@@ -29,46 +29,49 @@ static uint8_t *wrap(const TetherLance__Manifest *m, size_t pre, size_t *len)
 	return out;
 }
 
-static void sample(TetherLance__Manifest *m, TetherLance__DataFragment *f, TetherLance__DataFile *d,
-                   TetherLance__DataFile **dp, TetherLance__DataFragment **fp, TetherLance__Field *col,
-                   TetherLance__Field **cp)
-{
-	tether_lance__manifest__init(m);
-	tether_lance__data_fragment__init(f);
-	tether_lance__data_file__init(d);
-	tether_lance__field__init(col);
-	d->path = "abc.lance";
-	dp[0] = d;
-	f->has_id = 1;
-	f->id = 0;
-	f->n_files = 1;
-	f->files = dp;
-	f->has_physical_rows = 1;
-	f->physical_rows = 3;
-	fp[0] = f;
-	col->name = "a";
-	col->has_parent_id = 1;
-	col->parent_id = -1;
-	col->logical_type = "int64";
-	cp[0] = col;
-	m->n_fields = 1;
-	m->fields = cp;
-	m->n_fragments = 1;
-	m->fragments = fp;
-	m->has_version = 1;
-	m->version = 2;
-	m->has_max_fragment_id = 1;
-}
-
-static void test_parse(void)
-{
+/* A manifest of one column `a` and one fragment of 3 rows in one file. */
+struct sample {
 	TetherLance__Manifest m;
 	TetherLance__DataFragment f, *fp[1];
 	TetherLance__DataFile d, *dp[1];
 	TetherLance__Field col, *cp[1];
-	sample(&m, &f, &d, dp, fp, &col, cp);
+};
+
+static void sample(struct sample *x)
+{
+	tether_lance__manifest__init(&x->m);
+	tether_lance__data_fragment__init(&x->f);
+	tether_lance__data_file__init(&x->d);
+	tether_lance__field__init(&x->col);
+	x->d.path = "abc.lance";
+	x->dp[0] = &x->d;
+	x->f.has_id = 1;
+	x->f.n_files = 1;
+	x->f.files = x->dp;
+	x->f.has_physical_rows = 1;
+	x->f.physical_rows = 3;
+	x->fp[0] = &x->f;
+	x->col.name = "a";
+	x->col.has_parent_id = 1;
+	x->col.parent_id = -1;
+	x->col.logical_type = "int64";
+	x->cp[0] = &x->col;
+	x->m.n_fields = 1;
+	x->m.fields = x->cp;
+	x->m.n_fragments = 1;
+	x->m.fragments = x->fp;
+	x->m.has_version = 1;
+	x->m.version = 2;
+	x->m.has_max_fragment_id = 1;
+}
+
+static void test_parse(void)
+{
+	struct sample x;
+	sample(&x);
+	TetherLance__Manifest *mp = &x.m;
 	size_t len;
-	uint8_t *file = wrap(&m, 8, &len);
+	uint8_t *file = wrap(mp, 8, &len);
 	struct lc_manifest out;
 	CHECK(lc_manifest_parse(file, len, "x.manifest", &out) == 0);
 	CHECK(out.version == 2 && out.m->n_fragments == 1 && out.m->fragments[0]->physical_rows == 3);
@@ -100,10 +103,10 @@ static void test_parse(void)
 	CHECK(lc_manifest_parse(junk, sizeof junk, "j", &out) != 0);
 	lc_manifest_free(&out);
 	/* Flags: the known ones pass, the first unknown is named. */
-	m.has_reader_feature_flags = m.has_writer_feature_flags = 1;
-	m.reader_feature_flags = LC_KNOWN_FLAGS;
-	m.writer_feature_flags = LC_KNOWN_FLAGS | (1u << 12);
-	file = wrap(&m, 0, &len);
+	mp->has_reader_feature_flags = mp->has_writer_feature_flags = 1;
+	mp->reader_feature_flags = LC_KNOWN_FLAGS;
+	mp->writer_feature_flags = LC_KNOWN_FLAGS | (1u << 12);
+	file = wrap(mp, 0, &len);
 	CHECK(lc_manifest_parse(file, len, "f.manifest", &out) == TETHER_EREFUSED);
 	CHECK(strstr(tether_error_last(), "f.manifest: unknown Lance writer feature flag 4096") != NULL);
 	lc_manifest_free(&out);
@@ -144,13 +147,11 @@ static void test_clone(void)
 	struct lc_dataset ds;
 	CHECK(tether_store_open(dir, NULL, &ds.store) == 0);
 	ds.uri = tether_store_uri(ds.store);
-	TetherLance__Manifest m;
-	TetherLance__DataFragment f, *fp[1];
-	TetherLance__DataFile d, *dp[1];
-	TetherLance__Field col, *cp[1];
-	sample(&m, &f, &d, dp, fp, &col, cp);
+	struct sample x;
+	sample(&x);
+	TetherLance__Manifest *mp = &x.m;
 	size_t len;
-	uint8_t *file = wrap(&m, 0, &len);
+	uint8_t *file = wrap(mp, 0, &len);
 	char *key = lc_version_key("main", 2, LC_SCHEME_V2);
 	CHECK(tether_store_put(ds.store, key, file, len, TETHER_PUT_IF_ABSENT, NULL, NULL) == 0);
 	uint64_t latest = 0;

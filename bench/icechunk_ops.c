@@ -13,7 +13,9 @@
  * file as a commit's pin does (a write always reads the file afresh).
  * Prints one JSON line: {"op", "n", "seconds": [...]}. The module is found
  * as tether finds it ($TETHER_MODULE_PATH). REPO may be a store URI
- * (s3://BUCKET/PREFIX: benchmark 10), with $BENCH_STORE_OPTIONS. */
+ * (s3://BUCKET/PREFIX: benchmark 10), with $BENCH_STORE_OPTIONS.
+ * $BENCH_KIND names another backend whose locator is {uri, branch} too
+ * (benchmark 11: "lance", on a Lance dataset). */
 #define _POSIX_C_SOURCE 200809L
 #include <tether/backend.h>
 
@@ -57,7 +59,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int n = atoi(argv[3]);
-	const struct tether_backend *b = tether_backend_find("icechunk");
+	const char *kind = getenv("BENCH_KIND");
+	const struct tether_backend *b = tether_backend_find(kind && *kind ? kind : "icechunk");
 	if (!b) {
 		fprintf(stderr, "icechunk_ops: %s\n", tether_error_last());
 		return 1;

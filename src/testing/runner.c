@@ -23,6 +23,7 @@ static const struct {
 	{"file", tt_harness_file},
 	{"git", tt_harness_git},
 	{"icechunk", tt_harness_icechunk},
+	{"lance", tt_harness_lance},
 };
 
 static void usage(FILE *f)
@@ -33,7 +34,7 @@ static void usage(FILE *f)
 	      "Run tether's backend conformance suite against the backend of kind KIND (found\n"
 	      "built in, or as tether-backend-KIND.so on $TETHER_MODULE_PATH). MODULE.so is a\n"
 	      "harness exporting `const struct tether_harness *tether_harness_entry(void)`;\n"
-	      "without it the built-in harness for KIND is used (memory, file, git, icechunk).\n"
+	      "without it the built-in harness for KIND is used (memory, file, git, icechunk, lance).\n"
 	      "With --fault-store the harness's objects (their locator's \"uri\", a local path)\n"
 	      "are put on the fault-injecting store, fault+file://PATH, and the store checks\n"
 	      "run: a store failure must surface as an error and leave nothing half-written.\n"

@@ -37,6 +37,15 @@ ORACLE = Path(__file__).with_name("icechunk_oracle.py")
 IC1_PYTHON = Path(os.environ.get("TETHER_ICECHUNK1_PYTHON", SOURCE_ROOT / ".venv-ic1" / "bin" / "python"))
 
 
+def files_by_content(store):
+    """[(path under store, sha256)] of every file below a local store."""
+    out = []
+    for p in sorted(Path(store).rglob("*")):
+        if p.is_file():
+            out.append((p.relative_to(store).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest()))
+    return out
+
+
 class Adapter:
     """What the suite needs of one kind. Every method takes the store as the
     path `make_store` returned."""
@@ -280,11 +289,7 @@ class IcechunkAdapter(Adapter):
     def witness(self, store):
         # Every file of the repository, by content: an unchanged commit
         # writes none (no tag, no rotated repo file, no ops-log entry).
-        out = []
-        for p in sorted(Path(store).rglob("*")):
-            if p.is_file():
-                out.append((p.relative_to(store).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest()))
-        return out
+        return files_by_content(store)
 
     def identity(self, store):
         return {"uri": str(store)}
@@ -636,7 +641,126 @@ class DoltAdapter(Adapter):
         return self.server.head(handle["database"], handle["ref"])
 
 
-ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3(), LakeFSAdapter(), DoltAdapter()]
+# ---------------------------------------------------------------------------
+# Lance: the oracle is pylance (lance_oracle.py), in process
+# ---------------------------------------------------------------------------
+
+class LanceAdapter(Adapter):
+    """Lance datasets, made, written and read by pylance. A state id is the
+    version on main and "branch@version#branch_id" on any other branch, at
+    the address tether gives: an untouched branch is named at its parent's
+    (lance_oracle.py)."""
+
+    kind = "lance"
+    name = "lance"
+
+    def options(self):
+        """pylance's storage_options for the stores here (None: local)."""
+        return None
+
+    def call(self, fn, *args):
+        import lance_oracle
+        return getattr(lance_oracle, fn)(*[str(a) if isinstance(a, (Path, S3Prefix)) else a for a in args],
+                                         storage_options=self.options())
+
+    def make_store(self, tmp_path, name="store"):
+        path = Path(tmp_path) / f"{name}.lance"
+        self.call("create", path)
+        return path
+
+    def mutate(self, store, branch=None):
+        self.call("append", store, branch or self.base_branch)
+        return self.head(store, branch)
+
+    def head(self, store, branch=None):
+        return self.call("head", store, branch or self.base_branch)
+
+    def refs(self, store):
+        return self.call("refs", store)
+
+    def content(self, store, ref):
+        return self.call("content", store, ref)
+
+    def delete_pin(self, store, ref):
+        self.call("delete_tag", store, ref)
+
+    def add_foreign_ref(self, store, name, state_id):
+        branch, _, version = state_id.split("#")[0].rpartition("@")
+        self.call("create_tag", store, name, branch or "main", int(version))
+
+    def history(self, store, branch=None):
+        return self.call("history", store, branch or self.base_branch)
+
+    def witness(self, store):
+        # Every file of the dataset: an unchanged commit writes no tag,
+        # no manifest, no branch.
+        return files_by_content(store)
+
+    def identity(self, store):
+        return {"uri": str(store)}
+
+    def content_state(self, state_id):
+        where, _, branch_id = state_id.partition("#")
+        branch, _, version = where.rpartition("@")
+        state = {"branch": branch or "main", "version": int(version)}
+        if branch_id:
+            state["branch_id"] = branch_id
+        return state
+
+    def state_id(self, state):
+        if state["branch"] == "main":
+            return str(state["version"])
+        return f"{state['branch']}@{state['version']}#{state['branch_id']}"
+
+    def handle_state(self, handle):
+        return self.call("address", handle["uri"], handle["branch"], handle["version"])
+
+    def handle_ref(self, handle):
+        return handle["tag"] if handle["read_only"] else handle["branch"]
+
+    def write_via_handle(self, handle):
+        assert handle["read_only"] is False, handle
+        self.call("append", handle["uri"], handle["branch"])
+        return self.call("head", handle["uri"], handle["branch"])
+
+
+class LanceS3(LanceAdapter):
+    """Lance datasets in an S3 bucket on SeaweedFS, made and read by pylance
+    through its own object store (storage_options: the endpoint, keys,
+    allow_http); tether reaches them through its S3 store module, as
+    IcechunkS3's checkouts do."""
+
+    server_fixture = os.environ.get("TETHER_LIFECYCLE_S3", "seaweedfs") + "_server"
+    name = "lance-s3"
+
+    def __init__(self):
+        self.server = None
+
+    def bind(self, server):
+        self.server = server
+
+    def reach(self, root, env, store):
+        env.update(self.server.env())
+        secrets = Path(root) / ".tether" / "secrets.toml"
+        secrets.parent.mkdir(parents=True, exist_ok=True)
+        secrets.write_text(f'[uris."s3://{store.bucket}"]\nallow_http = true\n')
+
+    def options(self):
+        srv = self.server
+        return {"aws_endpoint": srv.endpoint, "aws_access_key_id": srv.access_key,
+                "aws_secret_access_key": srv.secret, "aws_region": srv.region, "allow_http": "true",
+                "aws_virtual_hosted_style_request": "false"}
+
+    def make_store(self, tmp_path, name="store"):
+        store = S3Prefix(self.server, self.server.bucket(name), f"lance/{name}.lance")
+        self.call("create", store)
+        return store
+
+    def witness(self, store):
+        return sorted(store.objects().items())
+
+
+ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3(), LakeFSAdapter(), DoltAdapter(), LanceAdapter(), LanceS3()]
 
 # Stable Pinnable kinds with no adapter, and why the lifecycle cannot be
 # run on them end to end. Any other such kind without an adapter fails

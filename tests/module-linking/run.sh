@@ -23,7 +23,7 @@ done
 
 export TETHER_MODULE_PATH="$build"
 kinds=$("$build/tether" backends --json) || fail "tether backends failed"
-for kind in git icechunk; do
+for kind in git icechunk lance; do
 	echo "$kinds" | grep -q "\"kind\": *\"$kind\"" || fail "tether backends does not list $kind: $kinds"
 done
 

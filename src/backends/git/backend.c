@@ -20,6 +20,7 @@
  * merge), worktree.c (checkouts), diff.c (diff and history), create.c
  * (stores tether creates). */
 #include "backends/git/gitbe.h"
+#include "util/locfield.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -152,26 +153,6 @@ int gb_open_cached(const struct tether_bctx *ctx, const json_t *locator, struct 
 /* make_locator and identity                                           */
 /* ------------------------------------------------------------------ */
 
-static int check_options(const json_t *options)
-{
-	static const char *const known[] = {"ref", "remote", "allow_dirty", "at", "create", NULL};
-	const char *k;
-	json_t *v;
-
-	json_object_foreach((json_t *)options, k, v) {
-		size_t i = 0;
-
-		while (known[i] && strcmp(known[i], k) != 0)
-			i++;
-		if (!known[i])
-			return tether_error_set(TETHER_EUSAGE, "unknown option '--%s' for kind git", k);
-		if (strcmp(k, "allow_dirty") != 0 && strcmp(k, "create") != 0 &&
-		    (!json_is_string(v) || !*json_string_value(v)))
-			return tether_error_set(TETHER_EUSAGE, "--%s for kind git takes a non-empty string", k);
-	}
-	return 0;
-}
-
 /* A linked worktree of the dataset's own repository is outside the
  * dataset's checkout but shares its refs: refused as well. */
 static int refuse_dataset_repository(const struct tether_bctx *ctx, const struct gb_obj *o)
@@ -234,7 +215,9 @@ static json_t *build_locator(const struct gb_obj *o)
 
 static int fill_from_options(const json_t *options, struct gb_obj *o)
 {
-	int rc = check_options(options);
+	static const char *const strings[] = {"ref", "remote", "at", NULL};
+	static const char *const others[] = {"allow_dirty", "create", NULL};
+	int rc = tt_check_add_options(options, "git", strings, others);
 
 	if (rc < 0)
 		return rc;

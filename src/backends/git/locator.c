@@ -2,6 +2,7 @@
  * modules read the same way, without libgit2 (gitbe_read.h). */
 #include "backends/git/gitbe_read.h"
 #include "util/hex.h"
+#include "util/locfield.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -60,19 +61,6 @@ int gb_parse_sha20(const json_t *holder, const char *what, unsigned char out[GB_
 /* Reading a locator                                                   */
 /* ------------------------------------------------------------------ */
 
-static int optional_string(const json_t *locator, const char *key, const char **out)
-{
-	json_t *v = json_object_get(locator, key);
-
-	*out = NULL;
-	if (!v)
-		return 0;
-	if (!json_is_string(v) || !*json_string_value(v))
-		return tether_error_set(TETHER_ECONFIG, "git locator: \"%s\" must be a non-empty string", key);
-	*out = json_string_value(v);
-	return 0;
-}
-
 /* "true"/"false" as strings (the command line) or booleans (TOML). */
 int gb_parse_flag(const json_t *v, const char *key, int code, int *out)
 {
@@ -99,11 +87,11 @@ int gb_parse_locator(const json_t *locator, struct gb_obj *o)
 	memset(o, 0, sizeof *o);
 	if (!json_is_object(locator))
 		return tether_error_set(TETHER_ECONFIG, "git locator is not a table");
-	if ((rc = optional_string(locator, "path", &o->path)) < 0 ||
-	    (rc = optional_string(locator, "ref", &o->ref)) < 0 ||
-	    (rc = optional_string(locator, "at", &o->at)) < 0 ||
-	    (rc = optional_string(locator, "remote", &o->remote)) < 0 ||
-	    (rc = optional_string(locator, "branch", &o->branch)) < 0 ||
+	if ((rc = tt_locator_string(locator, "git", "path", &o->path)) < 0 ||
+	    (rc = tt_locator_string(locator, "git", "ref", &o->ref)) < 0 ||
+	    (rc = tt_locator_string(locator, "git", "at", &o->at)) < 0 ||
+	    (rc = tt_locator_string(locator, "git", "remote", &o->remote)) < 0 ||
+	    (rc = tt_locator_string(locator, "git", "branch", &o->branch)) < 0 ||
 	    (rc = gb_parse_flag(json_object_get(locator, "allow_dirty"), "allow_dirty", TETHER_ECONFIG,
 	                        &o->allow_dirty)) < 0)
 		return rc;

@@ -8,6 +8,8 @@
  * repository.c, v1.c, repo*.c, files.c, diff.c and update.c the format. */
 #include "backends/icechunk/ic.h"
 
+#include "util/locfield.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,27 +17,16 @@
 /* Locators                                                            */
 /* ------------------------------------------------------------------ */
 
-static int optional_string(const json_t *locator, const char *key, const char **out)
-{
-	json_t *v = json_object_get(locator, key);
-	*out = NULL;
-	if (!v)
-		return 0;
-	if (!json_is_string(v) || !*json_string_value(v))
-		return tether_error_set(TETHER_ECONFIG, "icechunk locator: \"%s\" must be a non-empty string", key);
-	*out = json_string_value(v);
-	return 0;
-}
-
 int ic_read_locator(const json_t *locator, struct ic_loc *out)
 {
 	memset(out, 0, sizeof *out);
 	if (!json_is_object(locator))
 		return tether_error_set(TETHER_ECONFIG, "icechunk locator is not a table");
 	int rc;
-	if ((rc = optional_string(locator, "uri", &out->uri)) || (rc = optional_string(locator, "branch", &out->branch)) ||
-	    (rc = optional_string(locator, "at", &out->at)) ||
-	    (rc = optional_string(locator, "working_branch", &out->working_branch)))
+	if ((rc = tt_locator_string(locator, "icechunk", "uri", &out->uri)) ||
+	    (rc = tt_locator_string(locator, "icechunk", "branch", &out->branch)) ||
+	    (rc = tt_locator_string(locator, "icechunk", "at", &out->at)) ||
+	    (rc = tt_locator_string(locator, "icechunk", "working_branch", &out->working_branch)))
 		return rc;
 	if (!out->uri)
 		return tether_error_set(TETHER_ECONFIG, "icechunk locator has no \"uri\"");
@@ -64,27 +55,11 @@ const char *ic_position(const struct ic_loc *loc, int *is_branch)
 	return loc->working_branch ? loc->working_branch : loc->at ? loc->at : loc->branch;
 }
 
-static int check_options(const json_t *options)
-{
-	static const char *const known[] = {"branch", "at", "create", NULL};
-	const char *k;
-	json_t *v;
-	json_object_foreach((json_t *)options, k, v) {
-		size_t i = 0;
-		while (known[i] && strcmp(known[i], k) != 0)
-			i++;
-		if (!known[i])
-			return tether_error_set(TETHER_EUSAGE, "unknown option '--%s' for kind icechunk", k);
-		if (strcmp(k, "create") != 0 && (!json_is_string(v) || !*json_string_value(v)))
-			return tether_error_set(TETHER_EUSAGE, "--%s for kind icechunk takes a non-empty string", k);
-	}
-	return 0;
-}
-
 static int ic_make_locator(const struct tether_bctx *ctx, const char *uri, const json_t *options,
                            const char *cwd, json_t **locator)
 {
-	int rc = check_options(options);
+	static const char *const strings[] = {"branch", "at", NULL}, *const others[] = {"create", NULL};
+	int rc = tt_check_add_options(options, "icechunk", strings, others);
 	if (rc)
 		return rc;
 	if (!uri || !*uri)

@@ -1,0 +1,130 @@
+/* The connection interface's common half: opening the right
+ * implementation for a target, and the small queries every caller makes. */
+#include "backends/ducklake/dl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int dl_conn_open(const struct tether_bctx *ctx, const struct dl_target *t, struct dl_conn **out)
+{
+	*out = NULL;
+	struct dl_secrets s;
+	int rc = dl_secrets_read(ctx, t, &s);
+	if (rc)
+		return rc;
+	switch (t->type) {
+	case DL_SQLITE:
+		return dl_sqlite_open(t, out);
+	case DL_POSTGRES:
+		return dl_pg_open(t, &s, out);
+	case DL_MYSQL:
+		return dl_mysql_open(t, &s, out);
+	case DL_DUCKDB:
+		return dl_duckdb_open(t, &s, out);
+	}
+	return tether_error_set(TETHER_ERROR, "ducklake: unknown catalog type");
+}
+
+int dl_conn_query(struct dl_conn *c, const char *sql, dl_row_fn fn, void *ud)
+{
+	return c->ops->query(c, sql, fn, ud);
+}
+
+void dl_conn_close(struct dl_conn *c)
+{
+	if (c)
+		c->ops->close(c);
+}
+
+struct first_int {
+	int64_t v;
+	int found;
+	const char *what;
+};
+
+static int take_int(void *ud, int n, const char *const *vals)
+{
+	struct first_int *f = ud;
+	if (f->found || n < 1 || !vals[0])
+		return 0;
+	char *end = NULL;
+	errno = 0;
+	long long v = strtoll(vals[0], &end, 10);
+	if (errno || end == vals[0] || *end)
+		return tether_error_set(TETHER_ERROR, "ducklake catalog %s: expected a number, got '%s'", f->what, vals[0]);
+	f->v = v;
+	f->found = 1;
+	return 0;
+}
+
+int dl_conn_int(struct dl_conn *c, const char *sql, int64_t *v, int *found)
+{
+	struct first_int f = {0, 0, c->what};
+	int rc = dl_conn_query(c, sql, take_int, &f);
+	*v = f.v;
+	*found = f.found;
+	return rc;
+}
+
+char *dl_conn_ident(const struct dl_conn *c, const char *name)
+{
+	char *out = malloc(2 * strlen(name) + 3);
+	if (!out)
+		return NULL;
+	size_t n = 0;
+	out[n++] = c->quote;
+	for (const char *p = name; *p; p++) {
+		if (*p == c->quote)
+			out[n++] = c->quote;
+		out[n++] = *p;
+	}
+	out[n++] = c->quote;
+	out[n] = '\0';
+	return out;
+}
+
+/* A string literal: single quotes, a quote doubled (every dialect here
+ * reads it so; MySQL's backslash escapes are off for this text, which
+ * holds no backslash: names tether checks before it asks). */
+static char *literal(const char *s)
+{
+	char *out = malloc(2 * strlen(s) + 3);
+	if (!out)
+		return NULL;
+	size_t n = 0;
+	out[n++] = '\'';
+	for (const char *p = s; *p; p++) {
+		if (*p == '\'')
+			out[n++] = '\'';
+		out[n++] = *p;
+	}
+	out[n++] = '\'';
+	out[n] = '\0';
+	return out;
+}
+
+int dl_conn_has_table(struct dl_conn *c, const char *name, int *yes)
+{
+	*yes = 0;
+	if (strchr(name, '\\'))
+		return 0; /* DuckLake names its tables without one */
+	char *lit = literal(name);
+	char *sql = NULL;
+	if (lit) {
+		int len = snprintf(NULL, 0, c->exists_sql, lit);
+		sql = len > 0 ? malloc((size_t)len + 1) : NULL;
+		if (sql)
+			snprintf(sql, (size_t)len + 1, c->exists_sql, lit);
+	}
+	free(lit);
+	if (!sql)
+		return tether_error_set(TETHER_ERROR, "out of memory");
+	int64_t v = 0;
+	int found = 0;
+	int rc = dl_conn_int(c, sql, &v, &found);
+	free(sql);
+	*yes = found && v > 0;
+	return rc;
+}

@@ -1,11 +1,62 @@
 /* The connection interface's common half: opening the right
  * implementation for a target, and the small queries every caller makes. */
+#define _GNU_SOURCE
 #include "backends/ducklake/dl.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A connection module beside this one, loaded once per process. */
+struct sibling {
+	const char *file, *symbol;
+	pthread_once_t once;
+	dl_open_fn open;
+	char why[PATH_MAX + 256];
+};
+
+static struct sibling pg_module = {"tether-ducklake-pg.so", "tether_ducklake_pg_open", PTHREAD_ONCE_INIT, NULL, ""};
+static struct sibling mysql_module = {"tether-ducklake-mysql.so", "tether_ducklake_mysql_open", PTHREAD_ONCE_INIT,
+                                      NULL, ""};
+
+static void load_sibling(struct sibling *m)
+{
+	Dl_info info;
+	char path[PATH_MAX];
+	if (!dladdr((const void *)&dl_conn_open, &info) || !info.dli_fname) {
+		snprintf(m->why, sizeof m->why, "cannot tell where tether-backend-ducklake.so was loaded from");
+		return;
+	}
+	const char *slash = strrchr(info.dli_fname, '/');
+	int dirlen = slash ? (int)(slash - info.dli_fname) : 1;
+	snprintf(path, sizeof path, "%.*s/%s", dirlen, slash ? info.dli_fname : ".", m->file);
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h || !(*(void **)&m->open = dlsym(h, m->symbol)))
+		snprintf(m->why, sizeof m->why, "cannot load %s: %s", path, h ? "no connection function" : dlerror());
+}
+
+static void load_pg(void)
+{
+	load_sibling(&pg_module);
+}
+
+static void load_mysql(void)
+{
+	load_sibling(&mysql_module);
+}
+
+static int open_with(struct sibling *m, void (*load)(void), const struct dl_target *t, const struct dl_secrets *s,
+                     struct dl_conn **out)
+{
+	pthread_once(&m->once, load);
+	if (!m->open)
+		return tether_error_set(TETHER_ERROR, "ducklake catalog %s: %s", t->metadata, m->why);
+	return m->open(t, s, out);
+}
 
 int dl_conn_open(const struct tether_bctx *ctx, const struct dl_target *t, struct dl_conn **out)
 {
@@ -18,9 +69,9 @@ int dl_conn_open(const struct tether_bctx *ctx, const struct dl_target *t, struc
 	case DL_SQLITE:
 		return dl_sqlite_open(t, out);
 	case DL_POSTGRES:
-		return dl_pg_open(t, &s, out);
+		return open_with(&pg_module, load_pg, t, &s, out);
 	case DL_MYSQL:
-		return dl_mysql_open(t, &s, out);
+		return open_with(&mysql_module, load_mysql, t, &s, out);
 	case DL_DUCKDB:
 		return dl_duckdb_open(t, &s, out);
 	}

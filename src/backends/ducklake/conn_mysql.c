@@ -48,7 +48,7 @@ static void my_close(struct dl_conn *base)
 
 static const struct dl_conn_ops mysql_ops = {my_query, my_close};
 
-int dl_mysql_open(const struct dl_target *t, const struct dl_secrets *s, struct dl_conn **out)
+int tether_ducklake_mysql_open(const struct dl_target *t, const struct dl_secrets *s, struct dl_conn **out)
 {
 	struct my_conn *c = calloc(1, sizeof *c);
 	if (!c || !(c->my = mysql_init(NULL))) {

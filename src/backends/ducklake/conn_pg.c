@@ -74,7 +74,7 @@ static void pg_close(struct dl_conn *base)
 
 static const struct dl_conn_ops pg_ops = {pg_query, pg_close};
 
-int dl_pg_open(const struct dl_target *t, const struct dl_secrets *s, struct dl_conn **out)
+int tether_ducklake_pg_open(const struct dl_target *t, const struct dl_secrets *s, struct dl_conn **out)
 {
 	if (!s->password && (getenv("PGPASSWORD") || getenv("PGSERVICE")))
 		return tether_error_set(TETHER_EREFUSED,

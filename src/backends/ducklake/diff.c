@@ -47,7 +47,7 @@ static int was_altered(const struct altered *a, int64_t id)
 }
 
 struct totals {
-	json_int_t created, dropped, modified, inserted, deleted;
+	json_int_t created, dropped, modified, renamed, inserted, deleted;
 };
 
 static int add_entry(json_t *entries, size_t max, int *truncated, const char *change, const struct dl_table *t,
@@ -131,6 +131,7 @@ static int compare(struct dl_conn *c, int64_t a, int64_t b, size_t max, json_t *
 			deleted = x;
 		}
 		tot->modified++;
+		tot->renamed += renamed;
 		tot->inserted += inserted;
 		tot->deleted += deleted;
 		char *other = renamed ? dl_table_name(reversed ? t->schema : old->schema, reversed ? t->name : old->name)
@@ -181,10 +182,12 @@ int dl_diff(struct dl_conn *c, int64_t a, int64_t b, size_t max_entries, json_t 
 	         " dropped, %" JSON_INTEGER_FORMAT " modified; +%" JSON_INTEGER_FORMAT " rows, -%" JSON_INTEGER_FORMAT
 	         " rows",
 	         a, b, tot.created, tot.dropped, tot.modified, tot.inserted, tot.deleted);
-	*diff = json_pack("{s:s, s:s, s:o, s:{s:I, s:I, s:I, s:I, s:I}, s:b}", "unit", "tables", "summary", summary,
-	                  "entries", entries, "totals", "created", tot.created, "dropped", tot.dropped, "modified",
-	                  tot.modified, "rows_inserted", tot.inserted, "rows_deleted", tot.deleted, "truncated",
-	                  truncated);
+	/* totals in the engine's terms (added, removed, modified, renamed:
+	 * tables), and the rows besides. */
+	*diff = json_pack("{s:s, s:s, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:b}", "unit", "tables", "summary",
+	                  summary, "entries", entries, "totals", "added", tot.created, "removed", tot.dropped,
+	                  "modified", tot.modified, "renamed", tot.renamed, "rows_inserted", tot.inserted,
+	                  "rows_deleted", tot.deleted, "truncated", truncated);
 	return *diff ? 0 : tether_error_set(TETHER_ERROR, "out of memory");
 }
 

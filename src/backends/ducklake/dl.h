@@ -22,6 +22,7 @@
 #include <tether/backend.h>
 
 #include <stdint.h>
+#include <string.h>
 
 /* ------------------------------------------------------------------ */
 /* Locators                                                            */
@@ -55,8 +56,16 @@ void dl_target_free(struct dl_target *t);
  * `committed`: refuse credentials and unknown keywords as TETHER_ECONFIG
  * (else TETHER_EUSAGE). */
 int dl_parse_metadata(const char *metadata, int committed, struct dl_target *t);
-/* The value of keyword `key` (or NULL). */
-const char *dl_param(const struct dl_target *t, const char *key);
+/* The value of keyword `key` (or NULL). Inline: the Postgres and MySQL
+ * connections are modules of their own (conn.c), which see nothing of
+ * this one's hidden symbols. */
+static inline const char *dl_param(const struct dl_target *t, const char *key)
+{
+	for (size_t i = 0; i < t->nparams; i++)
+		if (strcmp(t->params[i].key, key) == 0)
+			return t->params[i].value;
+	return NULL;
+}
 /* "schema.table", each part double-quoted unless a plain identifier. */
 char *dl_table_name(const char *schema, const char *table);
 /* Parse "t", "s.t", "\"a.b\".t" into schema (default "main") and table. */
@@ -115,10 +124,18 @@ char *dl_conn_ident(const struct dl_conn *c, const char *name);
 int dl_conn_has_table(struct dl_conn *c, const char *name, int *yes);
 
 /* The implementations; each sets the error naming t->metadata and what
- * the library or server said. */
+ * the library or server said. libpq and libmariadb pull some thirty
+ * libraries (Kerberos, LDAP, TLS) through the loader, so the Postgres and
+ * MySQL connections are modules of their own, tether-ducklake-pg.so and
+ * tether-ducklake-mysql.so, loaded from this module's directory on first
+ * need (conn.c): a SQLite or DuckDB-file catalog never maps them. Their
+ * names do not start with "tether-backend-", so module discovery skips
+ * them. */
+typedef int (*dl_open_fn)(const struct dl_target *t, const struct dl_secrets *s, struct dl_conn **out);
 int dl_sqlite_open(const struct dl_target *t, struct dl_conn **out);
-int dl_pg_open(const struct dl_target *t, const struct dl_secrets *s, struct dl_conn **out);
-int dl_mysql_open(const struct dl_target *t, const struct dl_secrets *s, struct dl_conn **out);
+TETHER_API int tether_ducklake_pg_open(const struct dl_target *t, const struct dl_secrets *s, struct dl_conn **out);
+TETHER_API int tether_ducklake_mysql_open(const struct dl_target *t, const struct dl_secrets *s,
+                                          struct dl_conn **out);
 int dl_duckdb_open(const struct dl_target *t, const struct dl_secrets *s, struct dl_conn **out);
 
 /* ------------------------------------------------------------------ */

@@ -53,14 +53,6 @@ void dl_target_free(struct dl_target *t)
 	memset(t, 0, sizeof *t);
 }
 
-const char *dl_param(const struct dl_target *t, const char *key)
-{
-	for (size_t i = 0; i < t->nparams; i++)
-		if (strcmp(t->params[i].key, key) == 0)
-			return t->params[i].value;
-	return NULL;
-}
-
 /* keyword=value pairs separated by blanks, a value optionally in single
  * quotes with \' and \\ escapes (libpq's conninfo form, which DuckDB's
  * postgres and mysql extensions both take). */

@@ -77,7 +77,7 @@ def test_records_lists_diffs_and_attaches_the_recorded_snapshot(ds, cat, tmp_pat
     log = ds.tj("log", "lake", env=cat.env)
     entries = log["entries"] if isinstance(log, dict) else log
     assert [int(e["id"]) for e in entries] == [s for s, _ in reversed(cat.snapshots())]
-    assert entries[-1]["message"] == 'created schema "main"'
+    assert entries[-1]["message"] == 'created_schema:"main"'
 
     # Diff: per table, with row counts.
     d = ds.tj("diff", "HEAD~1", "HEAD", "--content", env=cat.env)

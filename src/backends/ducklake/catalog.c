@@ -227,16 +227,15 @@ static int take_history(void *ud, int n, const char *const *vals)
 	int rc = dl_parse_time(vals[1], &us);
 	if (rc)
 		return rc;
-	char *changes = dl_changes_describe(vals[2] ? vals[2] : "");
-	char *message = !changes ? NULL
-	                : vals[4] && *vals[4]
-	                        ? tt_strdupf("%s%s%s (%s)", vals[4], vals[3] && *vals[3] ? " -- " : "",
-	                                     vals[3] && *vals[3] ? vals[3] : "", changes)
-	                        : strdup(changes);
-	json_t *e = message ? json_pack("{s:s, s:I, s:s, s:[], s:s}", "id", vals[0], "time", (json_int_t)(us / 1000000),
-	                                "message", message, "refs", "changes", vals[2] ? vals[2] : "")
+	/* The snapshot's changes as DuckLake lists them (changes_made), after
+	 * its commit message and author when it has them. */
+	const char *changes = vals[2] ? vals[2] : "";
+	char *message = vals[4] && *vals[4] ? tt_strdupf("%s%s%s (%s)", vals[4], vals[3] && *vals[3] ? " -- " : "",
+	                                                 vals[3] && *vals[3] ? vals[3] : "", changes)
+	                                    : strdup(changes);
+	json_t *e = message ? json_pack("{s:s, s:I, s:s, s:[]}", "id", vals[0], "time", (json_int_t)(us / 1000000),
+	                                "message", message, "refs")
 	                    : NULL;
-	free(changes);
 	free(message);
 	if (!e || json_array_append_new(h->entries, e) != 0)
 		return tether_error_set(TETHER_ERROR, "out of memory");

@@ -183,9 +183,6 @@ int dl_inserted_rows(struct dl_conn *c, int64_t id, int64_t a, int64_t b, int64_
 /* The table ids a changes_made list says were altered (altered_table:<id>),
  * added to *ids (a growing array of *n). */
 int dl_changes_altered(const char *changes, int64_t **ids, size_t *n);
-/* A changes_made list said in words: "created table main.t, inserted into
- * table 1". malloc'd. */
-char *dl_changes_describe(const char *changes);
 
 int dl_diff(struct dl_conn *c, int64_t a, int64_t b, size_t max_entries, json_t **diff);
 /* dl_diff between two recorded states. */

@@ -121,20 +121,14 @@ def duckdb_catalog(tmp_path, name="cat"):
     return Catalog("duckdb", tmp_path, f"ducklake:{path}", f"ducklake:{path}", None, env=env, path=path)
 
 
-def postgres_catalog(tmp_path, server, name="lake"):
+def server_catalog(kind, tmp_path, server, name="lake"):
+    """A catalog in a new database of a test server: kind "postgres"
+    (postgres_server) or "mysql" (mariadb_server)."""
     db = server.database(name)
-    conn = f"dbname={db} host={server.host} port={server.port} user={server.user}"
-    return Catalog("postgres", tmp_path, f"ducklake:postgres:{conn}",
-                   f"ducklake:postgres:{conn} password={server.password}", "postgres",
-                   secrets={"server": f"{server.host}:{server.port}", "password": server.password})
-
-
-def mysql_catalog(tmp_path, server, name="lake"):
-    db = server.database(name)
-    conn = f"database={db} host={server.host} port={server.port} user={server.user}"
-    return Catalog("mysql", tmp_path, f"ducklake:mysql:{conn}",
-                   f"ducklake:mysql:{conn} password={server.password}", "mysql",
-                   secrets={"server": f"{server.host}:{server.port}", "password": server.password})
+    conn = f"{'dbname' if kind == 'postgres' else 'database'}={db} host={server.host} port={server.port} " \
+           f"user={server.user}"
+    return Catalog(kind, tmp_path, f"ducklake:{kind}:{conn}", f"ducklake:{kind}:{conn} password={server.password}",
+                   kind, secrets={"server": f"{server.host}:{server.port}", "password": server.password})
 
 
 def set_version(cat, version):

@@ -11,8 +11,7 @@ import threading
 
 import pytest
 
-from ducklakes import (connect, duckdb_catalog, mysql_catalog, postgres_catalog, set_version,
-                       sqlite_catalog)
+from ducklakes import connect, duckdb_catalog, server_catalog, set_version, sqlite_catalog
 
 KINDS = ["sqlite", "duckdb", "postgres", "mysql"]
 
@@ -34,9 +33,8 @@ def cat(request, tmp_path):
         return sqlite_catalog(tmp_path)
     if request.param == "duckdb":
         return duckdb_catalog(tmp_path)
-    if request.param == "postgres":
-        return postgres_catalog(tmp_path, request.getfixturevalue("postgres_server"))
-    return mysql_catalog(tmp_path, request.getfixturevalue("mariadb_server"))
+    server = "postgres_server" if request.param == "postgres" else "mariadb_server"
+    return server_catalog(request.param, tmp_path, request.getfixturevalue(server))
 
 
 def add(ds, cat, key="lake", *extra, check_rc=0):

@@ -192,24 +192,6 @@ static int dl_diff_fn(const struct tether_bctx *ctx, const json_t *locator, cons
 	return rc;
 }
 
-/* A SQL string literal. */
-static char *sql_literal(const char *s)
-{
-	char *out = malloc(2 * strlen(s) + 3);
-	if (!out)
-		return NULL;
-	size_t n = 0;
-	out[n++] = '\'';
-	for (; *s; s++) {
-		if (*s == '\'')
-			out[n++] = '\'';
-		out[n++] = *s;
-	}
-	out[n++] = '\'';
-	out[n] = '\0';
-	return out;
-}
-
 /* The attach alias: the object's key as an identifier ("lake" without one). */
 static char *alias_of(const char *key)
 {
@@ -239,8 +221,8 @@ static int dl_open(const struct tether_bctx *ctx, const json_t *locator, const j
 		return rc;
 	}
 	char *alias = alias_of(ctx ? ctx->key : NULL);
-	char *meta = sql_literal(t.metadata);
-	char *dp = t.data_path ? sql_literal(t.data_path) : NULL;
+	char *meta = dl_quote(t.metadata, '\'');
+	char *dp = t.data_path ? dl_quote(t.data_path, '\'') : NULL;
 	char snap[48] = "";
 	if (s.id >= 0)
 		snprintf(snap, sizeof snap, "SNAPSHOT_VERSION %" PRId64 ", ", s.id);

@@ -119,49 +119,36 @@ int dl_conn_int(struct dl_conn *c, const char *sql, int64_t *v, int *found)
 	return rc;
 }
 
-char *dl_conn_ident(const struct dl_conn *c, const char *name)
-{
-	char *out = malloc(2 * strlen(name) + 3);
-	if (!out)
-		return NULL;
-	size_t n = 0;
-	out[n++] = c->quote;
-	for (const char *p = name; *p; p++) {
-		if (*p == c->quote)
-			out[n++] = c->quote;
-		out[n++] = *p;
-	}
-	out[n++] = c->quote;
-	out[n] = '\0';
-	return out;
-}
-
-/* A string literal: single quotes, a quote doubled (every dialect here
- * reads it so; MySQL's backslash escapes are off for this text, which
- * holds no backslash: names tether checks before it asks). */
-static char *literal(const char *s)
+char *dl_quote(const char *s, char q)
 {
 	char *out = malloc(2 * strlen(s) + 3);
 	if (!out)
 		return NULL;
 	size_t n = 0;
-	out[n++] = '\'';
+	out[n++] = q;
 	for (const char *p = s; *p; p++) {
-		if (*p == '\'')
-			out[n++] = '\'';
+		if (*p == q)
+			out[n++] = q;
 		out[n++] = *p;
 	}
-	out[n++] = '\'';
+	out[n++] = q;
 	out[n] = '\0';
 	return out;
+}
+
+char *dl_conn_ident(const struct dl_conn *c, const char *name)
+{
+	return dl_quote(name, c->quote);
 }
 
 int dl_conn_has_table(struct dl_conn *c, const char *name, int *yes)
 {
 	*yes = 0;
+	/* A literal in every dialect here; MySQL would also read a backslash
+	 * as an escape, and DuckLake names its tables without one. */
 	if (strchr(name, '\\'))
-		return 0; /* DuckLake names its tables without one */
-	char *lit = literal(name);
+		return 0;
+	char *lit = dl_quote(name, '\'');
 	char *sql = NULL;
 	if (lit) {
 		int len = snprintf(NULL, 0, c->exists_sql, lit);

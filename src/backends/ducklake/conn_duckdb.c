@@ -172,8 +172,11 @@ int dl_duckdb_open(const struct dl_target *t, const struct dl_secrets *s, struct
 	int rc = 0;
 	if (duck.create_config(&cfg) != DUCK_SUCCESS)
 		rc = tether_error_set(TETHER_ERROR, "out of memory");
-	/* Read-only, and nothing fetched or loaded behind the caller's back. */
+	/* Read-only, and nothing fetched or loaded behind the caller's back;
+	 * one thread, as a few rows of metadata need no more (DuckDB starts
+	 * one per core at open otherwise). */
 	if (!rc && (duck.set_config(cfg, "access_mode", "READ_ONLY") != DUCK_SUCCESS ||
+	            duck.set_config(cfg, "threads", "1") != DUCK_SUCCESS ||
 	            duck.set_config(cfg, "autoinstall_known_extensions", "false") != DUCK_SUCCESS ||
 	            duck.set_config(cfg, "autoload_known_extensions", "false") != DUCK_SUCCESS))
 		rc = tether_error_set(TETHER_ERROR, "ducklake: libduckdb refused its configuration");

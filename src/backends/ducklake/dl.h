@@ -118,6 +118,9 @@ int dl_conn_query(struct dl_conn *c, const char *sql, dl_row_fn fn, void *ud);
 void dl_conn_close(struct dl_conn *c);
 /* The first column of the first row as int64 (*found 0 when no row or NULL). */
 int dl_conn_int(struct dl_conn *c, const char *sql, int64_t *v, int *found);
+/* s between two `q`s, a `q` inside doubled: an SQL string literal
+ * (q = '\'') or a quoted identifier (malloc'd). */
+char *dl_quote(const char *s, char q);
 /* An identifier quoted for c's dialect (malloc'd). */
 char *dl_conn_ident(const struct dl_conn *c, const char *name);
 /* Does the catalog's metadata schema hold table `name`? */

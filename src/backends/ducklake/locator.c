@@ -205,36 +205,13 @@ static int plain_ident(const char *s)
 	return 1;
 }
 
-static void put_part(char **out, size_t *n, const char *part)
-{
-	char *o = *out + *n;
-	if (plain_ident(part)) {
-		strcpy(o, part);
-		*n += strlen(part);
-		return;
-	}
-	size_t k = 0;
-	o[k++] = '"';
-	for (const char *p = part; *p; p++) {
-		if (*p == '"')
-			o[k++] = '"';
-		o[k++] = *p;
-	}
-	o[k++] = '"';
-	o[k] = '\0';
-	*n += k;
-}
-
 char *dl_table_name(const char *schema, const char *table)
 {
-	char *out = malloc(2 * (strlen(schema) + strlen(table)) + 8);
-	if (!out)
-		return NULL;
-	size_t n = 0;
-	put_part(&out, &n, schema);
-	out[n++] = '.';
-	put_part(&out, &n, table);
-	out[n] = '\0';
+	char *s = plain_ident(schema) ? strdup(schema) : dl_quote(schema, '"');
+	char *t = plain_ident(table) ? strdup(table) : dl_quote(table, '"');
+	char *out = s && t ? tt_strdupf("%s.%s", s, t) : NULL;
+	free(s);
+	free(t);
 	return out;
 }
 

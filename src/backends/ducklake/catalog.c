@@ -177,10 +177,10 @@ static int take_snapshot(void *ud, int n, const char *const *vals)
 
 static char *time_column(const struct dl_conn *c, const char *col)
 {
-	int len = snprintf(NULL, 0, c->time_sql, col);
+	int len = snprintf(NULL, 0, c->ops->time_sql, col);
 	char *out = len > 0 ? malloc((size_t)len + 1) : NULL;
 	if (out)
-		snprintf(out, (size_t)len + 1, c->time_sql, col);
+		snprintf(out, (size_t)len + 1, c->ops->time_sql, col);
 	return out;
 }
 

@@ -138,7 +138,7 @@ char *dl_quote(const char *s, char q)
 
 char *dl_conn_ident(const struct dl_conn *c, const char *name)
 {
-	return dl_quote(name, c->quote);
+	return dl_quote(name, c->ops->quote);
 }
 
 int dl_conn_has_table(struct dl_conn *c, const char *name, int *yes)
@@ -151,10 +151,10 @@ int dl_conn_has_table(struct dl_conn *c, const char *name, int *yes)
 	char *lit = dl_quote(name, '\'');
 	char *sql = NULL;
 	if (lit) {
-		int len = snprintf(NULL, 0, c->exists_sql, lit);
+		int len = snprintf(NULL, 0, c->ops->exists_sql, lit);
 		sql = len > 0 ? malloc((size_t)len + 1) : NULL;
 		if (sql)
-			snprintf(sql, (size_t)len + 1, c->exists_sql, lit);
+			snprintf(sql, (size_t)len + 1, c->ops->exists_sql, lit);
 	}
 	free(lit);
 	if (!sql)

@@ -150,7 +150,14 @@ static void duck_close(struct dl_conn *base)
 	pthread_mutex_unlock(&open_lock);
 }
 
-static const struct dl_conn_ops duck_ops = {duck_query, duck_close};
+static const struct dl_conn_ops duck_ops = {
+	.query = duck_query,
+	.close = duck_close,
+	.quote = '"',
+	.time_sql = "epoch_us(%s)",
+	.exists_sql = "SELECT COUNT(*) FROM information_schema.tables WHERE "
+	              "table_schema = current_schema() AND table_name = %s",
+};
 
 int dl_duckdb_open(const struct dl_target *t, const struct dl_secrets *s, struct dl_conn **out)
 {
@@ -162,9 +169,6 @@ int dl_duckdb_open(const struct dl_target *t, const struct dl_secrets *s, struct
 	if (!c)
 		return tether_error_set(TETHER_ERROR, "out of memory");
 	c->base.ops = &duck_ops;
-	c->base.quote = '"';
-	c->base.time_sql = "epoch_us(%s)";
-	c->base.exists_sql = "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = %s";
 	c->base.what = t->metadata;
 	pthread_mutex_lock(&open_lock);
 	duck_config cfg = NULL;

@@ -46,7 +46,14 @@ static void my_close(struct dl_conn *base)
 	free(c);
 }
 
-static const struct dl_conn_ops mysql_ops = {my_query, my_close};
+static const struct dl_conn_ops mysql_ops = {
+	.query = my_query,
+	.close = my_close,
+	.quote = '`',
+	.time_sql = "%s",
+	.exists_sql = "SELECT COUNT(*) FROM information_schema.tables WHERE "
+	              "table_schema = DATABASE() AND table_name = %s",
+};
 
 int tether_ducklake_mysql_open(const struct dl_target *t, const struct dl_secrets *s, struct dl_conn **out)
 {
@@ -56,9 +63,6 @@ int tether_ducklake_mysql_open(const struct dl_target *t, const struct dl_secret
 		return tether_error_set(TETHER_ERROR, "out of memory");
 	}
 	c->base.ops = &mysql_ops;
-	c->base.quote = '`';
-	c->base.time_sql = "%s";
-	c->base.exists_sql = "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = %s";
 	c->base.what = t->metadata;
 	const char *host = dl_param(t, "host");
 	const char *port = dl_param(t, "port");

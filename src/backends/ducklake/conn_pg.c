@@ -72,7 +72,14 @@ static void pg_close(struct dl_conn *base)
 	free(c);
 }
 
-static const struct dl_conn_ops pg_ops = {pg_query, pg_close};
+static const struct dl_conn_ops pg_ops = {
+	.query = pg_query,
+	.close = pg_close,
+	.quote = '"',
+	.time_sql = "CAST(EXTRACT(EPOCH FROM %s) * 1000000 AS BIGINT)",
+	.exists_sql = "SELECT COUNT(*) FROM information_schema.tables WHERE "
+	              "table_schema = current_schema() AND table_name = %s",
+};
 
 int tether_ducklake_pg_open(const struct dl_target *t, const struct dl_secrets *s, struct dl_conn **out)
 {
@@ -110,9 +117,6 @@ int tether_ducklake_pg_open(const struct dl_target *t, const struct dl_secrets *
 	if (!c)
 		return tether_error_set(TETHER_ERROR, "out of memory");
 	c->base.ops = &pg_ops;
-	c->base.quote = '"';
-	c->base.time_sql = "CAST(EXTRACT(EPOCH FROM %s) * 1000000 AS BIGINT)";
-	c->base.exists_sql = "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = %s";
 	c->base.what = t->metadata;
 	c->pg = PQconnectdbParams(keys, vals, 0);
 	if (!c->pg || PQstatus(c->pg) != CONNECTION_OK) {

@@ -48,7 +48,13 @@ static void sq_close(struct dl_conn *base)
 	free(c);
 }
 
-static const struct dl_conn_ops sqlite_ops = {sq_query, sq_close};
+static const struct dl_conn_ops sqlite_ops = {
+	.query = sq_query,
+	.close = sq_close,
+	.quote = '"',
+	.time_sql = "%s",
+	.exists_sql = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = %s",
+};
 
 int dl_sqlite_open(const struct dl_target *t, struct dl_conn **out)
 {
@@ -56,9 +62,6 @@ int dl_sqlite_open(const struct dl_target *t, struct dl_conn **out)
 	if (!c)
 		return tether_error_set(TETHER_ERROR, "out of memory");
 	c->base.ops = &sqlite_ops;
-	c->base.quote = '"';
-	c->base.time_sql = "%s";
-	c->base.exists_sql = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = %s";
 	c->base.what = t->metadata;
 	/* SQLITE_OPEN_NOFOLLOW is not wanted (the path was resolved through
 	 * its symlinks when it was added); a missing file must not be made. */

@@ -94,21 +94,22 @@ int dl_secrets_read(const struct tether_bctx *ctx, const struct dl_target *t, st
 typedef int (*dl_row_fn)(void *ud, int n, const char *const *vals);
 
 struct dl_conn;
+/* A connection's functions, and its dialect as data. */
 struct dl_conn_ops {
 	/* Run one statement; call fn per row (fn may be NULL). */
 	int (*query)(struct dl_conn *c, const char *sql, dl_row_fn fn, void *ud);
 	/* End the read transaction and disconnect. */
 	void (*close)(struct dl_conn *c);
+	char quote;             /* identifier quote: '"', or '`' for MySQL */
+	const char *time_sql;   /* printf format turning the column %s into epoch
+	                         * microseconds, or "%s" when it reads as text */
+	const char *exists_sql; /* printf format: a count of the metadata schema's
+	                         * tables named %s (a quoted literal), 0 or 1 */
 };
 
 struct dl_conn {
 	const struct dl_conn_ops *ops;
-	char quote;               /* identifier quote: '"', or '`' for MySQL */
-	const char *time_sql;     /* printf format turning the column %s into epoch
-	                           * microseconds, or "%s" when it reads as text */
-	const char *exists_sql;   /* printf format: a count of the metadata schema's tables
-	                           * named %s (a quoted literal), 0 or 1 */
-	const char *what;         /* the catalog, for messages (the target's metadata) */
+	const char *what; /* the catalog, for messages (the target's metadata) */
 };
 
 /* Open t's catalog and begin one read-only transaction that every query

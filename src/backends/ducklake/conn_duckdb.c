@@ -75,7 +75,7 @@ static void load(void)
 		const char *why = dlerror();
 		snprintf(load_error, sizeof load_error,
 		         "libduckdb could not be loaded (%s): install DuckDB's C library (scripts/install-deps "
-		         "puts libduckdb.so in ~/.local/share/tether-deps/lib; README, \"DuckLake catalogs and "
+		         "installs libduckdb.so in ~/.local/share/tether-deps/lib; README, \"DuckLake catalogs and "
 		         "libduckdb\") and set TETHER_LIBDUCKDB to its path, or put it on the library path",
 		         why ? why : path);
 		return;

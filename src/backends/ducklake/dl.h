@@ -101,10 +101,10 @@ struct dl_conn_ops {
 	/* End the read transaction and disconnect. */
 	void (*close)(struct dl_conn *c);
 	char quote;             /* identifier quote: '"', or '`' for MySQL */
-	const char *time_sql;   /* printf format turning the column %s into epoch
-	                         * microseconds, or "%s" when it reads as text */
-	const char *exists_sql; /* printf format: a count of the metadata schema's
-	                         * tables named %s (a quoted literal), 0 or 1 */
+	const char *time_sql;   /* a format whose %s is the column: its value in
+	                         * epoch microseconds, or "%s" when it reads as text */
+	const char *exists_sql; /* a format whose %s is a quoted literal: a count of
+	                         * the metadata schema's tables of that name, 0 or 1 */
 };
 
 struct dl_conn {

@@ -255,3 +255,30 @@ def test_not_a_ducklake_catalog(ds, tmp_path):
     ds.tether("add", "lake", f"ducklake:sqlite:{path}", "--kind", "ducklake")
     p = ds.tether("commit", "-m", "x", check_rc=None)
     assert "is not a DuckLake catalog" in one_line_error(p)
+
+
+def test_an_expired_snapshot_fails_verify(ds, tmp_path):
+    cat = sqlite_catalog(tmp_path)
+    cat.write("CREATE TABLE l.t(a INTEGER)", "INSERT INTO l.t VALUES (1)")
+    add(ds, cat)
+    ds.tether("commit", "-m", "one")
+    recorded = ds.manifest("lake")["state"]["snapshot_id"]
+    cat.write("INSERT INTO l.t VALUES (2)")
+    assert ds.tj("verify")["ok"] is True
+    cat.write(f"CALL ducklake_expire_snapshots('l', versions => [{recorded}])")
+    p = ds.tether("verify", check_rc=3)
+    assert f"snapshot {recorded} is no longer in the catalog" in p.stdout + p.stderr
+
+
+def test_init_sql_from_secrets_runs_on_a_duckdb_connection(ds, tmp_path):
+    cat = duckdb_catalog(tmp_path)
+    cat.write("CREATE TABLE l.t(a INTEGER)")
+    add(ds, cat)
+    ds.write(".tether/secrets.toml", '[objects."lake"]\ninit_sql = ["SET threads = 1", "SELECT error(\'init_sql ran\')"]\n')
+    p = ds.tether("status", check_rc=None, env=cat.env)
+    assert "init_sql ran" in p.stdout + p.stderr
+    ds.write(".tether/secrets.toml", '[objects."lake"]\ninit_sql = "SET threads = 1"\n')
+    p = ds.tether("status", check_rc=None, env=cat.env)
+    assert "init_sql must be an array of strings" in p.stdout + p.stderr
+    ds.write(".tether/secrets.toml", '[objects."lake"]\ninit_sql = ["SET threads = 1"]\n')
+    assert [o["status"] for o in ds.tj("status", env=cat.env)["objects"]] == ["never-recorded"]

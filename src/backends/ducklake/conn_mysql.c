@@ -8,6 +8,7 @@
 #include "backends/ducklake/dl.h"
 
 #include <mysql.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,8 +56,23 @@ static const struct dl_conn_ops mysql_ops = {
 	              "table_schema = DATABASE() AND table_name = %s",
 };
 
+/* mysql_init initialises the library on its first call, which is not
+ * safe on two threads at once (the engine fingerprints objects
+ * concurrently): done once, first. */
+static pthread_once_t library_once = PTHREAD_ONCE_INIT;
+static int library_failed;
+
+static void library_init(void)
+{
+	library_failed = mysql_library_init(0, NULL, NULL) != 0;
+}
+
 int tether_ducklake_mysql_open(const struct dl_target *t, const struct dl_secrets *s, struct dl_conn **out)
 {
+	pthread_once(&library_once, library_init);
+	if (library_failed)
+		return tether_error_set(TETHER_ERROR, "ducklake catalog %s: the MySQL client library did not initialise",
+		                        t->metadata);
 	struct my_conn *c = calloc(1, sizeof *c);
 	if (!c || !(c->my = mysql_init(NULL))) {
 		free(c);

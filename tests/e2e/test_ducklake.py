@@ -282,3 +282,17 @@ def test_init_sql_from_secrets_runs_on_a_duckdb_connection(ds, tmp_path):
     assert "init_sql must be an array of strings" in p.stdout + p.stderr
     ds.write(".tether/secrets.toml", '[objects."lake"]\ninit_sql = ["SET threads = 1"]\n')
     assert [o["status"] for o in ds.tj("status", env=cat.env)["objects"]] == ["never-recorded"]
+
+
+def test_a_sqlite_catalog_maps_no_server_client_library(ds, tmp_path):
+    """The Postgres and MySQL connections are modules of their own, loaded
+    on first need: a status of a SQLite catalog maps neither libpq nor
+    libmariadb (nor the thirty libraries they pull)."""
+    cat = sqlite_catalog(tmp_path)
+    cat.write("CREATE TABLE l.t(a INTEGER)")
+    add(ds, cat)
+    p = ds.tether("status", env={"LD_DEBUG": "files"})
+    loaded = p.stderr
+    assert "tether-backend-ducklake.so" in loaded and "libsqlite3" in loaded
+    for lib in ("libpq", "libmariadb", "tether-ducklake-pg", "tether-ducklake-mysql", "libduckdb"):
+        assert lib not in loaded, lib

@@ -404,26 +404,20 @@ int dl_make_locator(const struct tether_bctx *ctx, const char *uri, const json_t
 		free(metadata);
 		metadata = m;
 	}
+	if (!rc && !(*locator = json_pack("{s:s}", "metadata", metadata)))
+		rc = tether_error_set(TETHER_ERROR, "out of memory");
+	/* The table as tether names it: parts quoted only where they must be. */
 	const char *table = json_string_value(json_object_get(options, "table"));
-	const char *at = json_string_value(json_object_get(options, "at"));
-	int64_t at_id;
 	if (!rc && table && (rc = dl_parse_table(table, &t.schema, &t.table)) == 0) {
 		char *canon = dl_table_name(t.schema, t.table);
-		if (!canon)
+		if (!canon || json_object_set_new(*locator, "table", json_string(canon)) != 0)
 			rc = tether_error_set(TETHER_ERROR, "out of memory");
-		table = NULL;
-		if (!rc) {
-			json_t *o = json_pack("{s:s, s:s}", "metadata", metadata, "table", canon);
-			free(canon);
-			*locator = o;
-		}
+		free(canon);
 	}
+	const char *at = json_string_value(json_object_get(options, "at"));
+	int64_t at_id;
 	if (!rc && at)
 		rc = parse_at(at, TETHER_EUSAGE, &at_id);
-	if (!rc && !*locator)
-		*locator = json_pack("{s:s}", "metadata", metadata);
-	if (!rc && !*locator)
-		rc = tether_error_set(TETHER_ERROR, "out of memory");
 	const char *data_path = json_string_value(json_object_get(options, "data_path"));
 	if (!rc && data_path) {
 		char *abs = absolute(data_path, cwd);

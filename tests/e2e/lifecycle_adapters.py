@@ -760,7 +760,78 @@ class LanceS3(LanceAdapter):
         return sorted(store.objects().items())
 
 
-ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3(), LakeFSAdapter(), DoltAdapter(), LanceAdapter(), LanceS3()]
+# ---------------------------------------------------------------------------
+# DuckLake (Addressable): a catalog on SQLite, written by DuckDB 1.5.5 with
+# its ducklake extension (tests/e2e/ducklakes.py); the oracle is DuckDB.
+# DuckLake has no tags or branches, so the suite's checks of pins and forks
+# are skipped as needing PIN or FORK.
+# ---------------------------------------------------------------------------
+
+class DuckLakeAdapter(Adapter):
+    name = "ducklake-sqlite"
+    kind = "ducklake"
+
+    def __init__(self):
+        self.times = {}  # snapshot id -> its time, as DuckDB reports it
+
+    def catalog(self, store):
+        from ducklakes import Catalog
+        tmp = Path(store).parent
+        return Catalog("sqlite", tmp, f"ducklake:sqlite:{store}", f"ducklake:sqlite:{store}", "sqlite",
+                       path=Path(store))
+
+    def make_store(self, tmp_path, name="store"):
+        store = (Path(tmp_path) / f"{name}.sqlite").resolve()
+        self.times = {}
+        self.catalog(store).write("CREATE TABLE l.t(i INTEGER)", "INSERT INTO l.t VALUES (0)")
+        return store
+
+    def add_args(self, store):
+        return [f"ducklake:sqlite:{store}", "--kind", self.kind]
+
+    def _snapshots(self, store):
+        snaps = self.catalog(store).snapshots()
+        self.times.update({str(i): us for i, us in snaps})
+        return snaps
+
+    def mutate(self, store, branch=None):
+        assert branch in (None, self.base_branch), "DuckLake has no branches"
+        self.catalog(store).write(f"INSERT INTO l.t VALUES ({len(self._snapshots(store))})")
+        return self.head(store)
+
+    def head(self, store, branch=None):
+        return str(self._snapshots(store)[-1][0])
+
+    def refs(self, store):
+        return {"pins": {}, "branches": {}}
+
+    def history(self, store, branch=None):
+        self._snapshots(store)
+        rows = self.catalog(store).query("SELECT snapshot_id, changes_made FROM "
+                                         "__ducklake_metadata_l.ducklake_snapshot_changes ORDER BY snapshot_id DESC")
+        return [(str(i), changes) for i, changes in rows]
+
+    def witness(self, store):
+        out = []
+        for p in sorted(Path(store).parent.rglob("*")):
+            if p.is_file() and (p == Path(store) or "data-sqlite" in p.parts):
+                out.append((p.name, hashlib.sha256(p.read_bytes()).hexdigest()))
+        return out
+
+    def identity(self, store):
+        return {"metadata": f"ducklake:sqlite:{store}"}
+
+    def content_state(self, state_id):
+        return {"snapshot_id": int(state_id), "snapshot_time_us": self.times[str(state_id)]}
+
+    def state_id(self, state):
+        return str(state["snapshot_id"])
+
+    def handle_state(self, handle):
+        return str(handle["snapshot_id"])
+
+
+ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3(), LakeFSAdapter(), DoltAdapter(), LanceAdapter(), LanceS3(), DuckLakeAdapter()]
 
 # Stable Pinnable kinds with no adapter, and why the lifecycle cannot be
 # run on them end to end. Any other such kind without an adapter fails

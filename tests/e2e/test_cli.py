@@ -22,24 +22,25 @@ def test_backends_text(run):
     lines = p.stdout.splitlines()
     assert lines[0].split() == ["KIND", "MATURITY", "TIER", "FLAGS", "SUMMARY"]
     rows = {l.split()[0]: l.split() for l in lines[1:]}
-    # dolt, git and icechunk are modules: listed because they are on the module path
-    assert set(rows) == {"file", "memory", "dolt", "git", "icechunk"}
+    # every backend but file and memory is a module: listed because it is on the module path
+    assert set(rows) == {"file", "memory", "dolt", "ducklake", "git", "icechunk", "lakefs", "lance"}
     assert rows["file"][1:3] == ["stable", "observed"]
     assert rows["memory"][2] == "forkable"
     # the columns line up: every row's TIER starts where the header's does
     col = lines[0].index("TIER")
     for l in lines[1:]:
-        assert l[col:].split()[0] in ("observed", "forkable")
+        assert l[col:].split()[0] in ("observed", "addressable", "forkable")
     assert rows["git"][1:3] == ["stable", "forkable"]
     assert rows["icechunk"][1:3] == ["stable", "forkable"]
     assert rows["dolt"][1:3] == ["experimental", "forkable"]
+    assert rows["ducklake"][1:3] == ["experimental", "addressable"]
 
 
 def test_backends_json(run):
     r = json.loads(run("backends", "--json").stdout)
     kinds = {b["kind"]: b for b in r}
     # built-ins first, then the modules in the order of their kinds
-    assert [b["kind"] for b in r] == ["file", "memory", "dolt", "git", "icechunk"]
+    assert [b["kind"] for b in r] == ["file", "memory", "dolt", "ducklake", "git", "icechunk", "lakefs", "lance"]
     f = kinds["file"]
     assert f["maturity"] == "stable"
     assert f["tier"] == "observed"

@@ -1,6 +1,8 @@
 """The lifecycle every Pinnable or Forkable backend must pass, written once
 and run per kind through the adapters of lifecycle_adapters.py (git, where
-a data object is a git repository; Icechunk spec 2; Icechunk spec 1).
+a data object is a git repository; Icechunk spec 2; Icechunk spec 1), and
+an Addressable one as far as its tier goes (DuckLake: a commit records the
+state, pins nothing, and the checks of pins are skipped as needing PIN).
 
 Each check drives the tether CLI as a user does and asks the system's own
 tool or library (git for-each-ref, the icechunk library) what refs exist
@@ -71,11 +73,19 @@ class Life:
 
     def pins(self):
         """This system's tether.* refs and the state each names, as the
-        system lists them."""
+        system lists them ({} for a kind that cannot pin)."""
+        if "PIN" not in self.caps:
+            return {}
         return {n: s for n, s in self.a.refs(self.store)["pins"].items() if n.startswith("tether.")}
 
     def pin_ref(self, key=KEY):
-        return self.a.pin_ref_name(self.ds.manifest(key)["pin_ref"])
+        """The native ref KEY's manifest names, or None (an Addressable kind)."""
+        ref = self.ds.manifest(key).get("pin_ref")
+        return self.a.pin_ref_name(ref) if ref is not None else None
+
+    def pins_after(self, ref, state_id):
+        """What pins() holds after a commit recorded state_id under ref."""
+        return {ref: state_id} if "PIN" in self.caps else {}
 
     def state(self, key=KEY):
         return self.a.state_id(self.ds.manifest(key)["state"])
@@ -86,7 +96,8 @@ class Life:
         sid = self.a.head(self.store)
         r = self.ds.tj("commit", "-m", message)
         pin = self.pin_of(self.state())
-        assert r["objects"] == [{"key": KEY, "action": "pinned", "pin": pin, "recoverable": True}], r
+        action = "pinned" if "PIN" in self.caps else "recorded"
+        assert r["objects"] == [{"key": KEY, "action": action, "pin": pin, "recoverable": True}], r
         return self.state(), pin, self.pin_ref()
 
     def drop_last_commit(self):
@@ -107,7 +118,7 @@ def _life(request, tmp_path, declared, jj_problem, vcs):
         adapter.bind(request.getfixturevalue(adapter.server_fixture))
     caps = declared.get(adapter.kind)
     assert caps is not None, f"kind {adapter.kind} is not in `tether backends`"
-    assert "PIN" in caps, f"kind {adapter.kind} is not Pinnable: the lifecycle suite is for Pinnable kinds"
+    assert "ADDRESSABLE" in caps, f"kind {adapter.kind} is not Addressable: the lifecycle suite records states"
     life = Life(make_dataset(tmp_path, vcs, jj_problem), adapter, caps, tmp_path)
     adapter.reach(life.ds.root, life.ds.env, life.store)
     return life
@@ -147,6 +158,7 @@ def test_every_stable_pinnable_kind_has_an_adapter(tmp_path):
 
 def test_commit_pins(life_vcs):
     L, ds, a = life_vcs, life_vcs.ds, life_vcs.a
+    L.need("PIN")
     s1 = a.head(L.store)
     c1 = a.content(L.store, a.base_branch)
     L.add()
@@ -193,7 +205,7 @@ def test_unchanged_commit_is_a_noop(life):
     L.add(key="twin")
     ds.tether("commit", "-m", "both")
     assert ds.manifest(KEY)["pin"] == ds.manifest("twin")["pin"] == L.pin_of(a.head(L.store))
-    assert len(L.pins()) == 1
+    assert len(L.pins()) == (1 if "PIN" in L.caps else 0)
     witness, head, objects = a.witness(L.store), ds.head(), ds.tree(".tether")
     r = ds.tj("commit", "-m", "again")
     assert r["commit"] is None
@@ -272,6 +284,7 @@ def two_pins(L):
 
 def test_gc_releases_exactly_the_unreferenced_pins(life):
     L, ds, a = life, life.ds, life.a
+    L.need("PIN")
     (s1, pin1, ref1), (s2, pin2, ref2) = two_pins(L)
     # Someone's release tag and another dataset's pin are not this gc's.
     foreign = {"release-1": s2, "tether.ffffffff.0123456789abcdef": s2}
@@ -306,6 +319,7 @@ def test_gc_releases_exactly_the_unreferenced_pins(life):
 
 def test_gc_keeps_a_pin_another_branch_names(life):
     L, ds = life, life.ds
+    L.need("PIN")
     (s1, _, ref1), (s2, _, ref2) = two_pins(L)
     ds.git("branch", "keep")
     L.drop_last_commit()
@@ -322,6 +336,7 @@ def test_gc_keeps_a_pin_another_branch_names(life):
 
 def test_verify_notices_a_lost_pin(life):
     L, ds, a = life, life.ds, life.a
+    L.need("PIN")
     (s1, pin1, ref1), (s2, pin2, ref2) = two_pins(L)
     v = ds.tj("verify")
     assert v["ok"] is True and [(o["key"], o["ok"], o["detail"]) for o in v["objects"]] == [(KEY, True, None)]
@@ -340,6 +355,7 @@ def test_verify_deep_agrees_with_verify_on_held_and_lost_pins(life):
     has a deeper check); a pin that is gone fails as verify says, not as a
     deep failure."""
     L, ds, a = life, life.ds, life.a
+    L.need("PIN")
     (s1, pin1, ref1), (s2, pin2, ref2) = two_pins(L)
     v = ds.tj("verify", "--deep")
     assert v["ok"] is True and v["deep_failed"] == []
@@ -356,6 +372,7 @@ def test_status_on_status_notices_a_lost_pin(life):
     """[verify] on_status = true: status checks HEAD's pin and reports it
     gone; without it, status stays clean."""
     L, ds, a = life, life.ds, life.a
+    L.need("PIN")
     (s1, pin1, ref1), (s2, pin2, ref2) = two_pins(L)
     toml = ds.p("tether.toml")
     toml.write_text(toml.read_text().replace("on_status = false", "on_status = true"))
@@ -373,6 +390,7 @@ def test_status_on_status_notices_a_lost_pin(life):
 
 def test_repair_after_a_lost_pin(life):
     L, ds, a = life, life.ds, life.a
+    L.need("PIN")
     c1 = a.content(L.store, a.base_branch)
     L.add()
     s1, pin1, ref1 = L.commit("pin")
@@ -416,8 +434,9 @@ def test_log_key(life):
     assert [(e["id"], e["message"]) for e in entries] == history
     assert all(isinstance(e["time"], int) for e in entries)
     refs = {e["id"]: e["refs"] for e in entries}
-    assert set(refs[s3]) >= {a.base_branch, ref3}
-    assert ref1 in refs[s1]
+    if "PIN" in L.caps:
+        assert set(refs[s3]) >= {a.base_branch, ref3}
+        assert ref1 in refs[s1]
     assert [e["id"] for e in ds.tj("log", KEY, "-n", "2")["entries"]] == [h[0] for h in history[:2]]
     text = ds.tether("log", KEY).stdout.splitlines()
     assert len(text) == len(entries)
@@ -441,7 +460,7 @@ def test_add_at_an_earlier_state(life):
     a.mutate(L.store)
     L.add("--at", first)
     s, pin, ref = L.commit("old state")
-    assert s == first and L.pins() == {ref: first}
+    assert s == first and L.pins() == L.pins_after(ref, first)
     p = L.add("--at", "NOSUCHREF", key="bad", check_rc=None)
     assert p.returncode in (1, 2) and "NOSUCHREF" in p.stderr, p.stderr
     assert not ds.manifest_path("bad").exists()
@@ -455,7 +474,7 @@ def test_add_pick(life):
     p = tether_stdin(ds, "2\n", "add", KEY, *a.add_args(L.store), "--pick")
     assert f"start from which entry [1-{len(history)}]?" in p.stderr, p.stderr
     s, _, ref = L.commit("picked")
-    assert s == history[1][0] and L.pins() == {ref: s}
+    assert s == history[1][0] and L.pins() == L.pins_after(ref, s)
     p = tether_stdin(ds, f"{len(history) + 1}\n", "add", "bad", *a.add_args(L.store), "--pick", check_rc=2)
     assert "no valid choice" in p.stderr
     assert not ds.manifest_path("bad").exists()
@@ -467,6 +486,7 @@ def test_add_pick(life):
 
 def test_pin_record(life):
     L, ds, a = life, life.ds, life.a
+    L.need("PIN")
     L.add("--pin", "record")
     s1 = a.head(L.store)
     witness = a.witness(L.store)
@@ -498,6 +518,7 @@ def test_kill_mid_commit(life, step):
     finishes in one dataset commit, and the system ends holding exactly the
     pins history names."""
     L, ds, a = life, life.ds, life.a
+    L.need("PIN")
     L.add()
     s1, pin1, ref1 = L.commit("base")
     head0 = ds.head()

@@ -49,6 +49,7 @@ def assert_verify_and_gc_agree(L, pins):
 def two_commits(L):
     """KEY added and committed twice (a state each): ((s1, pin1, ref1),
     (s2, pin2, ref2)), both pins held, as the system lists them."""
+    L.need("PIN")
     L.add()
     first = L.commit("one")
     L.a.mutate(L.store)
@@ -173,7 +174,7 @@ def test_undo_of_a_promote_refuses_a_base_moved_on(life):
 
 def test_pull_moves_a_detached_object_onto_its_branch(life):
     L, ds, a = life, life.ds, life.a
-    L.need("HISTORY")
+    L.need("HISTORY", "PIN")
     first = a.head(L.store)
     newer = a.mutate(L.store)
     L.add("--at", first)

@@ -390,3 +390,57 @@ def test_multipart_checkpoint(ds, tmp_path):
     # other start.
     (log_dir(uri) / "00000000000000000003.checkpoint.0000000002.0000000002.parquet").unlink()
     refused(ds, ["add", "other", uri, "--kind", "delta"], "00000000000000000003.json")
+
+
+# ---------------------------------------------------------------------------
+# On S3 (SeaweedFS)
+# ---------------------------------------------------------------------------
+
+def s3_options(srv):
+    """What the deltalake library takes to reach the server."""
+    return {"AWS_ENDPOINT_URL": srv.endpoint, "AWS_ALLOW_HTTP": "true", "AWS_ACCESS_KEY_ID": srv.access_key,
+            "AWS_SECRET_ACCESS_KEY": srv.secret, "AWS_REGION": srv.region, "AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
+
+
+def s3_secrets(ds, srv, bucket):
+    ds.write(".tether/secrets.toml", f'[uris."s3://{bucket}"]\n'
+                                     f'endpoint_url = "{srv.endpoint}"\n'
+                                     'allow_http = true\n'
+                                     'force_path_style = true\n'
+                                     f'region = "{srv.region}"\n'
+                                     f'access_key_id = "{srv.access_key}"\n'
+                                     f'secret_access_key = "{srv.secret}"\n')
+
+
+def test_s3_table_with_a_cleaned_log(ds, seaweedfs_server):
+    srv = seaweedfs_server
+    bucket = srv.bucket("delta")
+    uri = f"s3://{bucket}/tables/events"
+    so = s3_options(srv)
+    make_table(uri, 5, storage_options=so, configuration=SHORT_RETENTION)
+    DeltaTable(uri, storage_options=so).create_checkpoint()  # at 4
+    write_deltalake(uri, rows(2, 700), mode="append", storage_options=so)
+    time.sleep(1.5)
+    DeltaTable(uri, storage_options=so).cleanup_metadata()
+    keys = [o["Key"] for o in srv.client().list_objects_v2(Bucket=bucket, Prefix="tables/events/_delta_log/")
+            .get("Contents", [])]
+    assert f"tables/events/_delta_log/{0:020d}.json" not in keys
+
+    s3_secrets(ds, srv, bucket)
+    add(ds, uri)
+    ds.tether("commit", "-m", "one")
+    dt = DeltaTable(uri, storage_options=so)
+    assert ds.manifest(KEY)["state"] == {"version": 5, "table_id": dt.metadata().id}
+    assert [(int(e["id"]), e["operation"]) for e in ds.tj("log", KEY)["entries"]] == history_pairs(uri, so)
+    at5 = table_rows(uri, storage_options=so)
+    write_deltalake(uri, rows(1, 800), mode="append", storage_options=so)
+    ds.tether("commit", "-m", "two")
+    h = ds.tj("open", KEY, "-r", "HEAD~1")
+    assert (h["uri"], h["version"]) == (uri, 5)
+    assert table_rows(uri, version=5, storage_options=so) == at5
+    d = ds.tj("diff", "--content", "HEAD~1", "HEAD")["objects"][0]["content"]
+    assert [e["detail"] for e in d["entries"]] == ["WRITE: +1 rows, +1 files"]
+    assert ds.tj("verify", "--all-history")["ok"] is True
+
+    srv.client().put_object(Bucket=bucket, Key="tables/events/_delta_log/_last_checkpoint", Body=b'{"vers')
+    refused(ds, ["status"], "_delta_log/_last_checkpoint")

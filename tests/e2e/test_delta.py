@@ -444,3 +444,58 @@ def test_s3_table_with_a_cleaned_log(ds, seaweedfs_server):
 
     srv.client().put_object(Bucket=bucket, Key="tables/events/_delta_log/_last_checkpoint", Body=b'{"vers')
     refused(ds, ["status"], "_delta_log/_last_checkpoint")
+
+
+def test_v2_checkpoint_in_json_with_a_sidecar(ds, tmp_path):
+    """A V2 checkpoint (UUID-named, JSON) whose add actions sit in a
+    sidecar Parquet file under _delta_log/_sidecars/, made from the
+    library's own checkpoint of a table with the v2Checkpoint feature, the
+    commits below it removed: the library loads it (its Python reader does
+    not read v2Checkpoint tables' data yet), and tether reads protocol and
+    metaData from it. A sidecar gone: the checkpoint is not whole, and the
+    recorded version verifies as no longer rebuildable."""
+    import uuid
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    uri = make_table(str(tmp_path / "t"), 2)
+    log = log_dir(uri)
+    v2 = ["v2Checkpoint"]
+    add_protocol_commit(uri, {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": v2,
+                              "writerFeatures": v2})
+    write_deltalake(uri, rows(1, 300), mode="append")
+    DeltaTable(uri).create_checkpoint()  # at 3, classic-named, with a checkpointMetadata row
+    classic = log / f"{3:020d}.checkpoint.parquet"
+    t = pq.read_table(classic)
+    assert any(r["checkpointMetadata"] for r in t.select(["checkpointMetadata"]).to_pylist())
+    (log / "_sidecars").mkdir()
+    sidecar = f"{uuid.uuid4()}.parquet"
+    pq.write_table(t.filter(pc.is_valid(t["add"])).select(["add", "remove"]), log / "_sidecars" / sidecar)
+    lines = [{"checkpointMetadata": {"version": 3}}]
+    for r in t.to_pylist():
+        if r["protocol"]:
+            lines.append({"protocol": r["protocol"]})
+        if r["metaData"]:
+            m = {k: v for k, v in r["metaData"].items() if v is not None}
+            m["format"] = {"provider": m["format"]["provider"], "options": dict(m["format"].get("options") or [])}
+            m["configuration"] = dict(m.get("configuration") or [])
+            lines.append({"metaData": m})
+    lines.append({"sidecar": {"path": sidecar, "sizeInBytes": (log / "_sidecars" / sidecar).stat().st_size,
+                              "modificationTime": 1}})
+    (log / f"{3:020d}.checkpoint.{uuid.uuid4()}.json").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    classic.unlink()
+    (log / "_last_checkpoint").unlink()
+    for v in range(3):
+        commit_file(uri, v).unlink()
+    write_deltalake_v = DeltaTable(uri)
+    assert write_deltalake_v.version() == 3
+    table_id = write_deltalake_v.metadata().id
+
+    add(ds, uri)
+    ds.tether("commit", "-m", "v2")
+    assert ds.manifest(KEY)["state"] == {"version": 3, "table_id": table_id}
+    assert ds.tj("verify")["ok"] is True
+    (log / "_sidecars" / sidecar).unlink()
+    with pytest.raises(Exception):
+        DeltaTable(uri).files()  # the library cannot rebuild it either
+    v = ds.tj("verify", check_rc=3)
+    assert "can no longer be rebuilt" in v["objects"][0]["detail"]

@@ -25,6 +25,7 @@
 #define DL_MAX_COMMIT_BYTES ((size_t)256 << 20)
 #define DL_MAX_CHECKPOINT_BYTES ((size_t)1 << 30)
 #define DL_MAX_LAST_CHECKPOINT_BYTES ((size_t)1 << 20)
+#define DL_LIST_PAGE 16384
 
 /* The locator, read and checked. */
 struct dl_loc {

@@ -155,7 +155,9 @@ static int take_key(struct gather *g, const char *key)
 static int list_from(struct dl_log *log, const char *start_after, struct gather *g)
 {
 	tether_store_iter *it = NULL;
-	int rc = tether_store_list(log->store, "_delta_log", start_after, 0, &it);
+	/* Pages as large as a long log: a local store walks its directory
+	 * once per page, and an object store pages by its own limit anyway. */
+	int rc = tether_store_list(log->store, "_delta_log", start_after, DL_LIST_PAGE, &it);
 	for (const char *key = NULL; rc == 0;) {
 		if ((rc = tether_store_next(it, &key)) || !key)
 			break;

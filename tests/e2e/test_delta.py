@@ -23,6 +23,9 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from lifecycle_adapters import delta_message
+from test_icechunk_s3 import secrets_for
+
 KEY = "events"
 # Log cleanup keeps commits younger than this: a second, so a test can
 # make the library remove the early JSON without waiting 30 days.
@@ -59,19 +62,6 @@ def table_rows(uri, version=None, storage_options=None):
 def history_pairs(uri, storage_options=None):
     """(version, operation) of DeltaTable.history(), newest first."""
     return [(h["version"], h["operation"]) for h in DeltaTable(uri, storage_options=storage_options).history()]
-
-
-def expected_message(h):
-    """What tether says of one history entry: the operation and the
-    library's own metrics (delta-rs: numbers, snake_case)."""
-    m = h.get("operationMetrics") or {}
-    parts = []
-    for key, fmt, always in (("num_added_rows", "+{} rows", True), ("num_deleted_rows", "-{} rows", False),
-                             ("num_updated_rows", "~{} rows", False), ("num_added_files", "+{} files", True),
-                             ("num_removed_files", "-{} files", False)):
-        if key in m and (m[key] or always):
-            parts.append(fmt.format(m[key]))
-    return h["operation"] + (": " + ", ".join(parts) if parts else "")
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +123,7 @@ def test_cleaned_log_table_id_version_and_history(ds, cleaned):
     assert [(int(e["id"]), e["operation"]) for e in entries] == history_pairs(cleaned)
     assert [e["id"] for e in entries] == [str(v) for v in range(249, 198, -1)], "the retained range"
     for e, h in zip(entries, history):
-        assert e["message"] == expected_message(h) and e["time"] == h["timestamp"] // 1000
+        assert e["message"] == delta_message(h) and e["time"] == h["timestamp"] // 1000
     assert entries[0]["message"] == "WRITE: +1 rows, +1 files"
     assert entries[0]["refs"] == ["latest"]
     assert [e["id"] for e in ds.tj("log", KEY, "-n", "3")["entries"]] == ["249", "248", "247"]
@@ -165,7 +155,7 @@ def test_open_reads_back_through_deltatable(ds, cleaned):
     hist = {h["version"]: h for h in DeltaTable(cleaned).history(3)}
     assert content["unit"] == "commits"
     assert [(e["version"], e["detail"]) for e in content["entries"]] == [
-        (251, expected_message(hist[251])), (250, expected_message(hist[250]))]
+        (251, delta_message(hist[251])), (250, delta_message(hist[250]))]
     assert content["entries"][0]["detail"].startswith("DELETE: -1 rows")
     assert content["entries"][1]["detail"] == "WRITE: +3 rows, +1 files"
     assert content["summary"].startswith("2 commits: +3 rows, -1 rows")
@@ -402,16 +392,6 @@ def s3_options(srv):
             "AWS_SECRET_ACCESS_KEY": srv.secret, "AWS_REGION": srv.region, "AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
 
 
-def s3_secrets(ds, srv, bucket):
-    ds.write(".tether/secrets.toml", f'[uris."s3://{bucket}"]\n'
-                                     f'endpoint_url = "{srv.endpoint}"\n'
-                                     'allow_http = true\n'
-                                     'force_path_style = true\n'
-                                     f'region = "{srv.region}"\n'
-                                     f'access_key_id = "{srv.access_key}"\n'
-                                     f'secret_access_key = "{srv.secret}"\n')
-
-
 def test_s3_table_with_a_cleaned_log(ds, seaweedfs_server):
     srv = seaweedfs_server
     bucket = srv.bucket("delta")
@@ -426,7 +406,7 @@ def test_s3_table_with_a_cleaned_log(ds, seaweedfs_server):
             .get("Contents", [])]
     assert f"tables/events/_delta_log/{0:020d}.json" not in keys
 
-    s3_secrets(ds, srv, bucket)
+    ds.write(".tether/secrets.toml", secrets_for(srv, bucket))
     add(ds, uri)
     ds.tether("commit", "-m", "one")
     dt = DeltaTable(uri, storage_options=so)

@@ -39,24 +39,9 @@ static int read_actions(struct dl_log *log, const char *key, int json, json_t **
 	if (!what || !actions)
 		rc = dl_fail_oom();
 	if (!rc && json) {
-		/* One action per line, as in a commit. */
-		size_t start = 0;
-		for (int line = 1; rc == 0 && start < len; line++) {
-			size_t end = start;
-			while (end < len && data[end] != '\n')
-				end++;
-			if (end > start) {
-				json_error_t err;
-				json_t *a = json_loadb((const char *)data + start, end - start, 0, &err);
-				if (!json_is_object(a))
-					rc = tether_error_set(TETHER_EIO, "%s:%d:%d: %s", what, line, err.column,
-					                      a ? "an action is not a JSON object" : err.text);
-				else
-					json_array_append(actions, a);
-				json_decref(a);
-			}
-			start = end + 1;
-		}
+		json_decref(actions);
+		actions = NULL;
+		rc = dl_parse_actions(data, len, what, &actions);
 	} else if (!rc) {
 		struct tt_parquet_file *f = NULL;
 		json_t *rows = NULL;

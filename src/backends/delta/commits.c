@@ -12,25 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-int dl_read_commit(tether_store *s, const char *uri, int64_t v, json_t **actions)
+int dl_parse_actions(const uint8_t *data, size_t len, const char *what, json_t **actions)
 {
-	char key[40];
-	dl_commit_key(v, key);
 	*actions = NULL;
-	uint8_t *data = NULL;
-	size_t len = 0;
-	int rc = tether_store_get(s, key, &data, &len, NULL);
-	if (rc == TETHER_ENOTFOUND)
-		return tether_error_set(rc, "%s/%s is gone", uri, key);
-	if (rc)
-		return rc;
-	if (len > DL_MAX_COMMIT_BYTES) {
-		free(data);
-		return tether_error_set(TETHER_EIO, "%s/%s: larger than %zu MiB", uri, key, DL_MAX_COMMIT_BYTES >> 20);
-	}
 	json_t *out = json_array();
-	if (!out)
-		rc = dl_fail_oom();
+	int rc = out ? 0 : dl_fail_oom();
 	size_t start = 0;
 	for (int line = 1; rc == 0 && start < len; line++) {
 		size_t end = start;
@@ -43,7 +29,7 @@ int dl_read_commit(tether_store *s, const char *uri, int64_t v, json_t **actions
 			json_error_t err;
 			json_t *a = json_loadb((const char *)data + start, n, 0, &err);
 			if (!json_is_object(a))
-				rc = tether_error_set(TETHER_EIO, "%s/%s:%d:%d: %s", uri, key, line, err.column,
+				rc = tether_error_set(TETHER_EIO, "%s:%d:%d: %s", what, line, err.column,
 				                      a ? "an action is not a JSON object" : err.text);
 			else if (json_array_append(out, a))
 				rc = dl_fail_oom();
@@ -51,11 +37,34 @@ int dl_read_commit(tether_store *s, const char *uri, int64_t v, json_t **actions
 		}
 		start = end + 1;
 	}
-	free(data);
 	if (rc)
 		json_decref(out);
 	else
 		*actions = out;
+	return rc;
+}
+
+int dl_read_commit(tether_store *s, const char *uri, int64_t v, json_t **actions)
+{
+	char key[40];
+	dl_commit_key(v, key);
+	*actions = NULL;
+	uint8_t *data = NULL;
+	size_t len = 0;
+	int rc = tether_store_get(s, key, &data, &len, NULL);
+	if (rc == TETHER_ENOTFOUND)
+		return tether_error_set(rc, "%s/%s is gone", uri, key);
+	if (rc)
+		return rc;
+	char *what = tt_strdupf("%s/%s", uri, key);
+	if (!what)
+		rc = dl_fail_oom();
+	else if (len > DL_MAX_COMMIT_BYTES)
+		rc = tether_error_set(TETHER_EIO, "%s: larger than %zu MiB", what, DL_MAX_COMMIT_BYTES >> 20);
+	else
+		rc = dl_parse_actions(data, len, what, actions);
+	free(what);
+	free(data);
 	return rc;
 }
 

@@ -92,6 +92,10 @@ const char *dl_table_id(const struct dl_log *log);
 
 /* The key of version v's commit ("_delta_log/<v:020>.json"). */
 void dl_commit_key(int64_t v, char out[40]);
+/* The actions of newline-delimited JSON (a commit, a V2 checkpoint), one
+ * object per line; TETHER_EIO naming `what`, the line and column, when a
+ * line is not a JSON object. */
+int dl_parse_actions(const uint8_t *data, size_t len, const char *what, json_t **actions);
 /* Read one commit's actions: the parsed lines, each an object of one key.
  * TETHER_ENOTFOUND when the file is gone; TETHER_EIO naming the file and
  * line when a line is not JSON. */

@@ -432,10 +432,10 @@ def delta_message(h):
     operation and its metrics (delta-rs: numbers, snake_case names)."""
     m = h.get("operationMetrics") or {}
     parts = []
-    for key, fmt, always in (("num_added_rows", "+{} rows", True), ("num_deleted_rows", "-{} rows", False),
-                             ("num_updated_rows", "~{} rows", False), ("num_added_files", "+{} files", True),
-                             ("num_removed_files", "-{} files", False)):
-        if key in m and (m[key] or always):
+    for key, fmt in (("num_added_rows", "+{} rows"), ("num_deleted_rows", "-{} rows"),
+                     ("num_updated_rows", "~{} rows"), ("num_added_files", "+{} files"),
+                     ("num_removed_files", "-{} files")):
+        if m.get(key):  # a count of zero is not said
             parts.append(fmt.format(m[key]))
     return h["operation"] + (": " + ", ".join(parts) if parts else "")
 

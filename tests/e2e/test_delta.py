@@ -479,3 +479,43 @@ def test_v2_checkpoint_in_json_with_a_sidecar(ds, tmp_path):
         DeltaTable(uri).files()  # the library cannot rebuild it either
     v = ds.tj("verify", check_rc=3)
     assert "can no longer be rebuilt" in v["objects"][0]["detail"]
+
+
+def test_spark_commit_info_metrics(ds, tmp_path):
+    """Spark writes operationMetrics as strings under camelCase names
+    (DeltaOperationMetrics); delta-rs as numbers under snake_case ones.
+    Commits as Spark writes them (commitInfo only: no files change) read
+    as the library reads them, with the metrics normalised."""
+    uri = make_table(str(tmp_path / "t"), 2)
+    add(ds, uri)
+    ds.tether("commit", "-m", "one")
+    spark = [
+        {"operation": "WRITE", "operationParameters": {"mode": "Append", "partitionBy": "[]"},
+         "operationMetrics": {"numFiles": "2", "numOutputRows": "5", "numOutputBytes": "1024"}},
+        {"operation": "MERGE", "operationParameters": {"predicate": "[\"(id = id)\"]"},
+         "operationMetrics": {"numTargetRowsInserted": "2", "numTargetRowsUpdated": "3", "numTargetRowsDeleted": "1",
+                              "numTargetFilesAdded": "1", "numTargetFilesRemoved": "1", "numSourceRows": "6"}},
+        {"operation": "DELETE", "operationParameters": {"predicate": "[\"(id > 5)\"]"},
+         "operationMetrics": {"numAddedFiles": "0", "numRemovedFiles": "1", "numDeletedRows": "4",
+                              "numCopiedRows": "0"}},
+        {"operation": "OPTIMIZE", "operationParameters": {}},
+    ]
+    for i, ci in enumerate(spark):
+        ci = {"timestamp": 1700000000000 + i, **ci, "isBlindAppend": False, "engineInfo": "Apache-Spark/3.5.0 Delta-Lake/3.2.0"}
+        commit_file(uri, 2 + i).write_text(json.dumps({"commitInfo": ci}) + "\n")
+    assert DeltaTable(uri).version() == 5
+    entries = ds.tj("log", KEY, "-n", "4")["entries"]
+    assert [(e["id"], e["operation"]) for e in entries] == [(str(h["version"]), h["operation"])
+                                                           for h in DeltaTable(uri).history(4)]
+    assert [e["message"] for e in entries] == [
+        "OPTIMIZE",
+        "DELETE: -4 rows, -1 files",
+        "MERGE: +2 rows, -1 rows, ~3 rows, +1 files, -1 files",
+        "WRITE: +5 rows, +2 files",
+    ]
+    assert entries[3]["metrics"] == {"rows_added": 5, "files_added": 2, "bytes_added": 1024}
+    assert entries[3]["time"] == 1700000000
+    ds.tether("commit", "-m", "two")
+    d = ds.tj("diff", "--content", "HEAD~1", "HEAD")["objects"][0]["content"]
+    assert [e["version"] for e in d["entries"]] == [5, 4, 3, 2]
+    assert d["native"]["rows_added"] == 7 and d["native"]["commits"] == 4

@@ -149,9 +149,8 @@ char *dl_commit_summary(const char *operation, const json_t *metrics)
 	int first = 1;
 	for (size_t i = 0; i < sizeof parts / sizeof *parts && n < sizeof buf; i++) {
 		const json_t *v = json_object_get(metrics, parts[i].key);
-		/* A count of zero says nothing a reader needs, but WRITE's
-		 * added rows and files are said even when zero. */
-		if (!v || (json_integer_value(v) == 0 && !(i == 0 || i == 3)))
+		/* A count of zero says nothing a reader needs. */
+		if (!v || json_integer_value(v) == 0)
 			continue;
 		n += (size_t)snprintf(buf + n, sizeof buf - n, first ? ": " : ", ");
 		if (n < sizeof buf)

@@ -9,6 +9,7 @@ const struct tether_harness *tt_harness_memory(void);
 const struct tether_harness *tt_harness_file(void);
 const struct tether_harness *tt_harness_git(void);
 const struct tether_harness *tt_harness_icechunk(void);
+const struct tether_harness *tt_harness_delta(void);
 /* h with its objects on the fault store (--fault-store; fault_harness.c). */
 const struct tether_harness *tt_fault_harness(const struct tether_harness *h);
 

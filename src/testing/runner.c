@@ -23,6 +23,7 @@ static const struct {
 	{"file", tt_harness_file},
 	{"git", tt_harness_git},
 	{"icechunk", tt_harness_icechunk},
+	{"delta", tt_harness_delta},
 };
 
 static void usage(FILE *f)

@@ -387,35 +387,48 @@ int dl_log_load_state(struct dl_log *log)
 	return rc;
 }
 
+/* Every commit in (from, to] is listed. */
+static int commits_from(const struct dl_log *log, int64_t from, int64_t to)
+{
+	for (int64_t w = from + 1; w <= to; w++)
+		if (!dl_log_has_json(log, w))
+			return 0;
+	return 1;
+}
+
 int dl_log_reconstructable(struct dl_log *log, int64_t v, int *ok, int64_t *oldest)
 {
 	*ok = 0;
 	*oldest = -1;
+	if (v < 0 || v > log->latest)
+		return 0;
 	int rc = 0;
-	/* Every commit from 0: nothing was cleaned up below v. */
-	if (dl_log_has_json(log, 0) && log->have_base == 0) {
+	/* Every commit from 0 up to v: nothing was cleaned up below it. */
+	int from_zero = log->have_base == 0 && dl_log_has_json(log, 0);
+	if (from_zero && commits_from(log, 0, v)) {
+		*ok = 1;
 		*oldest = 0;
-		int64_t w = 0;
-		while (w < v && dl_log_has_json(log, w + 1))
-			w++;
-		if (v >= 0 && w >= v && v <= log->latest)
-			*ok = 1;
+		return 0;
 	}
-	for (size_t i = 0; rc == 0 && i < log->ncps; i++) {
+	/* Else the newest whole checkpoint at or below v: an older one would
+	 * need every commit this one needs, and more. */
+	for (size_t i = log->ncps; rc == 0 && !*ok && i-- > 0;) {
 		struct dl_checkpoint *c = &log->cps[i];
-		if (c->version > log->latest)
-			break;
 		int complete = 0;
-		if ((rc = dl_checkpoint_complete(log, c, &complete)) || !complete)
+		if (c->version > v || (rc = dl_checkpoint_complete(log, c, &complete)) || !complete)
 			continue;
-		if (*oldest < 0)
-			*oldest = c->version;
-		if (!*ok && c->version <= v && v <= log->latest) {
-			int64_t w = c->version;
-			while (w < v && dl_log_has_json(log, w + 1))
-				w++;
-			*ok = w >= v;
-		}
+		*ok = commits_from(log, c->version, v);
+		if (!*ok)
+			break;
+	}
+	/* The oldest version that can be rebuilt, for the message. */
+	if (from_zero)
+		*oldest = 0;
+	for (size_t i = 0; rc == 0 && *oldest < 0 && i < log->ncps && log->cps[i].version <= log->latest; i++) {
+		int complete = 0;
+		if ((rc = dl_checkpoint_complete(log, &log->cps[i], &complete)) == 0 && complete &&
+		    commits_from(log, log->cps[i].version, log->latest))
+			*oldest = log->cps[i].version;
 	}
 	return rc;
 }

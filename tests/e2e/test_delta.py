@@ -202,6 +202,10 @@ def test_verify_after_log_cleanup_explains_the_retention_bound(ds, tmp_path):
     ds.tether("commit", "-m", "latest")
     assert ds.manifest(KEY)["state"]["version"] == 5
     assert ds.tj("verify")["ok"] is True
+    # Every recorded state at once (one listing of the log for both).
+    vh = ds.tj("verify", "--all-history", check_rc=3)
+    answers = sorted((o["ok"], "can no longer be rebuilt" in (o.get("detail") or "")) for o in vh["objects"])
+    assert answers == [(False, True), (True, False)], vh
 
 
 # ---------------------------------------------------------------------------

@@ -193,52 +193,101 @@ static int dl_fingerprint(const struct tether_bctx *ctx, const json_t *locator, 
 	return rc;
 }
 
-/* Is the recorded version still there to read: the same table (its id),
- * and a version the log can rebuild? */
+/* Is the recorded version still there to read in the log as listed: the
+ * same table (its id), and a version the log can rebuild? */
+static int verify_on_log(struct dl_log *log, const json_t *state, int *ok, char **detail)
+{
+	*ok = 0;
+	*detail = NULL;
+	int64_t version;
+	const char *table_id;
+	int rc = dl_state_read(state, "verify", &version, &table_id);
+	if (rc)
+		return rc;
+	int good = 0;
+	int64_t oldest = -1;
+	if (strcmp(dl_table_id(log), table_id) != 0)
+		*detail = tt_strdupf("drifted: %s is another table now (table id %s, recorded %s): it was recreated "
+		                     "under the same path, and version %" PRId64 " of the recorded table is gone",
+		                     log->uri, dl_table_id(log), table_id, version);
+	else if (version > log->latest)
+		*detail = tt_strdupf("%s has no version %" PRId64 " (latest: %" PRId64 ")", log->uri, version, log->latest);
+	else if ((rc = dl_log_reconstructable(log, version, &good, &oldest)) == 0 && !good)
+		*detail = tt_strdupf("version %" PRId64 " of %s can no longer be rebuilt: log cleanup removed the commits "
+		                     "it needs (oldest version it can rebuild: %" PRId64 "). Delta versions are "
+		                     "retention-bound: the log keeps commits for delta.logRetentionDuration (30 days "
+		                     "by default) and VACUUM removes data files after "
+		                     "delta.deletedFileRetentionDuration (7 days)",
+		                     version, log->uri, oldest);
+	if (!rc && good)
+		*ok = 1;
+	else if (!rc && !*detail)
+		rc = dl_fail_oom();
+	return rc;
+}
+
+/* The log, listed whole and its state read, for verify; a table that is
+ * gone is an answer (not ok, *gone says why), not an error. */
+static int open_for_verify(const struct tether_bctx *ctx, const json_t *locator, struct dl_log *log, char **gone)
+{
+	*gone = NULL;
+	struct dl_loc loc;
+	int rc = dl_read_locator(locator, &loc);
+	if (!rc)
+		rc = dl_log_open(ctx, locator, loc.uri, 1, log);
+	if (rc == TETHER_ENOTFOUND) {
+		*gone = strdup(tether_error_last());
+		tether_error_clear();
+		return *gone ? 0 : dl_fail_oom();
+	}
+	if (!rc && (rc = dl_log_load_state(log)))
+		dl_log_close(log);
+	return rc;
+}
+
 static int dl_verify(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
                      int *ok, char **detail)
 {
 	(void)pin_ref;
 	*ok = 0;
 	*detail = NULL;
-	struct dl_loc loc;
 	struct dl_log log;
-	int64_t version;
-	const char *table_id;
-	int rc = dl_read_locator(locator, &loc);
-	if (!rc)
-		rc = dl_state_read(state, "verify", &version, &table_id);
-	if (!rc)
-		rc = dl_log_open(ctx, locator, loc.uri, 1, &log);
-	if (rc == TETHER_ENOTFOUND) {
-		*detail = strdup(tether_error_last());
-		tether_error_clear();
-		return *detail ? 0 : dl_fail_oom();
-	}
-	if (rc)
+	int rc = open_for_verify(ctx, locator, &log, detail);
+	if (rc || *detail)
 		return rc;
-	rc = dl_log_load_state(&log);
-	int good = 0;
-	int64_t oldest = -1;
-	if (!rc && strcmp(dl_table_id(&log), table_id) != 0)
-		*detail = tt_strdupf("drifted: %s is another table now (table id %s, recorded %s): it was recreated "
-		                     "under the same path, and version %" PRId64 " of the recorded table is gone",
-		                     log.uri, dl_table_id(&log), table_id, version);
-	else if (!rc && version > log.latest)
-		*detail = tt_strdupf("%s has no version %" PRId64 " (latest: %" PRId64 ")", log.uri, version, log.latest);
-	else if (!rc && (rc = dl_log_reconstructable(&log, version, &good, &oldest)) == 0 && !good)
-		*detail = tt_strdupf("version %" PRId64 " of %s can no longer be rebuilt: log cleanup removed the commits "
-		                     "it needs (oldest version it can rebuild: %" PRId64 "). Delta versions are "
-		                     "retention-bound: the log keeps commits for delta.logRetentionDuration (30 days "
-		                     "by default) and VACUUM removes data files after "
-		                     "delta.deletedFileRetentionDuration (7 days)",
-		                     version, log.uri, oldest);
+	rc = verify_on_log(&log, state, ok, detail);
 	dl_log_close(&log);
-	if (!rc && good)
-		*ok = 1;
-	else if (!rc && !*detail)
-		rc = dl_fail_oom();
 	return rc;
+}
+
+/* verify --all-history: the log listed and read once for every recorded
+ * state of the table. */
+static int dl_verify_many(const struct tether_bctx *ctx, struct tether_verify_item *items, size_t n)
+{
+	if (!n)
+		return 0;
+	struct dl_log log;
+	char *gone = NULL;
+	int rc = open_for_verify(ctx, items[0].locator, &log, &gone);
+	if (rc)
+		return rc; /* the engine asks verify for each, which says the same per item */
+	for (size_t i = 0; i < n; i++) {
+		items[i].ok = 0;
+		items[i].detail = NULL;
+		if (gone) {
+			items[i].detail = strdup(gone);
+			continue;
+		}
+		if (verify_on_log(&log, items[i].state, &items[i].ok, &items[i].detail) != 0) {
+			items[i].detail = strdup(tether_error_last());
+			tether_error_clear();
+		}
+	}
+	if (gone)
+		free(gone);
+	else
+		dl_log_close(&log);
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -330,6 +379,7 @@ const struct tether_backend tt_backend_delta = {
 	.identity = dl_identity,
 	.fingerprint = dl_fingerprint,
 	.verify = dl_verify,
+	.verify_many = dl_verify_many,
 	.open = dl_open,
 	.diff = dl_diff,
 	.history = dl_history,

@@ -384,13 +384,21 @@ static int walk(const char *dir, const char *rel, const char *after, struct list
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
 		    tether_store_is_staging_name(e->d_name))
 			continue;
-		char *path = tt_path_join(dir, e->d_name);
-		char *key = *rel ? tt_strdupf("%s/%s", rel, e->d_name) : strdup(e->d_name);
-		struct stat st;
 		/* The entry's type from readdir where the filesystem gives it
-		 * (a stat per file is most of a listing's cost); lstat else. */
+		 * (a stat per file is most of a listing's cost); lstat else.
+		 * The path is made only for those, the key by hand: formatting
+		 * two strings per entry showed in the listing of a long log. */
 		int is_dir = e->d_type == DT_DIR, known = e->d_type != DT_UNKNOWN;
-		if (!path || !key)
+		size_t rl = strlen(rel), nl = strlen(e->d_name);
+		char *key = malloc(rl + nl + 2);
+		if (key) {
+			memcpy(key, rel, rl);
+			key[rl] = '/';
+			memcpy(key + (rl ? rl + 1 : 0), e->d_name, nl + 1);
+		}
+		char *path = !known || is_dir ? tt_path_join(dir, e->d_name) : NULL;
+		struct stat st;
+		if (!key || ((!known || is_dir) && !path))
 			rc = oom();
 		else if (!known && lstat(path, &st) != 0)
 			rc = errno == ENOENT ? 0 : fail_errno("cannot stat", path, errno);

@@ -102,7 +102,7 @@ int dl_parse_actions(const uint8_t *data, size_t len, const char *what, json_t *
 int dl_read_commit(tether_store *s, const char *uri, int64_t v, json_t **actions);
 
 /* A checkpoint's protocol and metaData (either may stay NULL when it has
- * none), sidecars checked present when check_sidecars. */
+ * none): every part of a multi-part one is read until both are found. */
 int dl_checkpoint_state(struct dl_log *log, const struct dl_checkpoint *cp, json_t **protocol, json_t **metadata);
 /* Is the checkpoint whole: every part of a multi-part one, and a V2 one's
  * sidecars present? */

@@ -523,3 +523,28 @@ def test_spark_commit_info_metrics(ds, tmp_path):
     d = ds.tj("diff", "--content", "HEAD~1", "HEAD")["objects"][0]["content"]
     assert [e["version"] for e in d["entries"]] == [5, 4, 3, 2]
     assert d["native"]["rows_added"] == 7 and d["native"]["commits"] == 4
+
+
+def test_v2_checkpoint_uuid_named_parquet(ds, tmp_path):
+    """The library's V2 checkpoint (it carries checkpointMetadata) under a
+    UUID name, as a V2 writer names one, the commits below it removed."""
+    import uuid
+    uri = make_table(str(tmp_path / "t"), 2)
+    v2 = ["v2Checkpoint"]
+    add_protocol_commit(uri, {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": v2,
+                              "writerFeatures": v2})
+    write_deltalake(uri, rows(1, 300), mode="append")
+    DeltaTable(uri).create_checkpoint()
+    log = log_dir(uri)
+    (log / f"{3:020d}.checkpoint.parquet").rename(log / f"{3:020d}.checkpoint.{uuid.uuid4()}.parquet")
+    (log / "_last_checkpoint").unlink()
+    for v in range(3):
+        commit_file(uri, v).unlink()
+    write_deltalake(uri, rows(1, 400), mode="append")
+    dt = DeltaTable(uri)
+    assert dt.version() == 4
+    add(ds, uri)
+    ds.tether("commit", "-m", "v2 parquet")
+    assert ds.manifest(KEY)["state"] == {"version": 4, "table_id": dt.metadata().id}
+    assert ds.tj("verify")["ok"] is True
+    assert [e["id"] for e in ds.tj("log", KEY)["entries"]] == ["4", "3"]

@@ -548,3 +548,20 @@ def test_v2_checkpoint_uuid_named_parquet(ds, tmp_path):
     assert ds.manifest(KEY)["state"] == {"version": 4, "table_id": dt.metadata().id}
     assert ds.tj("verify")["ok"] is True
     assert [e["id"] for e in ds.tj("log", KEY)["entries"]] == ["4", "3"]
+
+
+def test_pull_moves_a_detached_version_to_the_latest(ds, tmp_path):
+    """`add --at` records an older version; `pull` on the trunk moves the
+    object onto the table's latest, which the next commit records."""
+    uri = make_table(str(tmp_path / "t"), 3)
+    add(ds, uri, "--at", "1")
+    ds.tether("commit", "-m", "at 1")
+    assert ds.manifest(KEY)["state"]["version"] == 1
+    assert [o["status"] for o in ds.tj("status")["objects"]] == ["clean"], "a detached version stays put"
+    ds.tether("new", "main")
+    r = ds.tj("pull")
+    assert [(o["key"], o["action"]) for o in r["objects"]] == [(KEY, "moved")]
+    assert "at" not in ds.manifest(KEY)["locator"]
+    ds.tether("commit", "-m", "latest")
+    assert ds.manifest(KEY)["state"] == {"version": 2, "table_id": DeltaTable(uri).metadata().id}
+    assert ds.tj("open", KEY, "-r", "HEAD~1")["version"] == 1

@@ -87,6 +87,10 @@ void tc_w_binary(struct tc_writer *w, int16_t id, const void *data, size_t len);
  * with tc_w_varint_i32, binaries with tc_w_raw_binary). */
 void tc_w_list(struct tc_writer *w, int16_t id, int elem_type, uint32_t count);
 void tc_w_varint_i32(struct tc_writer *w, int32_t v);
+/* Raw bytes and an unsigned LEB128 varint: the writer is also the byte
+ * buffer the Parquet writer builds its pages in. */
+void tc_w_bytes(struct tc_writer *w, const void *data, size_t n);
+void tc_w_uvarint(struct tc_writer *w, uint64_t v);
 void tc_w_raw_binary(struct tc_writer *w, const void *data, size_t len);
 
 #endif

@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What one decoded value's JSON is charged (a json_t and its allocation). */
+#define PQ_JSON_VALUE_COST 48
+
 enum { PQ_DATA_PAGE = 0, PQ_INDEX_PAGE = 1, PQ_DICTIONARY_PAGE = 2, PQ_DATA_PAGE_V2 = 3 };
 
 struct pq_page {
@@ -336,7 +339,7 @@ static const char *pq_plain(const struct pq_node *n, const uint8_t *p, size_t le
 			pos += 4;
 			if (l > len - pos)
 				return "PLAIN byte array past the end";
-			if (!pq_charge(b, (size_t)l * 2 + 16))
+			if (!pq_charge(b, (size_t)l * 2 + PQ_JSON_VALUE_COST))
 				return "decoded data over the limit";
 			const char *err = NULL;
 			if (!(out[i] = pq_bytes_json(n, p + pos, l, &err)))
@@ -350,6 +353,8 @@ static const char *pq_plain(const struct pq_node *n, const uint8_t *p, size_t le
 	}
 	if (count > len / width)
 		return "PLAIN values past the end";
+	if (!pq_charge(b, count * PQ_JSON_VALUE_COST))
+		return "decoded data over the limit";
 	for (size_t i = 0; i < count; i++) {
 		const uint8_t *v = p + i * width;
 		const char *err = NULL;
@@ -377,7 +382,7 @@ static const char *pq_plain(const struct pq_node *n, const uint8_t *p, size_t le
 			break;
 		}
 		default:
-			if (!pq_charge(b, width * 2 + 16))
+			if (!pq_charge(b, width * 2))
 				return "decoded data over the limit";
 			out[i] = pq_bytes_json(n, v, width, &err);
 			if (!out[i])
@@ -486,7 +491,7 @@ static int pq_dictionary_page(struct pq_cctx *c, int codec, const struct pq_page
 	if (pg->encoding != PQ_PLAIN && pg->encoding != PQ_PLAIN_DICTIONARY)
 		return pq_cerr(c, "dictionary in %s (not supported)", pq_encoding_name(pg->encoding, eb));
 	size_t n = (size_t)pg->nvals;
-	if (n > (SIZE_MAX / sizeof(json_t *)) || !pq_charge(c->budget, n * (sizeof(json_t *) + 48)))
+	if (n > (SIZE_MAX / sizeof(json_t *)) || !pq_charge(c->budget, n * sizeof(json_t *)))
 		return pq_over_budget(c);
 	const uint8_t *data;
 	uint8_t *owned;
@@ -628,7 +633,8 @@ int pq_read_chunk(const struct tt_parquet_file *f, size_t rg, uint32_t leaf, str
 		return pq_cerr(&c, "column chunk at %lld+%lld past the data", (long long)start, (long long)ch->compressed_size);
 	c.num_values = ch->num_values;
 	size_t nv = (size_t)ch->num_values;
-	size_t per = sizeof(json_t *) + 48 + (c.node->def > 0) + (c.node->rep > 0);
+	/* The levels and value slots now; each value's JSON as it is made. */
+	size_t per = sizeof(json_t *) + (c.node->def > 0) + (c.node->rep > 0);
 	if ((uint64_t)ch->num_values > SIZE_MAX / per || !pq_charge(budget, nv * per))
 		return pq_over_budget(&c);
 	col->vals = calloc(nv ? nv : 1, sizeof *col->vals);

@@ -70,7 +70,7 @@ enum pq_logical {
 /* The decoded bytes one read may hold at once (pages, levels, values):
  * what stops a decompression bomb. The fuzz targets build with less. */
 #ifndef TT_PARQUET_MAX_DECODED
-#define TT_PARQUET_MAX_DECODED ((size_t)2 << 30)
+#define TT_PARQUET_MAX_DECODED ((size_t)1 << 30)
 #endif
 
 struct pq_node {

@@ -163,6 +163,8 @@ static int pq_schema_element(struct tc_reader *r, struct pq_node *n, int32_t *nu
 static int pq_build_tree(struct tt_parquet_file *f, struct tc_reader *r, const int32_t *nchild, size_t *next,
                          int32_t parent, int depth, uint32_t *leaves)
 {
+	if (*next >= f->nnodes)
+		return tc_fail(r, "schema num_children past the last element");
 	size_t i = (*next)++;
 	struct pq_node *n = &f->nodes[i];
 	if (depth > PQ_MAX_SCHEMA_DEPTH)

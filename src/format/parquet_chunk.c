@@ -626,6 +626,8 @@ int pq_read_chunk(const struct tt_parquet_file *f, size_t rg, uint32_t leaf, str
 		return pq_cerr(&c, "column chunk of type %d, the schema says %d", ch->type, c.node->type);
 	if (ch->codec != PQ_UNCOMPRESSED && ch->codec != PQ_SNAPPY && ch->codec != PQ_GZIP && ch->codec != PQ_ZSTD)
 		return pq_cerr(&c, "compression %s (not supported)", pq_codec_name(ch->codec, cb));
+	if (ch->num_values == 0)
+		return 0; /* an empty row group's chunks may point nowhere (pyarrow's do) */
 	int64_t start = ch->data_page_offset;
 	if (ch->dictionary_page_offset > 0 && ch->dictionary_page_offset < start)
 		start = ch->dictionary_page_offset;

@@ -88,77 +88,65 @@ static const char *pq_encoding_name(int e, char buf[24])
 
 /* ---- the page header ---- */
 
-static int pq_sub_header(struct tc_reader *r, int which, struct pq_page *pg)
+struct pq_sub_ctx {
+	struct pq_page *pg;
+	int which; /* the PageHeader field: 5 DataPageHeader, 7 DictionaryPageHeader, 8 DataPageHeaderV2 */
+};
+
+static int pq_sub_field(struct tc_reader *r, int16_t id, int type, void *ctx)
 {
-	int16_t last;
-	if (tc_struct_begin(r, &last) != 0)
-		return -1;
-	pg->have_sub = true;
-	pg->nvals = -1;
-	for (;;) {
-		int t, rc = 0;
-		int16_t id;
-		if (tc_field(r, &last, &t, &id) != 0)
+	struct pq_sub_ctx *x = ctx;
+	struct pq_page *pg = x->pg;
+	if (id == 1)
+		return tc_i32(r, type, &pg->nvals);
+	if (x->which == 7 && id == 2)
+		return tc_i32(r, type, &pg->encoding);
+	if (x->which == 5 && id >= 2 && id <= 4)
+		return tc_i32(r, type, id == 2 ? &pg->encoding : id == 3 ? &pg->def_encoding : &pg->rep_encoding);
+	if (x->which == 8 && id == 4)
+		return tc_i32(r, type, &pg->encoding);
+	if (x->which == 8 && id == 5)
+		return tc_i32(r, type, &pg->def_len);
+	if (x->which == 8 && id == 6)
+		return tc_i32(r, type, &pg->rep_len);
+	if (x->which == 8 && id == 7)
+		return tc_bool(r, type, &pg->compressed);
+	return TC_FIELD_SKIP;
+}
+
+/* PageHeader {1: type, 2: uncompressed_page_size, 3: compressed_page_size,
+ * 5/7/8: the header of its type}. */
+static int pq_page_field(struct tc_reader *r, int16_t id, int type, void *ctx)
+{
+	struct pq_page *pg = ctx;
+	if (id == 1)
+		return tc_i32(r, type, &pg->type);
+	if (id == 2)
+		return tc_i32(r, type, &pg->usize);
+	if (id == 3)
+		return tc_i32(r, type, &pg->csize);
+	if ((id == 5 && pg->type == PQ_DATA_PAGE) || (id == 7 && pg->type == PQ_DICTIONARY_PAGE) ||
+	    (id == 8 && pg->type == PQ_DATA_PAGE_V2)) {
+		struct pq_sub_ctx x = {pg, id};
+		if (type != TC_STRUCT)
+			return tc_fail(r, "page sub-header not a struct");
+		pg->have_sub = true;
+		pg->nvals = -1;
+		if (tc_read_struct(r, pq_sub_field, &x) != 0)
 			return -1;
-		if (t == TC_STOP)
-			break;
-		if (id == 1) {
-			rc = tc_i32(r, t, &pg->nvals);
-		} else if (which == 7 && id == 2) { /* DictionaryPageHeader.encoding */
-			rc = tc_i32(r, t, &pg->encoding);
-		} else if (which == 5 && id >= 2 && id <= 4) { /* DataPageHeader */
-			rc = tc_i32(r, t, id == 2 ? &pg->encoding : id == 3 ? &pg->def_encoding : &pg->rep_encoding);
-		} else if (which == 8 && id == 4) { /* DataPageHeaderV2 */
-			rc = tc_i32(r, t, &pg->encoding);
-		} else if (which == 8 && id == 5) {
-			rc = tc_i32(r, t, &pg->def_len);
-		} else if (which == 8 && id == 6) {
-			rc = tc_i32(r, t, &pg->rep_len);
-		} else if (which == 8 && id == 7) {
-			rc = tc_bool(r, t, &pg->compressed);
-		} else {
-			rc = tc_skip(r, t);
-		}
-		if (rc != 0)
-			return -1;
+		return pg->nvals < 0 ? tc_fail(r, "page without a value count") : 0;
 	}
-	tc_struct_end(r);
-	if (pg->nvals < 0)
-		return tc_fail(r, "page without a value count");
-	return 0;
+	return TC_FIELD_SKIP;
 }
 
 static int pq_page_header(struct tc_reader *r, struct pq_page *pg)
 {
-	int16_t last;
 	memset(pg, 0, sizeof *pg);
 	pg->type = pg->usize = pg->csize = -1;
 	pg->compressed = true;
 	pg->def_encoding = pg->rep_encoding = PQ_RLE;
-	if (tc_struct_begin(r, &last) != 0)
+	if (tc_read_struct(r, pq_page_field, pg) != 0)
 		return -1;
-	for (;;) {
-		int t, rc = 0;
-		int16_t id;
-		if (tc_field(r, &last, &t, &id) != 0)
-			return -1;
-		if (t == TC_STOP)
-			break;
-		if (id == 1)
-			rc = tc_i32(r, t, &pg->type);
-		else if (id == 2)
-			rc = tc_i32(r, t, &pg->usize);
-		else if (id == 3)
-			rc = tc_i32(r, t, &pg->csize);
-		else if ((id == 5 && pg->type == PQ_DATA_PAGE) || (id == 7 && pg->type == PQ_DICTIONARY_PAGE) ||
-		         (id == 8 && pg->type == PQ_DATA_PAGE_V2))
-			rc = t == TC_STRUCT ? pq_sub_header(r, id, pg) : tc_fail(r, "page sub-header not a struct");
-		else
-			rc = tc_skip(r, t);
-		if (rc != 0)
-			return -1;
-	}
-	tc_struct_end(r);
 	if (pg->type < 0 || pg->usize < 0 || pg->csize < 0)
 		return tc_fail(r, "page header without type or sizes");
 	if (pg->type != PQ_INDEX_PAGE && pg->type <= PQ_DATA_PAGE_V2 && !pg->have_sub)

@@ -108,8 +108,16 @@ int tt_parquet_writer_new(int fd, const char *what, const struct tt_parquet_colu
                           size_t row_group_rows, struct tt_parquet_writer **out)
 {
 	*out = NULL;
+	if (ncols == 0 || ncols > INT32_MAX)
+		return tether_error_set(TETHER_EUSAGE, "%s: a Parquet file needs 1 to 2^31-1 columns, not %zu", what, ncols);
+	for (size_t i = 0; i < ncols; i++) {
+		for (size_t j = 0; j < i && cols[i].name; j++) {
+			if (cols[j].name && strcmp(cols[i].name, cols[j].name) == 0)
+				return tether_error_set(TETHER_EUSAGE, "%s: two columns named %s", what, cols[i].name);
+		}
+	}
 	struct tt_parquet_writer *w = calloc(1, sizeof *w);
-	if (!w || !(w->what = strdup(what)) || !(w->cols = calloc(ncols ? ncols : 1, sizeof *w->cols))) {
+	if (!w || !(w->what = strdup(what)) || !(w->cols = calloc(ncols, sizeof *w->cols))) {
 		tt_parquet_writer_free(w);
 		return tether_error_set(TETHER_ERROR, "%s: out of memory", what);
 	}

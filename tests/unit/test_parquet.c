@@ -58,7 +58,7 @@ static void test_thrift_round_trip(void)
 	CHECK(tc_field(&r, &last, &t, &id) == 0 && id == 40 && tc_binary(&r, t, &s, &n) == 0 && n == 5 &&
 	      memcmp(s, "hello", 5) == 0);
 	int et;
-	uint32_t count;
+	uint32_t count = 0;
 	CHECK(tc_field(&r, &last, &t, &id) == 0 && id == 41 && tc_list_begin(&r, t, &et, &count) == 0 && count == 20);
 	for (uint32_t i = 0; i < count; i++)
 		CHECK(tc_i32(&r, et, &i32) == 0 && i32 == (int32_t)i * 1000);
@@ -283,6 +283,9 @@ static void test_writer_refusals(void)
 	free(data);
 	struct tt_parquet_column bad = {"", TT_PARQUET_INT32, false};
 	CHECK(tt_parquet_writer_new(1, "x", &bad, 1, 0, &w) == TETHER_EUSAGE);
+	CHECK(tt_parquet_writer_new(1, "x", table_cols, 0, 0, &w) == TETHER_EUSAGE);
+	struct tt_parquet_column twice[] = {{"a", TT_PARQUET_INT32, false}, {"a", TT_PARQUET_STRING, true}};
+	CHECK(tt_parquet_writer_new(1, "x", twice, 2, 0, &w) == TETHER_EUSAGE && strstr(tether_error_last(), "two columns named a"));
 }
 
 /* ---- hand-made files ---- */

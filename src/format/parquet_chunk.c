@@ -154,67 +154,6 @@ static int pq_page_header(struct tc_reader *r, struct pq_page *pg)
 	return 0;
 }
 
-/* ---- the RLE / bit-packed hybrid ---- */
-
-/* count values of bw bits (0-32) from p[0..len) into out. */
-static const char *pq_rle(const uint8_t *p, size_t len, int bw, size_t count, uint32_t *out)
-{
-	size_t pos = 0, got = 0;
-	size_t vbytes = ((size_t)bw + 7) / 8;
-	uint64_t vmax = bw == 32 ? UINT32_MAX : ((uint64_t)1 << bw) - 1;
-	while (got < count) {
-		uint64_t h = 0;
-		int shift = 0;
-		for (;;) {
-			if (pos >= len)
-				return "RLE data truncated";
-			uint8_t b = p[pos++];
-			h |= (uint64_t)(b & 0x7f) << shift;
-			if (!(b & 0x80))
-				break;
-			if ((shift += 7) > 35)
-				return "RLE run header over 32 bits";
-		}
-		if (h & 1) {
-			uint64_t groups = h >> 1;
-			uint64_t n = groups * 8;
-			if (n > count - got)
-				n = count - got;
-			/* The bytes the used values span (a writer may stop short of
-			 * the padding of the last group). */
-			uint64_t bits = n * (uint64_t)bw;
-			if ((bits + 7) / 8 > len - pos)
-				return "bit-packed run past the end";
-			for (uint64_t j = 0; j < n; j++) {
-				uint64_t bit = j * (uint64_t)bw, v = 0;
-				size_t byte = pos + (size_t)(bit >> 3);
-				unsigned sh = (unsigned)(bit & 7);
-				size_t need = ((size_t)sh + (size_t)bw + 7) / 8;
-				for (size_t k = 0; k < need; k++)
-					v |= (uint64_t)p[byte + k] << (8 * k);
-				out[got++] = (uint32_t)((v >> sh) & vmax);
-			}
-			uint64_t full = groups * (uint64_t)bw;
-			pos = full > len - pos ? len : pos + (size_t)full;
-		} else {
-			uint64_t run = h >> 1;
-			if (vbytes > len - pos)
-				return "RLE run value past the end";
-			uint64_t v = 0;
-			for (size_t k = 0; k < vbytes; k++)
-				v |= (uint64_t)p[pos + k] << (8 * k);
-			pos += vbytes;
-			if (v > vmax)
-				return "RLE run value wider than its bit width";
-			if (run > count - got)
-				run = count - got;
-			for (uint64_t j = 0; j < run; j++)
-				out[got++] = (uint32_t)v;
-		}
-	}
-	return NULL;
-}
-
 static int pq_bit_width(uint32_t max)
 {
 	int bw = 0;
@@ -291,34 +230,90 @@ static json_t *pq_int64_json(const struct pq_node *n, int64_t v)
 	return json_integer(v);
 }
 
+/* The width of a fixed-width physical type's value; 0 for BOOLEAN and
+ * BYTE_ARRAY. */
+static size_t pq_width(const struct pq_node *n)
+{
+	switch (n->type) {
+	case PQ_INT32:
+	case PQ_FLOAT:
+		return 4;
+	case PQ_INT64:
+	case PQ_DOUBLE:
+		return 8;
+	case PQ_INT96:
+		return 12;
+	case PQ_FIXED_LEN_BYTE_ARRAY:
+		return (size_t)n->type_length;
+	default:
+		return 0;
+	}
+}
+
+/* One fixed-width value from its little-endian bytes (width pq_width). */
+static json_t *pq_fixed_json(const struct pq_node *n, const uint8_t *v, struct pq_budget *b, const char **err)
+{
+	json_t *j = NULL;
+	switch (n->type) {
+	case PQ_INT32: {
+		uint32_t u = pq_le32(v);
+		j = n->is_unsigned ? json_integer((json_int_t)u) : json_integer((int32_t)u);
+		break;
+	}
+	case PQ_INT64:
+		j = pq_int64_json(n, (int64_t)pq_le64(v));
+		break;
+	case PQ_FLOAT: {
+		uint32_t u = pq_le32(v);
+		float fl;
+		memcpy(&fl, &u, sizeof fl);
+		j = pq_real(fl);
+		break;
+	}
+	case PQ_DOUBLE: {
+		uint64_t u = pq_le64(v);
+		double d;
+		memcpy(&d, &u, sizeof d);
+		j = pq_real(d);
+		break;
+	}
+	default:
+		if (!pq_charge(b, pq_width(n) * 2)) {
+			*err = "decoded data over the limit";
+			return NULL;
+		}
+		return pq_bytes_json(n, v, pq_width(n), err);
+	}
+	if (!j)
+		*err = "out of memory";
+	return j;
+}
+
+/* A byte array's JSON, charged to the budget. */
+static json_t *pq_charged_bytes(const struct pq_node *n, const uint8_t *p, size_t len, struct pq_budget *b,
+                                const char **err)
+{
+	if (len > SIZE_MAX / 4 || !pq_charge(b, len * 2 + PQ_JSON_VALUE_COST)) {
+		*err = "decoded data over the limit";
+		return NULL;
+	}
+	return pq_bytes_json(n, p, len, err);
+}
+
 /* count PLAIN values from p[0..len) into out (zeroed; what is filled on
  * an error is the caller's to release). */
 static const char *pq_plain(const struct pq_node *n, const uint8_t *p, size_t len, size_t count, json_t **out,
                             struct pq_budget *b)
 {
-	size_t width = 0;
-	switch (n->type) {
-	case PQ_BOOLEAN:
+	const char *err = NULL;
+	if (n->type == PQ_BOOLEAN) {
 		if (count > len * 8)
 			return "PLAIN booleans past the end";
 		for (size_t i = 0; i < count; i++)
 			out[i] = json_boolean((p[i / 8] >> (i % 8)) & 1);
 		return NULL;
-	case PQ_INT32:
-	case PQ_FLOAT:
-		width = 4;
-		break;
-	case PQ_INT64:
-	case PQ_DOUBLE:
-		width = 8;
-		break;
-	case PQ_INT96:
-		width = 12;
-		break;
-	case PQ_FIXED_LEN_BYTE_ARRAY:
-		width = (size_t)n->type_length;
-		break;
-	case PQ_BYTE_ARRAY: {
+	}
+	if (n->type == PQ_BYTE_ARRAY) {
 		size_t pos = 0;
 		for (size_t i = 0; i < count; i++) {
 			if (len - pos < 4)
@@ -327,65 +322,182 @@ static const char *pq_plain(const struct pq_node *n, const uint8_t *p, size_t le
 			pos += 4;
 			if (l > len - pos)
 				return "PLAIN byte array past the end";
-			if (!pq_charge(b, (size_t)l * 2 + PQ_JSON_VALUE_COST))
-				return "decoded data over the limit";
-			const char *err = NULL;
-			if (!(out[i] = pq_bytes_json(n, p + pos, l, &err)))
+			if (!(out[i] = pq_charged_bytes(n, p + pos, l, b, &err)))
 				return err;
 			pos += l;
 		}
 		return NULL;
 	}
-	default:
-		return "unknown physical type";
-	}
+	size_t width = pq_width(n);
 	if (count > len / width)
 		return "PLAIN values past the end";
 	if (!pq_charge(b, count * PQ_JSON_VALUE_COST))
 		return "decoded data over the limit";
 	for (size_t i = 0; i < count; i++) {
-		const uint8_t *v = p + i * width;
-		const char *err = NULL;
-		switch (n->type) {
-		case PQ_INT32: {
-			uint32_t u = pq_le32(v);
-			out[i] = n->is_unsigned ? json_integer((json_int_t)u) : json_integer((int32_t)u);
-			break;
-		}
-		case PQ_INT64:
-			out[i] = pq_int64_json(n, (int64_t)pq_le64(v));
-			break;
-		case PQ_FLOAT: {
-			uint32_t u = pq_le32(v);
-			float fl;
-			memcpy(&fl, &u, sizeof fl);
-			out[i] = pq_real(fl);
-			break;
-		}
-		case PQ_DOUBLE: {
-			uint64_t u = pq_le64(v);
-			double d;
-			memcpy(&d, &u, sizeof d);
-			out[i] = pq_real(d);
-			break;
-		}
-		default:
-			if (!pq_charge(b, width * 2))
-				return "decoded data over the limit";
-			out[i] = pq_bytes_json(n, v, width, &err);
-			if (!out[i])
-				return err;
-		}
-		if (!out[i])
-			return "out of memory";
+		if (!(out[i] = pq_fixed_json(n, p + i * width, b, &err)))
+			return err;
 	}
 	return NULL;
+}
+
+/* A scratch array of n elements of size each, charged to the budget;
+ * pq_scratch_free gives both back. */
+static void *pq_scratch(struct pq_cctx *c, size_t n, size_t size)
+{
+	if (n > SIZE_MAX / size / 2 || !pq_charge(c->budget, n * size)) {
+		pq_over_budget(c);
+		return NULL;
+	}
+	void *p = malloc(n ? n * size : 1);
+	if (!p) {
+		c->budget->left += n * size;
+		pq_oom(c);
+	}
+	return p;
+}
+
+static void pq_scratch_free(struct pq_cctx *c, void *p, size_t n, size_t size)
+{
+	if (p) {
+		free(p);
+		c->budget->left += n * size;
+	}
+}
+
+/* DELTA_BINARY_PACKED integers. */
+static const char *pq_delta_ints(struct pq_cctx *c, const uint8_t *p, size_t len, size_t ndef, json_t **out,
+                                 uint64_t *vals)
+{
+	size_t used;
+	const char *err = pq_delta_binary(p, len, ndef, vals, &used);
+	if (!err && !pq_charge(c->budget, ndef * PQ_JSON_VALUE_COST))
+		err = "decoded data over the limit";
+	for (size_t i = 0; !err && i < ndef; i++) {
+		uint8_t le[8];
+		for (int k = 0; k < 8; k++)
+			le[k] = (uint8_t)(vals[i] >> (8 * k));
+		out[i] = pq_fixed_json(c->node, le, c->budget, &err);
+	}
+	return err;
+}
+
+/* DELTA_LENGTH_BYTE_ARRAY (prefix NULL) or DELTA_BYTE_ARRAY: lengths
+ * (and prefix lengths) delta-packed, then the bytes one after another; a
+ * DELTA_BYTE_ARRAY value is its predecessor's prefix and its own suffix. */
+static const char *pq_delta_bytes(struct pq_cctx *c, const uint8_t *p, size_t len, size_t ndef, json_t **out,
+                                  uint64_t *lens, uint64_t *prefix)
+{
+	size_t used = 0, used2;
+	const char *err;
+	if (prefix && (err = pq_delta_binary(p, len, ndef, prefix, &used)))
+		return err;
+	if ((err = pq_delta_binary(p + used, len - used, ndef, lens, &used2)))
+		return err;
+	size_t pos = used + used2;
+	uint8_t *prev = NULL, *cur = NULL;
+	size_t prevlen = 0;
+	for (size_t i = 0; !err && i < ndef; i++) {
+		uint64_t pl = prefix ? prefix[i] : 0, sl = lens[i];
+		if (sl > len - pos)
+			err = "delta byte array past the end";
+		else if (pl > prevlen)
+			err = "delta byte array prefix longer than the value before it";
+		else if (c->node->type == PQ_FIXED_LEN_BYTE_ARRAY && pl + sl != (uint64_t)c->node->type_length)
+			err = "fixed-length value of another length";
+		else if (!pq_charge(c->budget, (size_t)(pl + sl)))
+			err = "decoded data over the limit";
+		else if (!(cur = malloc((size_t)(pl + sl) + 1)))
+			err = "out of memory";
+		if (err)
+			break;
+		if (pl)
+			memcpy(cur, prev, (size_t)pl);
+		if (sl)
+			memcpy(cur + pl, p + pos, (size_t)sl);
+		pos += (size_t)sl;
+		out[i] = pq_charged_bytes(c->node, cur, (size_t)(pl + sl), c->budget, &err);
+		free(prev);
+		prev = cur;
+		prevlen = (size_t)(pl + sl);
+		cur = NULL;
+	}
+	free(prev);
+	return err;
+}
+
+/* BYTE_STREAM_SPLIT: byte k of value i is at p[k * ndef + i]. */
+static const char *pq_stream_split(struct pq_cctx *c, const uint8_t *p, size_t len, size_t ndef, json_t **out,
+                                   uint8_t *tmp)
+{
+	size_t w = pq_width(c->node);
+	const char *err = NULL;
+	if (w == 0 || c->node->type == PQ_INT96 || ndef > len / w)
+		return w ? "byte-stream-split values past the end" : "byte-stream-split of a variable-width type";
+	if (!pq_charge(c->budget, ndef * PQ_JSON_VALUE_COST))
+		return "decoded data over the limit";
+	for (size_t i = 0; !err && i < ndef; i++) {
+		for (size_t k = 0; k < w; k++)
+			tmp[k] = p[k * ndef + i];
+		out[i] = pq_fixed_json(c->node, tmp, c->budget, &err);
+	}
+	return err;
+}
+
+static bool pq_is_int(const struct pq_node *n)
+{
+	return n->type == PQ_INT32 || n->type == PQ_INT64;
+}
+
+/* The values of ndef defined entries in one of the encodings beyond PLAIN
+ * and dictionaries, each into out. */
+static int pq_values_other(struct pq_cctx *c, int encoding, const uint8_t *p, size_t len, size_t ndef, json_t **out)
+{
+	char eb[24];
+	const char *err = NULL;
+	const struct pq_node *n = c->node;
+	bool bytes = n->type == PQ_BYTE_ARRAY || n->type == PQ_FIXED_LEN_BYTE_ARRAY;
+	size_t nscratch = 0, size = sizeof(uint64_t);
+	if (encoding == PQ_RLE && n->type == PQ_BOOLEAN) {
+		if (len < 4 || pq_le32(p) > len - 4)
+			return pq_cerr(c, "RLE booleans' length past the end");
+		nscratch = ndef;
+		size = sizeof(uint32_t);
+	} else if (encoding == PQ_DELTA_BINARY_PACKED && pq_is_int(n)) {
+		nscratch = ndef;
+	} else if (encoding == PQ_DELTA_LENGTH_BYTE_ARRAY && n->type == PQ_BYTE_ARRAY) {
+		nscratch = ndef;
+	} else if (encoding == PQ_DELTA_BYTE_ARRAY && bytes) {
+		nscratch = 2 * ndef;
+	} else if (encoding == PQ_BYTE_STREAM_SPLIT && n->type != PQ_BOOLEAN && n->type != PQ_BYTE_ARRAY) {
+		nscratch = pq_width(n);
+		size = 1;
+	} else {
+		return pq_cerr(c, "values in %s (not supported) for this column's type", pq_encoding_name(encoding, eb));
+	}
+	void *scratch = pq_scratch(c, nscratch, size);
+	if (!scratch)
+		return -1;
+	if (encoding == PQ_RLE) {
+		uint32_t *bits = scratch;
+		err = pq_rle(p + 4, pq_le32(p), 1, ndef, bits);
+		for (size_t i = 0; !err && i < ndef; i++)
+			out[i] = json_boolean(bits[i]);
+	} else if (encoding == PQ_DELTA_BINARY_PACKED) {
+		err = pq_delta_ints(c, p, len, ndef, out, scratch);
+	} else if (encoding == PQ_DELTA_LENGTH_BYTE_ARRAY) {
+		err = pq_delta_bytes(c, p, len, ndef, out, scratch, NULL);
+	} else if (encoding == PQ_DELTA_BYTE_ARRAY) {
+		err = pq_delta_bytes(c, p, len, ndef, out, scratch, (uint64_t *)scratch + ndef);
+	} else {
+		err = pq_stream_split(c, p, len, ndef, out, scratch);
+	}
+	pq_scratch_free(c, scratch, nscratch, size);
+	return err ? pq_cerr(c, "%s", err) : 0;
 }
 
 /* The values of ndef defined entries, in the page's encoding. */
 static int pq_values(struct pq_cctx *c, int encoding, const uint8_t *p, size_t len, size_t ndef, json_t **out)
 {
-	char eb[24];
 	const char *err = NULL;
 	if (encoding == PQ_PLAIN) {
 		err = pq_plain(c->node, p, len, ndef, out, c->budget);
@@ -398,11 +510,9 @@ static int pq_values(struct pq_cctx *c, int encoding, const uint8_t *p, size_t l
 			return pq_cerr(c, "dictionary indices missing");
 		if (p[0] > 32)
 			return pq_cerr(c, "dictionary index bit width %u", p[0]);
-		if (ndef > SIZE_MAX / sizeof(uint32_t) || !pq_charge(c->budget, ndef * sizeof(uint32_t)))
-			return pq_over_budget(c);
-		uint32_t *idx = malloc(ndef * sizeof *idx);
+		uint32_t *idx = pq_scratch(c, ndef, sizeof *idx);
 		if (!idx)
-			return pq_oom(c);
+			return -1;
 		err = pq_rle(p + 1, len - 1, p[0], ndef, idx);
 		for (size_t i = 0; !err && i < ndef; i++) {
 			if (idx[i] >= c->ndict)
@@ -410,23 +520,9 @@ static int pq_values(struct pq_cctx *c, int encoding, const uint8_t *p, size_t l
 			else
 				out[i] = json_incref(c->dict[idx[i]]);
 		}
-		free(idx);
-		c->budget->left += ndef * sizeof(uint32_t);
-	} else if (encoding == PQ_RLE && c->node->type == PQ_BOOLEAN) {
-		if (len < 4 || pq_le32(p) > len - 4)
-			return pq_cerr(c, "RLE booleans' length past the end");
-		if (ndef > SIZE_MAX / sizeof(uint32_t) || !pq_charge(c->budget, ndef * sizeof(uint32_t)))
-			return pq_over_budget(c);
-		uint32_t *bits = malloc((ndef ? ndef : 1) * sizeof *bits);
-		if (!bits)
-			return pq_oom(c);
-		err = pq_rle(p + 4, pq_le32(p), 1, ndef, bits);
-		for (size_t i = 0; !err && i < ndef; i++)
-			out[i] = json_boolean(bits[i]);
-		free(bits);
-		c->budget->left += ndef * sizeof(uint32_t);
+		pq_scratch_free(c, idx, ndef, sizeof *idx);
 	} else {
-		return pq_cerr(c, "values in %s (not supported)", pq_encoding_name(encoding, eb));
+		return pq_values_other(c, encoding, p, len, ndef, out);
 	}
 	if (err)
 		return pq_cerr(c, "%s", err);
@@ -531,18 +627,9 @@ static int pq_data_page(struct pq_cctx *c, int codec, const struct pq_page *pg, 
 		dlen = 0;
 	}
 	int rc = -1;
-	uint32_t *tmp = NULL;
-	size_t tmpsize = nv * sizeof(uint32_t);
-	if (nv > SIZE_MAX / sizeof(uint32_t) || !pq_charge(c->budget, tmpsize)) {
-		pq_over_budget(c);
+	uint32_t *tmp = pq_scratch(c, nv, sizeof *tmp);
+	if (!tmp)
 		goto out;
-	}
-	tmp = malloc(tmpsize ? tmpsize : 1);
-	if (!tmp) {
-		c->budget->left += tmpsize;
-		pq_oom(c);
-		goto out;
-	}
 	size_t lpos = 0;
 	for (int which = 0; which < 2; which++) { /* repetition, then definition */
 		int max = which == 0 ? n->rep : n->def;
@@ -589,10 +676,7 @@ static int pq_data_page(struct pq_cctx *c, int codec, const struct pq_page *pg, 
 	col->nvals += ndef;
 	rc = 0;
 out:
-	if (tmp) {
-		free(tmp);
-		c->budget->left += tmpsize;
-	}
+	pq_scratch_free(c, tmp, nv, sizeof *tmp);
 	pq_release(c, owned, v2 ? usize - llen : usize);
 	return rc;
 }

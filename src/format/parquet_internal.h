@@ -152,6 +152,16 @@ int pq_read_chunk(const struct tt_parquet_file *f, size_t rg, uint32_t leaf, str
                   struct pq_column *col);
 void pq_column_free(struct pq_column *col);
 
+/* Bit-level decoding (parquet_bits.c). width bits (0-64) at bit offset
+ * bit of p, least significant first; the caller has checked the bytes. */
+uint64_t pq_bits(const uint8_t *p, uint64_t bit, int width);
+/* count values of bw bits (0-32) of the RLE/bit-packed hybrid into out.
+ * Returns NULL or a message. */
+const char *pq_rle(const uint8_t *p, size_t len, int bw, size_t count, uint32_t *out);
+/* DELTA_BINARY_PACKED: exactly count values (the header must say so) into
+ * out as 64-bit two's complement; *used is the bytes read. */
+const char *pq_delta_binary(const uint8_t *p, size_t len, size_t count, uint64_t *out, size_t *used);
+
 /* The dotted path of a leaf ("add.partitionValues.key_value.key"), for
  * messages, into buf. */
 const char *pq_leaf_path(const struct tt_parquet_file *f, uint32_t leaf, char *buf, size_t size);

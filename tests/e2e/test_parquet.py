@@ -284,7 +284,7 @@ def test_delta_checkpoint_features(tmp_path):
     assert meta[0]["configuration"] == dt.metadata().configuration
 
 
-def test_delta_checkpoint_after_log_cleanup(tmp_path):
+def test_delta_second_checkpoint(tmp_path):
     """Two checkpoints; the later one alone still holds the metadata id."""
     path = tmp_path / "dt2"
     dt = delta_table(path, 5)

@@ -185,6 +185,37 @@ int tc_list_begin(struct tc_reader *r, int type, int *elem_type, uint32_t *count
 	return 0;
 }
 
+static int tc_skip_field(struct tc_reader *r, int16_t id, int type, void *ctx)
+{
+	(void)r;
+	(void)id;
+	(void)type;
+	(void)ctx;
+	return TC_FIELD_SKIP;
+}
+
+int tc_read_struct(struct tc_reader *r, tc_field_fn on_field, void *ctx)
+{
+	int16_t last;
+	if (tc_struct_begin(r, &last) != 0)
+		return -1;
+	for (;;) {
+		int type;
+		int16_t id;
+		if (tc_field(r, &last, &type, &id) != 0)
+			return -1;
+		if (type == TC_STOP)
+			break;
+		int rc = on_field(r, id, type, ctx);
+		if (rc == TC_FIELD_SKIP)
+			rc = tc_skip(r, type);
+		if (rc != 0)
+			return tc_fail(r, "unreadable field");
+	}
+	tc_struct_end(r);
+	return 0;
+}
+
 /* One element of a list, set or map: booleans there are one byte. */
 static int tc_skip_element(struct tc_reader *r, int type)
 {
@@ -264,23 +295,8 @@ int tc_skip(struct tc_reader *r, int type)
 		r->depth--;
 		return 0;
 	}
-	case TC_STRUCT: {
-		int16_t last;
-		if (tc_struct_begin(r, &last) != 0)
-			return -1;
-		for (;;) {
-			int ft;
-			int16_t id;
-			if (tc_field(r, &last, &ft, &id) != 0)
-				return -1;
-			if (ft == TC_STOP)
-				break;
-			if (tc_skip(r, ft) != 0)
-				return -1;
-		}
-		tc_struct_end(r);
-		return 0;
-	}
+	case TC_STRUCT:
+		return tc_read_struct(r, tc_skip_field, NULL);
 	default:
 		return tc_fail(r, "unknown field type");
 	}
@@ -299,9 +315,9 @@ void tc_writer_free(struct tc_writer *w)
 	memset(w, 0, sizeof *w);
 }
 
-static void tc_put(struct tc_writer *w, const void *data, size_t n)
+void tc_w_bytes(struct tc_writer *w, const void *data, size_t n)
 {
-	if (w->oom)
+	if (w->oom || n == 0)
 		return;
 	if (w->cap - w->len < n) {
 		size_t cap = w->cap ? w->cap : 256;
@@ -324,7 +340,7 @@ static void tc_put(struct tc_writer *w, const void *data, size_t n)
 	w->len += n;
 }
 
-static void tc_put_varint(struct tc_writer *w, uint64_t v)
+void tc_w_uvarint(struct tc_writer *w, uint64_t v)
 {
 	uint8_t b[10];
 	size_t n = 0;
@@ -333,7 +349,7 @@ static void tc_put_varint(struct tc_writer *w, uint64_t v)
 		v >>= 7;
 	}
 	b[n++] = (uint8_t)v;
-	tc_put(w, b, n);
+	tc_w_bytes(w, b, n);
 }
 
 static uint64_t tc_zz(int64_t v)
@@ -347,11 +363,11 @@ void tc_w_field(struct tc_writer *w, int16_t id, int type)
 	int delta = id - *last;
 	if (delta > 0 && delta <= 15) {
 		uint8_t b = (uint8_t)(delta << 4 | type);
-		tc_put(w, &b, 1);
+		tc_w_bytes(w, &b, 1);
 	} else {
 		uint8_t b = (uint8_t)type;
-		tc_put(w, &b, 1);
-		tc_put_varint(w, tc_zz(id));
+		tc_w_bytes(w, &b, 1);
+		tc_w_uvarint(w, tc_zz(id));
 	}
 	*last = id;
 }
@@ -368,7 +384,7 @@ void tc_w_struct_begin(struct tc_writer *w)
 void tc_w_struct_end(struct tc_writer *w)
 {
 	uint8_t stop = 0;
-	tc_put(w, &stop, 1);
+	tc_w_bytes(w, &stop, 1);
 	if (w->depth > 0)
 		w->depth--;
 }
@@ -376,13 +392,13 @@ void tc_w_struct_end(struct tc_writer *w)
 void tc_w_i32(struct tc_writer *w, int16_t id, int32_t v)
 {
 	tc_w_field(w, id, TC_I32);
-	tc_put_varint(w, tc_zz(v));
+	tc_w_uvarint(w, tc_zz(v));
 }
 
 void tc_w_i64(struct tc_writer *w, int16_t id, int64_t v)
 {
 	tc_w_field(w, id, TC_I64);
-	tc_put_varint(w, tc_zz(v));
+	tc_w_uvarint(w, tc_zz(v));
 }
 
 void tc_w_bool(struct tc_writer *w, int16_t id, bool v)
@@ -392,8 +408,8 @@ void tc_w_bool(struct tc_writer *w, int16_t id, bool v)
 
 void tc_w_raw_binary(struct tc_writer *w, const void *data, size_t len)
 {
-	tc_put_varint(w, len);
-	tc_put(w, data, len);
+	tc_w_uvarint(w, len);
+	tc_w_bytes(w, data, len);
 }
 
 void tc_w_binary(struct tc_writer *w, int16_t id, const void *data, size_t len)
@@ -407,15 +423,15 @@ void tc_w_list(struct tc_writer *w, int16_t id, int elem_type, uint32_t count)
 	tc_w_field(w, id, TC_LIST);
 	if (count < 15) {
 		uint8_t b = (uint8_t)(count << 4 | elem_type);
-		tc_put(w, &b, 1);
+		tc_w_bytes(w, &b, 1);
 	} else {
 		uint8_t b = (uint8_t)(0xf0 | elem_type);
-		tc_put(w, &b, 1);
-		tc_put_varint(w, count);
+		tc_w_bytes(w, &b, 1);
+		tc_w_uvarint(w, count);
 	}
 }
 
 void tc_w_varint_i32(struct tc_writer *w, int32_t v)
 {
-	tc_put_varint(w, tc_zz(v));
+	tc_w_uvarint(w, tc_zz(v));
 }

@@ -46,6 +46,14 @@ int tc_struct_begin(struct tc_reader *r, int16_t *last);
 void tc_struct_end(struct tc_reader *r);
 int tc_field(struct tc_reader *r, int16_t *last, int *type, int16_t *id);
 
+/* A whole struct: on_field is called for each field with its id and wire
+ * type, and returns 0 (read it), TC_FIELD_SKIP (skip it: a field the
+ * caller has no use for) or -1 (r->err set). The struct framing, the end
+ * marker and nesting are handled here. */
+#define TC_FIELD_SKIP 1
+typedef int (*tc_field_fn)(struct tc_reader *r, int16_t id, int type, void *ctx);
+int tc_read_struct(struct tc_reader *r, tc_field_fn on_field, void *ctx);
+
 /* Values. Each checks that the field's wire type fits what is asked
  * (pass the type tc_field gave), so a mistyped field is an error, not a
  * misread. Returns 0 or -1 (r->err set). */
@@ -87,6 +95,10 @@ void tc_w_binary(struct tc_writer *w, int16_t id, const void *data, size_t len);
  * with tc_w_varint_i32, binaries with tc_w_raw_binary). */
 void tc_w_list(struct tc_writer *w, int16_t id, int elem_type, uint32_t count);
 void tc_w_varint_i32(struct tc_writer *w, int32_t v);
+/* Raw bytes and an unsigned LEB128 varint: the writer is also the byte
+ * buffer the Parquet writer builds its pages in. */
+void tc_w_bytes(struct tc_writer *w, const void *data, size_t n);
+void tc_w_uvarint(struct tc_writer *w, uint64_t v);
 void tc_w_raw_binary(struct tc_writer *w, const void *data, size_t len);
 
 #endif

@@ -4,6 +4,9 @@
  *   parquet-tool rows FILE [COLUMN...]   the rows as a JSON array (all
  *                                        top-level columns when none named)
  *   parquet-tool info FILE               {"num_rows", "kv": {key: value}}
+ *   parquet-tool write FILE              a table from stdin: {"columns":
+ *                                        [{"name","type","nullable"}],
+ *                                        "row_group_rows": N, "rows": [[..]]}
  *
  * Errors go to stderr as one line; exit 1. */
 #include "format/parquet.h"
@@ -101,12 +104,103 @@ static int cmd_read(int argc, char **argv, bool info)
 	return 0;
 }
 
+static int parse_type(const char *s, enum tt_parquet_type *t)
+{
+	static const char *const names[] = {"boolean", "int32", "int64", "double", "string", "timestamp_us"};
+	for (int i = 0; i < 6; i++) {
+		if (strcmp(s, names[i]) == 0) {
+			*t = (enum tt_parquet_type)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int cmd_write(const char *path)
+{
+	json_error_t jerr;
+	json_t *spec = json_loadf(stdin, 0, &jerr);
+	if (!spec) {
+		fprintf(stderr, "stdin:%d:%d: %s\n", jerr.line, jerr.column, jerr.text);
+		return 1;
+	}
+	json_t *jcols = json_object_get(spec, "columns"), *jrows = json_object_get(spec, "rows");
+	size_t ncols = json_array_size(jcols);
+	struct tt_parquet_column *cols = calloc(ncols ? ncols : 1, sizeof *cols);
+	struct tt_parquet_value *vals = calloc(ncols ? ncols : 1, sizeof *vals);
+	for (size_t i = 0; i < ncols; i++) {
+		json_t *c = json_array_get(jcols, i);
+		cols[i].name = json_string_value(json_object_get(c, "name"));
+		cols[i].nullable = json_is_true(json_object_get(c, "nullable"));
+		if (!cols[i].name || parse_type(json_string_value(json_object_get(c, "type")) ?: "", &cols[i].type) != 0) {
+			fprintf(stderr, "stdin: column %zu: bad name or type\n", i);
+			return 1;
+		}
+	}
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0) {
+		perror(path);
+		return 1;
+	}
+	struct tt_parquet_writer *w;
+	size_t rgrows = (size_t)json_integer_value(json_object_get(spec, "row_group_rows"));
+	if (tt_parquet_writer_new(fd, path, cols, ncols, rgrows, &w) != 0)
+		return fail();
+	size_t r;
+	json_t *row;
+	json_array_foreach (jrows, r, row) {
+		for (size_t i = 0; i < ncols; i++) {
+			json_t *v = json_array_get(row, i);
+			memset(&vals[i], 0, sizeof vals[i]);
+			if (json_is_null(v) || !v) {
+				vals[i].is_null = true;
+				continue;
+			}
+			switch (cols[i].type) {
+			case TT_PARQUET_BOOLEAN:
+				vals[i].v.b = json_is_true(v);
+				break;
+			case TT_PARQUET_INT32:
+				vals[i].v.i32 = (int32_t)json_integer_value(v);
+				break;
+			case TT_PARQUET_INT64:
+			case TT_PARQUET_TIMESTAMP_US:
+				vals[i].v.i64 = json_integer_value(v);
+				break;
+			case TT_PARQUET_DOUBLE:
+				vals[i].v.d = json_number_value(v);
+				break;
+			case TT_PARQUET_STRING:
+				vals[i].v.str.s = json_string_value(v);
+				vals[i].v.str.len = json_string_length(v);
+				break;
+			}
+		}
+		if (tt_parquet_writer_add(w, vals) != 0) {
+			tt_parquet_writer_free(w);
+			return fail();
+		}
+	}
+	if (tt_parquet_writer_finish(w) != 0)
+		return fail();
+	if (close(fd) != 0) {
+		perror(path);
+		return 1;
+	}
+	free(cols);
+	free(vals);
+	json_decref(spec);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && strcmp(argv[1], "rows") == 0)
 		return cmd_read(argc, argv, false);
 	if (argc == 3 && strcmp(argv[1], "info") == 0)
 		return cmd_read(argc, argv, true);
-	fprintf(stderr, "usage: parquet-tool rows FILE [COLUMN...] | info FILE\n");
+	if (argc == 3 && strcmp(argv[1], "write") == 0)
+		return cmd_write(argv[2]);
+	fprintf(stderr, "usage: parquet-tool rows FILE [COLUMN...] | info FILE | write FILE < table.json\n");
 	return 2;
 }

@@ -565,3 +565,43 @@ def test_pull_moves_a_detached_version_to_the_latest(ds, tmp_path):
     ds.tether("commit", "-m", "latest")
     assert ds.manifest(KEY)["state"] == {"version": 2, "table_id": DeltaTable(uri).metadata().id}
     assert ds.tj("open", KEY, "-r", "HEAD~1")["version"] == 1
+
+
+def test_verify_deep_finds_the_data_files_vacuum_removed(ds, tmp_path):
+    """verify checks the log; --deep rebuilds the version's live files (the
+    checkpoint, then the commits' add and remove actions) and looks for
+    each. After an overwrite and the library's VACUUM with no retention,
+    the log still rebuilds the old version but its data is gone, as the
+    library finds reading it."""
+    uri = make_table(str(tmp_path / "t"), 3)
+    DeltaTable(uri).create_checkpoint()  # files from the checkpoint too
+    write_deltalake(uri, rows(1, 600), mode="append")
+    add(ds, uri)
+    ds.tether("commit", "-m", "at 3")
+    v = ds.tj("verify", "--deep")
+    assert v["ok"] is True and v["objects"][0]["deep"] == "ok"
+    write_deltalake(uri, rows(2, 700), mode="overwrite")
+    gone = DeltaTable(uri).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+    assert len(gone) == 4
+    with pytest.raises(Exception):
+        DeltaTable(uri, version=3).to_pyarrow_table()
+    assert ds.tj("verify")["ok"] is True, "the log still rebuilds version 3"
+    v = ds.tj("verify", "--deep", check_rc=3)
+    detail = v["objects"][0]["detail"]
+    assert "lost 4 of its 4 data files" in detail and "VACUUM" in detail, detail
+    ds.tether("commit", "-m", "overwritten")
+    v = ds.tj("verify", "--deep")
+    assert v["ok"] is True and v["objects"][0]["deep"] == "ok"
+
+
+def test_verify_deep_on_the_cleaned_log(ds, cleaned):
+    """The live files of a version come from the checkpoint (250 of them)
+    and the commits after it."""
+    add(ds, cleaned, "--at", "230")
+    ds.tether("commit", "-m", "at 230")
+    v = ds.tj("verify", "--deep")
+    assert v["ok"] is True and v["objects"][0]["deep"] == "ok"
+    victim = sorted(DeltaTable(cleaned, version=230).file_uris())[100]
+    Path(victim.removeprefix("file://")).unlink()
+    v = ds.tj("verify", "--deep", check_rc=3)
+    assert "lost 1 of its 231 data files" in v["objects"][0]["detail"], v

@@ -245,8 +245,8 @@ static int open_for_verify(const struct tether_bctx *ctx, const json_t *locator,
 	return rc;
 }
 
-static int dl_verify(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
-                     int *ok, char **detail)
+int dl_verify(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
+              int *ok, char **detail)
 {
 	(void)pin_ref;
 	*ok = 0;
@@ -380,6 +380,7 @@ const struct tether_backend tt_backend_delta = {
 	.fingerprint = dl_fingerprint,
 	.verify = dl_verify,
 	.verify_many = dl_verify_many,
+	.verify_deep = dl_verify_deep,
 	.open = dl_open,
 	.diff = dl_diff,
 	.history = dl_history,

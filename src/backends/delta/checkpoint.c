@@ -15,11 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const cp_columns[] = {"protocol", "metaData", "sidecar", "checkpointMetadata"};
+/* What a checkpoint is read for: its state, or its files (verify --deep). */
+static const char *const state_columns[] = {"protocol", "metaData", "sidecar", "checkpointMetadata", NULL};
+static const char *const file_columns[] = {"add", "remove", "sidecar", NULL};
 
-/* The actions of one checkpoint file that tether reads, as objects of one
- * key each ({"protocol": ...}), nulls left out. */
-static int read_actions(struct dl_log *log, const char *key, int json, json_t **out)
+/* The actions of one checkpoint file (or sidecar) of the kinds `columns`
+ * names, as objects of one key each ({"protocol": ...}), nulls left out;
+ * a JSON one gives all its actions. */
+static int read_actions(struct dl_log *log, const char *key, int json, const char *const *columns, json_t **out)
 {
 	*out = NULL;
 	uint8_t *data = NULL;
@@ -45,17 +48,20 @@ static int read_actions(struct dl_log *log, const char *key, int json, json_t **
 	} else if (!rc) {
 		struct tt_parquet_file *f = NULL;
 		json_t *rows = NULL;
+		size_t ncolumns = 0;
+		while (columns[ncolumns])
+			ncolumns++;
 		rc = tt_parquet_open(data, len, what, &f);
 		if (!rc)
-			rc = tt_parquet_read_rows(f, cp_columns, sizeof cp_columns / sizeof *cp_columns, &rows);
+			rc = tt_parquet_read_rows(f, columns, ncolumns, &rows);
 		tt_parquet_close(f);
 		size_t i;
 		json_t *row;
 		json_array_foreach(rows, i, row) {
-			for (size_t c = 0; c < sizeof cp_columns / sizeof *cp_columns; c++) {
-				json_t *v = json_object_get(row, cp_columns[c]);
+			for (size_t c = 0; c < ncolumns; c++) {
+				json_t *v = json_object_get(row, columns[c]);
 				if (json_is_object(v))
-					json_array_append_new(actions, json_pack("{s:O}", cp_columns[c], v));
+					json_array_append_new(actions, json_pack("{s:O}", columns[c], v));
 			}
 		}
 		json_decref(rows);
@@ -107,7 +113,7 @@ int dl_checkpoint_state(struct dl_log *log, const struct dl_checkpoint *cp, json
 	for (uint32_t p = 1; rc == 0 && p <= parts && !(*protocol && *metadata); p++) {
 		char *key = cp->kind == DL_CP_MULTIPART ? part_key(cp, p) : strdup(cp->key);
 		json_t *actions = NULL;
-		rc = key ? read_actions(log, key, cp->json, &actions) : dl_fail_oom();
+		rc = key ? read_actions(log, key, cp->json, state_columns, &actions) : dl_fail_oom();
 		free(key);
 		size_t i;
 		json_t *a;
@@ -153,7 +159,7 @@ int dl_checkpoint_complete(struct dl_log *log, const struct dl_checkpoint *ccp, 
 		*complete = cp->seen == cp->parts;
 	} else if (cp->kind == DL_CP_UUID || uses_v2(log)) {
 		json_t *actions = NULL;
-		rc = read_actions(log, cp->key, cp->json, &actions);
+		rc = read_actions(log, cp->key, cp->json, state_columns, &actions);
 		*complete = rc == 0;
 		size_t i;
 		json_t *a;
@@ -183,6 +189,55 @@ int dl_checkpoint_complete(struct dl_log *log, const struct dl_checkpoint *ccp, 
 	if (rc == 0) {
 		cp->checked = 1;
 		cp->whole = *complete;
+	}
+	return rc;
+}
+
+int dl_apply_file_action(json_t *live, const json_t *action)
+{
+	const json_t *add = json_object_get(action, "add"), *remove = json_object_get(action, "remove");
+	const char *path = json_string_value(json_object_get(add ? add : remove, "path"));
+	if (!add && !remove)
+		return 0;
+	if (!path)
+		return tether_error_set(TETHER_EIO, "an %s action without a path", add ? "add" : "remove");
+	if (add)
+		return json_object_set_new(live, path, json_true()) ? dl_fail_oom() : 0;
+	json_object_del(live, path);
+	return 0;
+}
+
+int dl_checkpoint_files(struct dl_log *log, const struct dl_checkpoint *cp, json_t *live)
+{
+	uint32_t parts = cp->kind == DL_CP_MULTIPART ? cp->parts : 1;
+	int rc = 0;
+	for (uint32_t p = 1; rc == 0 && p <= parts; p++) {
+		char *key = cp->kind == DL_CP_MULTIPART ? part_key(cp, p) : strdup(cp->key);
+		json_t *actions = NULL;
+		rc = key ? read_actions(log, key, cp->json, file_columns, &actions) : dl_fail_oom();
+		free(key);
+		size_t i;
+		json_t *a;
+		json_array_foreach(actions, i, a) {
+			const json_t *sc = json_object_get(a, "sidecar");
+			if (sc && rc == 0) {
+				/* A sidecar holds the checkpoint's add and remove actions. */
+				char *skey = sidecar_key(log, sc);
+				json_t *more = NULL;
+				rc = skey ? read_actions(log, skey, 0, file_columns, &more) : TETHER_EIO;
+				free(skey);
+				size_t k;
+				json_t *b;
+				json_array_foreach(more, k, b) {
+					if (rc == 0)
+						rc = dl_apply_file_action(live, b);
+				}
+				json_decref(more);
+			} else if (rc == 0) {
+				rc = dl_apply_file_action(live, a);
+			}
+		}
+		json_decref(actions);
 	}
 	return rc;
 }

@@ -108,6 +108,20 @@ int dl_checkpoint_state(struct dl_log *log, const struct dl_checkpoint *cp, json
  * sidecars present? */
 int dl_checkpoint_complete(struct dl_log *log, const struct dl_checkpoint *cp, int *complete);
 
+/* Apply one action to `live`, {path: true}: an add puts its path in, a
+ * remove takes it out, anything else is left alone. */
+int dl_apply_file_action(json_t *live, const json_t *action);
+/* Add the files a checkpoint holds live (its add actions, its sidecars'
+ * included; a remove takes one out) to `live`, {path: true}. */
+int dl_checkpoint_files(struct dl_log *log, const struct dl_checkpoint *cp, json_t *live);
+/* verify --deep: verify, then every data file of the version is there. */
+int dl_verify_deep(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
+                   int *ok, char **detail);
+int dl_verify(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
+              int *ok, char **detail);
+/* The newest whole checkpoint at or below v (NULL: none). */
+const struct dl_checkpoint *dl_base_checkpoint(struct dl_log *log, int64_t v, int *rc);
+
 /* The protocol gate: refuse what tether cannot read the log of, naming the
  * feature. */
 int dl_protocol_check(const json_t *protocol, const char *uri);

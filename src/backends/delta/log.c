@@ -432,3 +432,18 @@ int dl_log_reconstructable(struct dl_log *log, int64_t v, int *ok, int64_t *olde
 	}
 	return rc;
 }
+
+const struct dl_checkpoint *dl_base_checkpoint(struct dl_log *log, int64_t v, int *rc)
+{
+	*rc = 0;
+	for (size_t i = log->ncps; i-- > 0;) {
+		int complete = 0;
+		if (log->cps[i].version > v)
+			continue;
+		if ((*rc = dl_checkpoint_complete(log, &log->cps[i], &complete)))
+			return NULL;
+		if (complete)
+			return &log->cps[i];
+	}
+	return NULL;
+}

@@ -9,7 +9,6 @@
 
 #include "testing/suite.h"
 
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,17 +17,14 @@
 
 static unsigned long tables;
 
+/* Version `version`'s commit, put-if-absent as a Delta writer commits. */
 static int write_commit(const char *table, long long version, const char *text)
 {
-	char path[PATH_MAX];
-	if ((size_t)snprintf(path, sizeof path, "%s/_delta_log/%020lld.json", table, version) >= sizeof path)
+	char dir[PATH_MAX], name[32];
+	if ((size_t)snprintf(dir, sizeof dir, "%s/_delta_log", table) >= sizeof dir)
 		return tether_error_set(TETHER_EIO, "path too long: %s", table);
-	/* Put-if-absent, as a Delta writer commits a version. */
-	FILE *f = fopen(path, "wx");
-	int ok = f && fputs(text, f) >= 0;
-	if (f && fclose(f) != 0)
-		ok = 0;
-	return ok ? 0 : tether_error_set(TETHER_EIO, "cannot write %s", path);
+	snprintf(name, sizeof name, "%020lld.json", version);
+	return tt_harness_write(dir, name, text, 1);
 }
 
 static int new_object(void *ud, json_t **locator)
@@ -82,12 +78,7 @@ static int mutate(void *ud, const json_t *locator, const json_t *working_ref)
 static void cleanup(void *ud, const json_t *locator)
 {
 	(void)ud;
-	const char *path = json_string_value(json_object_get(locator, "uri"));
-	char copy[PATH_MAX];
-	if (!path || strlen(path) >= sizeof copy)
-		return;
-	strcpy(copy, path);
-	conf_rmtree(dirname(copy));
+	tt_harness_remove_parent(locator);
 }
 
 const struct tether_harness *tt_harness_delta(void)

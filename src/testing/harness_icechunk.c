@@ -16,7 +16,6 @@
 #include "testing/suite.h"
 
 #include <errno.h>
-#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <spawn.h>
@@ -146,12 +145,7 @@ static int mutate(void *ud, const json_t *locator, const json_t *working_ref)
 static void cleanup(void *ud, const json_t *locator)
 {
 	(void)ud;
-	const char *path = json_string_value(json_object_get(locator, "uri"));
-	char copy[PATH_MAX];
-	if (!path || strlen(path) >= sizeof copy)
-		return;
-	strcpy(copy, path);
-	conf_rmtree(dirname(copy));
+	tt_harness_remove_parent(locator);
 }
 
 const struct tether_harness *tt_harness_icechunk(void)

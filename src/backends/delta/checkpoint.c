@@ -81,6 +81,17 @@ static char *part_key(const struct dl_checkpoint *cp, uint32_t part)
 	return tt_strdupf(DL_LOG "%020" PRId64 ".checkpoint.%010u.%010u.parquet", cp->version, part, cp->parts);
 }
 
+/* Part p of a checkpoint (1 for all but a multi-part one), read for
+ * `columns`. */
+static int read_part(struct dl_log *log, const struct dl_checkpoint *cp, uint32_t p, const char *const *columns,
+                     json_t **actions)
+{
+	char *key = cp->kind == DL_CP_MULTIPART ? part_key(cp, p) : strdup(cp->key);
+	int rc = key ? read_actions(log, key, cp->json, columns, actions) : dl_fail_oom();
+	free(key);
+	return rc;
+}
+
 /* A sidecar action's file, under _delta_log/_sidecars/; NULL (refused)
  * when its path names anything else. */
 static char *sidecar_key(struct dl_log *log, const json_t *sidecar)
@@ -111,10 +122,8 @@ int dl_checkpoint_state(struct dl_log *log, const struct dl_checkpoint *cp, json
 	uint32_t parts = cp->kind == DL_CP_MULTIPART ? cp->parts : 1;
 	int rc = 0;
 	for (uint32_t p = 1; rc == 0 && p <= parts && !(*protocol && *metadata); p++) {
-		char *key = cp->kind == DL_CP_MULTIPART ? part_key(cp, p) : strdup(cp->key);
 		json_t *actions = NULL;
-		rc = key ? read_actions(log, key, cp->json, state_columns, &actions) : dl_fail_oom();
-		free(key);
+		rc = read_part(log, cp, p, state_columns, &actions);
 		size_t i;
 		json_t *a;
 		json_array_foreach(actions, i, a) {
@@ -212,10 +221,8 @@ int dl_checkpoint_files(struct dl_log *log, const struct dl_checkpoint *cp, json
 	uint32_t parts = cp->kind == DL_CP_MULTIPART ? cp->parts : 1;
 	int rc = 0;
 	for (uint32_t p = 1; rc == 0 && p <= parts; p++) {
-		char *key = cp->kind == DL_CP_MULTIPART ? part_key(cp, p) : strdup(cp->key);
 		json_t *actions = NULL;
-		rc = key ? read_actions(log, key, cp->json, file_columns, &actions) : dl_fail_oom();
-		free(key);
+		rc = read_part(log, cp, p, file_columns, &actions);
 		size_t i;
 		json_t *a;
 		json_array_foreach(actions, i, a) {

@@ -325,6 +325,10 @@ def test_truncated_checkpoint(ds, tmp_path):
     DeltaTable(uri).cleanup_metadata()  # the metaData lives in the checkpoint alone now
     add(ds, uri)
     ds.tether("commit", "-m", "one")
+    # The checkpoint's protocol and metaData are kept in the checkout's
+    # cache, named by its version: the truncated file is another version.
+    cached = [json.loads(p.read_text()) for p in ds.p(".tether/cache/delta").glob("*.json")]
+    assert [c["metaData"]["id"] for c in cached] == [DeltaTable(uri).metadata().id]
     cp = log_dir(uri) / "00000000000000000003.checkpoint.parquet"
     data = cp.read_bytes()
     cp.write_bytes(data[: len(data) // 2])

@@ -68,6 +68,7 @@ struct dl_log {
 	size_t have_len;
 	json_t *protocol;          /* newest protocol action (owned), after dl_log_load_state */
 	json_t *metadata;          /* newest metaData action (owned) */
+	const char *cache_dir;     /* the checkout's cache (ctx->cache_dir), or NULL */
 };
 
 /* The options the table's store opens with (committed storage_options of
@@ -108,6 +109,12 @@ int dl_checkpoint_state(struct dl_log *log, const struct dl_checkpoint *cp, json
  * sidecars present? */
 int dl_checkpoint_complete(struct dl_log *log, const struct dl_checkpoint *cp, int *complete);
 
+/* A checkpoint's protocol and metaData from the checkout's cache: 1 on a
+ * hit, else 0 with *path (malloc'd, or NULL: no cache) where dl_cache_put
+ * keeps what the checkpoint gives. */
+int dl_cache_get(struct dl_log *log, const struct dl_checkpoint *cp, json_t **protocol, json_t **metadata,
+                 char **path);
+void dl_cache_put(const char *path, const json_t *protocol, const json_t *metadata);
 /* Apply one action to `live`, {path: true}: an add puts its path in, a
  * remove takes it out, anything else is left alone. */
 int dl_apply_file_action(json_t *live, const json_t *action);

@@ -270,6 +270,7 @@ int dl_log_open(const struct tether_bctx *ctx, const json_t *locator, const char
 	if (rc)
 		return rc;
 	out->uri = tether_store_uri(out->store);
+	out->cache_dir = ctx ? ctx->cache_dir : NULL;
 	struct gather g = {.log = out};
 	int64_t hint = -1;
 	if (!full)
@@ -367,7 +368,10 @@ int dl_log_load_state(struct dl_log *log)
 	}
 	if (rc == 0 && cp && !(log->protocol && log->metadata)) {
 		json_t *p = NULL, *m = NULL;
-		rc = dl_checkpoint_state(log, cp, &p, &m);
+		char *cached = NULL;
+		if (!dl_cache_get(log, cp, &p, &m, &cached) && (rc = dl_checkpoint_state(log, cp, &p, &m)) == 0)
+			dl_cache_put(cached, p, m);
+		free(cached);
 		if (!log->protocol)
 			log->protocol = p;
 		else

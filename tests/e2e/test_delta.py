@@ -415,7 +415,8 @@ def test_s3_table_with_a_cleaned_log(ds, seaweedfs_server):
     assert f"tables/events/_delta_log/{0:020d}.json" not in keys
 
     ds.write(".tether/secrets.toml", secrets_for(srv, bucket))
-    add(ds, uri)
+    r = json.loads(add(ds, uri, "--json").stdout)
+    assert "REMOTE_FINGERPRINT" in r["flags"], "round trips, fingerprinted on the engine's pool for them"
     ds.tether("commit", "-m", "one")
     dt = DeltaTable(uri, storage_options=so)
     assert ds.manifest(KEY)["state"] == {"version": 5, "table_id": dt.metadata().id}

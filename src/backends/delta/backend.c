@@ -145,6 +145,19 @@ static int dl_make_locator(const struct tether_bctx *ctx, const char *uri, const
 	return rc;
 }
 
+/* A table in an object store is fingerprinted in round trips (a LIST, a
+ * few GETs), not CPU: REMOTE_FINGERPRINT puts it on the engine's pool for
+ * such objects. */
+static int dl_effective_capabilities(const struct tether_bctx *ctx, const json_t *locator, const json_t *policy,
+                                     unsigned *caps)
+{
+	(void)ctx, (void)policy;
+	const char *uri = json_string_value(json_object_get(locator, "uri"));
+	if (uri && strstr(uri, "://"))
+		*caps |= TETHER_CAP_REMOTE_FINGERPRINT;
+	return 0;
+}
+
 static int dl_identity(const struct tether_bctx *ctx, const json_t *locator, json_t **identity)
 {
 	(void)ctx;
@@ -376,6 +389,7 @@ const struct tether_backend tt_backend_delta = {
 	.caps = TETHER_CAP_FINGERPRINT | TETHER_CAP_ADDRESSABLE | TETHER_CAP_CHEAP_FINGERPRINT |
 	        TETHER_CAP_RETENTION_BOUND | TETHER_CAP_DIFF | TETHER_CAP_HISTORY,
 	.make_locator = dl_make_locator,
+	.effective_capabilities = dl_effective_capabilities,
 	.identity = dl_identity,
 	.fingerprint = dl_fingerprint,
 	.verify = dl_verify,

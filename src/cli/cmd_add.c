@@ -1,4 +1,4 @@
-/* tether add KEY URI --kind K: register an object (write its manifest);
+/* tether add KEY [URI] --kind K: register an object (write its manifest);
  * the store is opened to check it, and its state is recorded by the next
  * commit. */
 #include "args.h"
@@ -330,16 +330,18 @@ static int run_add(const struct args *a)
 const struct cli_command cmd_add = {
 	.name = "add",
 	.summary = "register an object under a key",
-	.usage = "add KEY URI --kind K [--write fork|track|none] [--pin native|record] [--at ID | --pick]\n"
+	.usage = "add KEY [URI] --kind K [--write fork|track|none] [--pin native|record] [--at ID | --pick]\n"
 	         "           [--create] [--option NAME=VALUE]... [--json] [the kind's options: --NAME VALUE]...",
 	.description =
 		"Register the object at URI under KEY by writing .tether/objects/KEY.toml.\n"
 		"The store is opened to check it: it must exist (unless --create makes it),\n"
 		"with the branch, ref or --at point named; nothing in it is changed (unless\n"
 		"--create), and no state is recorded: the first 'tether commit' does that.\n"
-		"Relative paths in URI are taken from the current directory.\n"
+		"Relative paths in URI are taken from the current directory. A kind whose\n"
+		"objects are named by its options alone (a repository, a database) takes\n"
+		"no URI; the others refuse its absence.\n"
 		"Each kind takes its own options, which its backend declares (listed below).",
-	.spec = { ARGS_OPTIONS(options), .positionals = positionals, .min_positionals = 2,
+	.spec = { ARGS_OPTIONS(options), .positionals = positionals, .min_positionals = 1,
 	          .max_positionals = 2 },
 	.run = run_add,
 	.spec_for = add_spec_for,

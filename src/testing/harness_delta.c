@@ -75,19 +75,13 @@ static int mutate(void *ud, const json_t *locator, const json_t *working_ref)
 	return write_commit(table, next, text);
 }
 
-static void cleanup(void *ud, const json_t *locator)
-{
-	(void)ud;
-	tt_harness_remove_parent(locator);
-}
-
 const struct tether_harness *tt_harness_delta(void)
 {
 	static const struct tether_harness h = {
 		TETHER_HARNESS_INIT,
 		.new_object = new_object,
 		.mutate = mutate,
-		.cleanup = cleanup,
+		.cleanup = tt_harness_remove_parent,
 	};
 	return &h;
 }

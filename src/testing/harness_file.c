@@ -57,8 +57,9 @@ int tt_harness_write(const char *dir, const char *name, const char *text, int ex
 	return ok ? 0 : tether_error_set(TETHER_EIO, "cannot write %s", path);
 }
 
-void tt_harness_remove_parent(const json_t *locator)
+void tt_harness_remove_parent(void *ud, const json_t *locator)
 {
+	(void)ud;
 	const char *path = json_string_value(json_object_get(locator, "uri"));
 	char copy[PATH_MAX];
 	if (!path || strlen(path) >= sizeof copy)

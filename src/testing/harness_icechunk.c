@@ -16,6 +16,7 @@
 #include "testing/suite.h"
 
 #include <errno.h>
+#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <spawn.h>
@@ -145,7 +146,12 @@ static int mutate(void *ud, const json_t *locator, const json_t *working_ref)
 static void cleanup(void *ud, const json_t *locator)
 {
 	(void)ud;
-	tt_harness_remove_parent(locator);
+	const char *path = json_string_value(json_object_get(locator, "uri"));
+	char copy[PATH_MAX];
+	if (!path || strlen(path) >= sizeof copy)
+		return;
+	strcpy(copy, path);
+	conf_rmtree(dirname(copy));
 }
 
 const struct tether_harness *tt_harness_icechunk(void)

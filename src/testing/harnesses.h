@@ -20,7 +20,8 @@ char *tt_harness_mkdtemp(const char *prefix);
 int tt_harness_scratch_child(const char *prefix, const char *name, char *out, size_t len);
 /* Write text to dir/name; with exclusive, only as a new file. */
 int tt_harness_write(const char *dir, const char *name, const char *text, int exclusive);
-/* Remove the scratch directory a locator's "uri" is the child of. */
-void tt_harness_remove_parent(const json_t *locator);
+/* A harness's cleanup of a system at <scratch directory>/<name>: the
+ * scratch directory removed. */
+void tt_harness_remove_parent(void *ud, const json_t *locator);
 
 #endif

@@ -16,6 +16,8 @@ Fixtures:
             seaweedfs_server and moto_server for one of them (s3servers.py)
   gcs_server fake-gcs-server on 127.0.0.1, once per session (gcsserver.py)
   azurite_server  Azurite's blob service on 127.0.0.1 (azureserver.py)
+  postgres_server, mariadb_server  Postgres 15 and MariaDB on 127.0.0.1,
+            once per session, passwords enforced (dbservers.py)
 
 Every run gets a private HOME, no GIT_* variables from outside, NO_COLOR and
 TZ=UTC. The helpers below compute what tether should record (states,
@@ -43,6 +45,8 @@ from azureserver import azurite_server  # noqa: F401
 # Postgres and MariaDB, for the catalogs and databases of the table and
 # database backends (tests/e2e/dbservers.py).
 from dbservers import mariadb_server, postgres_server  # noqa: F401
+# The fake lakeFS API (tests/e2e/lakefsfake.py): lakeFS itself is not served here.
+from lakefsfake import lakefs_server  # noqa: F401
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 TETHER_BIN = os.environ.get("TETHER_BIN") or str(SOURCE_ROOT / "build" / "tether")

@@ -423,6 +423,111 @@ class IcechunkS3(IcechunkAdapter):
 
 
 # ---------------------------------------------------------------------------
+# lakeFS: a repository on the fake lakeFS API (tests/e2e/lakefsfake.py; no
+# lakeFS server is served here), read and written with lakefs-sdk
+# ---------------------------------------------------------------------------
+
+class LakeFSAdapter(Adapter):
+    """A lakeFS repository; the oracle is lakefs-sdk's API client. lakeFS
+    branch names cannot hold dots, so tether spells its working branches
+    in lakeFS's alphabet (docs/BACKENDS.md); refs() and handle_ref() read
+    them back by that documented rule."""
+
+    name = "lakefs"
+    kind = "lakefs"
+    server_fixture = "lakefs_server"
+
+    def __init__(self):
+        self.server = None
+
+    def bind(self, server):
+        self.server = server
+
+    def reach(self, root, env, store):
+        """lakectl's variables: the endpoint (http on 127.0.0.1 is allowed
+        without secrets.toml saying so) and the key pair."""
+        env.update({"LAKECTL_SERVER_ENDPOINT_URL": self.server.endpoint,
+                    "LAKECTL_CREDENTIALS_ACCESS_KEY_ID": self.server.key,
+                    "LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY": self.server.secret})
+
+    def _api(self, name):
+        import lakefs_sdk
+        return getattr(lakefs_sdk, name)(self.server.client())
+
+    def make_store(self, tmp_path, name="store"):
+        repo = self.server.repo(name)
+        self._write(repo, "main", "data/first.txt", b"first")
+        return repo
+
+    def _write(self, repo, branch, path, data):
+        import lakefs_sdk
+        from lakefsfake import upload
+        upload(self.server.client(), repo, branch, path, data)
+        return self._api("CommitsApi").commit(repo, branch, lakefs_sdk.CommitCreation(message=f"write {path}")).id
+
+    def add_args(self, store):
+        return ["--kind", "lakefs", "--repository", store, "--prefix", "data/"]
+
+    def mutate(self, store, branch=None):
+        from lakefsfake import encode_branch
+        import secrets as _s
+        # The same object each time, so that two sides' writes conflict.
+        return self._write(store, encode_branch(branch or self.base_branch), "data/value", _s.token_bytes(8))
+
+    def head(self, store, branch=None):
+        from lakefsfake import encode_branch
+        return self._api("BranchesApi").get_branch(store, encode_branch(branch or self.base_branch)).commit_id
+
+    def refs(self, store):
+        from lakefsfake import decode_branch
+        tags = self._api("TagsApi").list_tags(store, amount=1000).results
+        branches = self._api("BranchesApi").list_branches(store, amount=1000).results
+        return {"pins": {t.id: t.commit_id for t in tags},
+                "branches": {decode_branch(b.id): b.commit_id for b in branches}}
+
+    def content(self, store, ref):
+        from lakefsfake import encode_branch
+        if ref not in self.refs(store)["pins"]:
+            ref = encode_branch(ref)
+        objs = self._api("ObjectsApi").list_objects(store, ref, amount=1000).results
+        return sorted((o.path, o.checksum) for o in objs)
+
+    def delete_pin(self, store, ref):
+        self._api("TagsApi").delete_tag(store, ref)
+
+    def add_foreign_ref(self, store, name, state_id):
+        import lakefs_sdk
+        self._api("TagsApi").create_tag(store, lakefs_sdk.TagCreation(id=name, ref=state_id))
+
+    def history(self, store, branch=None):
+        from lakefsfake import encode_branch
+        log = self._api("RefsApi").log_commits(store, encode_branch(branch or self.base_branch), amount=1000)
+        return [(c.id, c.message) for c in log.results]
+
+    def witness(self, store):
+        return json.dumps(self.refs(store), sort_keys=True)
+
+    def identity(self, store):
+        return {"repository": store}
+
+    def content_state(self, state_id):
+        return {"commit": state_id}
+
+    def state_id(self, state):
+        return state["commit"]
+
+    def handle_state(self, handle):
+        return handle["commit"]
+
+    def handle_ref(self, handle):
+        from lakefsfake import decode_branch
+        return decode_branch(handle["ref"])
+
+    def write_via_handle(self, handle):
+        import secrets as _s
+        return self._write(handle["repository"], handle["ref"], "data/value", _s.token_bytes(8))
+
+
 # Delta: Addressable (versions recorded, never pinned); the oracle is the
 # deltalake library (1.6.6, delta-rs) in .venv
 # ---------------------------------------------------------------------------
@@ -511,7 +616,7 @@ class DeltaAdapter(Adapter):
         return str(handle["version"])
 
 
-ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3(), DeltaAdapter()]
+ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3(), LakeFSAdapter(), DeltaAdapter()]
 
 # Stable Pinnable kinds with no adapter, and why the lifecycle cannot be
 # run on them end to end. Any other such kind without an adapter fails

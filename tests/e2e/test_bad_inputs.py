@@ -30,7 +30,6 @@ USAGE_CASES = [
     (["init", "--bare"], "unknown option '--bare' for 'init'"),
     (["init", "somewhere"], "unexpected argument 'somewhere' for 'init'"),
     (["add", "k", "p"], "missing option --kind K for 'add'"),
-    (["add", "k", "--kind", "file"], "missing argument URI for 'add'"),
     (["add", "k", "p", "--kind"], "option '--kind' needs a value"),
     (["add", "k", "p", "--kind", "file", "--option", "novalue"], "needs NAME=VALUE (got 'novalue')"),
     (["add", "k", "p", "--kind", "file", "--option", "=v"], "needs NAME=VALUE (got '=v')"),

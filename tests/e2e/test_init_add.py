@@ -310,8 +310,14 @@ def test_add_outside_a_dataset(repo):
 
 
 def test_add_missing_positional(ds):
-    p = ds.tether("add", "onlykey", "--kind", "file", check_rc=2)
-    assert "missing argument URI" in p.stderr
+    # The URI is optional on the command line (a kind named by its options
+    # alone takes none); a kind that needs one refuses its absence.
+    for kind, why in (("file", "kind file needs a path"), ("git", "kind git needs a path"),
+                      ("icechunk", "kind icechunk needs the repository's path")):
+        p = ds.tether("add", "onlykey", "--kind", kind, check_rc=2)
+        assert why in p.stderr
+    p = ds.tether("add", check_rc=2)
+    assert "missing argument KEY" in p.stderr
     p = ds.tether("add", "k", "u", "extra", "--kind", "file", check_rc=2)
     assert "unexpected argument 'extra'" in p.stderr
     assert ds.objects_files() == []

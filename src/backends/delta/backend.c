@@ -92,9 +92,6 @@ static int dl_make_locator(const struct tether_bctx *ctx, const char *uri, const
 		if (!json_is_string(v) || !*json_string_value(v))
 			return tether_error_set(TETHER_EUSAGE, "--%s for kind delta takes a non-empty string", k);
 	}
-	if (json_is_true(json_object_get(options, "create")))
-		return tether_error_set(TETHER_EUSAGE, "kind delta cannot create a table: a Delta table needs a schema; "
-		                                       "make it with your Delta library, then add it");
 	if (!uri || !*uri)
 		return tether_error_set(TETHER_EUSAGE, "kind delta needs the table's path or URI: "
 		                                       "tether add KEY PATH --kind delta");

@@ -610,3 +610,17 @@ def test_verify_deep_on_the_cleaned_log(ds, cleaned):
     Path(victim.removeprefix("file://")).unlink()
     v = ds.tj("verify", "--deep", check_rc=3)
     assert "lost 1 of its 231 data files" in v["objects"][0]["detail"], v
+
+
+def test_a_torn_commit_names_its_file_and_line(ds, tmp_path):
+    uri = make_table(str(tmp_path / "t"), 3)
+    add(ds, uri)
+    ds.tether("commit", "-m", "one")
+    write_deltalake(uri, rows(1, 800), mode="append")
+    path = commit_file(uri, 3)
+    lines = path.read_text().splitlines()
+    path.write_text(lines[0] + "\n" + lines[1][: len(lines[1]) // 2] + "\n")
+    with pytest.raises(Exception):
+        DeltaTable(uri).to_pyarrow_table()
+    line = refused(ds, ["commit", "-m", "two"], "00000000000000000003.json:2:")
+    assert uri in line

@@ -190,6 +190,14 @@ static int add_command(tether_repo *repo, const struct tether_add_opts *opts, js
 		if (!(caps & (TETHER_CAP_PIN | TETHER_CAP_ADDRESSABLE)))
 			json_array_append_new(warnings, json_sprintf("%s is observed only: tether detects changes but "
 			                                            "cannot recover earlier states", opts->key));
+		/* Recorded, not pinned, in a system that expires its past
+		 * (a Delta table's log cleanup and VACUUM): say so once, here. */
+		if ((caps & TETHER_CAP_RETENTION_BOUND) && (caps & TETHER_CAP_ADDRESSABLE) && !(caps & TETHER_CAP_PIN))
+			json_array_append_new(warnings, json_sprintf("%s is retention-bound (RETENTION_BOUND): kind %s has "
+			                                            "no refs to pin with, so a recorded state stays "
+			                                            "readable only until the system's own retention "
+			                                            "removes it; `tether verify` says whether it still is",
+			                                            opts->key, b->kind));
 		if (b->maturity && strcmp(b->maturity, "stable") != 0)
 			json_array_append_new(warnings, json_sprintf("kind %s is %s: tested against a fake, not the "
 			                                            "real service", b->kind, b->maturity));

@@ -367,8 +367,11 @@ static int add_key(struct listing *l, char *key)
 	return 0;
 }
 
-/* Every regular file under dir (the key rel, "" at the root). */
-static int walk(const char *dir, const char *rel, struct listing *l, int depth)
+/* Every regular file under dir (the key rel, "" at the root) whose key
+ * sorts after `after` ("" for all): a page of a paged listing keeps only
+ * those, so a directory of ten thousand files is not sorted whole again
+ * for each page. */
+static int walk(const char *dir, const char *rel, const char *after, struct listing *l, int depth)
 {
 	if (depth > 64)
 		return tether_error_set(TETHER_EIO, "%s: directories nest too deeply", dir);
@@ -381,16 +384,27 @@ static int walk(const char *dir, const char *rel, struct listing *l, int depth)
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
 		    tether_store_is_staging_name(e->d_name))
 			continue;
-		char *path = tt_path_join(dir, e->d_name);
-		char *key = *rel ? tt_strdupf("%s/%s", rel, e->d_name) : strdup(e->d_name);
+		/* The entry's type from readdir where the filesystem gives it
+		 * (a stat per file is most of a listing's cost); lstat else.
+		 * The path is made only for those, the key by hand: formatting
+		 * two strings per entry showed in the listing of a long log. */
+		int is_dir = e->d_type == DT_DIR, known = e->d_type != DT_UNKNOWN;
+		size_t rl = strlen(rel), nl = strlen(e->d_name);
+		char *key = malloc(rl + nl + 2);
+		if (key) {
+			memcpy(key, rel, rl);
+			key[rl] = '/';
+			memcpy(key + (rl ? rl + 1 : 0), e->d_name, nl + 1);
+		}
+		char *path = !known || is_dir ? tt_path_join(dir, e->d_name) : NULL;
 		struct stat st;
-		if (!path || !key)
+		if (!key || ((!known || is_dir) && !path))
 			rc = oom();
-		else if (lstat(path, &st) != 0)
+		else if (!known && lstat(path, &st) != 0)
 			rc = errno == ENOENT ? 0 : fail_errno("cannot stat", path, errno);
-		else if (S_ISDIR(st.st_mode))
-			rc = walk(path, key, l, depth + 1);
-		else {
+		else if (known ? is_dir : S_ISDIR(st.st_mode))
+			rc = walk(path, key, after, l, depth + 1);
+		else if (strcmp(key, after) > 0) {
 			rc = add_key(l, key);
 			key = NULL;
 		}
@@ -411,7 +425,7 @@ static int local_list(void *s, const char *prefix, const char *start_after, size
 {
 	char *dir = *prefix ? path_of(s, prefix) : strdup(root_of(s));
 	struct listing l = {0};
-	int rc = dir ? walk(dir, prefix, &l, 0) : oom();
+	int rc = dir ? walk(dir, prefix, start_after, &l, 0) : oom();
 	if (rc == 0 && l.n)
 		qsort(l.keys, l.n, sizeof *l.keys, cmp_keys);
 	size_t i = 0, emitted = 0;

@@ -5,6 +5,7 @@
 
 #include "testing/suite.h"
 
+#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,16 +45,27 @@ int tt_harness_scratch_child(const char *prefix, const char *name, char *out, si
 	return 0;
 }
 
-static int write_text(const char *dir, const char *name, const char *text)
+int tt_harness_write(const char *dir, const char *name, const char *text, int exclusive)
 {
 	char path[PATH_MAX];
 	if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
 		return tether_error_set(TETHER_EIO, "path too long: %s/%s", dir, name);
-	FILE *f = fopen(path, "w");
+	FILE *f = fopen(path, exclusive ? "wx" : "w");
 	int ok = f && fputs(text, f) >= 0;
 	if (f && fclose(f) != 0)
 		ok = 0;
 	return ok ? 0 : tether_error_set(TETHER_EIO, "cannot write %s", path);
+}
+
+void tt_harness_remove_parent(void *ud, const json_t *locator)
+{
+	(void)ud;
+	const char *path = json_string_value(json_object_get(locator, "uri"));
+	char copy[PATH_MAX];
+	if (!path || strlen(path) >= sizeof copy)
+		return;
+	strcpy(copy, path);
+	conf_rmtree(dirname(copy));
 }
 
 static int new_object(void *ud, json_t **locator)
@@ -64,7 +76,7 @@ static int new_object(void *ud, json_t **locator)
 	if (!dir)
 		return tether_error_set(TETHER_EIO, "cannot make a scratch directory");
 	/* The locator holds the resolved path, as file's make_locator stores it. */
-	int rc = realpath(dir, real) ? write_text(real, "a.txt", "a\n") : tether_error_set(TETHER_EIO, "realpath %s", dir);
+	int rc = realpath(dir, real) ? tt_harness_write(real, "a.txt", "a\n", 0) : tether_error_set(TETHER_EIO, "realpath %s", dir);
 	free(dir);
 	if (!rc)
 		*locator = json_pack("{s:s}", "uri", real);
@@ -78,7 +90,7 @@ static int mutate(void *ud, const json_t *locator, const json_t *working_ref)
 	char name[32], text[32];
 	snprintf(name, sizeof name, "m%lu.txt", ++writes);
 	snprintf(text, sizeof text, "%lu\n", writes);
-	return write_text(json_string_value(json_object_get(locator, "uri")), name, text);
+	return tt_harness_write(json_string_value(json_object_get(locator, "uri")), name, text, 0);
 }
 
 static void cleanup(void *ud, const json_t *locator)

@@ -24,6 +24,7 @@ static const struct {
 	{"git", tt_harness_git},
 	{"icechunk", tt_harness_icechunk},
 	{"lance", tt_harness_lance},
+	{"delta", tt_harness_delta},
 };
 
 static void usage(FILE *f)

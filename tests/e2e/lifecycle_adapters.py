@@ -831,7 +831,96 @@ class DuckLakeAdapter(Adapter):
         return str(handle["snapshot_id"])
 
 
-ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3(), LakeFSAdapter(), DoltAdapter(), LanceAdapter(), LanceS3(), DuckLakeAdapter()]
+
+# Delta: Addressable (versions recorded, never pinned); the oracle is the
+# deltalake library (1.6.6, delta-rs) in .venv
+# ---------------------------------------------------------------------------
+
+def delta_message(h):
+    """What tether's history says of one DeltaTable.history() entry: the
+    operation and its metrics (delta-rs: numbers, snake_case names)."""
+    m = h.get("operationMetrics") or {}
+    parts = []
+    for key, fmt in (("num_added_rows", "+{} rows"), ("num_deleted_rows", "-{} rows"),
+                     ("num_updated_rows", "~{} rows"), ("num_added_files", "+{} files"),
+                     ("num_removed_files", "-{} files")):
+        if m.get(key):  # a count of zero is not said
+            parts.append(fmt.format(m[key]))
+    return h["operation"] + (": " + ", ".join(parts) if parts else "")
+
+
+class DeltaAdapter(Adapter):
+    """A Delta table on a local path. Delta has no tags or branches: its
+    one "branch" is the table's latest version (tether's history marks it
+    `latest`), and it has no pins, so the suite runs only the checks an
+    Addressable kind takes part in (test_lifecycle.ADDRESSABLE_CHECKS).
+    A state id is the version number, as `tether log` and `add --at` spell
+    it."""
+
+    name = "delta"
+    kind = "delta"
+    base_branch = "latest"
+
+    def __init__(self):
+        self.table_ids = {}
+
+    def _append(self, store, n=1):
+        import pyarrow as pa
+        from deltalake import write_deltalake
+        self.rows = getattr(self, "rows", 0) + n
+        write_deltalake(str(store), pa.table({"i": pa.array(range(self.rows - n, self.rows), pa.int64())}),
+                        mode="append")
+
+    def make_store(self, tmp_path, name="store"):
+        from deltalake import DeltaTable
+        path = Path(tmp_path) / name
+        self._append(path, 2)
+        self.table_ids[str(path)] = DeltaTable(str(path)).metadata().id
+        self.last_store = str(path)
+        return path
+
+    def mutate(self, store, branch=None):
+        assert branch in (None, self.base_branch), "a Delta table has no branches"
+        self._append(store)
+        return self.head(store)
+
+    def head(self, store, branch=None):
+        from deltalake import DeltaTable
+        return str(DeltaTable(str(store)).version())
+
+    def refs(self, store):
+        return {"pins": {}, "branches": {self.base_branch: self.head(store)}}
+
+    def content(self, store, ref):
+        from deltalake import DeltaTable
+        version = None if ref == self.base_branch else int(ref)
+        return sorted(r["i"] for r in DeltaTable(str(store), version=version).to_pyarrow_table().to_pylist())
+
+    def history(self, store, branch=None):
+        from deltalake import DeltaTable
+        return [(str(h["version"]), delta_message(h)) for h in DeltaTable(str(store)).history()]
+
+    def witness(self, store):
+        return sorted((str(p.relative_to(store)), p.stat().st_size, p.stat().st_mtime_ns)
+                      for p in Path(store).rglob("*"))
+
+    def identity(self, store):
+        return {"uri": str(store)}
+
+    def content_state(self, state_id):
+        return {"table_id": self.table_ids[self.last_store], "version": int(state_id)}
+
+    def state_id(self, state):
+        return str(state["version"])
+
+    def handle_state(self, handle):
+        return str(handle["version"])
+
+    def handle_ref(self, handle):
+        return str(handle["version"])
+
+
+ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3(), LakeFSAdapter(), DoltAdapter(), LanceAdapter(), LanceS3(), DuckLakeAdapter(), DeltaAdapter()]
 
 # Stable Pinnable kinds with no adapter, and why the lifecycle cannot be
 # run on them end to end. Any other such kind without an adapter fails

@@ -313,7 +313,8 @@ def test_add_missing_positional(ds):
     # The URI is optional on the command line (a kind named by its options
     # alone takes none); a kind that needs one refuses its absence.
     for kind, why in (("file", "kind file needs a path"), ("git", "kind git needs a path"),
-                      ("icechunk", "kind icechunk needs the repository's path")):
+                      ("icechunk", "kind icechunk needs the repository's path"),
+                      ("delta", "kind delta needs the table's path or URI")):
         p = ds.tether("add", "onlykey", "--kind", kind, check_rc=2)
         assert why in p.stderr
     p = ds.tether("add", check_rc=2)

@@ -199,8 +199,11 @@ static int add_command(tether_repo *repo, const struct tether_add_opts *opts, js
 			                                            "removes it; `tether verify` says whether it still is",
 			                                            opts->key, b->kind));
 		if (b->maturity && strcmp(b->maturity, "stable") != 0)
-			json_array_append_new(warnings, json_sprintf("kind %s is %s: tested against a fake, not the "
-			                                            "real service", b->kind, b->maturity));
+			/* What it was tested against is the backend's to say (a
+			 * fake of a hosted API, an old server, the real library):
+			 * its summary in `tether backends`. */
+			json_array_append_new(warnings, json_sprintf("kind %s is %s: `tether backends` says what it was "
+			                                            "tested against", b->kind, b->maturity));
 		char *rel = tt_manifest_relpath(opts->key);
 		/* The object's own flags: a backend's effective_capabilities may
 		 * grant more than `tether backends` lists (icechunk's

@@ -69,7 +69,9 @@ def test_add_by_options_or_uri_and_commit_pins_a_tag(lake):
     ds = lake.ds
     r = ds.tj("add", KEY, "--kind", "lakefs", "--repository", lake.repo, "--prefix", "raw/")
     assert r["tier"] == "forkable"
-    assert any("experimental" in w and "fake" in w for w in r.get("warnings", [])), r
+    assert any("experimental" in w and "tether backends" in w for w in r.get("warnings", [])), r
+    summary = {b["kind"]: b["summary"] for b in ds.tj("backends")}["lakefs"]
+    assert "fake" in summary and "not a lakeFS server" in summary
     loc = ds.manifest(KEY)["locator"]
     assert loc == {"repository": lake.repo, "branch": "main", "prefix": "raw/"}
     ds.tj("add", "lake2", f"lakefs://{lake.repo}/main/raw/", "--kind", "lakefs",

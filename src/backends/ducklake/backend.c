@@ -289,7 +289,8 @@ const struct tether_backend tt_backend_ducklake = {
 	TETHER_BACKEND_INIT,
 	.kind = "ducklake",
 	.maturity = "experimental",
-	.summary = "DuckLake catalogs (SQLite, Postgres, MySQL, DuckDB file): snapshots addressed, not pinned",
+	.summary = "DuckLake catalogs (SQLite, Postgres, MySQL, DuckDB file): snapshots addressed, not pinned; "
+	           "tested with DuckDB 1.5.5's catalogs on SQLite, Postgres 15, MariaDB 10.11 and DuckDB files",
 	.caps = TETHER_CAP_FINGERPRINT | TETHER_CAP_ADDRESSABLE | TETHER_CAP_CHEAP_FINGERPRINT |
 	        TETHER_CAP_RETENTION_BOUND | TETHER_CAP_DIFF | TETHER_CAP_HISTORY,
 	.make_locator = dl_make_locator,

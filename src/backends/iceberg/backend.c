@@ -268,6 +268,7 @@ const struct tether_backend tt_backend_iceberg = {
 	.unpin = ib_unpin,
 	.list_pins = ib_list_pins,
 	.verify = ib_verify,
+	.verify_deep = ib_verify_deep,
 	.fork = ib_fork,
 	.delete_working_ref = ib_delete_working_ref,
 	.open = ib_open_handle,

@@ -29,32 +29,6 @@ struct sql_catalog {
 	char *display;
 };
 
-/* A metadata file's location split into its store (the directory) and
- * key (the file name). file:///p and /p are one local path. */
-static int split_location(const char *location, char **dir, const char **name)
-{
-	const char *slash = strrchr(location, '/');
-	if (!slash || !slash[1] || slash == location)
-		return tether_error_set(TETHER_ECONFIG, "metadata location \"%s\" is not a file path", location);
-	*name = slash + 1;
-	*dir = strndup(location, (size_t)(slash - location));
-	return *dir ? 0 : ib_fail_oom();
-}
-
-static int open_store(struct sql_catalog *c, const char *dir, tether_store **store)
-{
-	/* Only store options apply here: the object's own secrets are
-	 * catalog properties (uri, password), not the store's. */
-	struct tether_bctx plain = c->ctx ? *c->ctx : (struct tether_bctx){TETHER_BCTX_INIT};
-	plain.secrets = NULL;
-	json_t *options = NULL;
-	int rc = c->ctx ? tether_bctx_store_options(&plain, dir, NULL, &options) : 0;
-	if (rc == 0)
-		rc = tether_store_open(dir, options, store);
-	json_decref(options);
-	return rc;
-}
-
 static int read_metadata(struct sql_catalog *c, const char *location, const char *what, json_t **md)
 {
 	char *dir = NULL;
@@ -62,12 +36,12 @@ static int read_metadata(struct sql_catalog *c, const char *location, const char
 	tether_store *store = NULL;
 	uint8_t *data = NULL;
 	size_t len = 0;
-	int rc = split_location(location, &dir, &name);
+	int rc = ib_split_location(location, &dir, &name);
 	if (rc == 0 && (strstr(name, ".gz.") || (strlen(name) > 3 && strcmp(name + strlen(name) - 3, ".gz") == 0)))
 		rc = tether_error_set(TETHER_EREFUSED, "%s: %s is gzip-compressed table metadata, which tether does not "
 		                                       "read", what, location);
 	if (rc == 0)
-		rc = open_store(c, dir, &store);
+		rc = ib_open_dir(c->ctx, dir, &store);
 	if (rc == 0)
 		rc = tether_store_get(store, name, &data, &len, NULL);
 	if (rc == TETHER_ENOTFOUND)
@@ -177,7 +151,7 @@ static int commit_once(struct ib_catalog *base, const char *ns, const char *tabl
 	if (rc == 0 && !changed)
 		goto done; /* nothing to write: the metadata as it is */
 	if (rc == 0)
-		rc = split_location(old, &old_dir, &old_name);
+		rc = ib_split_location(old, &old_dir, &old_name);
 	if (rc == 0 && !(dir = metadata_dir(next)))
 		rc = tether_error_set(TETHER_ECONFIG, "%s: the table metadata has no location", what);
 	if (rc == 0)
@@ -187,7 +161,7 @@ static int commit_once(struct ib_catalog *base, const char *ns, const char *tabl
 	if (rc == 0 && !(text = json_dumps(next, JSON_COMPACT)))
 		rc = ib_fail_oom();
 	if (rc == 0)
-		rc = open_store(c, dir, &store);
+		rc = ib_open_dir(c->ctx, dir, &store);
 	if (rc == 0 && (rc = tether_store_put(store, name, text, strlen(text), TETHER_PUT_IF_ABSENT, NULL, NULL)) == 0)
 		written = 1;
 	if (rc == 0)

@@ -73,6 +73,12 @@ int ib_table_reload(struct ib_table *t);
  * committed one. */
 int ib_table_commit(struct ib_table *t, json_t *requirements, json_t *updates);
 
+/* Files (files.c). */
+int ib_split_location(const char *location, char **dir, const char **name);
+/* The store of a directory, with its options from secrets.toml [uris]. */
+int ib_open_dir(const struct tether_bctx *ctx, const char *dir, tether_store **store);
+int ib_file_exists(const struct tether_bctx *ctx, const char *location, int *exists);
+
 /* Metadata reading (metadata_read.c). */
 /* format-version 1, 2 or 3; anything else TETHER_EREFUSED naming it. */
 int ib_md_check_version(const json_t *md, const char *what, int *version);
@@ -119,6 +125,7 @@ int ib_pin(const struct tether_bctx *, const json_t *, const json_t *, const cha
 int ib_unpin(const struct tether_bctx *, const json_t *, const json_t *);
 int ib_list_pins(const struct tether_bctx *, const json_t *, json_t **);
 int ib_verify(const struct tether_bctx *, const json_t *, const json_t *, const json_t *, int *, char **);
+int ib_verify_deep(const struct tether_bctx *, const json_t *, const json_t *, const json_t *, int *, char **);
 int ib_fork(const struct tether_bctx *, const json_t *, const json_t *, const json_t *, const char *,
             const json_t *, json_t **);
 int ib_delete_working_ref(const struct tether_bctx *, const json_t *, const json_t *);

@@ -184,6 +184,33 @@ int ib_verify(const struct tether_bctx *ctx, const json_t *locator, const json_t
 	return rc;
 }
 
+/* verify --deep: verify's answer, then the snapshot's manifest list (the
+ * Avro file every reader of the snapshot opens first) looked up in its
+ * store: a tag naming a snapshot whose files are gone is no held state. */
+int ib_verify_deep(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
+                   int *ok, char **detail)
+{
+	int rc = ib_verify(ctx, locator, state, pin_ref, ok, detail);
+	int64_t id;
+	if (rc || !*ok || ib_state_id(state, "iceberg state", &id) || id == -1)
+		return rc;
+	struct ib_table t;
+	if ((rc = ib_table_open(ctx, locator, &t)))
+		return rc;
+	const char *list = json_string_value(json_object_get(ib_md_snapshot(t.md, id), "manifest-list"));
+	int exists = 0;
+	if (!list) {
+		*ok = 0;
+		*detail = tt_strdupf("snapshot %lld has no manifest-list", (long long)id);
+	} else if ((rc = ib_file_exists(ctx, list, &exists)) == 0 && !exists) {
+		*ok = 0;
+		free(*detail);
+		*detail = tt_strdupf("snapshot %lld: its manifest list %s is missing", (long long)id, list);
+	}
+	ib_table_close(&t);
+	return rc;
+}
+
 static int refuse_base(const struct ib_table *t, const char *branch, const char *doing)
 {
 	if (strcmp(branch, t->loc.branch) == 0 || strcmp(branch, "main") == 0)

@@ -92,11 +92,12 @@ int ib_catalog_open(const struct tether_bctx *ctx, const struct ib_loc *loc, str
 		rc = merge(props, secret);
 	const char *uri = json_string_value(json_object_get(props, "uri"));
 	const char *type = json_string_value(json_object_get(props, "type"));
+	if (rc == 0 && !uri)
+		rc = tether_error_set(TETHER_ECONFIG, "iceberg catalog '%s' has no uri: set it in .tether/secrets.toml "
+		                                      "([backends.iceberg] catalog = {uri = ...})", loc->catalog_name);
 	if (rc == 0 && !type && !(type = infer_type(uri)))
-		rc = tether_error_set(TETHER_ECONFIG, uri ? "iceberg catalog '%s': cannot tell its type from its uri; set "
-		                                            "catalog.type (sql or rest) in tether.toml [backends.iceberg]"
-		                                          : "iceberg catalog '%s' has no uri: set it in .tether/secrets.toml "
-		                                            "([backends.iceberg] catalog = {uri = ...})",
+		rc = tether_error_set(TETHER_ECONFIG, "iceberg catalog '%s': cannot tell its type from its uri; set "
+		                                      "catalog.type (sql or rest) in tether.toml [backends.iceberg]",
 		                      loc->catalog_name);
 	if (rc == 0 && strcmp(type, "sql") == 0)
 		rc = ib_catalog_sql_open(ctx, loc->catalog_name, props, out);

@@ -128,7 +128,12 @@ int ib_table_open(const struct tether_bctx *ctx, const json_t *locator, struct i
 	if (rc)
 		return rc;
 	snprintf(t->what, sizeof t->what, "iceberg table %s (catalog '%s')", t->loc.identifier, t->loc.catalog_name);
-	if ((rc = ib_catalog_open(ctx, &t->loc, &t->cat)) == 0)
+	struct ib_session *s = ctx ? ctx->session : NULL;
+	if (s && (t->cat = ib_session_take(s, ctx, &t->loc, &rc)))
+		t->session = s;
+	else if (rc == 0)
+		rc = ib_catalog_open(ctx, &t->loc, &t->cat);
+	if (rc == 0)
 		rc = ib_table_reload(t);
 	if (rc)
 		ib_table_close(t);
@@ -157,7 +162,11 @@ int ib_table_commit(struct ib_table *t, json_t *requirements, json_t *updates)
 
 void ib_table_close(struct ib_table *t)
 {
-	ib_catalog_close(t->cat);
+	if (t->session)
+		ib_session_give(t->session);
+	else
+		ib_catalog_close(t->cat);
+	t->session = NULL;
 	json_decref(t->md);
 	free(t->md_location);
 	t->cat = NULL;

@@ -5,6 +5,9 @@
  *       {"metadata-location": ..., "metadata": {...}} on stdout
  *   iceberg-rest-tool CONFIG commit NS TABLE REQUIREMENTS UPDATES
  *       (two JSON arrays) the table's metadata after the commit
+ *   iceberg-rest-tool CONFIG watch NS TABLE REF N PAUSE_MS
+ *       on one open catalog, N loads PAUSE_MS apart (a long command whose
+ *       token expires); REF's snapshot id after each, one per line
  *   iceberg-rest-tool CONFIG fingerprint NS TABLE REF N
  *       N times: open the catalog, load the table, read REF's snapshot id
  *       (what a tether fingerprint does); {"snapshot_id", "seconds"} with
@@ -50,6 +53,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: iceberg-rest-tool CONFIG load NS TABLE\n"
 	                "       iceberg-rest-tool CONFIG commit NS TABLE REQUIREMENTS UPDATES\n"
+	                "       iceberg-rest-tool CONFIG watch NS TABLE REF N PAUSE_MS\n"
 	                "       iceberg-rest-tool CONFIG fingerprint NS TABLE REF N\n");
 	return 2;
 }
@@ -73,6 +77,30 @@ static void print_json(json_t *j)
 	if (s)
 		puts(s);
 	free(s);
+}
+
+static int cmd_watch(const json_t *cfg, const char *ns, const char *table, const char *ref, int n, int pause_ms)
+{
+	struct ib_catalog *cat;
+	int rc = open_catalog(cfg, &cat);
+	for (int i = 0; !rc && i < n; i++) {
+		if (i) {
+			struct timespec ts = {pause_ms / 1000, (long)(pause_ms % 1000) * 1000000L};
+			nanosleep(&ts, NULL);
+		}
+		json_t *md = NULL;
+		long long id = -1;
+		rc = cat->ops->load(cat, ns, table, &md, NULL);
+		if (!rc && ib_rest_ref_snapshot(md, ref, &id))
+			id = -1;
+		json_decref(md);
+		if (!rc)
+			printf("%lld\n", id);
+		fflush(stdout);
+	}
+	if (cat)
+		cat->ops->close(cat);
+	return rc ? fail(rc) : 0;
 }
 
 static int cmd_fingerprint(const json_t *cfg, const char *ns, const char *table, const char *ref, int n)
@@ -114,6 +142,9 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "fingerprint") == 0 && argc == 7) {
 		int n = atoi(argv[6]);
 		status = n > 0 ? cmd_fingerprint(cfg, ns, table, argv[5], n) : usage();
+	} else if (strcmp(cmd, "watch") == 0 && argc == 8) {
+		int n = atoi(argv[6]), pause = atoi(argv[7]);
+		status = n > 0 && pause >= 0 ? cmd_watch(cfg, ns, table, argv[5], n, pause) : usage();
 	} else if (strcmp(cmd, "load") == 0 && argc == 5) {
 		struct ib_catalog *cat;
 		json_t *md = NULL;

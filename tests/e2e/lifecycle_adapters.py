@@ -461,8 +461,9 @@ class IcebergSqlite(Adapter):
         self.current = store
         # Committed: the type and warehouse; the URI only in secrets.toml.
         root = Path(root)
-        with open(root / "tether.toml", "a") as f:
-            f.write(f'\n[backends.iceberg]\ncatalog = {{type = "sql", warehouse = "{store.cat["warehouse"]}"}}\n')
+        if "[backends.iceberg]" not in (root / "tether.toml").read_text():  # a clone has it committed
+            with open(root / "tether.toml", "a") as f:
+                f.write(f'\n[backends.iceberg]\ncatalog = {{type = "sql", warehouse = "{store.cat["warehouse"]}"}}\n')
         (root / ".tether").mkdir(exist_ok=True)
         (root / ".tether" / "secrets.toml").write_text(
             f'[backends.iceberg]\ncatalog = {{uri = "{store.cat["uri"]}"}}\n')

@@ -12,6 +12,7 @@
 
 #include "util/fsutil.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -349,10 +350,14 @@ int ib_descends(const struct tether_bctx *ctx, const json_t *locator, const json
 	return rc;
 }
 
+/* from/to as the ids `tether log` spells (decimal text), like every
+ * backend's ids in a promote's report. */
 static json_t *move_result(const char *branch, int64_t from, int64_t to, int moved)
 {
-	return json_pack("{s:s, s:I, s:I, s:b}", "branch", branch, "from", (json_int_t)from, "to", (json_int_t)to,
-	                 "moved", moved);
+	char f[24], t[24];
+	snprintf(f, sizeof f, "%lld", (long long)from);
+	snprintf(t, sizeof t, "%lld", (long long)to);
+	return json_pack("{s:s, s:s, s:s, s:b}", "branch", branch, "from", f, "to", t, "moved", moved);
 }
 
 int ib_promote(const struct tether_bctx *ctx, const json_t *locator, const json_t *working_ref, const json_t *expect,

@@ -577,8 +577,9 @@ class IcebergRest(IcebergSqlite):
         self.current = store
         # Committed: the type alone; the URI and the token only in secrets.toml.
         root = Path(root)
-        with open(root / "tether.toml", "a") as f:
-            f.write('\n[backends.iceberg]\ncatalog = {type = "rest"}\n')
+        if "[backends.iceberg]" not in (root / "tether.toml").read_text():  # a clone has it committed
+            with open(root / "tether.toml", "a") as f:
+                f.write('\n[backends.iceberg]\ncatalog = {type = "rest"}\n')
         (root / ".tether").mkdir(exist_ok=True)
         (root / ".tether" / "secrets.toml").write_text(
             f'[backends.iceberg]\ncatalog = {{uri = "{store.cat["uri"]}", token = "{store.cat["token"]}", '

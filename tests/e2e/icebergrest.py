@@ -209,7 +209,10 @@ class FaultProxy:
         status (the answer to give), body (its JSON text, optional),
         times (how many requests it applies to; None: all),
         after (True: forward first, then replace the server's answer:
-               the request took effect, its answer is lost).
+               the request took effect, its answer is lost),
+        hook (a function run before the request is forwarded as it is:
+              a racing writer between a client's read and its commit;
+              no status then).
     `seen` lists [method, path, has_authorization, status answered] of
     every request."""
 
@@ -230,6 +233,9 @@ class FaultProxy:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 rule, self.entry = proxy._match(self.command, self.path, "Authorization" in self.headers)
+                if rule and rule.get("hook"):
+                    rule["hook"]()
+                    rule = None
                 if rule and not rule.get("after"):
                     return self._answer(rule)
                 conn = http.client.HTTPConnection(proxy.upstream, timeout=60)

@@ -2,7 +2,8 @@
 iceberg backend: it makes SQL catalogs (SqlCatalog on SQLite or Postgres),
 creates and writes tables, and reads back every ref tether moved.
 
-A catalog is described by a small dict the tests also turn into tether's
+(rest_catalog: pyiceberg's RestCatalog on the Iceberg REST server of
+tests/e2e/icebergrest.py.) A catalog is described by a small dict the tests also turn into tether's
 configuration: {"name", "uri", "warehouse"} (uri with the password in it
 for pyiceberg's own connection; tether gets the password from
 secrets.toml)."""
@@ -28,7 +29,15 @@ def postgres_catalog(server, tmp_path, name="default"):
             "password": server.password}
 
 
+def rest_catalog(server, name="default"):
+    """A catalog on the Iceberg REST server of tests/e2e/icebergrest.py."""
+    return {"name": name, "uri": server.uri, "token": server.token, "warehouse": str(server.warehouse)}
+
+
 def catalog(cat):
+    if "token" in cat:
+        from pyiceberg.catalog.rest import RestCatalog
+        return RestCatalog(cat["name"], uri=cat["uri"], token=cat["token"])
     return SqlCatalog(cat["name"], uri=cat["uri"], warehouse=cat["warehouse"])
 
 

@@ -550,7 +550,43 @@ class IcebergSqlite(Adapter):
         return self.mutate(store, handle["ref"])
 
 
-ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3(), IcebergSqlite()]
+class IcebergRest(IcebergSqlite):
+    """Iceberg tables behind the Iceberg project's own REST catalog server
+    (tests/e2e/icebergrest.py), made and written by pyiceberg's RestCatalog;
+    tether reaches it with a bearer token from secrets.toml. Each store is a
+    table in a two-level namespace of its own (the REST path encodes the
+    levels with the 0x1F separator)."""
+    name = "iceberg-rest"
+    server_fixture = "iceberg_rest_server"
+    serial = 0
+
+    def bind(self, server):
+        self.server = server
+
+    def make_store(self, tmp_path, name="store"):
+        import iceberg_oracle as ib
+        IcebergRest.serial += 1
+        cat = ib.rest_catalog(self.server)
+        identifier = f"lc.s{IcebergRest.serial}_{os.getpid()}.t"
+        ib.create_table(cat, identifier)
+        store = IcebergTable(cat, identifier)
+        self.mutate(store)
+        return store
+
+    def reach(self, root, env, store):
+        self.current = store
+        # Committed: the type alone; the URI and the token only in secrets.toml.
+        root = Path(root)
+        if "[backends.iceberg]" not in (root / "tether.toml").read_text():  # a clone has it committed
+            with open(root / "tether.toml", "a") as f:
+                f.write('\n[backends.iceberg]\ncatalog = {type = "rest"}\n')
+        (root / ".tether").mkdir(exist_ok=True)
+        (root / ".tether" / "secrets.toml").write_text(
+            f'[backends.iceberg]\ncatalog = {{uri = "{store.cat["uri"]}", token = "{store.cat["token"]}", '
+            f'allow_http = true}}\n')
+
+
+ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3(), IcebergSqlite(), IcebergRest()]
 
 # Stable Pinnable kinds with no adapter, and why the lifecycle cannot be
 # run on them end to end. Any other such kind without an adapter fails

@@ -101,13 +101,10 @@ int ib_catalog_open(const struct tether_bctx *ctx, const struct ib_loc *loc, str
 		                      loc->catalog_name);
 	if (rc == 0 && strcmp(type, "sql") == 0)
 		rc = ib_catalog_sql_open(ctx, loc->catalog_name, props, out);
-#ifdef TETHER_ICEBERG_REST
 	else if (rc == 0 && strcmp(type, "rest") == 0)
-		rc = ib_catalog_rest_open(ctx, loc->catalog_name, props, out);
-#else
-	else if (rc == 0 && strcmp(type, "rest") == 0)
-		rc = tether_error_set(TETHER_ECONFIG, "iceberg catalog '%s': this build has no REST catalog", loc->catalog_name);
-#endif
+		/* the committed keys are checked above, so props' uri and
+		 * credentials came from secrets.toml */
+		rc = ib_catalog_rest_open(NULL, props, loc->catalog_name, out);
 	else if (rc == 0)
 		rc = tether_error_set(TETHER_ECONFIG, "iceberg catalog '%s': unknown type \"%s\" (sql or rest)",
 		                      loc->catalog_name, type);

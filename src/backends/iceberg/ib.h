@@ -12,6 +12,7 @@
 #define TETHER_ICEBERG_IB_H
 
 #include "backends/iceberg/catalog.h"
+#include "backends/iceberg/catalog_rest.h"
 
 #include <tether/backend.h>
 #include <tether/store.h>
@@ -45,13 +46,7 @@ void ib_catalog_close(struct ib_catalog *c);
  * store options of the files it writes. */
 int ib_catalog_sql_open(const struct tether_bctx *ctx, const char *name, const json_t *props,
                         struct ib_catalog **out);
-/* The REST catalog (catalog_rest.c), when the build has it (meson defines
- * TETHER_ICEBERG_REST then): the same properties, plus token,
- * credential, scope, ... */
-#ifdef TETHER_ICEBERG_REST
-int ib_catalog_rest_open(const struct tether_bctx *ctx, const char *name, const json_t *props,
-                         struct ib_catalog **out);
-#endif
+/* The REST catalog: ib_catalog_rest_open (catalog_rest.h). */
 /* The committed catalog properties (the locator's, tether.toml's) hold
  * only type, warehouse and name: TETHER_EREFUSED naming the key. */
 int ib_catalog_check_committed(const json_t *locator_catalog, const json_t *config);

@@ -1,11 +1,11 @@
 /* The `iceberg` backend: Apache Iceberg tables behind a catalog (SQL:
  * pyiceberg's SqlCatalog and Java's JdbcCatalog, on SQLite or Postgres;
- * REST when the build has it). Forkable: the state is the followed ref's
+ * REST). Forkable: the state is the followed ref's
  * snapshot id, a pin the tag tether.<pin id>, a fork the branch
  * tether.ws.<dataset8>.<bookmark>, and every ref move a catalog commit
  * conditional on the table's UUID and the ref's current snapshot
  * (CONDITIONAL_REF). Built as the module tether-backend-iceberg.so, the
- * only place libsqlite3 and libpq are linked.
+ * only place libsqlite3 and libpq are linked (libcurl too, for REST).
  *
  * This file: locators, identity, fingerprint, handles, the description;
  * refs.c the pins and forks; history.c history and diff; catalog*.c,
@@ -255,8 +255,11 @@ static const struct tether_add_option ib_add_options[] = {
 const struct tether_backend tt_backend_iceberg = {
 	TETHER_BACKEND_INIT,
 	.kind = "iceberg",
-	.maturity = "experimental",
-	.summary = "Apache Iceberg tables in a SQL catalog (SQLite, Postgres): tags pin, branches fork",
+	/* Stable: the lifecycle suite runs on pyiceberg's SqlCatalog (SQLite)
+	 * and on the Iceberg project's REST catalog server; Postgres in
+	 * test_iceberg.py. */
+	.maturity = "stable",
+	.summary = "Apache Iceberg tables in a SQL (SQLite, Postgres) or REST catalog: tags pin, branches fork",
 	.caps = TETHER_CAP_FINGERPRINT | TETHER_CAP_ADDRESSABLE | TETHER_CAP_PIN | TETHER_CAP_FORK |
 	        TETHER_CAP_RETENTION_BOUND | TETHER_CAP_CONDITIONAL_REF | TETHER_CAP_DIFF | TETHER_CAP_HISTORY |
 	        TETHER_CAP_PROMOTE,

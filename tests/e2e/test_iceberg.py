@@ -165,8 +165,10 @@ def test_racing_forks_one_wins_the_other_is_refused(gds, cat, tmp_path):
     assert [n for n in ib.refs(cat) if n.startswith("tether.ws.")] == [f"tether.ws.{gds.dataset_id()[:8]}.race"]
 
 
-def test_promote_refused_when_not_a_fast_forward(gds, cat):
-    ib.create_table(cat, "ns.t", rows=1)
+def written_fork(gds, cat, rows):
+    """A table of `rows` rows recorded on main, then forked on bookmark
+    feat, 2 rows appended there by pyiceberg and committed."""
+    ib.create_table(cat, "ns.t", rows=rows)
     configure(gds, cat)
     add(gds, "tbl", "ns.t")
     gds.tether("commit", "-m", "first")
@@ -174,6 +176,10 @@ def test_promote_refused_when_not_a_fast_forward(gds, cat):
     fork = [n for n in ib.refs(cat) if n.startswith("tether.ws.")][0]
     ib.append(cat, "ns.t", 2, branch=fork, start=10)
     gds.tether("commit", "-m", "fork work")
+
+
+def test_promote_refused_when_not_a_fast_forward(gds, cat):
+    written_fork(gds, cat, 1)
     main_head = ib.append(cat, "ns.t", 1, start=50)  # main moves on behind tether's back
     p = gds.tether("promote", "tbl", check_rc=3)
     assert "diverged" in p.stderr or "not a fast-forward" in p.stderr, p.stderr
@@ -181,14 +187,7 @@ def test_promote_refused_when_not_a_fast_forward(gds, cat):
 
 
 def test_diff_of_diverged_states_compares_totals(gds, cat):
-    ib.create_table(cat, "ns.t", rows=4)
-    configure(gds, cat)
-    add(gds, "tbl", "ns.t")
-    gds.tether("commit", "-m", "first")
-    gds.tether("new", "-b", "feat")
-    fork = [n for n in ib.refs(cat) if n.startswith("tether.ws.")][0]
-    ib.append(cat, "ns.t", 2, branch=fork, start=10)
-    gds.tether("commit", "-m", "fork")
+    written_fork(gds, cat, 4)
     gds.git("checkout", "-q", "main")
     gds.tether("new")
     ib.append(cat, "ns.t", 7, start=50)

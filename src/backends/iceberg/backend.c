@@ -12,6 +12,7 @@
  * sql_db.c and metadata_*.c the catalogs and the metadata. */
 #include "backends/iceberg/ib.h"
 
+#include "util/backend_args.h"
 #include "util/fsutil.h"
 
 #include <stdlib.h>
@@ -23,14 +24,7 @@
 
 static int optional_string(const json_t *locator, const char *key, const char **out)
 {
-	json_t *v = json_object_get(locator, key);
-	*out = NULL;
-	if (!v)
-		return 0;
-	if (!json_is_string(v) || !*json_string_value(v))
-		return tether_error_set(TETHER_ECONFIG, "iceberg locator: \"%s\" must be a non-empty string", key);
-	*out = json_string_value(v);
-	return 0;
+	return tt_locator_string(locator, "iceberg", key, out);
 }
 
 static int split_identifier(const char *identifier, struct ib_loc *out)
@@ -74,18 +68,7 @@ int ib_read_locator(const json_t *locator, struct ib_loc *out)
 static int check_options(const json_t *options)
 {
 	static const char *const known[] = {"branch", "at", "catalog_name", NULL};
-	const char *k;
-	json_t *v;
-	json_object_foreach((json_t *)options, k, v) {
-		size_t i = 0;
-		while (known[i] && strcmp(known[i], k) != 0)
-			i++;
-		if (!known[i])
-			return tether_error_set(TETHER_EUSAGE, "unknown option '--%s' for kind iceberg", k);
-		if (!json_is_string(v) || !*json_string_value(v))
-			return tether_error_set(TETHER_EUSAGE, "--%s for kind iceberg takes a non-empty string", k);
-	}
-	return 0;
+	return tt_backend_options_check(options, "iceberg", known, NULL);
 }
 
 static int ib_make_locator(const struct tether_bctx *ctx, const char *uri, const json_t *options, const char *cwd,

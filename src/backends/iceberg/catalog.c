@@ -92,11 +92,12 @@ int ib_catalog_open(const struct tether_bctx *ctx, const struct ib_loc *loc, str
 		rc = merge(props, secret);
 	const char *uri = json_string_value(json_object_get(props, "uri"));
 	const char *type = json_string_value(json_object_get(props, "type"));
+	if (rc == 0 && !uri)
+		rc = tether_error_set(TETHER_ECONFIG, "iceberg catalog '%s' has no uri: set it in .tether/secrets.toml "
+		                                      "([backends.iceberg] catalog = {uri = ...})", loc->catalog_name);
 	if (rc == 0 && !type && !(type = infer_type(uri)))
-		rc = tether_error_set(TETHER_ECONFIG, uri ? "iceberg catalog '%s': cannot tell its type from its uri; set "
-		                                            "catalog.type (sql or rest) in tether.toml [backends.iceberg]"
-		                                          : "iceberg catalog '%s' has no uri: set it in .tether/secrets.toml "
-		                                            "([backends.iceberg] catalog = {uri = ...})",
+		rc = tether_error_set(TETHER_ECONFIG, "iceberg catalog '%s': cannot tell its type from its uri; set "
+		                                      "catalog.type (sql or rest) in tether.toml [backends.iceberg]",
 		                      loc->catalog_name);
 	if (rc == 0 && strcmp(type, "sql") == 0)
 		rc = ib_catalog_sql_open(ctx, loc->catalog_name, props, out);
@@ -124,7 +125,12 @@ int ib_table_open(const struct tether_bctx *ctx, const json_t *locator, struct i
 	if (rc)
 		return rc;
 	snprintf(t->what, sizeof t->what, "iceberg table %s (catalog '%s')", t->loc.identifier, t->loc.catalog_name);
-	if ((rc = ib_catalog_open(ctx, &t->loc, &t->cat)) == 0)
+	struct ib_session *s = ctx ? ctx->session : NULL;
+	if (s && (t->cat = ib_session_take(s, ctx, &t->loc, &rc)))
+		t->session = s;
+	else if (rc == 0)
+		rc = ib_catalog_open(ctx, &t->loc, &t->cat);
+	if (rc == 0)
 		rc = ib_table_reload(t);
 	if (rc)
 		ib_table_close(t);
@@ -153,7 +159,11 @@ int ib_table_commit(struct ib_table *t, json_t *requirements, json_t *updates)
 
 void ib_table_close(struct ib_table *t)
 {
-	ib_catalog_close(t->cat);
+	if (t->session)
+		ib_session_give(t->session);
+	else
+		ib_catalog_close(t->cat);
+	t->session = NULL;
 	json_decref(t->md);
 	free(t->md_location);
 	t->cat = NULL;

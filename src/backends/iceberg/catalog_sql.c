@@ -24,7 +24,11 @@
 
 struct sql_catalog {
 	struct ib_catalog base;
-	const struct tether_bctx *ctx;
+	/* What the files' store options need of the call that opened the
+	 * catalog (secrets.toml's [uris]), kept as a copy: a session's catalog
+	 * outlives that call. */
+	struct tether_bctx ctx;
+	json_t *uri_secrets;
 	struct ib_db *db;
 	char *display;
 };
@@ -32,7 +36,7 @@ struct sql_catalog {
 static int read_metadata(struct sql_catalog *c, const char *location, const char *what, json_t **md)
 {
 	char *dir = NULL;
-	const char *name;
+	const char *name = NULL;
 	tether_store *store = NULL;
 	uint8_t *data = NULL;
 	size_t len = 0;
@@ -41,7 +45,7 @@ static int read_metadata(struct sql_catalog *c, const char *location, const char
 		rc = tether_error_set(TETHER_EREFUSED, "%s: %s is gzip-compressed table metadata, which tether does not "
 		                                       "read", what, location);
 	if (rc == 0)
-		rc = ib_open_dir(c->ctx, dir, &store);
+		rc = ib_open_dir(&c->ctx, dir, &store);
 	if (rc == 0)
 		rc = tether_store_get(store, name, &data, &len, NULL);
 	if (rc == TETHER_ENOTFOUND)
@@ -137,7 +141,7 @@ static int commit_once(struct ib_catalog *base, const char *ns, const char *tabl
 	snprintf(what, sizeof what, "iceberg catalog '%s' (%s) table %s.%s", base->name, c->display, ns, table);
 	json_t *md = NULL, *next = NULL;
 	char *old = NULL, *dir = NULL, *name = NULL, *location = NULL, *text = NULL;
-	const char *old_name;
+	const char *old_name = NULL;
 	char *old_dir = NULL;
 	tether_store *store = NULL;
 	int changed = 0, swapped = 0, written = 0;
@@ -161,7 +165,7 @@ static int commit_once(struct ib_catalog *base, const char *ns, const char *tabl
 	if (rc == 0 && !(text = json_dumps(next, JSON_COMPACT)))
 		rc = ib_fail_oom();
 	if (rc == 0)
-		rc = ib_open_dir(c->ctx, dir, &store);
+		rc = ib_open_dir(&c->ctx, dir, &store);
 	if (rc == 0 && (rc = tether_store_put(store, name, text, strlen(text), TETHER_PUT_IF_ABSENT, NULL, NULL)) == 0)
 		written = 1;
 	if (rc == 0)
@@ -218,6 +222,7 @@ static void sql_close(struct ib_catalog *base)
 {
 	struct sql_catalog *c = (struct sql_catalog *)base;
 	ib_db_close(c->db);
+	json_decref(c->uri_secrets);
 	free(c->display);
 	free(base->name);
 	free(c);
@@ -244,7 +249,12 @@ int ib_catalog_sql_open(const struct tether_bctx *ctx, const char *name, const j
 		return ib_fail_oom();
 	}
 	c->base.ops = &sql_ops;
-	c->ctx = ctx;
+	c->ctx = (struct tether_bctx){TETHER_BCTX_INIT};
+	if (ctx && ctx->uri_secrets && !(c->uri_secrets = json_deep_copy(ctx->uri_secrets))) {
+		sql_close(&c->base);
+		return ib_fail_oom();
+	}
+	c->ctx.uri_secrets = c->uri_secrets;
 	int rc = ib_db_open(uri, password, &c->db, &c->display);
 	if (rc) {
 		sql_close(&c->base);

@@ -33,7 +33,7 @@ int ib_open_dir(const struct tether_bctx *ctx, const char *dir, tether_store **s
 int ib_file_exists(const struct tether_bctx *ctx, const char *location, int *exists)
 {
 	char *dir = NULL;
-	const char *name;
+	const char *name = NULL;
 	tether_store *store = NULL;
 	*exists = 0;
 	int rc = ib_split_location(location, &dir, &name);

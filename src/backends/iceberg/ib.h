@@ -54,6 +54,7 @@ int ib_catalog_check_committed(const json_t *locator_catalog, const json_t *conf
 /* A table's metadata, loaded once per call. */
 struct ib_table {
 	struct ib_catalog *cat;
+	struct ib_session *session; /* the catalog is the session's, borrowed under its lock */
 	struct ib_loc loc;
 	json_t *md;     /* the table-metadata object */
 	char *md_location;
@@ -61,6 +62,17 @@ struct ib_table {
 };
 
 int ib_table_open(const struct tether_bctx *ctx, const json_t *locator, struct ib_table *t);
+/* Store sessions (session.c): one catalog connection per table for a
+ * command, taken by one call at a time. */
+struct ib_session;
+int ib_open_store(const struct tether_bctx *ctx, const json_t *locator, const json_t *identity, void **session);
+void ib_close_store(const struct tether_bctx *ctx, void *session);
+/* The session's catalog for this call (locked until ib_session_give), or
+ * NULL when the call must open its own (the session's was opened with
+ * other secrets). */
+struct ib_catalog *ib_session_take(struct ib_session *s, const struct tether_bctx *ctx, const struct ib_loc *loc,
+                                   int *rc);
+void ib_session_give(struct ib_session *s);
 void ib_table_close(struct ib_table *t);
 /* Re-read the metadata after a commit refused or to see a peer's. */
 int ib_table_reload(struct ib_table *t);

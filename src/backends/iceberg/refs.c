@@ -75,11 +75,17 @@ int ib_pin(const struct tether_bctx *ctx, const json_t *locator, const json_t *s
 		goto out;
 	if (!found) {
 		rc = move_ref(&t, tag, -1, 1, ib_upd_set_ref(tag, id, "tag"));
-		if (rc == TETHER_EREFUSED && ib_table_reload(&t) == 0 &&
-		    ib_md_ref(t.md, tag, &at, &found, &is_tag) == 0 && found && at == id)
-			rc = 0; /* a peer pinned the same state: idempotent */
-		else
-			*created = rc == 0;
+		if (rc == TETHER_EREFUSED) {
+			/* A peer may have pinned the same state: that is idempotent.
+			 * Anything else keeps the refusal's own message. */
+			char *why = strdup(tether_error_last());
+			if (ib_table_reload(&t) == 0 && ib_md_ref(t.md, tag, &at, &found, &is_tag) == 0 && found && at == id)
+				rc = 0;
+			else
+				tether_error_set(rc, "%s", why ? why : "refused");
+			free(why);
+		}
+		*created = rc == 0 && !found;
 	} else if (at != id || !is_tag) {
 		rc = tether_error_set(TETHER_EREFUSED, "%s: %s %s already names snapshot %lld, not %lld", t.what,
 		                      is_tag ? "tag" : "branch", tag, (long long)at, (long long)id);

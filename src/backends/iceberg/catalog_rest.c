@@ -298,6 +298,10 @@ static int rest_commit(struct ib_catalog *base, const char *ns, const char *tabl
 		if (lost) {
 			int conflict = resp.status == 409;
 			if (!conflict && attempt < max_attempts && (rc = tt_http_backoff(attempt)) != 0) {
+				rc = tether_error_set(rc,
+				                      "iceberg catalog '%s': %s%s%s: cancelled while the commit's outcome is "
+				                      "unknown (%s): load the table to see whether it went in",
+				                      c->s.catalog, what, ref ? ", ref " : "", ref ? ref : "", status);
 				tt_http_response_free(&resp);
 				break;
 			}

@@ -149,11 +149,11 @@ static int content_diff(struct tether_repo *repo, const struct side *a, const st
 	}
 	if (!(be->caps & TETHER_CAP_DIFF) || !tt_manifest_state(ma) || !tt_manifest_state(mb))
 		return 0;
-	/* A backend that asks its system (an Iceberg catalog) needs its
-	 * secrets; a diff of two commits has not opened any object yet. */
-	int src = tt_repo_load_secrets(repo);
-	if (src)
-		return src;
+	/* The object's secrets, as every other command reads its store with
+	 * (an Iceberg catalog's URI lives there). */
+	int secrets = tt_repo_check_secrets(repo);
+	if (secrets)
+		return secrets;
 	struct tether_bctx ctx;
 	tt_repo_bctx(repo, be->kind, mb->key, &ctx);
 	if (TT_BACKEND_GET(be, diff_streams) && *a->id && *b->id && strcmp(a->id, "unborn") != 0 && strcmp(b->id, "unborn") != 0)

@@ -44,7 +44,7 @@ from azureserver import azurite_server  # noqa: F401
 # database backends (tests/e2e/dbservers.py).
 from dbservers import mariadb_server, postgres_server  # noqa: F401
 # The Iceberg project's REST catalog server (tests/e2e/icebergrest.py).
-from icebergrest import iceberg_rest_server, start_iceberg_rest, _iceberg_rest_classes  # noqa: F401
+from icebergrest import _iceberg_rest_classes, iceberg_rest_server, rest_proxy, start_iceberg_rest  # noqa: F401
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 TETHER_BIN = os.environ.get("TETHER_BIN") or str(SOURCE_ROOT / "build" / "tether")

@@ -17,6 +17,7 @@ test asks for it (session-scoped, lazy).
         `tokens_issued()` how many tokens its token endpoint has handed out.
   start_iceberg_rest  a factory for a server of the test's own (say, with a
         two-second token life), stopped when the test ends.
+  rest_proxy  a FaultProxy in front of iceberg_rest_server, for one test.
   FaultProxy  a small HTTP proxy of the test's own in front of a server,
         answering chosen requests itself (401, 503) or replacing the
         server's answer after forwarding (a commit applied whose answer is
@@ -44,13 +45,12 @@ from pathlib import Path
 
 import pytest
 
-from s3servers import TETHER_DEPS, _die_with_parent, _process_tree, free_ports, listening_sockets
+from s3servers import TETHER_DEPS, _die_with_parent, free_ports, listening_sockets, stop_process
 
 ICEBERG_VERSION = "1.10.0"
 JARS = TETHER_DEPS / f"iceberg-rest-{ICEBERG_VERSION}"
 WRAPPER = Path(__file__).resolve().parents[1] / "iceberg-rest" / "TetherRestServer.java"
 READY_TIMEOUT = 90.0
-STOP_TIMEOUT = 15.0
 
 
 def installed():
@@ -128,21 +128,7 @@ class IcebergRestServer:
         raise RuntimeError(f"Iceberg REST server on {self.uri}: {why}\n--- {self.log_path} ---\n{tail}")
 
     def stop(self):
-        if self.proc is None:
-            return
-        tree = _process_tree(self.proc.pid)
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(STOP_TIMEOUT)
-        for pid in tree[1:]:
-            try:
-                os.kill(pid, 9)
-            except ProcessLookupError:
-                pass
+        stop_process(self.proc)
 
     # -- using it ---------------------------------------------------------
     def catalog(self, name="rest"):
@@ -199,6 +185,16 @@ def start_iceberg_rest(tmp_path_factory, _iceberg_rest_classes):
     finally:
         for srv in started:
             srv.stop()
+
+
+@pytest.fixture
+def rest_proxy(iceberg_rest_server):
+    """A FaultProxy in front of the session's server, closed after the test."""
+    proxy = FaultProxy(iceberg_rest_server.uri)
+    try:
+        yield proxy
+    finally:
+        proxy.close()
 
 
 class FaultProxy:

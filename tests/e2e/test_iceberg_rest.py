@@ -15,7 +15,6 @@ import pyarrow as pa
 import pytest
 
 import iceberg_oracle as ib
-from icebergrest import FaultProxy
 
 KEY = "tbl"
 _serial = itertools.count(1)
@@ -84,32 +83,28 @@ def test_pin_fork_write_diff_promote_with_oauth2(ds, iceberg_rest_server):
     assert srv.tokens_issued() > 0
 
 
-def test_a_fork_racing_a_writer_is_refused(ds, iceberg_rest_server):
+def test_a_fork_racing_a_writer_is_refused(ds, iceberg_rest_server, rest_proxy):
     """Another writer makes the working branch between tether's load and
     its commit: the catalog's assert-ref-snapshot-id fails (409) and the
     fork is refused, the checkout rolled back, the racer's branch kept."""
     srv = iceberg_rest_server
     cat, ident, s1 = new_table(srv)
-    proxy = FaultProxy(srv.uri)
-    try:
-        configure(ds, srv, uri=proxy.uri)
-        ds.tether("add", KEY, ident, "--kind", "iceberg")
-        ds.tether("commit", "-m", "base")
-        s2 = ib.append(cat, ident, 1, start=50)
-        branch = f"tether.ws.{ds.dataset_id()[:8]}.feat"
-        head = ds.head()
+    configure(ds, srv, uri=rest_proxy.uri)
+    ds.tether("add", KEY, ident, "--kind", "iceberg")
+    ds.tether("commit", "-m", "base")
+    s2 = ib.append(cat, ident, 1, start=50)
+    branch = f"tether.ws.{ds.dataset_id()[:8]}.feat"
+    head = ds.head()
 
-        def racer():
-            ib.load(cat, ident).manage_snapshots().create_branch(s2, branch).commit()
+    def racer():
+        ib.load(cat, ident).manage_snapshots().create_branch(s2, branch).commit()
 
-        proxy.rules.append({"method": "POST", "path": "/tables/", "hook": racer, "times": 1})
-        p = ds.tether("new", "-b", "feat", check_rc=3)
-        line = one_line(p)
-        assert "refused, the head moved (409 CommitFailedException" in line and f"ref {branch}" in line, line
-        assert ib.refs(cat, ident)[branch] == (s2, "branch"), "the racer's branch stands"
-        assert ds.head() == head and ds.git("branch", "--show-current").strip() == "main"
-    finally:
-        proxy.close()
+    rest_proxy.rules.append({"method": "POST", "path": "/tables/", "hook": racer, "times": 1})
+    p = ds.tether("new", "-b", "feat", check_rc=3)
+    line = one_line(p)
+    assert "refused, the head moved (409 CommitFailedException" in line and f"ref {branch}" in line, line
+    assert ib.refs(cat, ident)[branch] == (s2, "branch"), "the racer's branch stands"
+    assert ds.head() == head and ds.git("branch", "--show-current").strip() == "main"
 
 
 def test_wrong_token_is_refused_on_one_line(ds, iceberg_rest_server):
@@ -133,43 +128,35 @@ def test_missing_table_is_not_found(ds, iceberg_rest_server):
     assert "not found" in line and "NoSuchTableException" in line, line
 
 
-def test_503s_are_retried(ds, iceberg_rest_server):
+def test_503s_are_retried(ds, iceberg_rest_server, rest_proxy):
     srv = iceberg_rest_server
     cat, ident, s1 = new_table(srv)
-    proxy = FaultProxy(srv.uri)
-    try:
-        configure(ds, srv, uri=proxy.uri)
-        proxy.rules += [{"method": "GET", "path": "/tables/", "status": 503, "times": 2},
-                        {"method": "POST", "path": "/tables/", "status": 503, "times": 1}]
-        ds.tether("add", KEY, ident, "--kind", "iceberg")
-        ds.tether("commit", "-m", "base")
-        assert list(tether_refs(cat, ident).values()) == [(s1, "tag")]
-        statuses = [s[3] for s in proxy.seen]
-        assert statuses.count(503) == 3, proxy.seen
-    finally:
-        proxy.close()
+    configure(ds, srv, uri=rest_proxy.uri)
+    rest_proxy.rules += [{"method": "GET", "path": "/tables/", "status": 503, "times": 2},
+                    {"method": "POST", "path": "/tables/", "status": 503, "times": 1}]
+    ds.tether("add", KEY, ident, "--kind", "iceberg")
+    ds.tether("commit", "-m", "base")
+    assert list(tether_refs(cat, ident).values()) == [(s1, "tag")]
+    statuses = [s[3] for s in rest_proxy.seen]
+    assert statuses.count(503) == 3, rest_proxy.seen
 
 
-def test_a_catalog_that_keeps_failing_leaves_nothing_half_written(ds, iceberg_rest_server):
+def test_a_catalog_that_keeps_failing_leaves_nothing_half_written(ds, iceberg_rest_server, rest_proxy):
     srv = iceberg_rest_server
     cat, ident, s1 = new_table(srv)
-    proxy = FaultProxy(srv.uri)
-    try:
-        configure(ds, srv, uri=proxy.uri)
-        ds.tether("add", KEY, ident, "--kind", "iceberg")
-        head = ds.head()
-        proxy.rules.append({"method": "POST", "path": "/tables/", "status": 503})
-        p = ds.tether("commit", "-m", "base", check_rc=1)
-        line = one_line(p)
-        assert "503" in line and "nothing changed" in line, line
-        assert tether_refs(cat, ident) == {}, "no tag was made"
-        assert ds.head() == head, "no commit was made"
-        # the catalog is back: the same commit goes through
-        proxy.rules.clear()
-        ds.tether("commit", "-m", "base")
-        assert list(tether_refs(cat, ident).values()) == [(s1, "tag")]
-    finally:
-        proxy.close()
+    configure(ds, srv, uri=rest_proxy.uri)
+    ds.tether("add", KEY, ident, "--kind", "iceberg")
+    head = ds.head()
+    rest_proxy.rules.append({"method": "POST", "path": "/tables/", "status": 503})
+    p = ds.tether("commit", "-m", "base", check_rc=1)
+    line = one_line(p)
+    assert "503" in line and "nothing changed" in line, line
+    assert tether_refs(cat, ident) == {}, "no tag was made"
+    assert ds.head() == head, "no commit was made"
+    # the catalog is back: the same commit goes through
+    rest_proxy.rules.clear()
+    ds.tether("commit", "-m", "base")
+    assert list(tether_refs(cat, ident).values()) == [(s1, "tag")]
 
 
 def test_committed_uri_is_refused(ds, iceberg_rest_server):

@@ -207,30 +207,26 @@ def test_oauth2_client_credentials(iceberg_rest_server, tmp_path):
     assert srv.tokens_issued() == before + 1  # one token for config and load
 
 
-def test_oauth2_token_refreshed_on_401_once(iceberg_rest_server, tmp_path):
+def test_oauth2_token_refreshed_on_401_once(iceberg_rest_server, rest_proxy, tmp_path):
     srv = iceberg_rest_server
     ns, name, t = make_table(srv)
-    proxy = FaultProxy(srv.uri)
-    try:
-        # the catalog refuses the first table request: a new token, then it passes
-        proxy.rules.append({"method": "GET", "path": "/tables/", "status": 401, "times": 1})
-        before = srv.tokens_issued()
-        r = tool(tmp_path, srv.secrets("credential", uri=proxy.uri), "load", ns, name)
-        assert r.rc == 0, r.err
-        assert srv.tokens_issued() == before + 2
-        # refused every time: one renewal, then the refusal is reported
-        proxy.seen.clear()
-        proxy.rules[:] = [{"method": "GET", "path": "/tables/", "status": 401}]
-        r = tool(tmp_path, srv.secrets("credential", uri=proxy.uri), "load", ns, name)
-        one_line_error(r, "EAUTH")
-        assert [s[3] for s in proxy.seen if "/tables/" in s[1]] == [401, 401]
-        # a static token cannot be renewed: one try
-        proxy.seen.clear()
-        r = tool(tmp_path, srv.secrets("token", uri=proxy.uri), "load", ns, name)
-        one_line_error(r, "EAUTH")
-        assert len([s for s in proxy.seen if "/tables/" in s[1]]) == 1
-    finally:
-        proxy.close()
+    # the catalog refuses the first table request: a new token, then it passes
+    rest_proxy.rules.append({"method": "GET", "path": "/tables/", "status": 401, "times": 1})
+    before = srv.tokens_issued()
+    r = tool(tmp_path, srv.secrets("credential", uri=rest_proxy.uri), "load", ns, name)
+    assert r.rc == 0, r.err
+    assert srv.tokens_issued() == before + 2
+    # refused every time: one renewal, then the refusal is reported
+    rest_proxy.seen.clear()
+    rest_proxy.rules[:] = [{"method": "GET", "path": "/tables/", "status": 401}]
+    r = tool(tmp_path, srv.secrets("credential", uri=rest_proxy.uri), "load", ns, name)
+    one_line_error(r, "EAUTH")
+    assert [s[3] for s in rest_proxy.seen if "/tables/" in s[1]] == [401, 401]
+    # a static token cannot be renewed: one try
+    rest_proxy.seen.clear()
+    r = tool(tmp_path, srv.secrets("token", uri=rest_proxy.uri), "load", ns, name)
+    one_line_error(r, "EAUTH")
+    assert len([s for s in rest_proxy.seen if "/tables/" in s[1]]) == 1
 
 
 def test_oauth2_token_refreshed_when_it_expires(start_iceberg_rest, tmp_path):
@@ -248,93 +244,73 @@ def test_oauth2_token_refreshed_when_it_expires(start_iceberg_rest, tmp_path):
         proxy.close()
 
 
-def test_503_retried_then_given_up(iceberg_rest_server, tmp_path):
+def test_503_retried_then_given_up(iceberg_rest_server, rest_proxy, tmp_path):
     srv = iceberg_rest_server
     ns, name, t = make_table(srv)
-    proxy = FaultProxy(srv.uri)
-    try:
-        proxy.rules.append({"method": "GET", "path": "/tables/", "status": 503, "times": 2})
-        r = tool(tmp_path, srv.secrets(uri=proxy.uri), "load", ns, name)
-        assert r.rc == 0, r.err
-        assert [s[3] for s in proxy.seen if "/tables/" in s[1]] == [503, 503, 200]
-        proxy.seen.clear()
-        proxy.rules[:] = [{"method": "GET", "path": "/tables/", "status": 503}]
-        t0 = time.monotonic()
-        r = tool(tmp_path, srv.secrets(uri=proxy.uri), "load", ns, name)
-        assert time.monotonic() - t0 < 30  # bounded
-        line = one_line_error(r, "ETRANSIENT")
-        assert "503 InjectedByProxy: injected 503 (gave up after retrying)" in line
-        assert len([s for s in proxy.seen if "/tables/" in s[1]]) == 5
-    finally:
-        proxy.close()
+    rest_proxy.rules.append({"method": "GET", "path": "/tables/", "status": 503, "times": 2})
+    r = tool(tmp_path, srv.secrets(uri=rest_proxy.uri), "load", ns, name)
+    assert r.rc == 0, r.err
+    assert [s[3] for s in rest_proxy.seen if "/tables/" in s[1]] == [503, 503, 200]
+    rest_proxy.seen.clear()
+    rest_proxy.rules[:] = [{"method": "GET", "path": "/tables/", "status": 503}]
+    t0 = time.monotonic()
+    r = tool(tmp_path, srv.secrets(uri=rest_proxy.uri), "load", ns, name)
+    assert time.monotonic() - t0 < 30  # bounded
+    line = one_line_error(r, "ETRANSIENT")
+    assert "503 InjectedByProxy: injected 503 (gave up after retrying)" in line
+    assert len([s for s in rest_proxy.seen if "/tables/" in s[1]]) == 5
 
 
-def test_commit_503_before_the_server_is_rechecked_and_resent(iceberg_rest_server, tmp_path):
+def test_commit_503_before_the_server_is_rechecked_and_resent(iceberg_rest_server, rest_proxy, tmp_path):
     srv = iceberg_rest_server
     ns, name, t = make_table(srv)
     s1 = t.current_snapshot().snapshot_id
-    proxy = FaultProxy(srv.uri)
-    try:
-        proxy.rules.append({"method": "POST", "path": "/tables/", "status": 503, "times": 1})
-        r = tool(tmp_path, srv.secrets(uri=proxy.uri), "commit", ns, name, at("tether.p", None), tag("tether.p", s1))
-        assert r.rc == 0, r.err
-        assert refs_of(srv, ns, name)["tether.p"] == (s1, "tag")
-        calls = [(s[0], s[3]) for s in proxy.seen if "/tables/" in s[1]]
-        # the lost POST, a load to see it did not go in, the POST again
-        assert calls == [("POST", 503), ("GET", 200), ("POST", 200)], calls
-    finally:
-        proxy.close()
+    rest_proxy.rules.append({"method": "POST", "path": "/tables/", "status": 503, "times": 1})
+    r = tool(tmp_path, srv.secrets(uri=rest_proxy.uri), "commit", ns, name, at("tether.p", None), tag("tether.p", s1))
+    assert r.rc == 0, r.err
+    assert refs_of(srv, ns, name)["tether.p"] == (s1, "tag")
+    calls = [(s[0], s[3]) for s in rest_proxy.seen if "/tables/" in s[1]]
+    # the lost POST, a load to see it did not go in, the POST again
+    assert calls == [("POST", 503), ("GET", 200), ("POST", 200)], calls
 
 
-def test_commit_whose_answer_is_lost_is_not_resent(iceberg_rest_server, tmp_path):
+def test_commit_whose_answer_is_lost_is_not_resent(iceberg_rest_server, rest_proxy, tmp_path):
     srv = iceberg_rest_server
     ns, name, t = make_table(srv)
     s1 = t.current_snapshot().snapshot_id
-    proxy = FaultProxy(srv.uri)
-    try:
-        proxy.rules.append({"method": "POST", "path": "/tables/", "status": 504, "times": 1, "after": True})
-        r = tool(tmp_path, srv.secrets(uri=proxy.uri), "commit", ns, name, at("tether.ws.l", None),
-                 branch("tether.ws.l", s1))
-        assert r.rc == 0, r.err
-        assert r.json()["refs"]["tether.ws.l"] == {"snapshot-id": s1, "type": "branch"}
-        calls = [(s[0], s[3]) for s in proxy.seen if "/tables/" in s[1]]
-        assert calls == [("POST", 504), ("GET", 200)], calls
-    finally:
-        proxy.close()
+    rest_proxy.rules.append({"method": "POST", "path": "/tables/", "status": 504, "times": 1, "after": True})
+    r = tool(tmp_path, srv.secrets(uri=rest_proxy.uri), "commit", ns, name, at("tether.ws.l", None),
+             branch("tether.ws.l", s1))
+    assert r.rc == 0, r.err
+    assert r.json()["refs"]["tether.ws.l"] == {"snapshot-id": s1, "type": "branch"}
+    calls = [(s[0], s[3]) for s in rest_proxy.seen if "/tables/" in s[1]]
+    assert calls == [("POST", 504), ("GET", 200)], calls
 
 
-def test_commit_503_every_time_changes_nothing(iceberg_rest_server, tmp_path):
+def test_commit_503_every_time_changes_nothing(iceberg_rest_server, rest_proxy, tmp_path):
     srv = iceberg_rest_server
     ns, name, t = make_table(srv)
     s1 = t.current_snapshot().snapshot_id
     before = refs_of(srv, ns, name)
-    proxy = FaultProxy(srv.uri)
-    try:
-        proxy.rules.append({"method": "POST", "path": "/tables/", "status": 503})
-        r = tool(tmp_path, srv.secrets(uri=proxy.uri), "commit", ns, name, at("tether.p", None), tag("tether.p", s1))
-        line = one_line_error(r, "ETRANSIENT")
-        assert "ref tether.p: not committed (POST answered 503, 5 attempts); nothing changed" in line
-        assert refs_of(srv, ns, name) == before
-        assert len([s for s in proxy.seen if s[0] == "POST"]) == 5
-    finally:
-        proxy.close()
+    rest_proxy.rules.append({"method": "POST", "path": "/tables/", "status": 503})
+    r = tool(tmp_path, srv.secrets(uri=rest_proxy.uri), "commit", ns, name, at("tether.p", None), tag("tether.p", s1))
+    line = one_line_error(r, "ETRANSIENT")
+    assert "ref tether.p: not committed (POST answered 503, 5 attempts); nothing changed" in line
+    assert refs_of(srv, ns, name) == before
+    assert len([s for s in rest_proxy.seen if s[0] == "POST"]) == 5
 
 
-def test_server_config_cannot_move_credentials(iceberg_rest_server, tmp_path):
+def test_server_config_cannot_move_credentials(iceberg_rest_server, rest_proxy, tmp_path):
     """/v1/config overrides naming another uri or token are not followed:
     the token goes only to the uri of secrets.toml."""
     srv = iceberg_rest_server
     ns, name, t = make_table(srv)
-    proxy = FaultProxy(srv.uri)
-    try:
-        proxy.rules.append({"method": "GET", "path": "^/v1/config", "status": 200, "body": json.dumps(
-            {"defaults": {}, "overrides": {"uri": "http://127.0.0.1:9/", "token": "x",
-                                           "oauth2-server-uri": "http://127.0.0.1:9/t"}})})
-        r = tool(tmp_path, srv.secrets(uri=proxy.uri), "load", ns, name)
-        assert r.rc == 0, r.err
-        assert [s[1] for s in proxy.seen][0].startswith("/v1/config")
-    finally:
-        proxy.close()
+    rest_proxy.rules.append({"method": "GET", "path": "^/v1/config", "status": 200, "body": json.dumps(
+        {"defaults": {}, "overrides": {"uri": "http://127.0.0.1:9/", "token": "x",
+                                       "oauth2-server-uri": "http://127.0.0.1:9/t"}})})
+    r = tool(tmp_path, srv.secrets(uri=rest_proxy.uri), "load", ns, name)
+    assert r.rc == 0, r.err
+    assert [s[1] for s in rest_proxy.seen][0].startswith("/v1/config")
 
 
 def test_committed_secrets_and_bad_settings_refused(iceberg_rest_server, tmp_path):

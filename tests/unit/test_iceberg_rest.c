@@ -59,7 +59,7 @@ static void test_settings(void)
 	CHECK_STR(s.warehouse, "wh");
 	CHECK_STR(s.base, "http://127.0.0.1:8181");
 	CHECK(s.token == NULL);
-	url = ib_rest_table_url(&s, "a.b c", "t/1");
+	CHECK(ib_rest_table_url(&s, "a.b c", "t/1", &url) == 0);
 	CHECK_STR(url, "http://127.0.0.1:8181/v1/p/q/namespaces/a%1Fb%20c/tables/t%2F1");
 	free(url);
 	cfg = J("{\"overrides\":[]}");
@@ -72,7 +72,7 @@ static void test_settings(void)
 	               &s) == 0);
 	CHECK(s.client_id == NULL);
 	CHECK_STR(s.client_secret, "s3cret");
-	url = ib_rest_table_url(&s, "ns", "t");
+	CHECK(ib_rest_table_url(&s, "ns", "t", &url) == 0);
 	CHECK_STR(url, "https://h/api/v1/w/namespaces/ns/tables/t");
 	free(url);
 	ib_rest_settings_free(&s);
@@ -120,10 +120,11 @@ static void test_namespaces(void)
 
 	struct ib_rest_settings s;
 	CHECK(settings(NULL, "{\"uri\":\"http://h\"}", &s) == 0);
-	CHECK(ib_rest_table_url(&s, "a..b", "t") == NULL);
+	char *url;
+	CHECK(ib_rest_table_url(&s, "a..b", "t", &url) == TETHER_EUSAGE && url == NULL);
 	CHECK(strstr(tether_error_last(), "empty level") != NULL);
-	CHECK(ib_rest_table_url(&s, "a", "") == NULL);
-	char *url = ib_rest_table_url(&s, "a", "t");
+	CHECK(ib_rest_table_url(&s, "a", "", &url) == TETHER_EUSAGE);
+	CHECK(ib_rest_table_url(&s, "a", "t", &url) == 0);
 	CHECK_STR(url, "http://h/v1/namespaces/a/tables/t");
 	free(url);
 	ib_rest_settings_free(&s);

@@ -161,9 +161,21 @@ static int read_table_answer(struct rest_catalog *c, const char *method, const c
 	return rc;
 }
 
-static char *table_name(const char *ns, const char *table)
+/* The table's URL and its name for messages, after the catalog's
+ * config; both malloc'd on 0. */
+static int table_target(struct rest_catalog *c, const char *ns, const char *table, char **url, char **what)
 {
-	return tt_strdupf("table %s.%s", ns ? ns : "", table ? table : "");
+	*url = *what = NULL;
+	int rc = ensure_config(c);
+	if (!rc)
+		rc = ib_rest_table_url(&c->s, ns, table, url);
+	if (!rc && !(*what = tt_strdupf("table %s.%s", ns, table)))
+		rc = tt_fail_oom();
+	if (rc) {
+		free(*url);
+		*url = NULL;
+	}
+	return rc;
 }
 
 static int rest_load(struct ib_catalog *base, const char *ns, const char *table, json_t **metadata,
@@ -173,21 +185,17 @@ static int rest_load(struct ib_catalog *base, const char *ns, const char *table,
 	*metadata = NULL;
 	if (metadata_location)
 		*metadata_location = NULL;
-	int rc = ensure_config(c);
+	char *url, *what;
+	int rc = table_target(c, ns, table, &url, &what);
 	if (rc)
 		return rc;
-	char *url = ib_rest_table_url(&c->s, ns, table);
-	if (!url)
-		return TETHER_EUSAGE;
-	char *what = table_name(ns, table);
 	struct tt_http_response resp;
-	rc = what ? send_request(c, "GET", url, NULL, 1, &resp) : tt_fail_oom();
+	rc = send_request(c, "GET", url, NULL, 1, &resp);
 	if (!rc && resp.status != 200)
 		rc = status_error(c, "GET", url, what, NULL, &resp, 0);
 	else if (!rc)
 		rc = read_table_answer(c, "GET", url, &resp, metadata, metadata_location);
-	if (what)
-		tt_http_response_free(&resp);
+	tt_http_response_free(&resp);
 	free(what);
 	free(url);
 	return rc;
@@ -251,15 +259,12 @@ static int rest_commit(struct ib_catalog *base, const char *ns, const char *tabl
 	if (!json_is_array(requirements) || !json_is_array(updates))
 		return tether_error_set(TETHER_EUSAGE, "iceberg catalog '%s': a commit needs arrays of requirements and updates",
 		                        c->s.catalog);
-	int rc = ensure_config(c);
+	char *url, *what;
+	int rc = table_target(c, ns, table, &url, &what);
 	if (rc)
 		return rc;
-	char *url = ib_rest_table_url(&c->s, ns, table);
-	if (!url)
-		return TETHER_EUSAGE;
-	char *what = table_name(ns, table);
 	char *body = commit_body(ns, table, requirements, updates);
-	if (!what || !body) {
+	if (!body) {
 		free(url);
 		free(what);
 		free(body);
@@ -293,6 +298,10 @@ static int rest_commit(struct ib_catalog *base, const char *ns, const char *tabl
 		if (lost) {
 			int conflict = resp.status == 409;
 			if (!conflict && attempt < max_attempts && (rc = tt_http_backoff(attempt)) != 0) {
+				rc = tether_error_set(rc,
+				                      "iceberg catalog '%s': %s%s%s: cancelled while the commit's outcome is "
+				                      "unknown (%s): load the table to see whether it went in",
+				                      c->s.catalog, what, ref ? ", ref " : "", ref ? ref : "", status);
 				tt_http_response_free(&resp);
 				break;
 			}

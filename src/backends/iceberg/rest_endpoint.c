@@ -182,8 +182,10 @@ int ib_rest_settings_read(const json_t *props, const json_t *secrets, const char
 		rc = check_uri(uri, cat);
 	if (!rc && out->oauth2_uri)
 		rc = check_uri(out->oauth2_uri, cat);
-	if (!rc && out->token && strpbrk(out->token, "\r\n"))
-		rc = tether_error_set(TETHER_ECONFIG, "iceberg catalog '%s': secrets.toml: token has a line break", cat);
+	if (!rc && out->token && !tt_http_token_ok(out->token))
+		rc = tether_error_set(TETHER_ECONFIG,
+		                      "iceberg catalog '%s': secrets.toml: token must be printable ASCII without spaces",
+		                      cat);
 	if (!rc && credential)
 		rc = split_credential(out, credential);
 	if (!rc) {
@@ -319,33 +321,25 @@ json_t *ib_rest_namespace_levels(const char *ns)
 	return arr;
 }
 
-char *ib_rest_table_url(const struct ib_rest_settings *s, const char *ns, const char *table)
+int ib_rest_table_url(const struct ib_rest_settings *s, const char *ns, const char *table, char **url)
 {
-	if (!ns || !*ns || !table || !*table) {
-		tether_error_set(TETHER_EUSAGE, "iceberg catalog '%s': an identifier needs a namespace and a table name",
-		                 s->catalog);
-		return NULL;
-	}
+	*url = NULL;
+	if (!ns || !*ns || !table || !*table)
+		return tether_error_set(TETHER_EUSAGE, "iceberg catalog '%s': an identifier needs a namespace and a table name",
+		                        s->catalog);
 	char *nsp = ib_rest_namespace_path(ns);
-	if (!nsp) {
-		if (errno == ENOMEM)
-			tt_fail_oom();
-		else
-			tether_error_set(TETHER_EUSAGE, "iceberg catalog '%s': namespace '%s' has an empty level", s->catalog,
-			                 ns);
-		return NULL;
-	}
+	if (!nsp)
+		return errno == ENOMEM ? tt_fail_oom()
+		                       : tether_error_set(TETHER_EUSAGE, "iceberg catalog '%s': namespace '%s' has an empty level",
+		                                          s->catalog, ns);
 	char *t = tt_http_escape(table, 0);
 	char *p = s->prefix ? tt_http_escape(s->prefix, 1) : NULL;
-	char *url = t && (p || !s->prefix)
-	                ? tt_strdupf("%s/v1/%s%snamespaces/%s/tables/%s", s->base, p ? p : "", p ? "/" : "", nsp, t)
-	                : NULL;
-	if (!url)
-		tt_fail_oom();
+	if (t && (p || !s->prefix))
+		*url = tt_strdupf("%s/v1/%s%snamespaces/%s/tables/%s", s->base, p ? p : "", p ? "/" : "", nsp, t);
 	free(nsp);
 	free(t);
 	free(p);
-	return url;
+	return *url ? 0 : tt_fail_oom();
 }
 
 /* Copy at most n-1 bytes of src into buf, control characters as ' '. */

@@ -55,9 +55,9 @@ int ib_rest_settings_apply_config(struct ib_rest_settings *s, const json_t *conf
 
 /* "{base}/v1/config[?warehouse=...]", malloc'd. */
 char *ib_rest_config_url(const struct ib_rest_settings *s);
-/* "{base}/v1/{prefix/}namespaces/{ns}/tables/{table}", malloc'd; NULL with
- * the error set (TETHER_EUSAGE: an empty namespace level or table name). */
-char *ib_rest_table_url(const struct ib_rest_settings *s, const char *ns, const char *table);
+/* "{base}/v1/{prefix/}namespaces/{ns}/tables/{table}", malloc'd in *url;
+ * TETHER_EUSAGE for an empty namespace level or table name. */
+int ib_rest_table_url(const struct ib_rest_settings *s, const char *ns, const char *table, char **url);
 /* A namespace ("a.b.c", levels split at '.') as the REST path spells it:
  * each level percent-encoded, levels joined by the unit separator 0x1F,
  * itself percent-encoded ("a%1Fb%1Fc"). NULL on an empty level or no

@@ -15,8 +15,6 @@
 #include <strings.h>
 #include <time.h>
 
-#define MAX_TOKEN_BYTES 8192
-
 struct ib_rest_auth {
 	const struct ib_rest_settings *s;
 	struct tt_http *http;
@@ -24,16 +22,6 @@ struct ib_rest_auth {
 	char *token;      /* the current one; the static token, or fetched */
 	time_t renew_at;  /* fetched: when to fetch again; 0: never by time */
 };
-
-static int token_ok(const char *t)
-{
-	if (!t || !*t || strlen(t) > MAX_TOKEN_BYTES)
-		return 0;
-	for (; *t; t++)
-		if (*t <= ' ' || *t > '~')
-			return 0;
-	return 1;
-}
 
 int ib_rest_token_parse(const char *body, size_t len, char **token, long long *expires_in)
 {
@@ -46,7 +34,7 @@ int ib_rest_token_parse(const char *body, size_t len, char **token, long long *e
 	int rc = -1;
 	/* RFC 6749: token_type is required; a bearer token is the only kind a
 	 * REST catalog takes. */
-	if (token_ok(t) && (!type || strcasecmp(type, "bearer") == 0) &&
+	if (tt_http_token_ok(t) && (!type || strcasecmp(type, "bearer") == 0) &&
 	    (!exp || (json_is_integer(exp) && json_integer_value(exp) > 0))) {
 		if (exp)
 			*expires_in = (long long)json_integer_value(exp);

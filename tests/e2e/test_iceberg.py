@@ -116,6 +116,25 @@ def test_metadata_tether_writes_follows_the_spec(gds, cat, tmp_path):
     del t
 
 
+def test_v0_catalog_schema_and_java_style_local_paths(gds, tmp_path):
+    """Java's JdbcCatalog v0 schema (no iceberg_type column) and its
+    spelling of local metadata paths, file:/p, are read and written."""
+    import sqlite3
+    cat = ib.sqlite_catalog(tmp_path)
+    ib.create_table(cat, "ns.t", rows=3)
+    db = sqlite3.connect(cat["uri"][len("sqlite:///"):])
+    db.execute("ALTER TABLE iceberg_tables DROP COLUMN iceberg_type")
+    loc = db.execute("SELECT metadata_location FROM iceberg_tables").fetchone()[0]
+    db.execute("UPDATE iceberg_tables SET metadata_location = ?", ("file:" + loc[len("file://"):],))
+    db.commit()
+    db.close()
+    configure(gds, cat)
+    add(gds, "tbl", "ns.t")
+    gds.tether("commit", "-m", "v0")
+    [tag] = tether_refs(cat)
+    assert ib.rows_at(cat, "ns.t", ib.refs(cat)[tag][0]) == 3
+
+
 def test_empty_table_records_minus_one_and_cannot_fork(gds, cat):
     ib.create_table(cat, "ns.empty")
     configure(gds, cat)

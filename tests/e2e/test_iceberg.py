@@ -40,8 +40,8 @@ def configure(ds, cat, secrets=None):
     ds.write(".tether/secrets.toml", secrets)
 
 
-def add(ds, key, identifier, *extra, check_rc=0):
-    return ds.tether("add", key, identifier, "--kind", "iceberg", *extra, check_rc=check_rc)
+def add(ds, key, identifier, *extra, check_rc=0, env=None):
+    return ds.tether("add", key, identifier, "--kind", "iceberg", *extra, check_rc=check_rc, env=env)
 
 
 def tether_refs(cat, identifier="ns.t"):
@@ -299,6 +299,38 @@ def test_missing_table_secrets_and_wrong_password(gds, cat):
         p = add(gds, "tbl", "ns.t", check_rc=None)
         assert p.returncode != 0 and "password authentication failed" in p.stderr, p.stderr
         assert "wrong" not in p.stderr.replace("password authentication failed", "")
+
+
+def test_a_lost_compare_and_swap_is_refused_and_leaves_no_file(gds, tmp_path):
+    """The catalog row never moves (a trigger ignores every UPDATE, as if a
+    peer won each time): tether retries, then refuses, and deletes every
+    metadata file it wrote; the table is as it was."""
+    import sqlite3
+    cat = ib.sqlite_catalog(tmp_path)
+    ib.create_table(cat, "ns.t", rows=1)
+    configure(gds, cat)
+    add(gds, "tbl", "ns.t")
+    db = sqlite3.connect(cat["uri"][len("sqlite:///"):])
+    db.execute("CREATE TRIGGER lose BEFORE UPDATE ON iceberg_tables BEGIN SELECT RAISE(IGNORE); END")
+    db.commit()
+    db.close()
+    meta = Path(ib.load(cat).metadata_location[len("file://"):]).parent
+    files = sorted(meta.iterdir())
+    p = gds.tether("commit", "-m", "x", check_rc=3)
+    assert "refused, the head moved" in p.stderr and "nothing was changed" in p.stderr, p.stderr
+    assert sorted(meta.iterdir()) == files and ib.refs(cat).keys() == {"main"}
+    assert gds.commit_count() == 0
+
+
+def test_postgres_password_from_the_environment(gds, postgres_server, tmp_path):
+    cat = ib.postgres_catalog(postgres_server, tmp_path)
+    ib.create_table(cat, "ns.t", rows=1)
+    configure(gds, cat, secrets=f'[backends.iceberg]\ncatalog = {{uri = "{cat["tether_uri"]}"}}\n')
+    p = add(gds, "tbl", "ns.t", check_rc=None, env={"PGPASSWORD": "", "PGPASSFILE": str(tmp_path / "none")})
+    assert p.returncode != 0 and cat["password"] not in p.stderr, p.stderr
+    add(gds, "tbl", "ns.t", env={"PGPASSWORD": cat["password"]})
+    gds.tether("commit", "-m", "pg", env={"PGPASSWORD": cat["password"]})
+    assert len(tether_refs(cat)) == 1
 
 
 def test_secrets_in_a_misspelt_key_are_refused(gds, cat):

@@ -248,6 +248,27 @@ def test_unknown_format_version_is_refused_and_nothing_written(gds, cat):
     assert not gds.manifest_path("tbl").exists()
 
 
+def test_damaged_or_missing_metadata_is_named(gds, tmp_path):
+    cat = ib.sqlite_catalog(tmp_path)
+    ib.create_table(cat, "ns.t", rows=1)
+    configure(gds, cat)
+    add(gds, "tbl", "ns.t")
+    loc = ib.load(cat).metadata_location[len("file://"):]
+    text = Path(loc).read_text()
+    Path(loc).write_text('{"format-version": 2,\n  "refs": [1, 2,\n')
+    p = gds.tether("status", check_rc=None)
+    assert p.returncode != 0 and f"{loc}:3:" in p.stderr.replace("file://", ""), p.stderr
+    # A parent cycle ends the walk instead of looping.
+    md = json.loads(text)
+    s = md["snapshots"][0]
+    s["parent-snapshot-id"] = s["snapshot-id"]
+    Path(loc).write_text(json.dumps(md))
+    assert len(gds.tj("log", "tbl")["entries"]) == 1
+    Path(loc).unlink()
+    p = gds.tether("status", check_rc=None)
+    assert p.returncode != 0 and "metadata file" in p.stderr and "is missing" in p.stderr, p.stderr
+
+
 def test_a_float_in_the_metadata_is_refused_before_rewriting(gds, cat):
     ib.create_table(cat, "ns.t", rows=1)
     configure(gds, cat)

@@ -64,8 +64,10 @@ int ib_history(const struct tether_bctx *ctx, const json_t *locator, int max_cou
 	json_t *out = json_array();
 	if ((rc = ib_position_id(&t, &id)) == 0 && !out)
 		rc = ib_fail_oom();
-	size_t left = json_array_size(json_object_get(t.md, "snapshots")) + 1;
-	for (int n = 0; rc == 0 && id != -1 && left-- && (max_count <= 0 || n < max_count); n++) {
+	/* A valid chain visits each snapshot once: a parent cycle in a
+	 * damaged file ends there. */
+	size_t left = json_array_size(json_object_get(t.md, "snapshots"));
+	for (int n = 0; rc == 0 && id != -1 && left-- > 0 && (max_count <= 0 || n < max_count); n++) {
 		const json_t *s = ib_md_snapshot(t.md, id);
 		if (!s)
 			break; /* expired: the chain ends here */
@@ -143,7 +145,8 @@ int ib_diff(const struct tether_bctx *ctx, const json_t *locator, const json_t *
 	json_t *entries = json_array();
 	size_t count = 0;
 	int64_t rows = 0;
-	for (int64_t cur = ib; entries && cur != -1 && cur != ia;) {
+	size_t left = json_array_size(json_object_get(t.md, "snapshots"));
+	for (int64_t cur = ib; entries && cur != -1 && cur != ia && left-- > 0;) {
 		const json_t *s = ib_md_snapshot(t.md, cur);
 		if (!s)
 			break;

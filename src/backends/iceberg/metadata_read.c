@@ -82,10 +82,12 @@ int ib_md_is_ancestor(const json_t *md, int64_t ancestor, int64_t of)
 {
 	/* Bounded by the snapshot count: a metadata file with a parent cycle
 	 * must not loop forever. */
-	size_t left = json_array_size(json_object_get(md, "snapshots")) + 1;
-	for (int64_t cur = of; cur != -1 && left--;) {
+	size_t left = json_array_size(json_object_get(md, "snapshots"));
+	for (int64_t cur = of; cur != -1;) {
 		if (cur == ancestor)
 			return 1;
+		if (left-- == 0)
+			return 0;
 		const json_t *s = ib_md_snapshot(md, cur);
 		if (!s)
 			return 0;

@@ -359,8 +359,11 @@ static int validate_uri_table(const struct cfgcheck *c, const json_t *uris, cons
  * leave an object without the secret meant for it, silently. */
 static int validate_secrets(const struct cfgcheck *c, const json_t *secrets)
 {
-	static const char *const tables[] = {"objects", "uris", NULL};
-	int rc = check_known(c, secrets, NULL, tables, "objects, uris");
+	static const char *const tables[] = {"objects", "uris", "backends", NULL};
+	int rc = check_known(c, secrets, NULL, tables, "objects, uris, backends");
+	json_t *kinds = json_object_get(secrets, "backends");
+	if (!rc && kinds && !json_is_object(kinds))
+		rc = refuse_at(c, secrets, "backends", "'backends' must be a table of [backends.<kind>] tables");
 	if (!rc) /* a URL or token is handed on as a C string: no NUL inside */
 		rc = tt_strings_check(secrets, c->path);
 	json_t *objects = json_object_get(secrets, "objects");
@@ -538,6 +541,10 @@ void tt_repo_bctx(struct tether_repo *repo, const char *kind, const char *key, s
 	tt_sessions_progress(repo, ctx);
 	json_t *objects = json_object_get(repo->secrets, "objects");
 	ctx->secrets = key ? json_object_get(objects, key) : NULL;
+	/* No table of its own: the kind's [backends.<kind>] one, the secrets
+	 * every object of the kind shares (an Iceberg catalog's URI). */
+	if (!ctx->secrets)
+		ctx->secrets = json_object_get(json_object_get(repo->secrets, "backends"), kind);
 	ctx->uri_secrets = json_object_get(repo->secrets, "uris");
 }
 
@@ -634,8 +641,20 @@ int tt_repo_check_object_secrets(const struct tether_repo *repo, const struct te
 {
 	json_t *mine = json_object_get(json_object_get(repo->secrets, "objects"), key);
 	const char *const *keys = TT_BACKEND_GET(b, secret_keys);
+	char table[300];
+	snprintf(table, sizeof table, "objects.\"%s\"", key);
+	if (!mine) { /* what the object gets instead (tt_repo_bctx) */
+		mine = json_object_get(json_object_get(repo->secrets, "backends"), b->kind);
+		snprintf(table, sizeof table, "backends.%s", b->kind);
+	}
 	if (!mine || !keys)
 		return 0;
+	if (!json_is_object(mine)) {
+		char *path = tt_path_join(repo->tether_dir, "secrets.toml");
+		int rc = tether_error_set(TETHER_ECONFIG, "%s: %s must be a table", path, table);
+		free(path);
+		return rc;
+	}
 	const char *k;
 	json_t *v;
 	json_object_foreach(mine, k, v) {
@@ -649,7 +668,7 @@ int tt_repo_check_object_secrets(const struct tether_repo *repo, const struct te
 		for (i = 0; keys[i] && o < sizeof allowed; i++)
 			o += (size_t)snprintf(allowed + o, sizeof allowed - o, "%s%s", i ? ", " : "", keys[i]);
 		struct cfgcheck c = {path, repo->secrets_where};
-		int rc = refuse_at(&c, mine, k, "unknown key '%s' in objects.\"%s\" (kind %s reads %s)", k, key, b->kind,
+		int rc = refuse_at(&c, mine, k, "unknown key '%s' in %s (kind %s reads %s)", k, table, b->kind,
 		                   *allowed ? allowed : "none");
 		free(path);
 		return rc;

@@ -920,7 +920,172 @@ class DeltaAdapter(Adapter):
         return str(handle["version"])
 
 
-ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3(), LakeFSAdapter(), DoltAdapter(), LanceAdapter(), LanceS3(), DuckLakeAdapter(), DeltaAdapter()]
+# ---------------------------------------------------------------------------
+# iceberg: a table in a pyiceberg SqlCatalog on SQLite; the oracle is pyiceberg
+# ---------------------------------------------------------------------------
+
+class IcebergTable:
+    """A lifecycle store of kind iceberg: a table ns.<name> in a SQLite SQL
+    catalog of its own (tests/e2e/iceberg_oracle.py describes `cat`)."""
+
+    def __init__(self, cat, identifier):
+        self.cat, self.identifier = cat, identifier
+
+    def __str__(self):
+        return self.identifier
+
+
+class IcebergSqlite(Adapter):
+    """Iceberg tables made and written by pyiceberg's SqlCatalog. State ids
+    are snapshot ids as decimal text, as `tether log` and `add --at` spell
+    them."""
+    name = "iceberg-sql"
+    kind = "iceberg"
+
+    def __init__(self):
+        self.writes = 0
+
+    def make_store(self, tmp_path, name="store"):
+        import iceberg_oracle as ib
+        d = Path(tmp_path) / f"{name}-iceberg"
+        d.mkdir()
+        cat = ib.sqlite_catalog(d)
+        ib.create_table(cat, "ns.t")
+        store = IcebergTable(cat, "ns.t")
+        self.mutate(store)
+        return store
+
+    def committed(self, store):
+        """tether.toml's [backends.iceberg] catalog: the type and warehouse."""
+        return f'{{type = "sql", warehouse = "{store.cat["warehouse"]}"}}'
+
+    def secret(self, store):
+        """secrets.toml's [backends.iceberg] catalog: the URI, never committed."""
+        return f'{{uri = "{store.cat["uri"]}"}}'
+
+    def reach(self, root, env, store):
+        self.current = store
+        root = Path(root)
+        if "[backends.iceberg]" not in (root / "tether.toml").read_text():  # a clone has it committed
+            with open(root / "tether.toml", "a") as f:
+                f.write(f'\n[backends.iceberg]\ncatalog = {self.committed(store)}\n')
+        (root / ".tether").mkdir(exist_ok=True)
+        (root / ".tether" / "secrets.toml").write_text(f'[backends.iceberg]\ncatalog = {self.secret(store)}\n')
+
+    def add_args(self, store):
+        return [store.identifier, "--kind", self.kind]
+
+    def mutate(self, store, branch=None):
+        import iceberg_oracle as ib
+        self.writes += 1
+        return str(ib.append(store.cat, store.identifier, 2, branch=branch or self.base_branch,
+                             start=self.writes * 10))
+
+    def head(self, store, branch=None):
+        import iceberg_oracle as ib
+        h = ib.head(store.cat, store.identifier, branch or self.base_branch)
+        return None if h is None else str(h)
+
+    def refs(self, store):
+        import iceberg_oracle as ib
+        out = {"pins": {}, "branches": {}}
+        for name, (sid, kind) in ib.refs(store.cat, store.identifier).items():
+            out["pins" if kind == "tag" else "branches"][name] = str(sid)
+        return out
+
+    def content(self, store, ref):
+        import iceberg_oracle as ib
+        t = ib.load(store.cat, store.identifier)
+        rows = t.scan(snapshot_id=t.refs()[ref].snapshot_id).to_arrow().column("id").to_pylist()
+        return sorted(rows)
+
+    def delete_pin(self, store, ref):
+        import iceberg_oracle as ib
+        ib.load(store.cat, store.identifier).manage_snapshots().remove_tag(ref).commit()
+
+    def add_foreign_ref(self, store, name, state_id):
+        import iceberg_oracle as ib
+        ib.load(store.cat, store.identifier).manage_snapshots().create_tag(int(state_id), name).commit()
+
+    def history(self, store, branch=None):
+        import iceberg_oracle as ib
+        t = ib.load(store.cat, store.identifier)
+        out, sid = [], t.refs()[branch or self.base_branch].snapshot_id
+        while sid is not None:
+            s = t.snapshot_by_id(sid)
+            if s is None:
+                break
+            summ = s.summary
+            parts = [f"+{summ[k]} {u}" if k.startswith("added") else f"-{summ[k]} {u}"
+                     for k, u in (("added-records", "rows"), ("deleted-records", "rows"),
+                                  ("added-data-files", "files"), ("deleted-data-files", "files"))
+                     if summ and k in summ.additional_properties and int(summ[k]) > 0]
+            op = summ.operation.value if summ else "snapshot"
+            out.append((str(sid), op + (": " + ", ".join(parts) if parts else "")))
+            sid = s.parent_snapshot_id
+        return out
+
+    def witness(self, store):
+        import iceberg_oracle as ib
+        # Every commit writes a new metadata file and moves the row.
+        return ib.load(store.cat, store.identifier).metadata_location
+
+    def identity(self, store):
+        return {"branch": self.base_branch, "catalog_name": store.cat["name"], "identifier": store.identifier}
+
+    def content_state(self, state_id):
+        return {"snapshot_id": int(state_id)}
+
+    def state_id(self, state):
+        return str(state["snapshot_id"])
+
+    def handle_state(self, handle):
+        return str(handle["snapshot_id"])
+
+    def handle_ref(self, handle):
+        return handle["ref"]
+
+    def write_via_handle(self, handle):
+        assert handle["read_only"] is False and handle["kind"] == "iceberg", handle
+        # The handle names the catalog and table, not the catalog's URI (a
+        # secret): the user's program has its own catalog configuration.
+        store = self.current
+        assert handle["identifier"] == store.identifier, handle
+        return self.mutate(store, handle["ref"])
+
+
+class IcebergRest(IcebergSqlite):
+    """Iceberg tables behind the Iceberg project's own REST catalog server
+    (tests/e2e/icebergrest.py), made and written by pyiceberg's RestCatalog;
+    tether reaches it with a bearer token from secrets.toml. Each store is a
+    table in a two-level namespace of its own (the REST path encodes the
+    levels with the 0x1F separator)."""
+    name = "iceberg-rest"
+    server_fixture = "iceberg_rest_server"
+    serial = 0
+
+    def bind(self, server):
+        self.server = server
+
+    def make_store(self, tmp_path, name="store"):
+        import iceberg_oracle as ib
+        IcebergRest.serial += 1
+        cat = ib.rest_catalog(self.server)
+        identifier = f"lc.s{IcebergRest.serial}_{os.getpid()}.t"
+        ib.create_table(cat, identifier)
+        store = IcebergTable(cat, identifier)
+        self.mutate(store)
+        return store
+
+    def committed(self, store):
+        return '{type = "rest"}'
+
+    def secret(self, store):
+        # The URI and the token only in secrets.toml.
+        return f'{{uri = "{store.cat["uri"]}", token = "{store.cat["token"]}", allow_http = true}}'
+
+
+ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3(), LakeFSAdapter(), DoltAdapter(), LanceAdapter(), LanceS3(), DuckLakeAdapter(), DeltaAdapter(), IcebergSqlite(), IcebergRest()]
 
 # Stable Pinnable kinds with no adapter, and why the lifecycle cannot be
 # run on them end to end. Any other such kind without an adapter fails

@@ -162,6 +162,27 @@ def _process_tree(pid):
     return out
 
 
+def stop_process(proc):
+    """SIGTERM to a server we started (a Popen; None: nothing), SIGKILL if
+    it lingers; then anything it left behind (none is expected) is killed,
+    each by its PID."""
+    if proc is None:
+        return
+    tree = _process_tree(proc.pid)
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(STOP_TIMEOUT)
+    for pid in tree[1:]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 class S3Server:
     """One running S3 server (see the module's docstring)."""
 
@@ -238,23 +259,7 @@ class S3Server:
         self._fail(f"S3 not answering after {READY_TIMEOUT:.0f} s: {last}")
 
     def stop(self):
-        """SIGTERM to the server, SIGKILL if it lingers; then anything it
-        left in its session (none is expected) is killed the same way."""
-        if self.proc is None:
-            return
-        tree = _process_tree(self.proc.pid)
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(STOP_TIMEOUT)
-        for pid in tree[1:]:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        stop_process(self.proc)
 
     # -- using it ---------------------------------------------------------
     def client(self, access_key=None, secret=None, **config):

@@ -16,18 +16,6 @@
 #include <string.h>
 #include <time.h>
 
-#define MAX_TOKEN_BYTES 8192
-
-static int token_ok(const char *t)
-{
-	if (!t || !*t || strlen(t) > MAX_TOKEN_BYTES)
-		return 0;
-	for (; *t; t++)
-		if (*t <= ' ' || *t > '~')
-			return 0;
-	return 1;
-}
-
 /* The answer of a token endpoint; `what` names it in messages. */
 static int read_answer(const struct tt_http_response *resp, const char *what, struct tt_gcs_token *out)
 {
@@ -41,7 +29,7 @@ static int read_answer(const struct tt_http_response *resp, const char *what, st
 		return rc;
 	const char *token = json_string_value(json_object_get(body, "access_token"));
 	json_t *expires = json_object_get(body, "expires_in");
-	if (!token_ok(token) || !json_is_integer(expires) || json_integer_value(expires) <= 0)
+	if (!tt_http_token_ok(token) || !json_is_integer(expires) || json_integer_value(expires) <= 0)
 		rc = tether_error_set(TETHER_EAUTH, "%s: the answer has no valid access_token and expires_in", what);
 	else if (!(out->access_token = strdup(token)))
 		rc = tt_fail_oom();

@@ -607,6 +607,16 @@ int tt_http_perform_retried(struct tt_http *h, const struct tt_http_request *req
 	}
 }
 
+int tt_http_token_ok(const char *t)
+{
+	if (!t || !*t || strlen(t) > 8192)
+		return 0;
+	for (; *t; t++)
+		if (*t <= ' ' || *t > '~')
+			return 0;
+	return 1;
+}
+
 char *tt_http_escape(const char *s, int keep_slash)
 {
 	static const char hex[] = "0123456789ABCDEF";

@@ -107,6 +107,11 @@ int tt_http_backoff(int attempt);
 int tt_http_perform_retried(struct tt_http *h, const struct tt_http_request *req, struct tt_http_response *resp,
                             int *attempts);
 
+/* Is this access token safe to send as "Authorization: Bearer <token>":
+ * non-empty printable ASCII without spaces, at most 8 KiB (so a token
+ * endpoint's answer cannot smuggle a header in)? */
+int tt_http_token_ok(const char *token);
+
 /* Percent-encode s as RFC 3986's unreserved set allows (A-Z a-z 0-9 - _ .
  * ~ stay); '/' stays too when keep_slash. malloc'd. */
 char *tt_http_escape(const char *s, int keep_slash);

@@ -1943,5 +1943,7 @@ const struct tether_vcs_ops tt_git_ops = {
 	.return_to = git_return_to,
 	.rewrite_files = tt_git_rewrite_files,
 	.containing_refs = tt_git_containing_refs,
+	.commits_info = tt_git_commits_info,
+	.list_refs = tt_git_list_refs,
 	.abandon = tt_git_abandon,
 };

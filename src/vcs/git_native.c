@@ -1007,6 +1007,16 @@ static int native_abandon(struct tether_vcs *v, const char *id, const char *expe
 	FORWARD(v, abandon(v->full, id, expect_head, check_only, own, nown, new_head));
 }
 
+static int native_commits_info(struct tether_vcs *v, const char *const *ids, size_t n, json_t **infos)
+{
+	FORWARD(v, commits_info(v->full, ids, n, infos));
+}
+
+static int native_list_refs(struct tether_vcs *v, json_t **refs)
+{
+	FORWARD(v, list_refs(v->full, refs));
+}
+
 /* git's checkout stands on one branch at most: the one HEAD names. */
 static int native_checkout_bookmarks(struct tether_vcs *v, json_t **names)
 {
@@ -1045,4 +1055,6 @@ const struct tether_vcs_ops tt_git_native_ops = {
 	.rewrite_files = native_rewrite_files,
 	.containing_refs = native_containing_refs,
 	.abandon = native_abandon,
+	.commits_info = native_commits_info,
+	.list_refs = native_list_refs,
 };

@@ -1,0 +1,37 @@
+/* tether-sql.so: the writers and readers of `tether export`, `publish` and
+ * `import` (core/export_tables.h), in a module of their own so that
+ * libsqlite3, libpq and libzstd are loaded by these commands only. */
+#include "sql/sql.h"
+
+#include <tether/backend.h>
+
+#include <string.h>
+
+static int sql_write(const struct tt_export_table *tables, size_t n, const char *format, const char *path)
+{
+	if (strcmp(format, "sqlite") == 0)
+		return tt_sql_write_sqlite(tables, n, path);
+	if (strcmp(format, "csv") == 0)
+		return tt_sql_write_csv(tables, n, path);
+	if (strcmp(format, "jsonl") == 0)
+		return tt_sql_write_jsonl(tables, n, path);
+	return tether_error_set(TETHER_EUSAGE, "unknown export format '%s'", format);
+}
+
+static int is_pg(const char *source)
+{
+	return strncmp(source, "postgresql://", 13) == 0 || strncmp(source, "postgres://", 11) == 0;
+}
+
+static int sql_query(const char *source, const char *password, const char *query, struct tt_sql_rows *out)
+{
+	return is_pg(source) ? tt_sql_query_pg(source, password, query, out) : tt_sql_query_sqlite(source, query, out);
+}
+
+TETHER_API const struct tt_sql_module tether_sql_module = {
+	.version = TT_SQL_MODULE_VERSION,
+	.size = sizeof(struct tt_sql_module),
+	.write = sql_write,
+	.publish = tt_sql_publish_pg,
+	.query = sql_query,
+};

@@ -570,6 +570,7 @@ struct tether_import_opts {
 	const char *source; /* postgresql://... or a SQLite file */
 	const char *query;
 	int sync;           /* remove objects the rows do not name */
+	const char *plan_out; /* also save the plan to this file */
 };
 TETHER_API int tether_import_plan(tether_repo *repo, const struct tether_import_opts *opts, json_t **plan);
 /* Report: {"added", "updated", "removed": [keys]}. */

@@ -122,6 +122,7 @@ extern const struct cli_command cmd_abandon;
 extern const struct cli_command cmd_undo;
 extern const struct cli_command cmd_export;
 extern const struct cli_command cmd_publish;
+extern const struct cli_command cmd_import;
 
 /* Provided by main.c: what a command needs before it calls the engine. */
 

@@ -127,8 +127,10 @@ static int parse_manifest(const char *key, const char *data, size_t len, const c
 	if (state) {
 		/* A version of a system: the same (kind, locator, state, pin
 		 * ref) recorded by any number of commits is one row. */
-		json_t *ident = json_pack("{s:s, s:O, s:O, s:O?}", "kind", tt_manifest_kind(&m), "locator", locator,
-		                          "state", state, "pin_ref", pin_ref);
+		json_t *ident = json_pack("{s:s, s:O, s:O}", "kind", tt_manifest_kind(&m), "locator", locator, "state",
+		                          state);
+		if (ident && pin_ref)
+			json_object_set(ident, "pin_ref", pin_ref);
 		char hex[65];
 		if (!ident || tt_cjson_sha256(ident, hex) != 0)
 			abort();

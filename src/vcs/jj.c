@@ -1557,9 +1557,11 @@ static int jj_list_refs(struct tether_vcs *v, json_t **refs)
 	while ((line = next_line(&cursor))) {
 		char *local = strchr(line, '\t'), *remote = local ? strchr(local + 1, '\t') : NULL,
 		     *tags = remote ? strchr(remote + 1, '\t') : NULL;
-		if (!tags || !is_full_id(line))
+		if (!tags)
 			continue;
 		*local++ = *remote++ = *tags++ = '\0';
+		if (!is_full_id(line))
+			continue;
 		add_export_refs(out, line, local, "bookmark");
 		add_export_refs(out, line, remote, "remote");
 		add_export_refs(out, line, tags, "tag");

@@ -7,7 +7,7 @@
  * The reader is for files tether does not trust (a clone's Delta
  * checkpoints): every offset, length, count and nesting depth is checked
  * against the bytes before use, and a limit on decoded size stops
- * decompression bombs. Errors are TETHER_EIO (or TETHER_ENOMEM) set with
+ * decompression bombs. Errors are TETHER_EIO (TETHER_ERROR: out of memory) set with
  * tether_error_set(), the message naming `what` (a path or URI) and what is
  * wrong ("column chunk 3 of row group 0: page header past the end").
  *
@@ -39,7 +39,8 @@ const char *tt_parquet_kv(const struct tt_parquet_file *f, const char *key);
  * column that is present in the file under its name (a column the file does
  * not have is simply absent from every row). Values: a null is JSON null;
  * integers (INT32/INT64 and their logical types) are integers; BOOLEAN is
- * true/false; FLOAT/DOUBLE are reals; BYTE_ARRAY/FIXED_LEN_BYTE_ARRAY with a
+ * true/false; FLOAT/DOUBLE are reals (NaN and infinities, which JSON lacks, are
+ * null); BYTE_ARRAY/FIXED_LEN_BYTE_ARRAY with a
  * STRING/UTF8/ENUM/JSON annotation are strings (invalid UTF-8 is an error),
  * other byte arrays are lower-case hex strings; a group is an object of its
  * fields; a LIST (3-level, and the legacy 2-level forms) is an array; a MAP

@@ -1,0 +1,741 @@
+/* The Parquet writer: flat columns, one data page (v1) per column chunk,
+ * dictionary-encoded where dictionary plus indices is smaller than PLAIN,
+ * zstd-compressed, with min/max/null-count statistics under the types'
+ * defined orders (column_orders says so, so readers use them). Rows are
+ * buffered per row group; nothing depends on time or addresses, so the
+ * same rows give the same bytes. */
+#include "format/parquet.h"
+#include "format/parquet_codec.h"
+#include "format/thrift_compact.h"
+#include "util/utf8.h"
+
+#include <tether/backend.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A row group is flushed at this much buffered data (parquet.h: "about
+ * 64 MiB") or at the caller's row count; a page's value count is an i32. */
+#define PQW_GROUP_BYTES ((size_t)64 << 20)
+#define PQW_MAX_GROUP_ROWS ((size_t)1 << 30)
+/* One string value at most (its length is a u32 in PLAIN). */
+#define PQW_MAX_STRING ((size_t)1 << 30)
+
+enum { PQW_BOOLEAN = 0, PQW_INT32 = 1, PQW_INT64 = 2, PQW_DOUBLE = 5, PQW_BYTE_ARRAY = 6 };
+enum { PQW_PLAIN = 0, PQW_PLAIN_DICTIONARY = 2, PQW_RLE = 3 };
+
+struct pqw_col {
+	char *name;
+	enum tt_parquet_type type;
+	bool nullable;
+	uint8_t *defined; /* per buffered row: 1 when not null */
+	uint64_t *v;      /* per non-null value: the bits, or for strings the offset in pool */
+	uint32_t *len;    /* strings: per non-null value */
+	size_t nv, vcap;
+	struct tc_writer pool; /* strings' bytes */
+};
+
+struct tt_parquet_writer {
+	int fd;
+	char *what;
+	struct pqw_col *cols;
+	size_t ncols;
+	size_t group_rows; /* flush at this many rows */
+	size_t rows;       /* buffered */
+	size_t bytes;      /* buffered, estimated */
+	size_t rcap;
+	uint64_t offset;   /* bytes written to fd */
+	int64_t total_rows;
+	struct tc_writer groups; /* the footer's row_groups list elements, built as they are written */
+	size_t ngroups;
+	int err;
+};
+
+static int pqw_fail(struct tt_parquet_writer *w, int code, const char *fmt, const char *detail)
+{
+	if (!w->err)
+		w->err = tether_error_set(code, fmt, w->what, detail);
+	return w->err;
+}
+
+static int pqw_oom(struct tt_parquet_writer *w)
+{
+	return pqw_fail(w, TETHER_ERROR, "%s: out of memory%s", "");
+}
+
+static int pqw_physical(enum tt_parquet_type t)
+{
+	switch (t) {
+	case TT_PARQUET_BOOLEAN:
+		return PQW_BOOLEAN;
+	case TT_PARQUET_INT32:
+		return PQW_INT32;
+	case TT_PARQUET_DOUBLE:
+		return PQW_DOUBLE;
+	case TT_PARQUET_STRING:
+		return PQW_BYTE_ARRAY;
+	default:
+		return PQW_INT64;
+	}
+}
+
+static size_t pqw_width(enum tt_parquet_type t)
+{
+	return t == TT_PARQUET_INT32 ? 4 : 8;
+}
+
+void tt_parquet_writer_free(struct tt_parquet_writer *w)
+{
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->ncols; i++) {
+		free(w->cols[i].name);
+		free(w->cols[i].defined);
+		free(w->cols[i].v);
+		free(w->cols[i].len);
+		tc_writer_free(&w->cols[i].pool);
+	}
+	free(w->cols);
+	free(w->what);
+	tc_writer_free(&w->groups);
+	free(w);
+}
+
+int tt_parquet_writer_new(int fd, const char *what, const struct tt_parquet_column *cols, size_t ncols,
+                          size_t row_group_rows, struct tt_parquet_writer **out)
+{
+	*out = NULL;
+	struct tt_parquet_writer *w = calloc(1, sizeof *w);
+	if (!w || !(w->what = strdup(what)) || !(w->cols = calloc(ncols ? ncols : 1, sizeof *w->cols))) {
+		tt_parquet_writer_free(w);
+		return tether_error_set(TETHER_ERROR, "%s: out of memory", what);
+	}
+	w->fd = fd;
+	w->ncols = ncols;
+	w->group_rows = row_group_rows && row_group_rows < PQW_MAX_GROUP_ROWS ? row_group_rows : PQW_MAX_GROUP_ROWS;
+	tc_writer_init(&w->groups);
+	for (size_t i = 0; i < ncols; i++) {
+		if (!cols[i].name || !*cols[i].name || (unsigned)cols[i].type > TT_PARQUET_TIMESTAMP_US) {
+			tt_parquet_writer_free(w);
+			return tether_error_set(TETHER_EUSAGE, "%s: column %zu without a name or of an unknown type", what, i);
+		}
+		tc_writer_init(&w->cols[i].pool);
+		w->cols[i].type = cols[i].type;
+		w->cols[i].nullable = cols[i].nullable;
+		if (!(w->cols[i].name = strdup(cols[i].name))) {
+			tt_parquet_writer_free(w);
+			return tether_error_set(TETHER_ERROR, "%s: out of memory", what);
+		}
+	}
+	*out = w;
+	return 0;
+}
+
+/* ---- encoding ---- */
+
+static void pqw_le(struct tc_writer *b, uint64_t v, size_t n)
+{
+	uint8_t x[8];
+	for (size_t i = 0; i < n; i++)
+		x[i] = (uint8_t)(v >> (8 * i));
+	tc_w_bytes(b, x, n);
+}
+
+/* Equal values from i, counted up to 8 (all a run decision needs). */
+static size_t pqw_run8(const uint32_t *v, size_t n, size_t i)
+{
+	size_t r = 1;
+	while (i + r < n && r < 8 && v[i + r] == v[i])
+		r++;
+	return r;
+}
+
+/* The RLE/bit-packed hybrid: runs of 8 or more equal values as RLE runs,
+ * the rest bit-packed in groups of 8 (the last group zero-padded). */
+static void pqw_rle(struct tc_writer *b, const uint32_t *v, size_t n, int bw)
+{
+	size_t vbytes = ((size_t)bw + 7) / 8;
+	size_t i = 0;
+	while (i < n) {
+		if (pqw_run8(v, n, i) == 8) {
+			size_t run = 8;
+			while (i + run < n && v[i + run] == v[i])
+				run++;
+			tc_w_uvarint(b, (uint64_t)run << 1);
+			pqw_le(b, v[i], vbytes);
+			i += run;
+			continue;
+		}
+		size_t start = i, groups = 0;
+		do {
+			i += 8;
+			groups++;
+		} while (i < n && pqw_run8(v, n, i) < 8);
+		tc_w_uvarint(b, (uint64_t)groups << 1 | 1);
+		uint64_t acc = 0;
+		int nbits = 0;
+		for (size_t j = start; j < start + groups * 8; j++) {
+			acc |= (uint64_t)(j < n ? v[j] : 0) << nbits;
+			nbits += bw;
+			while (nbits >= 8) {
+				uint8_t byte = (uint8_t)acc;
+				tc_w_bytes(b, &byte, 1);
+				acc >>= 8;
+				nbits -= 8;
+			}
+		}
+	}
+}
+
+static int pqw_bit_width(size_t max)
+{
+	int bw = 0;
+	while (max) {
+		bw++;
+		max >>= 1;
+	}
+	return bw ? bw : 1;
+}
+
+/* Value i's bytes as Parquet's PLAIN encodes it (no length prefix). */
+static const uint8_t *pqw_str(const struct pqw_col *c, size_t i)
+{
+	return c->pool.buf + c->v[i];
+}
+
+static bool pqw_equal(const struct pqw_col *c, size_t a, size_t b)
+{
+	if (c->type != TT_PARQUET_STRING)
+		return c->v[a] == c->v[b];
+	return c->len[a] == c->len[b] && memcmp(pqw_str(c, a), pqw_str(c, b), c->len[a]) == 0;
+}
+
+static uint64_t pqw_hash(const struct pqw_col *c, size_t i)
+{
+	uint64_t h = 0xcbf29ce484222325u;
+	if (c->type != TT_PARQUET_STRING) {
+		h ^= c->v[i];
+		h *= 0x100000001b3u;
+		return h ^ (h >> 29);
+	}
+	const uint8_t *s = pqw_str(c, i);
+	for (uint32_t k = 0; k < c->len[i]; k++) {
+		h ^= s[k];
+		h *= 0x100000001b3u;
+	}
+	return h;
+}
+
+/* The dictionary of c's values in first-seen order: *dict holds the value
+ * index of each entry, idx[i] each value's entry. Returns the entry count,
+ * or SIZE_MAX when out of memory. */
+static size_t pqw_dictionary(const struct pqw_col *c, size_t **dict, uint32_t *idx)
+{
+	size_t cap = 16;
+	while (cap < c->nv * 2)
+		cap *= 2;
+	size_t *slots = malloc(cap * sizeof *slots), *d = malloc((c->nv ? c->nv : 1) * sizeof *d);
+	if (!slots || !d) {
+		free(slots);
+		free(d);
+		return SIZE_MAX;
+	}
+	for (size_t s = 0; s < cap; s++)
+		slots[s] = SIZE_MAX;
+	size_t n = 0;
+	for (size_t i = 0; i < c->nv; i++) {
+		size_t s = (size_t)pqw_hash(c, i) & (cap - 1);
+		while (slots[s] != SIZE_MAX && !pqw_equal(c, d[slots[s]], i))
+			s = (s + 1) & (cap - 1);
+		if (slots[s] == SIZE_MAX) {
+			slots[s] = n;
+			d[n++] = i;
+		}
+		idx[i] = (uint32_t)slots[s];
+	}
+	free(slots);
+	*dict = d;
+	return n;
+}
+
+static void pqw_plain_value(struct tc_writer *b, const struct pqw_col *c, size_t i)
+{
+	if (c->type == TT_PARQUET_STRING) {
+		pqw_le(b, c->len[i], 4);
+		tc_w_bytes(b, pqw_str(c, i), c->len[i]);
+	} else {
+		pqw_le(b, c->v[i], pqw_width(c->type));
+	}
+}
+
+static size_t pqw_plain_size(const struct pqw_col *c, size_t i)
+{
+	return c->type == TT_PARQUET_STRING ? 4 + (size_t)c->len[i] : pqw_width(c->type);
+}
+
+/* ---- statistics ---- */
+
+static double pqw_double(uint64_t bits)
+{
+	double d;
+	memcpy(&d, &bits, sizeof d);
+	return d;
+}
+
+/* a < b in the type's defined order (strings: unsigned bytewise, as the
+ * STRING logical type orders them). NaN never compares. */
+static bool pqw_less(const struct pqw_col *c, size_t a, size_t b)
+{
+	switch (c->type) {
+	case TT_PARQUET_BOOLEAN:
+		return c->v[a] < c->v[b];
+	case TT_PARQUET_INT32:
+		return (int32_t)c->v[a] < (int32_t)c->v[b];
+	case TT_PARQUET_DOUBLE:
+		return pqw_double(c->v[a]) < pqw_double(c->v[b]);
+	case TT_PARQUET_STRING: {
+		uint32_t la = c->len[a], lb = c->len[b];
+		int r = memcmp(pqw_str(c, a), pqw_str(c, b), la < lb ? la : lb);
+		return r < 0 || (r == 0 && la < lb);
+	}
+	default:
+		return (int64_t)c->v[a] < (int64_t)c->v[b];
+	}
+}
+
+static void pqw_stat_value(struct tc_writer *b, int16_t id, const struct pqw_col *c, size_t i, int zero_sign)
+{
+	uint8_t x[8];
+	if (c->type == TT_PARQUET_STRING) {
+		tc_w_binary(b, id, pqw_str(c, i), c->len[i]);
+		return;
+	}
+	uint64_t v = c->v[i];
+	size_t n = c->type == TT_PARQUET_BOOLEAN ? 1 : pqw_width(c->type);
+	/* A zero bound is written -0.0 as a minimum, +0.0 as a maximum, as the
+	 * format asks (readers may not know which zero the column holds). */
+	if (c->type == TT_PARQUET_DOUBLE && pqw_double(v) == 0.0)
+		v = zero_sign < 0 ? 0x8000000000000000u : 0;
+	for (size_t k = 0; k < n; k++)
+		x[k] = (uint8_t)(v >> (8 * k));
+	tc_w_binary(b, id, x, n);
+}
+
+/* Statistics {3: null_count, 5: max_value, 6: min_value}. */
+static void pqw_statistics(struct tc_writer *m, const struct pqw_col *c, size_t nulls)
+{
+	size_t lo = SIZE_MAX, hi = SIZE_MAX;
+	for (size_t i = 0; i < c->nv; i++) {
+		if (c->type == TT_PARQUET_DOUBLE && isnan(pqw_double(c->v[i])))
+			continue;
+		if (lo == SIZE_MAX || pqw_less(c, i, lo))
+			lo = i;
+		if (hi == SIZE_MAX || pqw_less(c, hi, i))
+			hi = i;
+	}
+	tc_w_field(m, 12, TC_STRUCT);
+	tc_w_struct_begin(m);
+	tc_w_i64(m, 3, (int64_t)nulls);
+	if (lo != SIZE_MAX) {
+		pqw_stat_value(m, 5, c, hi, 1);
+		pqw_stat_value(m, 6, c, lo, -1);
+	}
+	tc_w_struct_end(m);
+}
+
+/* ---- writing ---- */
+
+static int pqw_write(struct tt_parquet_writer *w, const void *data, size_t n)
+{
+	const uint8_t *p = data;
+	while (n > 0) {
+		ssize_t k = write(w->fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return pqw_fail(w, TETHER_EIO, "%s: write failed: %s", strerror(errno));
+		p += k;
+		n -= (size_t)k;
+		w->offset += (uint64_t)k;
+	}
+	return 0;
+}
+
+/* A page: its header, then its body compressed with zstd. */
+static int pqw_page(struct tt_parquet_writer *w, struct tc_writer *out, bool dict_page, const struct tc_writer *body,
+                    size_t nvals, int encoding, uint64_t *uncompressed)
+{
+	uint8_t *z;
+	size_t zlen;
+	const char *err = pq_zstd_compress(body->buf, body->len, &z, &zlen);
+	if (err)
+		return pqw_fail(w, TETHER_ERROR, "%s: zstd: %s", err);
+	if (body->len > INT32_MAX || zlen > INT32_MAX) {
+		free(z);
+		return pqw_fail(w, TETHER_ERROR, "%s: %s", "a page over 2 GiB");
+	}
+	struct tc_writer h;
+	tc_writer_init(&h);
+	tc_w_struct_begin(&h);
+	tc_w_i32(&h, 1, dict_page ? 2 : 0);
+	tc_w_i32(&h, 2, (int32_t)body->len);
+	tc_w_i32(&h, 3, (int32_t)zlen);
+	tc_w_field(&h, dict_page ? 7 : 5, TC_STRUCT);
+	tc_w_struct_begin(&h);
+	tc_w_i32(&h, 1, (int32_t)nvals);
+	tc_w_i32(&h, 2, encoding);
+	if (!dict_page) {
+		tc_w_i32(&h, 3, PQW_RLE);
+		tc_w_i32(&h, 4, PQW_RLE);
+	}
+	tc_w_struct_end(&h);
+	tc_w_struct_end(&h);
+	tc_w_bytes(out, h.buf, h.len);
+	tc_w_bytes(out, z, zlen);
+	*uncompressed += h.len + body->len;
+	bool oom = h.oom;
+	tc_writer_free(&h);
+	free(z);
+	return oom ? pqw_oom(w) : 0;
+}
+
+/* Column c of the buffered row group into out (the chunk's bytes) and its
+ * ColumnChunk into meta; chunk_offset is where out will land in the file. */
+static int pqw_chunk(struct tt_parquet_writer *w, const struct pqw_col *c, uint64_t chunk_offset,
+                     struct tc_writer *out, struct tc_writer *meta, uint64_t *group_uncompressed)
+{
+	size_t nulls = w->rows - c->nv;
+	size_t plain = 0;
+	if (c->type == TT_PARQUET_BOOLEAN) {
+		plain = (c->nv + 7) / 8;
+	} else {
+		for (size_t i = 0; i < c->nv; i++)
+			plain += pqw_plain_size(c, i);
+	}
+	/* The dictionary, and whether it is smaller than PLAIN. */
+	size_t *dict = NULL, ndict = 0;
+	uint32_t *idx = NULL;
+	bool use_dict = false;
+	if (c->type != TT_PARQUET_BOOLEAN && c->nv > 0) {
+		if (!(idx = malloc(c->nv * sizeof *idx)) || (ndict = pqw_dictionary(c, &dict, idx)) == SIZE_MAX) {
+			free(idx);
+			return pqw_oom(w);
+		}
+		size_t dsize = 0;
+		for (size_t k = 0; k < ndict; k++)
+			dsize += pqw_plain_size(c, dict[k]);
+		size_t isize = 1 + (c->nv * (size_t)pqw_bit_width(ndict - 1) + 7) / 8;
+		use_dict = dsize + isize < plain;
+	}
+	struct tc_writer body;
+	tc_writer_init(&body);
+	uint64_t uncompressed = 0, start = chunk_offset + out->len, dict_offset = 0, data_offset;
+	int rc = 0;
+	if (use_dict) {
+		for (size_t k = 0; k < ndict; k++)
+			pqw_plain_value(&body, c, dict[k]);
+		dict_offset = start;
+		rc = pqw_page(w, out, true, &body, ndict, PQW_PLAIN_DICTIONARY, &uncompressed);
+		body.len = 0;
+	}
+	data_offset = chunk_offset + out->len;
+	if (rc == 0 && c->nullable) {
+		uint32_t *lv = malloc((w->rows ? w->rows : 1) * sizeof *lv);
+		if (!lv) {
+			rc = pqw_oom(w);
+		} else {
+			for (size_t r = 0; r < w->rows; r++)
+				lv[r] = c->defined[r];
+			size_t at = body.len;
+			pqw_le(&body, 0, 4);
+			pqw_rle(&body, lv, w->rows, 1);
+			size_t n = body.len - at - 4;
+			if (!body.oom)
+				for (int k = 0; k < 4; k++)
+					body.buf[at + (size_t)k] = (uint8_t)(n >> (8 * k));
+			free(lv);
+		}
+	}
+	if (rc == 0) {
+		if (use_dict) {
+			int bw = pqw_bit_width(ndict - 1);
+			uint8_t b = (uint8_t)bw;
+			tc_w_bytes(&body, &b, 1);
+			pqw_rle(&body, idx, c->nv, bw);
+		} else if (c->type == TT_PARQUET_BOOLEAN) {
+			for (size_t i = 0; i < c->nv; i += 8) {
+				uint8_t byte = 0;
+				for (size_t k = 0; k < 8 && i + k < c->nv; k++)
+					byte |= (uint8_t)((c->v[i + k] & 1) << k);
+				tc_w_bytes(&body, &byte, 1);
+			}
+		} else {
+			for (size_t i = 0; i < c->nv; i++)
+				pqw_plain_value(&body, c, i);
+		}
+		if (body.oom)
+			rc = pqw_oom(w);
+		else
+			rc = pqw_page(w, out, false, &body, w->rows, use_dict ? PQW_PLAIN_DICTIONARY : PQW_PLAIN, &uncompressed);
+	}
+	tc_writer_free(&body);
+	free(dict);
+	free(idx);
+	if (rc != 0)
+		return rc;
+	uint64_t compressed = chunk_offset + out->len - start;
+	*group_uncompressed += uncompressed;
+
+	/* ColumnChunk {2: file_offset, 3: ColumnMetaData}. */
+	tc_w_struct_begin(meta);
+	tc_w_i64(meta, 2, (int64_t)start);
+	tc_w_field(meta, 3, TC_STRUCT);
+	tc_w_struct_begin(meta);
+	tc_w_i32(meta, 1, pqw_physical(c->type));
+	tc_w_list(meta, 2, TC_I32, 2);
+	tc_w_varint_i32(meta, use_dict ? PQW_PLAIN_DICTIONARY : PQW_PLAIN);
+	tc_w_varint_i32(meta, PQW_RLE);
+	tc_w_list(meta, 3, TC_BINARY, 1);
+	tc_w_raw_binary(meta, c->name, strlen(c->name));
+	tc_w_i32(meta, 4, PQ_ZSTD);
+	tc_w_i64(meta, 5, (int64_t)w->rows);
+	tc_w_i64(meta, 6, (int64_t)uncompressed);
+	tc_w_i64(meta, 7, (int64_t)compressed);
+	tc_w_i64(meta, 9, (int64_t)data_offset);
+	if (use_dict)
+		tc_w_i64(meta, 11, (int64_t)dict_offset);
+	pqw_statistics(meta, c, nulls);
+	tc_w_struct_end(meta);
+	tc_w_struct_end(meta);
+	return 0;
+}
+
+static int pqw_flush(struct tt_parquet_writer *w)
+{
+	if (w->rows == 0)
+		return 0;
+	if (w->offset == 0 && pqw_write(w, "PAR1", 4) != 0)
+		return w->err;
+	struct tc_writer out, meta;
+	tc_writer_init(&out);
+	tc_writer_init(&meta);
+	uint64_t group_start = w->offset, uncompressed = 0;
+	int rc = 0;
+	/* RowGroup {1: columns, 2: total_byte_size, 3: num_rows, 5: file_offset,
+	 * 6: total_compressed_size, 7: ordinal}. */
+	tc_w_struct_begin(&meta);
+	tc_w_list(&meta, 1, TC_STRUCT, (uint32_t)w->ncols);
+	for (size_t i = 0; i < w->ncols && rc == 0; i++)
+		rc = pqw_chunk(w, &w->cols[i], group_start, &out, &meta, &uncompressed);
+	if (rc == 0) {
+		tc_w_i64(&meta, 2, (int64_t)uncompressed);
+		tc_w_i64(&meta, 3, (int64_t)w->rows);
+		tc_w_i64(&meta, 5, (int64_t)group_start);
+		tc_w_i64(&meta, 6, (int64_t)out.len);
+		tc_w_field(&meta, 7, TC_I16);
+		tc_w_varint_i32(&meta, (int32_t)(w->ngroups > INT16_MAX ? INT16_MAX : w->ngroups));
+		tc_w_struct_end(&meta);
+		if (out.oom || meta.oom)
+			rc = pqw_oom(w);
+	}
+	if (rc == 0)
+		rc = pqw_write(w, out.buf, out.len);
+	if (rc == 0) {
+		tc_w_bytes(&w->groups, meta.buf, meta.len);
+		if (w->groups.oom)
+			rc = pqw_oom(w);
+		w->ngroups++;
+		w->total_rows += (int64_t)w->rows;
+	}
+	tc_writer_free(&out);
+	tc_writer_free(&meta);
+	for (size_t i = 0; i < w->ncols; i++) {
+		w->cols[i].nv = 0;
+		w->cols[i].pool.len = 0;
+	}
+	w->rows = 0;
+	w->bytes = 0;
+	return rc;
+}
+
+static int pqw_grow(struct tt_parquet_writer *w)
+{
+	size_t cap = w->rcap ? w->rcap * 2 : 1024;
+	for (size_t i = 0; i < w->ncols; i++) {
+		struct pqw_col *c = &w->cols[i];
+		uint8_t *d = realloc(c->defined, cap);
+		if (d)
+			c->defined = d;
+		uint64_t *v = realloc(c->v, cap * sizeof *v);
+		if (v)
+			c->v = v;
+		if (!d || !v)
+			return pqw_oom(w);
+		if (c->type == TT_PARQUET_STRING) {
+			uint32_t *l = realloc(c->len, cap * sizeof *l);
+			if (!l)
+				return pqw_oom(w);
+			c->len = l;
+		}
+	}
+	w->rcap = cap;
+	return 0;
+}
+
+static bool pqw_valid_utf8(const unsigned char *s, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		if (s[i] < 0x80) {
+			i++;
+			continue;
+		}
+		size_t k = tt_utf8_sequence(s + i, n - i);
+		if (!k)
+			return false;
+		i += k;
+	}
+	return true;
+}
+
+int tt_parquet_writer_add(struct tt_parquet_writer *w, const struct tt_parquet_value *values)
+{
+	if (w->err)
+		return w->err;
+	/* Check the whole row before buffering any of it. */
+	for (size_t i = 0; i < w->ncols; i++) {
+		const struct pqw_col *c = &w->cols[i];
+		const struct tt_parquet_value *v = &values[i];
+		char where[320];
+		if (v->is_null && !c->nullable) {
+			snprintf(where, sizeof where, "row %lld, column %s: null in a column that is not nullable",
+			         (long long)(w->total_rows + (int64_t)w->rows), c->name);
+			return tether_error_set(TETHER_EUSAGE, "%s: %s", w->what, where);
+		}
+		if (!v->is_null && c->type == TT_PARQUET_STRING &&
+		    (v->v.str.len > PQW_MAX_STRING || !pqw_valid_utf8((const unsigned char *)v->v.str.s, v->v.str.len))) {
+			snprintf(where, sizeof where, "row %lld, column %s: string %s",
+			         (long long)(w->total_rows + (int64_t)w->rows), c->name,
+			         v->v.str.len > PQW_MAX_STRING ? "over 1 GiB" : "not valid UTF-8");
+			return tether_error_set(TETHER_EUSAGE, "%s: %s", w->what, where);
+		}
+	}
+	if (w->rows == w->rcap && pqw_grow(w) != 0)
+		return w->err;
+	for (size_t i = 0; i < w->ncols; i++) {
+		struct pqw_col *c = &w->cols[i];
+		const struct tt_parquet_value *v = &values[i];
+		c->defined[w->rows] = !v->is_null;
+		if (v->is_null) {
+			w->bytes += 1;
+			continue;
+		}
+		uint64_t bits = 0;
+		switch (c->type) {
+		case TT_PARQUET_BOOLEAN:
+			bits = v->v.b;
+			break;
+		case TT_PARQUET_INT32:
+			bits = (uint32_t)v->v.i32;
+			break;
+		case TT_PARQUET_DOUBLE:
+			memcpy(&bits, &v->v.d, sizeof bits);
+			break;
+		case TT_PARQUET_STRING:
+			bits = c->pool.len;
+			tc_w_bytes(&c->pool, v->v.str.s, v->v.str.len);
+			if (c->pool.oom)
+				return pqw_oom(w);
+			c->len[c->nv] = (uint32_t)v->v.str.len;
+			w->bytes += v->v.str.len;
+			break;
+		default:
+			bits = (uint64_t)v->v.i64;
+		}
+		c->v[c->nv++] = bits;
+		w->bytes += 8;
+	}
+	w->rows++;
+	if (w->rows >= w->group_rows || w->bytes >= PQW_GROUP_BYTES)
+		return pqw_flush(w);
+	return 0;
+}
+
+/* FileMetaData {1: version, 2: schema, 3: num_rows, 4: row_groups,
+ * 6: created_by, 7: column_orders}. */
+static void pqw_footer(struct tt_parquet_writer *w, struct tc_writer *m)
+{
+	tc_w_struct_begin(m);
+	tc_w_i32(m, 1, 1);
+	tc_w_list(m, 2, TC_STRUCT, (uint32_t)w->ncols + 1);
+	tc_w_struct_begin(m);
+	tc_w_binary(m, 4, "schema", 6);
+	tc_w_i32(m, 5, (int32_t)w->ncols);
+	tc_w_struct_end(m);
+	for (size_t i = 0; i < w->ncols; i++) {
+		const struct pqw_col *c = &w->cols[i];
+		tc_w_struct_begin(m);
+		tc_w_i32(m, 1, pqw_physical(c->type));
+		tc_w_i32(m, 3, c->nullable ? 1 : 0);
+		tc_w_binary(m, 4, c->name, strlen(c->name));
+		if (c->type == TT_PARQUET_STRING || c->type == TT_PARQUET_TIMESTAMP_US) {
+			bool ts = c->type == TT_PARQUET_TIMESTAMP_US;
+			tc_w_i32(m, 6, ts ? 10 : 0); /* TIMESTAMP_MICROS, UTF8 */
+			tc_w_field(m, 10, TC_STRUCT);
+			tc_w_struct_begin(m);
+			tc_w_field(m, ts ? 8 : 1, TC_STRUCT); /* TimestampType, StringType */
+			tc_w_struct_begin(m);
+			if (ts) {
+				tc_w_bool(m, 1, true); /* isAdjustedToUTC */
+				tc_w_field(m, 2, TC_STRUCT); /* TimeUnit */
+				tc_w_struct_begin(m);
+				tc_w_field(m, 2, TC_STRUCT); /* MICROS */
+				tc_w_struct_begin(m);
+				tc_w_struct_end(m);
+				tc_w_struct_end(m);
+			}
+			tc_w_struct_end(m);
+			tc_w_struct_end(m);
+		}
+		tc_w_struct_end(m);
+	}
+	tc_w_i64(m, 3, w->total_rows);
+	tc_w_list(m, 4, TC_STRUCT, (uint32_t)w->ngroups);
+	tc_w_bytes(m, w->groups.buf, w->groups.len);
+	tc_w_binary(m, 6, "tether", 6);
+	/* ColumnOrder: TYPE_ORDER for every column, so readers trust min/max. */
+	tc_w_list(m, 7, TC_STRUCT, (uint32_t)w->ncols);
+	for (size_t i = 0; i < w->ncols; i++) {
+		tc_w_struct_begin(m);
+		tc_w_field(m, 1, TC_STRUCT);
+		tc_w_struct_begin(m);
+		tc_w_struct_end(m);
+		tc_w_struct_end(m);
+	}
+	tc_w_struct_end(m);
+}
+
+int tt_parquet_writer_finish(struct tt_parquet_writer *w)
+{
+	int rc = w->err;
+	if (rc == 0 && w->offset == 0)
+		rc = pqw_write(w, "PAR1", 4);
+	if (rc == 0)
+		rc = pqw_flush(w);
+	if (rc == 0) {
+		struct tc_writer m;
+		tc_writer_init(&m);
+		pqw_footer(w, &m);
+		uint8_t tail[8] = {(uint8_t)m.len, (uint8_t)(m.len >> 8), (uint8_t)(m.len >> 16), (uint8_t)(m.len >> 24),
+		                   'P', 'A', 'R', '1'};
+		if (m.oom || m.len > UINT32_MAX)
+			rc = pqw_oom(w);
+		else if ((rc = pqw_write(w, m.buf, m.len)) == 0)
+			rc = pqw_write(w, tail, sizeof tail);
+		tc_writer_free(&m);
+	}
+	tt_parquet_writer_free(w);
+	return rc;
+}

@@ -13,6 +13,8 @@ static int sql_write(const struct tt_export_table *tables, size_t n, const char 
 		return tt_sql_write_sqlite(tables, n, path);
 	if (strcmp(format, "csv") == 0)
 		return tt_sql_write_csv(tables, n, path);
+	if (strcmp(format, "parquet") == 0)
+		return tt_sql_write_parquet(tables, n, path);
 	if (strcmp(format, "jsonl") == 0)
 		return tt_sql_write_jsonl(tables, n, path);
 	return tether_error_set(TETHER_EUSAGE, "unknown export format '%s'", format);

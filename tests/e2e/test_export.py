@@ -265,3 +265,22 @@ def test_jj_commits_carry_change_ids_and_bookmarks(tmp_path, jj_problem):  # noq
     # jj's commits hold the dataset's files at its root: no listings here
     check_tables(got, want, vcs="jj")
     assert all(row[1] for row in got["commits"])
+
+
+def test_parquet_read_by_pyarrow_and_duckdb_holds_the_same(history, tmp_path):
+    import duckdb
+    import pyarrow.parquet as pq
+    ds, want = history
+    ds.tether("export", tmp_path / "h.parquet")
+    by_arrow, by_duck = {}, {}
+    for table in TABLES:
+        f = tmp_path / "h.parquet" / f"{table}.parquet"
+        t = pq.read_table(f)
+        assert t.column_names == COLUMNS[table]
+        by_arrow[table] = [tuple(r.values()) for r in t.to_pylist()]
+        by_duck[table] = duckdb.sql(f"SELECT * FROM read_parquet('{f}')").fetchall()
+    check_tables(by_arrow, want)
+    check_tables(by_duck, want)
+    first = {p.name: p.read_bytes() for p in (tmp_path / "h.parquet").iterdir()}
+    ds.tether("export", tmp_path / "h.parquet")
+    assert {p.name: p.read_bytes() for p in (tmp_path / "h.parquet").iterdir()} == first

@@ -31,10 +31,14 @@ static const char *first_line(const char *msg, char *buf, size_t cap)
 	return buf;
 }
 
+/* GSSAPI encryption is off unless the URL asks for it (gssencmode=...):
+ * libpq's probe for Kerberos credentials, on every connection otherwise,
+ * costs a round of krb5 library calls and leaves krb5's per-thread data
+ * behind. Keywords before dbname are overridden by the URL's own. */
 static int pg_connect(const char *url, const char *password, PGconn **out)
 {
-	const char *keys[] = { "dbname", password ? "password" : NULL, NULL };
-	const char *vals[] = { url, password, NULL };
+	const char *keys[] = { "gssencmode", "dbname", password ? "password" : NULL, NULL };
+	const char *vals[] = { "disable", url, password, NULL };
 	PGconn *c = PQconnectdbParams(keys, vals, 1);
 	*out = NULL;
 	if (!c)

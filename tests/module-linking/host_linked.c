@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 static const char *const entry_points[] = {"tether_backend_module", "tether_vcs_module", "tether_gitbe_libgit2",
-                                           "tether_store_module"};
+                                           "tether_store_module", "tether_sql_module"};
 
 int main(int argc, char **argv)
 {

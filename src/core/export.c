@@ -12,6 +12,7 @@
 #include "format/cjson.h"
 #include "util/fsutil.h"
 #include "util/hash.h"
+#include "util/jsonsort.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -400,28 +401,13 @@ static int by_first_cells(const void *a, const void *b)
 	return 0;
 }
 
-static void sort_rows(json_t *rows, int (*cmp)(const void *, const void *))
-{
-	size_t n = json_array_size(rows);
-	json_t **v = malloc((n + 1) * sizeof *v);
-	if (!v)
-		abort();
-	for (size_t i = 0; i < n; i++)
-		v[i] = json_incref(json_array_get(rows, i));
-	qsort(v, n, sizeof *v, cmp);
-	json_array_clear(rows);
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(rows, v[i]);
-	free(v);
-}
-
 static json_t *object_values_sorted(json_t *obj)
 {
 	json_t *rows = json_array();
 	const char *k;
 	json_t *v;
 	json_object_foreach(obj, k, v) json_array_append(rows, v);
-	sort_rows(rows, by_first_cells);
+	tt_json_array_sort(rows, by_first_cells);
 	return rows;
 }
 
@@ -465,7 +451,7 @@ int tt_export_collect(struct tether_repo *repo, const char *const *revs, size_t 
 		          .manifests = json_object(), .states = json_object(), .listings = json_object() };
 	json_t *commits = object_values_sorted(infos), *c;
 	/* object_values_sorted sorts on cells of arrays; commits are objects */
-	sort_rows(commits, by_time);
+	tt_json_array_sort(commits, by_time);
 	size_t i;
 	json_int_t newest = 0;
 	json_array_foreach(commits, i, c) {
@@ -492,7 +478,7 @@ int tt_export_collect(struct tether_repo *repo, const char *const *revs, size_t 
 		}
 	}
 	if (!rc) {
-		sort_rows(out->t[TT_T_OBJECTS].rows, by_first_cells);
+		tt_json_array_sort(out->t[TT_T_OBJECTS].rows, by_first_cells);
 		json_t *states = object_values_sorted(w.states);
 		json_decref(out->t[TT_T_OBJECT_STATES].rows);
 		out->t[TT_T_OBJECT_STATES].rows = states;
@@ -504,8 +490,8 @@ int tt_export_collect(struct tether_repo *repo, const char *const *revs, size_t 
 			if (rc)
 				break;
 		}
-		sort_rows(out->t[TT_T_LISTINGS].rows, by_first_cells);
-		sort_rows(out->t[TT_T_LISTING_ENTRIES].rows, by_first_cells);
+		tt_json_array_sort(out->t[TT_T_LISTINGS].rows, by_first_cells);
+		tt_json_array_sort(out->t[TT_T_LISTING_ENTRIES].rows, by_first_cells);
 	}
 	json_t *refs = NULL;
 	if (!rc)

@@ -4,6 +4,7 @@
  * change ids and names refs as jj does. */
 #include "util/fail.h"
 #include "util/git_error.h"
+#include "util/jsonsort.h"
 #include "vcs/git_store.h"
 
 #include <tether/backend.h>
@@ -92,17 +93,7 @@ static int by_type_then_name(const void *a, const void *b)
 
 int tt_vcs_refs_sort(json_t *refs)
 {
-	size_t n = json_array_size(refs);
-	json_t **v = malloc((n ? n : 1) * sizeof *v);
-	if (!v)
-		return tt_fail_oom();
-	for (size_t i = 0; i < n; i++)
-		v[i] = json_incref(json_array_get(refs, i));
-	qsort(v, n, sizeof *v, by_type_then_name);
-	json_array_clear(refs);
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(refs, v[i]);
-	free(v);
+	tt_json_array_sort(refs, by_type_then_name);
 	return 0;
 }
 

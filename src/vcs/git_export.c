@@ -6,39 +6,12 @@
 #include "util/git_error.h"
 #include "util/jsonsort.h"
 #include "vcs/git_store.h"
+#include "vcs/vcs_refs.h"
 
 #include <tether/backend.h>
 
 #include <stdlib.h>
 #include <string.h>
-
-/* A string a commit holds, which git does not require to be UTF-8: kept
- * when it is, else each byte taken as Latin-1 (so the text stays readable
- * and the same commit always gives the same text). */
-static json_t *text(const char *s)
-{
-	if (!s)
-		return json_null();
-	json_t *j = json_string(s);
-	if (j)
-		return j;
-	size_t n = strlen(s);
-	char *u = malloc(2 * n + 1), *o = u;
-	if (!u)
-		return NULL;
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p < 0x80) {
-			*o++ = (char)*p;
-		} else {
-			*o++ = (char)(0xC0 | (*p >> 6));
-			*o++ = (char)(0x80 | (*p & 0x3F));
-		}
-	}
-	*o = '\0';
-	j = json_string(u);
-	free(u);
-	return j;
-}
 
 static json_t *commit_info(const git_commit *c)
 {
@@ -48,10 +21,11 @@ static json_t *commit_info(const git_commit *c)
 	for (unsigned i = 0; parents && i < git_commit_parentcount(c); i++)
 		json_array_append_new(parents, json_string(git_oid_tostr(hex, sizeof hex, git_commit_parent_id(c, i))));
 	git_oid_tostr(hex, sizeof hex, git_commit_id(c));
-	return json_pack("{s:s, s:o, s:o, s:o, s:I, s:i, s:o, s:o, s:I, s:o}", "id", hex, "parents", parents, "author",
-	                 text(a->name), "email", text(a->email), "time", (json_int_t)a->when.time, "tz",
-	                 a->when.offset, "committer", text(k->name), "committer_email", text(k->email), "commit_time",
-	                 (json_int_t)k->when.time, "message", text(git_commit_message(c)));
+	return json_pack("{s:s, s:o, s:o, s:o, s:I, s:i, s:o, s:o, s:I, s:o}", "id", hex, "parents", parents,
+	                 "author", tt_git_json_text(a->name), "email", tt_git_json_text(a->email), "time",
+	                 (json_int_t)a->when.time, "tz", a->when.offset, "committer", tt_git_json_text(k->name),
+	                 "committer_email", tt_git_json_text(k->email), "commit_time", (json_int_t)k->when.time,
+	                 "message", tt_git_json_text(git_commit_message(c)));
 }
 
 int tt_git_commits_info(struct tether_vcs *v, const char *const *ids, size_t n, json_t **infos)
@@ -84,16 +58,9 @@ int tt_git_commits_info(struct tether_vcs *v, const char *const *ids, size_t n, 
 	return 0;
 }
 
-static int by_type_then_name(const void *a, const void *b)
-{
-	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
-	int c = strcmp(json_string_value(json_object_get(x, "type")), json_string_value(json_object_get(y, "type")));
-	return c ? c : strcmp(json_string_value(json_object_get(x, "name")), json_string_value(json_object_get(y, "name")));
-}
-
 int tt_vcs_refs_sort(json_t *refs)
 {
-	tt_json_array_sort(refs, by_type_then_name);
+	tt_json_array_sort(refs, tt_vcs_refs_order);
 	return 0;
 }
 
@@ -134,8 +101,8 @@ int tt_git_list_refs(struct tether_vcs *v, json_t **refs)
 		if (type && git_reference_peel(&peeled, ref, GIT_OBJECT_COMMIT) == 0) {
 			char hex[GIT_OID_HEXSZ + 1];
 			git_oid_tostr(hex, sizeof hex, git_object_id(peeled));
-			json_array_append_new(out, json_pack("{s:o, s:s, s:s}", "name", text(name + skip), "type", type,
-			                                     "commit", hex));
+			json_array_append_new(out, json_pack("{s:o, s:s, s:s}", "name", tt_git_json_text(name + skip),
+			                                     "type", type, "commit", hex));
 		}
 		git_error_clear();
 		git_object_free(peeled);

@@ -238,6 +238,10 @@ def test_status_loads_no_sql_library(history):
         assert lib not in loaded, lib
     p = ds.tether("export", "/dev/null/x.sqlite", env={"LD_DEBUG": "files"}, check_rc=None)
     assert "tether-sql.so" in p.stderr
+    # the history, its commits and refs are read without libgit2 in a plain
+    # git repository (the native reader's commits_info and list_refs)
+    p = ds.tether("export", "/dev/null/x.csv", env={"LD_DEBUG": "files"}, check_rc=None)
+    assert "calling init: " in p.stderr and "libgit2" not in p.stderr
 
 
 def test_jj_commits_carry_change_ids_and_bookmarks(tmp_path, jj_problem):  # noqa: F811

@@ -234,6 +234,8 @@ static int import_plan_command(tether_repo *repo, const struct tether_import_opt
 	if (!opts->query || !*opts->query)
 		return tether_error_set(TETHER_EUSAGE, "import needs --query SQL");
 	int rc = is_pg(opts->source) ? tt_database_url_check(opts->source) : 0;
+	if (!rc && !is_pg(opts->source) && strstr(opts->source, "://"))
+		rc = tether_error_set(TETHER_EUSAGE, "'%s': import reads postgresql:// URLs and SQLite files", opts->source);
 	if (!rc)
 		rc = tt_repo_check_secrets(repo);
 	if (!rc && opts->plan_out)

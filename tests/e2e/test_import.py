@@ -156,3 +156,14 @@ def test_a_query_that_writes_is_refused(ds, registry):
     assert "read-only transaction" in p.stderr or "the query would write" in p.stderr, p.stderr
     registry_rows = imp(ds, registry, "--query", README_QUERY, "--dry-run")["plan"]["actions"]
     assert len(registry_rows) == 3
+
+
+def test_a_source_that_is_no_database_is_refused(ds, tmp_path):
+    p = ds.tether("import", tmp_path / "absent.db", "--query", README_QUERY, check_rc=1)
+    assert "absent.db: cannot read" in p.stderr
+    (tmp_path / "notes.db").write_text("not a database\n")
+    p = ds.tether("import", tmp_path / "notes.db", "--query", README_QUERY, check_rc=2)
+    assert "notes.db: the query failed: file is not a database" in p.stderr
+    p = ds.tether("import", "mysql://h/db", "--query", README_QUERY, check_rc=2)
+    assert "import reads postgresql:// URLs and SQLite files" in p.stderr
+    assert ds.objects_files() == []

@@ -14,7 +14,8 @@ struct tt_export_data {
 int tt_export_collect(struct tether_repo *repo, const char *const *revs, size_t nrevs, struct tt_export_data *out);
 void tt_export_data_free(struct tt_export_data *d);
 
-/* export_module.c: tether-sql.so, loaded on first use. */
-const struct tt_sql_module *tt_sql_module(void);
+/* export_run.c: tether-sql.so (files, SQLite) or, for postgres,
+ * tether-sql-pg.so, loaded on first use; NULL with the error set. */
+const struct tt_sql_module *tt_sql_module(int postgres);
 
 #endif

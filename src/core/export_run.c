@@ -12,32 +12,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-static pthread_once_t sql_once = PTHREAD_ONCE_INIT;
-static const struct tt_sql_module *sql_mod;
-static int sql_rc;
-static char sql_error[1024];
+/* The two SQL modules: tether-sql.so (the file formats and SQLite) and
+ * tether-sql-pg.so (libpq, whose dependencies are two dozen libraries an
+ * export to a file does not need). Each is loaded once, on first use. */
+static const struct {
+	const char *file;
+} sql_files[2] = { { "tether-sql.so" }, { "tether-sql-pg.so" } };
+static pthread_mutex_t sql_lock = PTHREAD_MUTEX_INITIALIZER;
+static const struct tt_sql_module *sql_mods[2];
 
-static void load_sql(void)
+const struct tt_sql_module *tt_sql_module(int postgres)
 {
-	const struct tt_sql_module *m = tt_module_symbol("tether-sql.so", "tether_sql_module");
+	int k = postgres ? 1 : 0;
+	pthread_mutex_lock(&sql_lock);
+	const struct tt_sql_module *m = sql_mods[k];
 	if (!m) {
-		sql_rc = TETHER_ECONFIG;
-		snprintf(sql_error, sizeof sql_error, "%s", tether_error_last());
-	} else if (m->version != TT_SQL_MODULE_VERSION || m->size != sizeof *m) {
-		sql_rc = TETHER_ECONFIG;
-		snprintf(sql_error, sizeof sql_error, "tether-sql.so is of another tether (interface %u, this is %d)",
-		         m->version, TT_SQL_MODULE_VERSION);
-	} else {
-		sql_mod = m;
+		m = tt_module_symbol(sql_files[k].file, "tether_sql_module");
+		if (m && (m->version != TT_SQL_MODULE_VERSION || m->size != sizeof *m)) {
+			tether_error_set(TETHER_ECONFIG, "%s is of another tether (interface %u, this is %d)",
+			                 sql_files[k].file, m->version, TT_SQL_MODULE_VERSION);
+			m = NULL;
+		} else if (!m) {
+			tether_error_set(TETHER_ECONFIG, "%s", tether_error_last());
+		}
+		sql_mods[k] = m;
 	}
-}
-
-const struct tt_sql_module *tt_sql_module(void)
-{
-	pthread_once(&sql_once, load_sql);
-	if (!sql_mod)
-		tether_error_set(sql_rc, "%s", sql_error);
-	return sql_mod;
+	pthread_mutex_unlock(&sql_lock);
+	return m;
 }
 
 static const char *const formats[] = { "sqlite", "parquet", "csv", "jsonl", NULL };
@@ -95,7 +96,7 @@ static int export_command(tether_repo *repo, const struct tether_export_opts *op
 	if (!opts->path || !*opts->path)
 		return tether_error_set(TETHER_EUSAGE, "export needs a FILE to write");
 	int rc = choose_format(opts->path, opts->format, &format);
-	const struct tt_sql_module *m = rc ? NULL : tt_sql_module();
+	const struct tt_sql_module *m = rc ? NULL : tt_sql_module(0);
 	if (!rc && !m)
 		rc = TETHER_ECONFIG;
 	struct tt_export_data d;
@@ -165,7 +166,7 @@ static int publish_command(tether_repo *repo, const struct tether_publish_opts *
 	int rc = tt_database_url_check(opts->to);
 	if (!rc)
 		rc = tt_repo_load_secrets(repo);
-	const struct tt_sql_module *m = rc ? NULL : tt_sql_module();
+	const struct tt_sql_module *m = rc ? NULL : tt_sql_module(1);
 	if (!rc && !m)
 		rc = TETHER_ECONFIG;
 	struct tt_export_data d;

@@ -1,6 +1,7 @@
 /* The tables of `tether export` / `tether publish`, and the interface of the
- * module that writes them (tether-sql.so: SQLite, Parquet, CSV, JSON Lines,
- * Postgres; and reads rows back for `tether import`).
+ * modules that write them and read rows back for `tether import`:
+ * tether-sql.so (SQLite, Parquet, CSV, JSON Lines; write and query) and
+ * tether-sql-pg.so (Postgres; publish and query).
  *
  * The engine builds the tables (core/export.c) as plain data: every row a
  * JSON array in column order, each cell a string, an integer, true/false or
@@ -76,6 +77,7 @@ struct tt_sql_module {
 	 * "jsonl"): a SQLite file, or a directory of one file per table. The
 	 * path is replaced whole or not at all. */
 	int (*write)(const struct tt_export_table *tables, size_t n, const char *format, const char *path);
+	/* The members a module does not serve are NULL. */
 	/* Upsert the tables into Postgres in one transaction. `known` (out) is
 	 * set before any write: the commit ids already published, so the engine
 	 * could skip them; the module itself sends only the rows of commits not

@@ -240,7 +240,7 @@ static int import_plan_command(tether_repo *repo, const struct tether_import_opt
 		rc = tt_repo_check_secrets(repo);
 	if (!rc && opts->plan_out)
 		rc = tt_plan_check_opts(opts->plan_out, NULL);
-	const struct tt_sql_module *m = rc ? NULL : tt_sql_module();
+	const struct tt_sql_module *m = rc ? NULL : tt_sql_module(is_pg(opts->source));
 	if (!rc && !m)
 		rc = TETHER_ECONFIG;
 	struct tt_sql_rows rows = { 0 };

@@ -1,6 +1,7 @@
-/* tether-sql.so: the writers and readers of `tether export`, `publish` and
- * `import` (core/export_tables.h), in a module of their own so that
- * libsqlite3, libpq and libzstd are loaded by these commands only. */
+/* tether-sql.so: the writers of `tether export` and import's reader of
+ * SQLite files (core/export_tables.h), in a module of their own so that
+ * libsqlite3, libzstd and libsnappy are loaded by these commands only.
+ * Postgres is tether-sql-pg.so's (sql_pg_module.c). */
 #include "sql/sql.h"
 
 #include <tether/backend.h>
@@ -20,20 +21,15 @@ static int sql_write(const struct tt_export_table *tables, size_t n, const char 
 	return tether_error_set(TETHER_EUSAGE, "unknown export format '%s'", format);
 }
 
-static int is_pg(const char *source)
-{
-	return strncmp(source, "postgresql://", 13) == 0 || strncmp(source, "postgres://", 11) == 0;
-}
-
 static int sql_query(const char *source, const char *password, const char *query, struct tt_sql_rows *out)
 {
-	return is_pg(source) ? tt_sql_query_pg(source, password, query, out) : tt_sql_query_sqlite(source, query, out);
+	(void)password;
+	return tt_sql_query_sqlite(source, query, out);
 }
 
 TETHER_API const struct tt_sql_module tether_sql_module = {
 	.version = TT_SQL_MODULE_VERSION,
 	.size = sizeof(struct tt_sql_module),
 	.write = sql_write,
-	.publish = tt_sql_publish_pg,
 	.query = sql_query,
 };

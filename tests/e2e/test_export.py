@@ -242,6 +242,8 @@ def test_status_loads_no_sql_library(history):
     # git repository (the native reader's commits_info and list_refs)
     p = ds.tether("export", "/dev/null/x.csv", env={"LD_DEBUG": "files"}, check_rc=None)
     assert "calling init: " in p.stderr and "libgit2" not in p.stderr
+    # Postgres's module and libpq are publish's and import's, not a file export's
+    assert "tether-sql-pg.so" not in p.stderr and "libpq" not in p.stderr
 
 
 def test_jj_commits_carry_change_ids_and_bookmarks(tmp_path, jj_problem):  # noqa: F811

@@ -157,11 +157,11 @@ static int parse_manifest(const char *key, const char *data, size_t len, const c
 struct walk {
 	struct tether_repo *repo;
 	char *dir;          /* .tether/objects relative to the checkout top */
-	json_t *trees;      /* {tree id: [[key, manifest memo key], ...]} */
+	json_t *trees;      /* {tree id: [object row without commit id, ...]} */
 	json_t *manifests;  /* {key "\n" bytes: object row without commit} */
 	json_t *states;     /* {state id: row} */
 	json_t *listings;   /* {digest: a commit holding it} */
-	json_t *entries;    /* the tree being read: [[key, memo key]] */
+	json_t *entries;    /* the tree being read: its manifests' rows (no commit id) */
 	const char *commit; /* the commit being read */
 };
 
@@ -199,10 +199,23 @@ static int on_file(void *ud, const char *path, const char *data, size_t len)
 		}
 	}
 	if (!rc)
-		json_array_append_new(w->entries, json_pack("[s, s%]", key, memo, ml));
+		json_array_append(w->entries, json_object_getn(w->manifests, memo, ml));
 	free(key);
 	free(memo);
 	return rc;
+}
+
+/* Rows by their first two cells (text). */
+static int by_first_cells(const void *a, const void *b)
+{
+	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+	for (size_t i = 0; i < 2; i++) {
+		const char *s = json_string_value(json_array_get(x, i)), *t = json_string_value(json_array_get(y, i));
+		int c = strcmp(s ? s : "", t ? t : "");
+		if (c)
+			return c;
+	}
+	return 0;
 }
 
 /* The manifests of `commit`: its tree read once per tree id. */
@@ -225,6 +238,7 @@ static int commit_objects(struct walk *w, const char *commit, json_t **entries)
 			json_decref(w->entries);
 			return rc;
 		}
+		tt_json_array_sort(w->entries, by_first_cells); /* by key: read_tree's is git's tree order */
 		json_object_set_new_nocheck(w->trees, tree, w->entries);
 		known = w->entries;
 	}
@@ -303,6 +317,12 @@ static int choose_commits(struct tether_repo *repo, const char *const *revs, siz
 	}
 	*out = infos;
 	return 0;
+}
+
+static int by_id(const void *a, const void *b)
+{
+	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+	return strcmp(json_string_value(json_object_get(x, "id")), json_string_value(json_object_get(y, "id")));
 }
 
 /* Commits by commit time, then id: the same history, the same order. */
@@ -389,18 +409,6 @@ static int read_listing(struct tether_repo *repo, const char *digest, const char
 
 /* ---- the tables --------------------------------------------------------- */
 
-static int by_first_cells(const void *a, const void *b)
-{
-	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
-	for (size_t i = 0; i < 2; i++) {
-		const char *s = json_string_value(json_array_get(x, i)), *t = json_string_value(json_array_get(y, i));
-		int c = strcmp(s ? s : "", t ? t : "");
-		if (c)
-			return c;
-	}
-	return 0;
-}
-
 static json_t *object_values_sorted(json_t *obj)
 {
 	json_t *rows = json_array();
@@ -449,27 +457,23 @@ int tt_export_collect(struct tether_repo *repo, const char *const *revs, size_t 
 
 	struct walk w = { .repo = repo, .dir = tt_repo_vcs_path(repo, ".tether/objects"), .trees = json_object(),
 		          .manifests = json_object(), .states = json_object(), .listings = json_object() };
-	json_t *commits = object_values_sorted(infos), *c;
-	/* object_values_sorted sorts on cells of arrays; commits are objects */
-	tt_json_array_sort(commits, by_time);
+	json_t *commits = json_array(), *c;
+	const char *cid;
+	json_object_foreach(infos, cid, c) json_array_append(commits, c);
+	/* objects: by commit id, each tree's rows sorted by key once, when it
+	 * is read, so the table comes out in its order with no sort of its own */
+	tt_json_array_sort(commits, by_id);
 	size_t i;
-	json_int_t newest = 0;
 	json_array_foreach(commits, i, c) {
-		const char *id = json_string_value(json_object_get(c, "id"));
-		json_array_append_new(out->t[TT_T_COMMITS].rows, commit_row(c));
-		if (json_integer_value(json_object_get(c, "commit_time")) > newest)
-			newest = json_integer_value(json_object_get(c, "commit_time"));
-		json_t *entries = NULL;
-		if ((rc = commit_objects(&w, id, &entries)) != 0)
+		json_t *commit_id = json_object_get(c, "id"), *entries = NULL;
+		if ((rc = commit_objects(&w, json_string_value(commit_id), &entries)) != 0)
 			break;
 		size_t j;
 		json_t *e;
 		json_array_foreach(entries, j, e) {
-			json_t *cells = json_object_getn(w.manifests, json_string_value(json_array_get(e, 1)),
-			                                 json_string_length(json_array_get(e, 1)));
 			json_t *row = json_array();
-			json_array_append_new(row, json_string_nocheck(id));
-			json_array_extend(row, cells);
+			json_array_append(row, commit_id);
+			json_array_extend(row, e);
 			json_array_append_new(out->t[TT_T_OBJECTS].rows, row);
 		}
 		if (tt_cancelled()) {
@@ -477,8 +481,15 @@ int tt_export_collect(struct tether_repo *repo, const char *const *revs, size_t 
 			break;
 		}
 	}
+	/* commits: by commit time, then id */
+	tt_json_array_sort(commits, by_time);
+	json_int_t newest = 0;
+	json_array_foreach(commits, i, c) {
+		json_array_append_new(out->t[TT_T_COMMITS].rows, commit_row(c));
+		if (json_integer_value(json_object_get(c, "commit_time")) > newest)
+			newest = json_integer_value(json_object_get(c, "commit_time"));
+	}
 	if (!rc) {
-		tt_json_array_sort(out->t[TT_T_OBJECTS].rows, by_first_cells);
 		json_t *states = object_values_sorted(w.states);
 		json_decref(out->t[TT_T_OBJECT_STATES].rows);
 		out->t[TT_T_OBJECT_STATES].rows = states;

@@ -1,6 +1,7 @@
 /* Apache Parquet, read and written without a Parquet library (Debian has
  * none for C): the Thrift compact protocol of the footer and page headers,
- * PLAIN, RLE/bit-packed and dictionary encodings, definition and repetition
+ * PLAIN, RLE/bit-packed and dictionary encodings (and, reading, the DELTA_*
+ * and BYTE_STREAM_SPLIT ones), definition and repetition
  * levels, and the codecs uncompressed, snappy (libsnappy), gzip (zlib) and
  * zstd (libzstd).
  *

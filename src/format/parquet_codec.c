@@ -1,4 +1,4 @@
-/* Page codecs on Debian's libsnappy, zlib and libzstd. */
+/* Page decompression on Debian's libsnappy, zlib and libzstd. */
 #include "format/parquet_codec.h"
 
 #include <snappy-c.h>
@@ -8,9 +8,6 @@
 #include <zlib.h>
 #include <zstd.h>
 #include <zstd_errors.h>
-
-/* The writer's zstd level: libzstd's default, a good ratio at speed. */
-#define PQ_ZSTD_LEVEL 3
 
 const char *pq_codec_name(int codec, char buf[24])
 {
@@ -106,20 +103,4 @@ const char *pq_decompress(int codec, const uint8_t *src, size_t srclen, uint8_t 
 	default:
 		return "unsupported codec";
 	}
-}
-
-const char *pq_zstd_compress(const uint8_t *src, size_t len, uint8_t **out, size_t *outlen)
-{
-	size_t cap = ZSTD_compressBound(len);
-	uint8_t *buf = malloc(cap ? cap : 1);
-	if (!buf)
-		return "out of memory";
-	size_t n = ZSTD_compress(buf, cap, src, len, PQ_ZSTD_LEVEL);
-	if (ZSTD_isError(n)) {
-		free(buf);
-		return ZSTD_getErrorName(n);
-	}
-	*out = buf;
-	*outlen = n;
-	return NULL;
 }

@@ -1,6 +1,6 @@
-/* Parquet's page codecs: decompression of the codecs tether reads
- * (uncompressed, snappy, gzip, zstd) into a buffer of the size the page
- * header declares, and zstd compression for the writer. Internal to
+/* Parquet's page codecs: their numbers (the writer's too) and the
+ * reader's decompression of those it reads (uncompressed, snappy, gzip,
+ * zstd) into a buffer of the size the page header declares. Internal to
  * format/parquet_*.c. */
 #ifndef TETHER_FORMAT_PARQUET_CODEC_H
 #define TETHER_FORMAT_PARQUET_CODEC_H
@@ -28,9 +28,5 @@ const char *pq_codec_name(int codec, char buf[24]);
  * data must decompress to exactly want bytes. Returns NULL or a message
  * ("snappy data corrupt", "gzip data shorter than the page header says"). */
 const char *pq_decompress(int codec, const uint8_t *src, size_t srclen, uint8_t *out, size_t want);
-
-/* zstd at a fixed level (the same bytes for the same input and libzstd):
- * *out is malloc'd. Returns NULL or a message. */
-const char *pq_zstd_compress(const uint8_t *src, size_t len, uint8_t **out, size_t *outlen);
 
 #endif

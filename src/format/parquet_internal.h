@@ -146,11 +146,65 @@ struct pq_budget {
 	size_t left;
 };
 
+/* What one decoded value's JSON is charged (a json_t and its allocation). */
+#define PQ_JSON_VALUE_COST 48
+
+/* The decoding of one column chunk (parquet_chunk.c), which the value
+ * decoders (parquet_values.c) report through. */
+struct pq_cctx {
+	const struct tt_parquet_file *f;
+	const struct pq_node *node;
+	struct pq_budget *budget;
+	struct pq_column *col;
+	size_t rg;
+	size_t page;
+	int64_t num_values;
+	json_t **dict;
+	size_t ndict;
+	char path[256];
+};
+
+/* "FILE: row group N, column PATH, page N: message", TETHER_EIO. */
+int pq_cerr(struct pq_cctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int pq_oom(struct pq_cctx *c);
+int pq_over_budget(struct pq_cctx *c);
+/* Take n bytes from the budget; false when it has not that many left. */
+bool pq_charge(struct pq_budget *b, size_t n);
+/* n elements of size bytes, charged to the budget (the error set when
+ * NULL); pq_scratch_free gives back both. */
+void *pq_scratch(struct pq_cctx *c, size_t n, size_t size);
+void pq_scratch_free(struct pq_cctx *c, void *p, size_t n, size_t size);
+
+/* Values (parquet_values.c). The encoding's name ("DELTA_BYTE_ARRAY",
+ * "encoding 42" in buf). */
+const char *pq_encoding_name(int e, char buf[24]);
+/* count PLAIN values of leaf n from p[0..len) into out (zeroed; what is
+ * filled on an error is the caller's to release). NULL or a message. */
+const char *pq_plain(const struct pq_node *n, const uint8_t *p, size_t len, size_t count, json_t **out,
+                     struct pq_budget *b);
+/* The ndef defined values of a data page in its encoding into out. */
+int pq_values(struct pq_cctx *c, int encoding, const uint8_t *p, size_t len, size_t ndef, json_t **out);
+
+static inline uint32_t pq_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 /* Decode leaf `leaf` of row group `rg` into *col. Errors are set with
  * tether_error_set, naming the file, row group, column and page. */
 int pq_read_chunk(const struct tt_parquet_file *f, size_t rg, uint32_t leaf, struct pq_budget *budget,
                   struct pq_column *col);
 void pq_column_free(struct pq_column *col);
+
+/* Bit-level decoding (parquet_bits.c). width bits (0-64) at bit offset
+ * bit of p, least significant first; the caller has checked the bytes. */
+uint64_t pq_bits(const uint8_t *p, uint64_t bit, int width);
+/* count values of bw bits (0-32) of the RLE/bit-packed hybrid into out.
+ * Returns NULL or a message. */
+const char *pq_rle(const uint8_t *p, size_t len, int bw, size_t count, uint32_t *out);
+/* DELTA_BINARY_PACKED: exactly count values (the header must say so) into
+ * out as 64-bit two's complement; *used is the bytes read. */
+const char *pq_delta_binary(const uint8_t *p, size_t len, size_t count, uint64_t *out, size_t *used);
 
 /* The dotted path of a leaf ("add.partitionValues.key_value.key"), for
  * messages, into buf. */

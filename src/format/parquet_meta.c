@@ -29,131 +29,95 @@ static char *pq_strdup(const uint8_t *s, size_t n, bool *oom)
 }
 
 /* IntType {1: i8 bitWidth, 2: bool isSigned}. */
-static int pq_int_type(struct tc_reader *r, bool *is_unsigned)
+static int pq_int_type_field(struct tc_reader *r, int16_t id, int type, void *ctx)
 {
-	int16_t last;
-	if (tc_struct_begin(r, &last) != 0)
+	struct pq_node *n = ctx;
+	bool is_signed;
+	if (id != 2)
+		return TC_FIELD_SKIP;
+	if (tc_bool(r, type, &is_signed) != 0)
 		return -1;
-	for (;;) {
-		int t;
-		int16_t id;
-		if (tc_field(r, &last, &t, &id) != 0)
-			return -1;
-		if (t == TC_STOP)
-			break;
-		bool b;
-		if (id == 2) {
-			if (tc_bool(r, t, &b) != 0)
-				return -1;
-			*is_unsigned = !b;
-		} else if (tc_skip(r, t) != 0) {
-			return -1;
-		}
-	}
-	tc_struct_end(r);
+	n->is_unsigned = !is_signed;
 	return 0;
 }
 
 /* LogicalType, a union: the member's field id is the kind. */
-static int pq_logical_type(struct tc_reader *r, struct pq_node *n)
+static int pq_logical_field(struct tc_reader *r, int16_t id, int type, void *ctx)
 {
-	int16_t last;
-	if (tc_struct_begin(r, &last) != 0)
-		return -1;
-	for (;;) {
-		int t;
-		int16_t id;
-		if (tc_field(r, &last, &t, &id) != 0)
+	struct pq_node *n = ctx;
+	if (type != TC_STRUCT)
+		return tc_fail(r, "logical type member not a struct");
+	n->logical = id;
+	return id == PQ_LT_INTEGER ? tc_read_struct(r, pq_int_type_field, n) : TC_FIELD_SKIP;
+}
+
+struct pq_element_ctx {
+	struct pq_node *n;
+	int32_t *num_children;
+	bool *oom;
+	bool have_name;
+};
+
+static int pq_element_field(struct tc_reader *r, int16_t id, int type, void *ctx)
+{
+	struct pq_element_ctx *e = ctx;
+	struct pq_node *n = e->n;
+	int32_t v;
+	switch (id) {
+	case 1:
+		if (tc_i32(r, type, &v) != 0)
 			return -1;
-		if (t == TC_STOP)
-			break;
-		if (t != TC_STRUCT)
-			return tc_fail(r, "logical type member not a struct");
-		n->logical = id;
-		if (id == PQ_LT_INTEGER) {
-			if (pq_int_type(r, &n->is_unsigned) != 0)
-				return -1;
-		} else if (tc_skip(r, t) != 0) {
+		if (v < PQ_BOOLEAN || v > PQ_FIXED_LEN_BYTE_ARRAY)
+			return tc_fail(r, "unknown physical type");
+		n->type = v;
+		return 0;
+	case 2:
+		return tc_i32(r, type, &n->type_length);
+	case 3:
+		if (tc_i32(r, type, &v) != 0)
 			return -1;
-		}
+		if (v < PQ_REQUIRED || v > PQ_REPEATED)
+			return tc_fail(r, "unknown repetition type");
+		n->repetition = v;
+		return 0;
+	case 4: {
+		const uint8_t *s;
+		size_t len;
+		if (tc_binary(r, type, &s, &len) != 0)
+			return -1;
+		free(n->name);
+		n->name = pq_strdup(s, len, e->oom);
+		if (!n->name)
+			return *e->oom ? -1 : tc_fail(r, "schema name with a NUL byte");
+		e->have_name = true;
+		return 0;
 	}
-	tc_struct_end(r);
-	return 0;
+	case 5:
+		if (tc_i32(r, type, e->num_children) != 0)
+			return -1;
+		return *e->num_children < 0 ? tc_fail(r, "negative num_children") : 0;
+	case 6:
+		return tc_i32(r, type, &n->converted);
+	case 10:
+		if (type != TC_STRUCT)
+			return tc_fail(r, "logical type not a struct");
+		return tc_read_struct(r, pq_logical_field, n);
+	default:
+		return TC_FIELD_SKIP;
+	}
 }
 
 /* One SchemaElement; *num_children is -1 when absent (a leaf). */
 static int pq_schema_element(struct tc_reader *r, struct pq_node *n, int32_t *num_children, bool *oom)
 {
-	int16_t last;
-	bool have_name = false;
+	struct pq_element_ctx e = {n, num_children, oom, false};
 	n->type = PQ_GROUP;
 	n->repetition = PQ_REQUIRED;
 	n->converted = PQ_CT_NONE;
 	*num_children = -1;
-	if (tc_struct_begin(r, &last) != 0)
+	if (tc_read_struct(r, pq_element_field, &e) != 0)
 		return -1;
-	for (;;) {
-		int t;
-		int16_t id;
-		int32_t v;
-		if (tc_field(r, &last, &t, &id) != 0)
-			return -1;
-		if (t == TC_STOP)
-			break;
-		switch (id) {
-		case 1:
-			if (tc_i32(r, t, &v) != 0)
-				return -1;
-			if (v < PQ_BOOLEAN || v > PQ_FIXED_LEN_BYTE_ARRAY)
-				return tc_fail(r, "unknown physical type");
-			n->type = v;
-			break;
-		case 2:
-			if (tc_i32(r, t, &n->type_length) != 0)
-				return -1;
-			break;
-		case 3:
-			if (tc_i32(r, t, &v) != 0)
-				return -1;
-			if (v < PQ_REQUIRED || v > PQ_REPEATED)
-				return tc_fail(r, "unknown repetition type");
-			n->repetition = v;
-			break;
-		case 4: {
-			const uint8_t *s;
-			size_t len;
-			if (tc_binary(r, t, &s, &len) != 0)
-				return -1;
-			free(n->name);
-			n->name = pq_strdup(s, len, oom);
-			if (!n->name)
-				return *oom ? -1 : tc_fail(r, "schema name with a NUL byte");
-			have_name = true;
-			break;
-		}
-		case 5:
-			if (tc_i32(r, t, num_children) != 0)
-				return -1;
-			if (*num_children < 0)
-				return tc_fail(r, "negative num_children");
-			break;
-		case 6:
-			if (tc_i32(r, t, &n->converted) != 0)
-				return -1;
-			break;
-		case 10:
-			if (t != TC_STRUCT)
-				return tc_fail(r, "logical type not a struct");
-			if (pq_logical_type(r, n) != 0)
-				return -1;
-			break;
-		default:
-			if (tc_skip(r, t) != 0)
-				return -1;
-		}
-	}
-	tc_struct_end(r);
-	if (!have_name)
+	if (!e.have_name)
 		return tc_fail(r, "schema element without a name");
 	return 0;
 }
@@ -251,129 +215,119 @@ static int pq_schema(struct tt_parquet_file *f, struct tc_reader *r, int type, b
 	return rc;
 }
 
-static int pq_column_meta(struct tc_reader *r, struct pq_chunk *c)
+static int pq_column_meta_field(struct tc_reader *r, int16_t id, int type, void *ctx)
 {
-	int16_t last;
-	if (tc_struct_begin(r, &last) != 0)
-		return -1;
-	c->has_meta = true;
-	c->type = -1;
-	c->codec = -1;
-	c->data_page_offset = -1;
-	c->compressed_size = -1;
-	c->num_values = -1;
-	for (;;) {
-		int t;
-		int16_t id;
-		int rc = 0;
-		if (tc_field(r, &last, &t, &id) != 0)
-			return -1;
-		if (t == TC_STOP)
-			break;
-		switch (id) {
-		case 1:
-			rc = tc_i32(r, t, &c->type);
-			break;
-		case 4:
-			rc = tc_i32(r, t, &c->codec);
-			break;
-		case 5:
-			rc = tc_i64(r, t, &c->num_values);
-			break;
-		case 7:
-			rc = tc_i64(r, t, &c->compressed_size);
-			break;
-		case 9:
-			rc = tc_i64(r, t, &c->data_page_offset);
-			break;
-		case 11:
-			rc = tc_i64(r, t, &c->dictionary_page_offset);
-			break;
-		default:
-			rc = tc_skip(r, t);
-		}
-		if (rc != 0)
-			return -1;
+	struct pq_chunk *c = ctx;
+	switch (id) {
+	case 1:
+		return tc_i32(r, type, &c->type);
+	case 4:
+		return tc_i32(r, type, &c->codec);
+	case 5:
+		return tc_i64(r, type, &c->num_values);
+	case 7:
+		return tc_i64(r, type, &c->compressed_size);
+	case 9:
+		return tc_i64(r, type, &c->data_page_offset);
+	case 11:
+		return tc_i64(r, type, &c->dictionary_page_offset);
+	default:
+		return TC_FIELD_SKIP;
 	}
-	tc_struct_end(r);
+}
+
+/* ColumnChunk {1: file_path, 3: ColumnMetaData}. */
+static int pq_column_chunk_field(struct tc_reader *r, int16_t id, int type, void *ctx)
+{
+	struct pq_chunk *c = ctx;
+	if (id == 1) {
+		c->external = true;
+		return TC_FIELD_SKIP;
+	}
+	if (id != 3)
+		return TC_FIELD_SKIP;
+	if (type != TC_STRUCT)
+		return tc_fail(r, "column metadata not a struct");
+	c->has_meta = true;
+	c->type = c->codec = -1;
+	c->data_page_offset = c->compressed_size = c->num_values = -1;
+	if (tc_read_struct(r, pq_column_meta_field, c) != 0)
+		return -1;
 	if (c->type < 0 || c->codec < 0 || c->num_values < 0 || c->compressed_size < 0 || c->data_page_offset < 0)
 		return tc_fail(r, "column metadata without its required fields");
 	return 0;
 }
 
-static int pq_column_chunk(struct tc_reader *r, struct pq_chunk *c)
+struct pq_group_ctx {
+	struct tt_parquet_file *f;
+	struct pq_row_group *g;
+	bool *oom;
+	bool have_columns, have_rows;
+};
+
+static int pq_row_group_field(struct tc_reader *r, int16_t id, int type, void *ctx)
 {
-	int16_t last;
-	c->dictionary_page_offset = -1;
-	if (tc_struct_begin(r, &last) != 0)
-		return -1;
-	for (;;) {
-		int t;
-		int16_t id;
-		if (tc_field(r, &last, &t, &id) != 0)
-			return -1;
-		if (t == TC_STOP)
-			break;
-		if (id == 1) {
-			c->external = true;
-			if (tc_skip(r, t) != 0)
-				return -1;
-		} else if (id == 3) {
-			if (t != TC_STRUCT)
-				return tc_fail(r, "column metadata not a struct");
-			if (pq_column_meta(r, c) != 0)
-				return -1;
-		} else if (tc_skip(r, t) != 0) {
+	struct pq_group_ctx *x = ctx;
+	struct pq_row_group *g = x->g;
+	if (id == 1) {
+		int et;
+		uint32_t n;
+		if (x->have_columns || tc_list_begin(r, type, &et, &n) != 0)
+			return tc_fail(r, "row group columns repeated or not a list");
+		if (et != TC_STRUCT || n != x->f->nleaves)
+			return tc_fail(r, "row group with another number of columns than the schema's");
+		g->chunks = calloc(n ? n : 1, sizeof *g->chunks);
+		if (!g->chunks) {
+			*x->oom = true;
 			return -1;
 		}
+		x->have_columns = true;
+		for (uint32_t i = 0; i < n; i++) {
+			g->chunks[i].dictionary_page_offset = -1;
+			if (tc_read_struct(r, pq_column_chunk_field, &g->chunks[i]) != 0)
+				return -1;
+		}
+		return 0;
 	}
-	tc_struct_end(r);
-	return 0;
+	if (id == 3) {
+		if (tc_i64(r, type, &g->num_rows) != 0)
+			return -1;
+		x->have_rows = true;
+		return g->num_rows < 0 ? tc_fail(r, "negative row count") : 0;
+	}
+	return TC_FIELD_SKIP;
 }
 
 static int pq_row_group(struct tt_parquet_file *f, struct tc_reader *r, struct pq_row_group *g, bool *oom)
 {
-	int16_t last;
-	bool have_columns = false, have_rows = false;
-	if (tc_struct_begin(r, &last) != 0)
+	struct pq_group_ctx x = {f, g, oom, false, false};
+	if (tc_read_struct(r, pq_row_group_field, &x) != 0)
 		return -1;
-	for (;;) {
-		int t;
-		int16_t id;
-		if (tc_field(r, &last, &t, &id) != 0)
-			return -1;
-		if (t == TC_STOP)
-			break;
-		if (id == 1) {
-			int et;
-			uint32_t n;
-			if (have_columns || tc_list_begin(r, t, &et, &n) != 0)
-				return tc_fail(r, "row group columns repeated or not a list");
-			if (et != TC_STRUCT || n != f->nleaves)
-				return tc_fail(r, "row group with another number of columns than the schema's");
-			g->chunks = calloc(n ? n : 1, sizeof *g->chunks);
-			if (!g->chunks) {
-				*oom = true;
-				return -1;
-			}
-			have_columns = true;
-			for (uint32_t i = 0; i < n; i++) {
-				if (pq_column_chunk(r, &g->chunks[i]) != 0)
-					return -1;
-			}
-		} else if (id == 3) {
-			if (tc_i64(r, t, &g->num_rows) != 0)
-				return -1;
-			if (g->num_rows < 0)
-				return tc_fail(r, "negative row count");
-			have_rows = true;
-		} else if (tc_skip(r, t) != 0) {
-			return -1;
-		}
-	}
-	tc_struct_end(r);
-	if (!have_columns || !have_rows)
+	if (!x.have_columns || !x.have_rows)
 		return tc_fail(r, "row group without columns or row count");
+	return 0;
+}
+
+struct pq_kv_ctx {
+	struct pq_kv *kv;
+	bool *oom;
+};
+
+/* KeyValue {1: key, 2: value}. */
+static int pq_kv_field(struct tc_reader *r, int16_t id, int type, void *ctx)
+{
+	struct pq_kv_ctx *x = ctx;
+	const uint8_t *s;
+	size_t len;
+	if (id != 1 && id != 2)
+		return TC_FIELD_SKIP;
+	if (tc_binary(r, type, &s, &len) != 0)
+		return -1;
+	char **slot = id == 1 ? &x->kv->key : &x->kv->value;
+	free(*slot);
+	*slot = pq_strdup(s, len, x->oom);
+	if (!*slot)
+		return *x->oom ? -1 : tc_fail(r, "key-value metadata with a NUL byte");
 	return 0;
 }
 
@@ -389,92 +343,67 @@ static int pq_kv_list(struct tt_parquet_file *f, struct tc_reader *r, int type, 
 		return -1;
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		int16_t last;
-		struct pq_kv *kv = &f->kvs[f->nkvs++];
-		if (tc_struct_begin(r, &last) != 0)
+		struct pq_kv_ctx x = {&f->kvs[f->nkvs++], oom};
+		if (tc_read_struct(r, pq_kv_field, &x) != 0)
 			return -1;
-		for (;;) {
-			int t;
-			int16_t id;
-			const uint8_t *s;
-			size_t len;
-			if (tc_field(r, &last, &t, &id) != 0)
-				return -1;
-			if (t == TC_STOP)
-				break;
-			if (id == 1 || id == 2) {
-				if (tc_binary(r, t, &s, &len) != 0)
-					return -1;
-				char **slot = id == 1 ? &kv->key : &kv->value;
-				free(*slot);
-				*slot = pq_strdup(s, len, oom);
-				if (!*slot)
-					return *oom ? -1 : tc_fail(r, "key-value metadata with a NUL byte");
-			} else if (tc_skip(r, t) != 0) {
-				return -1;
-			}
-		}
-		tc_struct_end(r);
-		if (!kv->key)
+		if (!x.kv->key)
 			return tc_fail(r, "key-value metadata without a key");
 	}
 	return 0;
 }
 
+struct pq_file_ctx {
+	struct tt_parquet_file *f;
+	bool *oom;
+	bool have_rows, have_groups;
+};
+
+/* FileMetaData {2: schema, 3: num_rows, 4: row_groups, 5: key_value_metadata}. */
+static int pq_file_field(struct tc_reader *r, int16_t id, int type, void *ctx)
+{
+	struct pq_file_ctx *x = ctx;
+	struct tt_parquet_file *f = x->f;
+	switch (id) {
+	case 2:
+		return pq_schema(f, r, type, x->oom);
+	case 3:
+		if (tc_i64(r, type, &f->num_rows) != 0)
+			return -1;
+		x->have_rows = true;
+		return f->num_rows < 0 ? tc_fail(r, "negative row count") : 0;
+	case 4: {
+		int et;
+		uint32_t n;
+		if (!f->nodes)
+			return tc_fail(r, "row groups before the schema");
+		if (f->rgs || tc_list_begin(r, type, &et, &n) != 0 || et != TC_STRUCT)
+			return tc_fail(r, "row groups repeated or not a list");
+		f->rgs = calloc(n ? n : 1, sizeof *f->rgs);
+		if (!f->rgs) {
+			*x->oom = true;
+			return -1;
+		}
+		x->have_groups = true;
+		for (uint32_t i = 0; i < n; i++) {
+			f->nrgs++;
+			if (pq_row_group(f, r, &f->rgs[i], x->oom) != 0)
+				return -1;
+		}
+		return 0;
+	}
+	case 5:
+		return pq_kv_list(f, r, type, x->oom);
+	default:
+		return TC_FIELD_SKIP;
+	}
+}
+
 static int pq_file_metadata(struct tt_parquet_file *f, struct tc_reader *r, bool *oom)
 {
-	int16_t last;
-	bool have_rows = false, have_groups = false;
-	if (tc_struct_begin(r, &last) != 0)
+	struct pq_file_ctx x = {f, oom, false, false};
+	if (tc_read_struct(r, pq_file_field, &x) != 0)
 		return -1;
-	for (;;) {
-		int t;
-		int16_t id;
-		if (tc_field(r, &last, &t, &id) != 0)
-			return -1;
-		if (t == TC_STOP)
-			break;
-		int rc = 0;
-		switch (id) {
-		case 2:
-			rc = pq_schema(f, r, t, oom);
-			break;
-		case 3:
-			rc = tc_i64(r, t, &f->num_rows);
-			if (rc == 0 && f->num_rows < 0)
-				rc = tc_fail(r, "negative row count");
-			have_rows = true;
-			break;
-		case 4: {
-			int et;
-			uint32_t n;
-			if (!f->nodes)
-				return tc_fail(r, "row groups before the schema");
-			if (f->rgs || tc_list_begin(r, t, &et, &n) != 0 || et != TC_STRUCT)
-				return tc_fail(r, "row groups repeated or not a list");
-			f->rgs = calloc(n ? n : 1, sizeof *f->rgs);
-			if (!f->rgs) {
-				*oom = true;
-				return -1;
-			}
-			have_groups = true;
-			for (uint32_t i = 0; i < n && rc == 0; i++) {
-				f->nrgs++;
-				rc = pq_row_group(f, r, &f->rgs[i], oom);
-			}
-			break;
-		}
-		case 5:
-			rc = pq_kv_list(f, r, t, oom);
-			break;
-		default:
-			rc = tc_skip(r, t);
-		}
-		if (rc != 0)
-			return -1;
-	}
-	tc_struct_end(r);
-	if (!f->nodes || !have_rows || !have_groups)
+	if (!f->nodes || !x.have_rows || !x.have_groups)
 		return tc_fail(r, "file metadata without schema, row count or row groups");
 	return 0;
 }

@@ -288,6 +288,28 @@ static json_t *pq_node_value(struct pq_asm *a, const struct pq_node *n, bool as_
 	return pq_group_value(a, n);
 }
 
+/* The leaves of the asked columns line up: at a row's start each is at
+ * repetition level 0 (or done); at the end each is used up. */
+static int pq_check_leaves(struct pq_asm *a, const uint32_t *top, size_t ntop, bool at_end)
+{
+	const struct tt_parquet_file *f = a->f;
+	for (size_t i = 0; i < ntop; i++) {
+		const struct pq_node *n = &f->nodes[top[i]];
+		for (uint32_t l = n->leaf_first; l < n->leaf_first + n->leaf_count; l++) {
+			const struct pq_column *c = &a->cols[l];
+			if (at_end && (c->li != c->nlevels || c->vi != c->nvals)) {
+				pq_asm_fail(a, &f->nodes[f->leaf_node[l]], "more values than rows");
+				return a->rc;
+			}
+			if (!at_end && c->li < c->nlevels && c->rep && c->rep[c->li] != 0) {
+				pq_asm_fail(a, n, "a row that does not start at repetition level 0");
+				return a->rc;
+			}
+		}
+	}
+	return 0;
+}
+
 /* The rows of row group rg, appended to rows. */
 static int pq_assemble(struct pq_asm *a, const uint32_t *top, size_t ntop, json_t *rows)
 {
@@ -299,15 +321,10 @@ static int pq_assemble(struct pq_asm *a, const uint32_t *top, size_t ntop, json_
 			pq_asm_oom(a);
 			return a->rc;
 		}
+		if (pq_check_leaves(a, top, ntop, false) != 0)
+			return a->rc;
 		for (size_t i = 0; i < ntop; i++) {
 			const struct pq_node *n = &f->nodes[top[i]];
-			for (uint32_t l = n->leaf_first; l < n->leaf_first + n->leaf_count; l++) {
-				const struct pq_column *c = &a->cols[l];
-				if (c->li < c->nlevels && c->rep && c->rep[c->li] != 0) {
-					pq_asm_fail(a, n, "a row that does not start at repetition level 0");
-					return a->rc;
-				}
-			}
 			json_t *v = pq_node_value(a, n, false);
 			if (!v || json_object_set_new(row, n->name, v) != 0) {
 				if (v)
@@ -316,17 +333,7 @@ static int pq_assemble(struct pq_asm *a, const uint32_t *top, size_t ntop, json_
 			}
 		}
 	}
-	for (size_t i = 0; i < ntop; i++) {
-		const struct pq_node *n = &f->nodes[top[i]];
-		for (uint32_t l = n->leaf_first; l < n->leaf_first + n->leaf_count; l++) {
-			const struct pq_column *c = &a->cols[l];
-			if (c->li != c->nlevels || c->vi != c->nvals) {
-				pq_asm_fail(a, &f->nodes[f->leaf_node[l]], "more values than rows");
-				return a->rc;
-			}
-		}
-	}
-	return 0;
+	return pq_check_leaves(a, top, ntop, true);
 }
 
 int tt_parquet_read_rows(struct tt_parquet_file *f, const char *const *columns, size_t ncolumns, json_t **rows)

@@ -185,6 +185,37 @@ int tc_list_begin(struct tc_reader *r, int type, int *elem_type, uint32_t *count
 	return 0;
 }
 
+static int tc_skip_field(struct tc_reader *r, int16_t id, int type, void *ctx)
+{
+	(void)r;
+	(void)id;
+	(void)type;
+	(void)ctx;
+	return TC_FIELD_SKIP;
+}
+
+int tc_read_struct(struct tc_reader *r, tc_field_fn on_field, void *ctx)
+{
+	int16_t last;
+	if (tc_struct_begin(r, &last) != 0)
+		return -1;
+	for (;;) {
+		int type;
+		int16_t id;
+		if (tc_field(r, &last, &type, &id) != 0)
+			return -1;
+		if (type == TC_STOP)
+			break;
+		int rc = on_field(r, id, type, ctx);
+		if (rc == TC_FIELD_SKIP)
+			rc = tc_skip(r, type);
+		if (rc != 0)
+			return tc_fail(r, "unreadable field");
+	}
+	tc_struct_end(r);
+	return 0;
+}
+
 /* One element of a list, set or map: booleans there are one byte. */
 static int tc_skip_element(struct tc_reader *r, int type)
 {
@@ -264,23 +295,8 @@ int tc_skip(struct tc_reader *r, int type)
 		r->depth--;
 		return 0;
 	}
-	case TC_STRUCT: {
-		int16_t last;
-		if (tc_struct_begin(r, &last) != 0)
-			return -1;
-		for (;;) {
-			int ft;
-			int16_t id;
-			if (tc_field(r, &last, &ft, &id) != 0)
-				return -1;
-			if (ft == TC_STOP)
-				break;
-			if (tc_skip(r, ft) != 0)
-				return -1;
-		}
-		tc_struct_end(r);
-		return 0;
-	}
+	case TC_STRUCT:
+		return tc_read_struct(r, tc_skip_field, NULL);
 	default:
 		return tc_fail(r, "unknown field type");
 	}

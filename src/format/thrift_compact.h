@@ -46,6 +46,14 @@ int tc_struct_begin(struct tc_reader *r, int16_t *last);
 void tc_struct_end(struct tc_reader *r);
 int tc_field(struct tc_reader *r, int16_t *last, int *type, int16_t *id);
 
+/* A whole struct: on_field is called for each field with its id and wire
+ * type, and returns 0 (read it), TC_FIELD_SKIP (skip it: a field the
+ * caller has no use for) or -1 (r->err set). The struct framing, the end
+ * marker and nesting are handled here. */
+#define TC_FIELD_SKIP 1
+typedef int (*tc_field_fn)(struct tc_reader *r, int16_t id, int type, void *ctx);
+int tc_read_struct(struct tc_reader *r, tc_field_fn on_field, void *ctx);
+
 /* Values. Each checks that the field's wire type fits what is asked
  * (pass the type tc_field gave), so a mistyped field is an error, not a
  * misread. Returns 0 or -1 (r->err set). */

@@ -58,7 +58,7 @@ static void test_thrift_round_trip(void)
 	CHECK(tc_field(&r, &last, &t, &id) == 0 && id == 40 && tc_binary(&r, t, &s, &n) == 0 && n == 5 &&
 	      memcmp(s, "hello", 5) == 0);
 	int et;
-	uint32_t count;
+	uint32_t count = 0;
 	CHECK(tc_field(&r, &last, &t, &id) == 0 && id == 41 && tc_list_begin(&r, t, &et, &count) == 0 && count == 20);
 	for (uint32_t i = 0; i < count; i++)
 		CHECK(tc_i32(&r, et, &i32) == 0 && i32 == (int32_t)i * 1000);
@@ -283,6 +283,9 @@ static void test_writer_refusals(void)
 	free(data);
 	struct tt_parquet_column bad = {"", TT_PARQUET_INT32, false};
 	CHECK(tt_parquet_writer_new(1, "x", &bad, 1, 0, &w) == TETHER_EUSAGE);
+	CHECK(tt_parquet_writer_new(1, "x", table_cols, 0, 0, &w) == TETHER_EUSAGE);
+	struct tt_parquet_column twice[] = {{"a", TT_PARQUET_INT32, false}, {"a", TT_PARQUET_STRING, true}};
+	CHECK(tt_parquet_writer_new(1, "x", twice, 2, 0, &w) == TETHER_EUSAGE && strstr(tether_error_last(), "two columns named a"));
 }
 
 /* ---- hand-made files ---- */
@@ -354,6 +357,19 @@ static void page_header(struct tc_writer *w, int32_t usize, int32_t csize, int32
 	tc_w_struct_end(w);
 }
 
+/* A file whose one column chunk is one uncompressed v1 page of nvals
+ * values holding body, in the given encoding. */
+static unsigned char *page_file(const void *body, size_t n, int32_t nvals, int encoding, size_t *len)
+{
+	struct tc_writer chunk;
+	tc_writer_init(&chunk);
+	page_header(&chunk, (int32_t)n, (int32_t)n, nvals, encoding);
+	tc_w_bytes(&chunk, body, n);
+	unsigned char *file = make_file(&chunk, nvals, 0, nvals, len);
+	tc_writer_free(&chunk);
+	return file;
+}
+
 /* Read the file's column x; 0 on success, else the message in msg. */
 static int read_x(const unsigned char *buf, size_t len, json_t **rows, char *msg, size_t msgsize)
 {
@@ -415,31 +431,17 @@ static void test_made_files(void)
 
 	/* A level above the column's maximum: an RLE run's value wider than
 	 * the levels' bit width. */
-	tc_writer_free(&body);
-	tc_writer_init(&body);
-	uint8_t badlev[] = {2, 0, 0, 0, 0x06, 0x02};
-	tc_w_bytes(&body, badlev, sizeof badlev);
-	tc_w_bytes(&body, vals, sizeof vals);
-	tc_writer_free(&chunk);
-	tc_writer_init(&chunk);
-	page_header(&chunk, (int32_t)body.len, (int32_t)body.len, 3, 0);
-	tc_w_bytes(&chunk, body.buf, body.len);
-	file = make_file(&chunk, 3, 0, 3, &len);
+	uint8_t badlev[] = {2, 0, 0, 0, 0x06, 0x02, 7, 0, 0, 0, 9, 0, 0, 0};
+	file = page_file(badlev, sizeof badlev, 3, 0, &len);
 	CHECK(read_x(file, len, &rows, msg, sizeof msg) != 0 && strstr(msg, "definition levels: RLE run value wider"));
 	free(file);
-	tc_writer_free(&body);
 
 	/* Dictionary indices without a dictionary page. */
-	tc_writer_init(&body);
 	uint8_t dl[] = {2, 0, 0, 0, 0x06, 0x01, 1, 0x06, 0x00};
-	tc_w_bytes(&body, dl, sizeof dl);
-	tc_writer_free(&chunk);
-	tc_writer_init(&chunk);
-	page_header(&chunk, (int32_t)body.len, (int32_t)body.len, 3, 8);
-	tc_w_bytes(&chunk, body.buf, body.len);
-	file = make_file(&chunk, 3, 0, 3, &len);
+	file = page_file(dl, sizeof dl, 3, 8, &len);
 	CHECK(read_x(file, len, &rows, msg, sizeof msg) != 0 && strstr(msg, "without a dictionary page"));
 	free(file);
+	tc_writer_free(&body);
 
 	/* A zstd bomb: a page that says 1.5 GiB is refused before inflating;
 	 * one that says 100 bytes but inflates to more is refused too. */

@@ -518,6 +518,64 @@ struct tether_undo_opts {
 };
 TETHER_API int tether_undo(tether_repo *repo, const struct tether_undo_opts *opts, json_t **report);
 
+/* tether export FILE: the dataset's history as tables (docs/CLI.md, "tether
+ * export": commits, objects, object_states, refs, listings,
+ * listing_entries, meta), written as SQLite, Parquet, CSV or JSON Lines
+ * (the last three a directory of one file per table). The same history
+ * gives the same bytes. Report: {"path", "format", "tables": {name: rows}}. */
+#define TETHER_EXPORT_OPTS_VERSION 1
+#define TETHER_EXPORT_OPTS_INIT TETHER_STRUCT_INIT(struct tether_export_opts, TETHER_EXPORT_OPTS_VERSION)
+struct tether_export_opts {
+	uint32_t version; /* TETHER_EXPORT_OPTS_INIT */
+	uint32_t size;
+	const char *path;   /* the file (sqlite) or directory (the others) */
+	const char *format; /* "sqlite" | "parquet" | "csv" | "jsonl"; NULL: by path's extension */
+	const char *const *revs; /* the ancestors of these revisions; none: every commit of any ref */
+	size_t nrevs;
+};
+TETHER_API int tether_export(tether_repo *repo, const struct tether_export_opts *opts, json_t **report);
+
+/* tether publish --to postgresql://...: the same tables upserted into a
+ * Postgres schema in one transaction: commits not yet there are added,
+ * commits there that the export no longer holds (a rewritten history)
+ * are deleted with their objects; refs and meta are replaced. Report:
+ * {"to" (without password), "schema", "new_commits", "removed_commits",
+ * "unchanged_commits"}. */
+#define TETHER_PUBLISH_OPTS_VERSION 1
+#define TETHER_PUBLISH_OPTS_INIT TETHER_STRUCT_INIT(struct tether_publish_opts, TETHER_PUBLISH_OPTS_VERSION)
+struct tether_publish_opts {
+	uint32_t version; /* TETHER_PUBLISH_OPTS_INIT */
+	uint32_t size;
+	const char *to;     /* postgresql://[user@]host[:port]/db (no password) */
+	const char *schema; /* NULL: "tether" */
+	const char *const *revs;
+	size_t nrevs;
+};
+TETHER_API int tether_publish(tether_repo *repo, const struct tether_publish_opts *opts, json_t **report);
+
+/* tether import SOURCE --query SQL: rows with tether's canonical columns
+ * (key, kind, and the locator and policy fields: docs/CLI.md, "tether
+ * import") planned into adds, updates and (sync) removals of manifests.
+ * Never records or pins: the next commit does. tether_import_plan reads
+ * and validates every row (a bad one refuses the whole import, naming its
+ * row and column) and returns the plan ({"tether_plan", "op": "import",
+ * ..., "actions": [{"action": "add" | "update" | "remove", "key",
+ * "manifest"}]}); tether_import_apply checks a plan against the manifests
+ * now and writes it. */
+#define TETHER_IMPORT_OPTS_VERSION 1
+#define TETHER_IMPORT_OPTS_INIT TETHER_STRUCT_INIT(struct tether_import_opts, TETHER_IMPORT_OPTS_VERSION)
+struct tether_import_opts {
+	uint32_t version; /* TETHER_IMPORT_OPTS_INIT */
+	uint32_t size;
+	const char *source; /* postgresql://... or a SQLite file */
+	const char *query;
+	int sync;           /* remove objects the rows do not name */
+	const char *plan_out; /* also save the plan to this file */
+};
+TETHER_API int tether_import_plan(tether_repo *repo, const struct tether_import_opts *opts, json_t **plan);
+/* Report: {"added", "updated", "removed": [keys]}. */
+TETHER_API int tether_import_apply(tether_repo *repo, const json_t *plan, const char *plan_file, json_t **report);
+
 /* The registered backends: [{kind, maturity, tier, flags: [...], summary,
  * add_options: [...]}] (add_options as tether_add_options gives them). */
 TETHER_API json_t *tether_backends(void);

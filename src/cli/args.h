@@ -120,6 +120,9 @@ extern const struct cli_command cmd_restore;
 extern const struct cli_command cmd_drop;
 extern const struct cli_command cmd_abandon;
 extern const struct cli_command cmd_undo;
+extern const struct cli_command cmd_export;
+extern const struct cli_command cmd_publish;
+extern const struct cli_command cmd_import;
 
 /* Provided by main.c: what a command needs before it calls the engine. */
 

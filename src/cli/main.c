@@ -49,7 +49,8 @@ static const struct cli_command cmd_help = {
 static const struct cli_command *const commands[] = {
 	&cmd_init, &cmd_add, &cmd_backends, &cmd_status, &cmd_commit,
 	&cmd_diff, &cmd_log, &cmd_verify, &cmd_new, &cmd_pull, &cmd_promote, &cmd_merge, &cmd_open, &cmd_restore,
-	&cmd_drop, &cmd_gc, &cmd_repair, &cmd_upgrade, &cmd_abandon, &cmd_undo, &cmd_ops, &cmd_help,
+	&cmd_drop, &cmd_gc, &cmd_repair, &cmd_upgrade, &cmd_abandon, &cmd_undo, &cmd_ops, &cmd_export, &cmd_publish,
+	&cmd_import, &cmd_help,
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

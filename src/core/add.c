@@ -5,6 +5,7 @@
 #include "core/engine.h"
 #include "core/sessions.h"
 
+#include "core/add.h"
 #include "core/add_options.h"
 #include "core/registry.h"
 #include "util/fsutil.h"
@@ -121,6 +122,48 @@ static int create_store(const struct tether_backend *b, const struct tether_bctx
 	return rc ? tether_error_set(rc, "cannot create the store: %s", tether_error_last()) : 0;
 }
 
+/* The locator and policy `tether add` would record for `uri` and the
+ * options given (the kind's declared options checked, [defaults] filled
+ * in, make_policy and make_locator called): add's, and import's for each
+ * row. */
+int tt_add_build(const struct tether_backend *b, const struct tether_bctx *ctx, const char *uri, const json_t *given,
+                 const char *cwd, int create, json_t **locator_out, json_t **policy_out)
+{
+	json_t *policy = NULL, *locator = NULL, *options = NULL;
+	*locator_out = *policy_out = NULL;
+	int rc = declared_options(b, ctx, given, &options);
+	if (!rc)
+		rc = build_policy(b, ctx, options, &policy);
+	if (!rc) {
+		json_t *backend_opts = json_deep_copy(options);
+		json_object_del(backend_opts, "write");
+		json_object_del(backend_opts, "pin");
+		drop_field(b, backend_opts, TETHER_ADD_POLICY);
+		/* Policy keys are the backend's too; the locator builder sees only
+		 * what is left once they are taken. */
+		const char *k;
+		json_t *v;
+		json_object_foreach(policy, k, v) {
+			(void)v;
+			if (TT_BACKEND_GET(b, make_policy))
+				json_object_del(backend_opts, k);
+		}
+		if (create)
+			json_object_set_new(backend_opts, "create", json_true());
+		rc = b->make_locator(ctx, uri, backend_opts, cwd, &locator);
+		json_decref(backend_opts);
+	}
+	json_decref(options);
+	if (rc) {
+		json_decref(policy);
+		json_decref(locator);
+		return rc;
+	}
+	*locator_out = locator;
+	*policy_out = policy;
+	return 0;
+}
+
 static int add_command(tether_repo *repo, const struct tether_add_opts *opts, json_t **report)
 {
 	*report = NULL;
@@ -151,29 +194,8 @@ static int add_command(tether_repo *repo, const struct tether_add_opts *opts, js
 		                        "then add it", b->kind);
 	struct tether_bctx ctx;
 	tt_repo_bctx(repo, b->kind, opts->key, &ctx);
-	json_t *policy = NULL, *locator = NULL, *options = NULL;
-	rc = declared_options(b, &ctx, opts->options, &options);
-	if (!rc)
-		rc = build_policy(b, &ctx, options, &policy);
-	if (!rc) {
-		json_t *backend_opts = json_deep_copy(options);
-		json_object_del(backend_opts, "write");
-		json_object_del(backend_opts, "pin");
-		drop_field(b, backend_opts, TETHER_ADD_POLICY);
-		/* Policy keys are the backend's too; the locator builder sees only
-		 * what is left once they are taken. */
-		const char *k;
-		json_t *v;
-		json_object_foreach(policy, k, v) {
-			(void)v;
-			if (TT_BACKEND_GET(b, make_policy))
-				json_object_del(backend_opts, k);
-		}
-		if (opts->create)
-			json_object_set_new(backend_opts, "create", json_true());
-		rc = b->make_locator(&ctx, opts->uri, backend_opts, opts->cwd, &locator);
-		json_decref(backend_opts);
-	}
+	json_t *policy = NULL, *locator = NULL;
+	rc = tt_add_build(b, &ctx, opts->uri, opts->options, opts->cwd, opts->create, &locator, &policy);
 	int created = 0;
 	if (!rc && opts->create)
 		created = (rc = create_store(b, &ctx, locator)) == 0;
@@ -221,7 +243,6 @@ static int add_command(tether_repo *repo, const struct tether_add_opts *opts, js
 		free(keep);
 	}
 	tt_manifest_free(&m);
-	json_decref(options);
 	json_decref(policy);
 	json_decref(locator);
 	return rc;

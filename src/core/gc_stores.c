@@ -6,6 +6,7 @@
 #include "core/registry.h"
 #include "core/workspace.h"
 #include "format/cjson.h"
+#include "util/jsonsort.h"
 #include "util/fsutil.h"
 
 #include <stdlib.h>
@@ -190,15 +191,7 @@ static int carries_more_first(const void *pa, const void *pb)
 static void order_locators(json_t *store)
 {
 	json_t *list = json_object_get(store, "locators");
-	size_t n = json_array_size(list);
-	json_t **v = calloc(n + 1, sizeof *v);
-	for (size_t i = 0; i < n; i++)
-		v[i] = json_incref(json_array_get(list, i));
-	qsort(v, n, sizeof *v, carries_more_first);
-	json_array_clear(list);
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(list, v[i]);
-	free(v);
+	tt_json_array_sort(list, carries_more_first);
 	json_object_del(store, "seen");
 	json_object_set(store, "locator", json_object_get(json_array_get(list, 0), "locator"));
 }

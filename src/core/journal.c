@@ -2,6 +2,7 @@
 
 #include "core/validate.h"
 #include "format/cjson.h"
+#include "util/jsonsort.h"
 #include "util/fsutil.h"
 
 #include <dirent.h>
@@ -303,15 +304,7 @@ static int read_entries(const char *dir, int open, json_t *entries)
 
 static void sort_by_id(json_t *entries)
 {
-	size_t count = json_array_size(entries);
-	json_t **v = calloc(count + 1, sizeof *v);
-	for (size_t i = 0; i < count; i++)
-		v[i] = json_incref(json_array_get(entries, i));
-	qsort(v, count, sizeof *v, by_id);
-	json_array_clear(entries);
-	for (size_t i = 0; i < count; i++)
-		json_array_append_new(entries, v[i]);
-	free(v);
+	tt_json_array_sort(entries, by_id);
 }
 
 static int list_in(const char *dir, int with_closed, json_t **out)

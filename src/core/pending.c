@@ -11,6 +11,7 @@
  * they are content-addressed, and verify checks their bytes. */
 #include "core/engine.h"
 
+#include "util/jsonsort.h"
 #include "util/fsutil.h"
 #include "util/hash.h"
 #include "vcs/probe.h"
@@ -146,15 +147,7 @@ static int by_path(const void *a, const void *b)
 
 static void sort_changes(json_t *changes)
 {
-	size_t n = json_array_size(changes);
-	json_t **v = calloc(n + 1, sizeof *v);
-	for (size_t i = 0; i < n; i++)
-		v[i] = json_incref(json_array_get(changes, i));
-	qsort(v, n, sizeof *v, by_path);
-	json_array_clear(changes);
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(changes, v[i]);
-	free(v);
+	tt_json_array_sort(changes, by_path);
 }
 
 int tt_pending_files(struct tether_repo *repo, json_t **changes)

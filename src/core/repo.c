@@ -359,8 +359,8 @@ static int validate_uri_table(const struct cfgcheck *c, const json_t *uris, cons
  * leave an object without the secret meant for it, silently. */
 static int validate_secrets(const struct cfgcheck *c, const json_t *secrets)
 {
-	static const char *const tables[] = {"objects", "uris", "backends", NULL};
-	int rc = check_known(c, secrets, NULL, tables, "objects, uris, backends");
+	static const char *const tables[] = {"objects", "uris", "backends", "databases", NULL};
+	int rc = check_known(c, secrets, NULL, tables, "objects, uris, backends, databases");
 	json_t *kinds = json_object_get(secrets, "backends");
 	if (!rc && kinds && !json_is_object(kinds))
 		rc = refuse_at(c, secrets, "backends", "'backends' must be a table of [backends.<kind>] tables");
@@ -384,6 +384,20 @@ static int validate_secrets(const struct cfgcheck *c, const json_t *secrets)
 		if (rc)
 			break;
 		rc = validate_uri_table(c, uris, k, v);
+	}
+	/* [databases."postgresql://host/db"] password = "...": for publish
+	 * and import, whose URLs carry none. */
+	json_t *dbs = json_object_get(secrets, "databases");
+	if (!rc && dbs && !json_is_object(dbs))
+		rc = refuse_at(c, secrets, "databases", "'databases' must be a table of [databases.\"<url>\"] tables");
+	json_object_foreach(dbs, k, v) {
+		static const char *const keys[] = {"password", NULL};
+		if (rc)
+			break;
+		if (!json_is_object(v))
+			rc = refuse_at(c, dbs, k, "databases.\"%s\" must be a table", k);
+		else if (!(rc = check_known(c, v, k, keys, "password")) && !json_is_string(json_object_get(v, "password")))
+			rc = refuse_at(c, dbs, k, "databases.\"%s\" needs password = \"...\"", k);
 	}
 	return rc;
 }

@@ -787,7 +787,7 @@ static int commit_changes_path(struct tether_vcs *v, git_commit *commit, const c
 
 /* A JSON string from text git stored, which need not be UTF-8 (old commits
  * in other encodings): bytes that do not make valid UTF-8 become '?'. */
-static json_t *json_text(const char *s)
+json_t *tt_git_json_text(const char *s)
 {
 	json_t *j;
 	char *copy;
@@ -822,11 +822,11 @@ static json_t *commit_to_json(git_commit *commit)
 		bad = 1;
 	bad = bad || json_object_set_new(o, "id", json_string(hex)) < 0;
 	bad = bad || json_object_set_new(o, "short", json_string(short_id.ptr)) < 0;
-	bad = bad || json_object_set_new(o, "author", json_text(author->name)) < 0;
-	bad = bad || json_object_set_new(o, "email", json_text(author->email)) < 0;
+	bad = bad || json_object_set_new(o, "author", tt_git_json_text(author->name)) < 0;
+	bad = bad || json_object_set_new(o, "email", tt_git_json_text(author->email)) < 0;
 	bad = bad || json_object_set_new(o, "time", json_integer(author->when.time)) < 0;
-	bad = bad || json_object_set_new(o, "summary", json_text(git_commit_summary(commit))) < 0;
-	bad = bad || json_object_set_new(o, "message", json_text(git_commit_message(commit))) < 0;
+	bad = bad || json_object_set_new(o, "summary", tt_git_json_text(git_commit_summary(commit))) < 0;
+	bad = bad || json_object_set_new(o, "message", tt_git_json_text(git_commit_message(commit))) < 0;
 	git_buf_dispose(&short_id);
 	if (bad) {
 		json_decref(o);
@@ -1943,5 +1943,7 @@ const struct tether_vcs_ops tt_git_ops = {
 	.return_to = git_return_to,
 	.rewrite_files = tt_git_rewrite_files,
 	.containing_refs = tt_git_containing_refs,
+	.commits_info = tt_git_commits_info,
+	.list_refs = tt_git_list_refs,
 	.abandon = tt_git_abandon,
 };

@@ -20,12 +20,14 @@
  * Network operations never happen in this module: push and fetch live in
  * the git backend, on libgit2, with its certificate checks untouched. */
 #include "util/fail.h"
+#include "util/jsonsort.h"
 #include "vcs/git_native.h"
 #include "vcs/git_native_walk.h"
 #include "vcs/git_path.h"
 #include "vcs/gitodb.h"
 #include "vcs/gitrefs.h"
 #include "vcs/gitstream.h"
+#include "vcs/vcs_refs.h"
 
 #include <tether/backend.h>
 
@@ -1007,6 +1009,190 @@ static int native_abandon(struct tether_vcs *v, const char *id, const char *expe
 	FORWARD(v, abandon(v->full, id, expect_head, check_only, own, nown, new_head));
 }
 
+/* ------------------------------------------------------------------ */
+/* export: commits_info, list_refs                                     */
+/* ------------------------------------------------------------------ */
+
+/* A signature "Name <email> time [+-]hhmm", as libgit2 reads a plain one:
+ * name and email trimmed of spaces. 1 for any other shape (libgit2 reads
+ * the commits then, and words what it finds). */
+static int parse_signature(const char *a, size_t len, json_t *o, const char *name_key, const char *email_key,
+                           const char *time_key, const char *tz_key)
+{
+	const char *end = a + len, *lt = memchr(a, '<', len), *gt = lt ? memchr(lt, '>', (size_t)(end - lt)) : NULL;
+	if (!gt || memchr(gt + 1, '<', (size_t)(end - gt - 1)) || memchr(gt + 1, '>', (size_t)(end - gt - 1)))
+		return 1;
+	const char *ns = a, *ne = lt, *es = lt + 1, *ee = gt;
+	while (ns < ne && is_space(*ns))
+		ns++;
+	while (ne > ns && is_space(ne[-1]))
+		ne--;
+	while (es < ee && is_space(*es))
+		es++;
+	while (ee > es && is_space(ee[-1]))
+		ee--;
+	const char *t = gt + 1;
+	if (t >= end || *t++ != ' ' || t >= end || *t < '0' || *t > '9')
+		return 1;
+	long long when = 0;
+	while (t < end && *t >= '0' && *t <= '9') {
+		if (when > (INT64_MAX - 9) / 10)
+			return 1;
+		when = when * 10 + (*t++ - '0');
+	}
+	if (end - t != 6 || t[0] != ' ' || (t[1] != '+' && t[1] != '-'))
+		return 1;
+	for (int i = 2; i < 6; i++)
+		if (t[i] < '0' || t[i] > '9')
+			return 1;
+	int hours = (t[2] - '0') * 10 + (t[3] - '0'), minutes = (t[4] - '0') * 10 + (t[5] - '0');
+	if (hours > 14 || minutes > 59)
+		return 1;
+	int tz = (t[1] == '-' ? -1 : 1) * (hours * 60 + minutes);
+	int bad = json_object_set_new(o, name_key, json_text_n(ns, (size_t)(ne - ns))) < 0;
+	bad = bad || json_object_set_new(o, email_key, json_text_n(es, (size_t)(ee - es))) < 0;
+	bad = bad || json_object_set_new(o, time_key, json_integer(when)) < 0;
+	bad = bad || (tz_key && json_object_set_new(o, tz_key, json_integer(tz)) < 0);
+	return bad ? tt_fail_oom() : 0;
+}
+
+/* One commit's facts (vcs.h, commits_info): 0, 1 when libgit2 must read
+ * it (absent here, or of a shape this reader leaves to libgit2), < 0. */
+static int native_commit_info(struct tether_vcs *v, const char *hex, json_t *out)
+{
+	unsigned char id[20];
+	struct obj o;
+	if (strlen(hex) != 40 || tt_goid_from_hex(hex, id) < 0)
+		return 1;
+	int rc = read_obj(v, id, TT_GOBJ_COMMIT, &o);
+	if (rc)
+		return rc;
+	const char *p = (const char *)o.data, *end = p + o.len;
+	json_t *info = json_pack("{s:s, s:[]}", "id", hex, "parents");
+	rc = o.len < 46 || memcmp(p, "tree ", 5) != 0 || p[45] != '\n' ? 1 : 0;
+	p += 46;
+	while (!rc && end - p >= 48 && memcmp(p, "parent ", 7) == 0 && p[47] == '\n') {
+		if (!all_hex(p + 7, 40))
+			rc = 1;
+		else
+			json_array_append_new(json_object_get(info, "parents"), json_stringn(p + 7, 40));
+		p += 48;
+	}
+	int authors = 0, committers = 0;
+	while (!rc && p < end && *p != '\n') {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl) {
+			rc = 1;
+			break;
+		}
+		size_t n = (size_t)(nl - p);
+		if (n > 7 && memcmp(p, "author ", 7) == 0 && !authors++)
+			rc = parse_signature(p + 7, n - 7, info, "author", "email", "time", "tz");
+		else if (n > 10 && memcmp(p, "committer ", 10) == 0 && !committers++)
+			rc = parse_signature(p + 10, n - 10, info, "committer", "committer_email", "commit_time", NULL);
+		p = nl + 1;
+	}
+	if (!rc && (authors != 1 || committers != 1 || p >= end))
+		rc = 1;
+	if (!rc) {
+		p++;
+		while (p < end && *p == '\n')
+			p++;
+		/* libgit2's message is a C string: it ends at a NUL */
+		json_t *msg = json_text_n(p, strnlen(p, (size_t)(end - p)));
+		rc = msg && json_object_set_new(info, "message", msg) == 0 ? 0 : tt_fail_oom();
+	}
+	if (!rc)
+		json_array_append(out, info);
+	json_decref(info);
+	free(o.data);
+	return rc;
+}
+
+static int native_commits_info(struct tether_vcs *v, const char *const *ids, size_t n, json_t **infos)
+{
+	json_t *out = native(v) ? json_array() : NULL;
+	int rc = out ? 0 : 1;
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = native_commit_info(v, ids[i], out);
+	if (rc == 0) {
+		*infos = out;
+		return 0;
+	}
+	json_decref(out);
+	if (rc < 0)
+		return rc;
+	FORWARD(v, commits_info(v->full, ids, n, infos));
+}
+
+struct refs_walk {
+	struct tether_vcs *v;
+	json_t *out;
+};
+
+static const struct {
+	const char *prefix, *type;
+} export_ref_kinds[] = {
+	{ "refs/heads/", "branch" },
+	{ "refs/remotes/", "remote" },
+	{ "refs/tags/", "tag" },
+};
+
+/* One ref as libgit2's iterator lists it: kept when it is a branch, a
+ * remote-tracking branch (not a remote's HEAD) or a tag that peels to a
+ * commit; 1 (libgit2 decides) when this reader cannot peel it. */
+static int on_export_ref(void *ud, const char *name, const unsigned char id[20], const unsigned char *peeled,
+                         int symbolic)
+{
+	struct refs_walk *w = ud;
+	const char *type = NULL;
+	size_t skip = 0, len = strlen(name);
+	(void)symbolic;
+	for (size_t k = 0; k < sizeof export_ref_kinds / sizeof export_ref_kinds[0]; k++)
+		if (strncmp(name, export_ref_kinds[k].prefix, strlen(export_ref_kinds[k].prefix)) == 0) {
+			type = export_ref_kinds[k].type;
+			skip = strlen(export_ref_kinds[k].prefix);
+		}
+	if (!type || (strcmp(type, "remote") == 0 && len > 5 && strcmp(name + len - 5, "/HEAD") == 0))
+		return 0;
+	unsigned char target[20];
+	memcpy(target, peeled ? peeled : id, 20);
+	struct obj o;
+	int rc = tt_godb_read(w->v->odb, target, &o.type, &o.data, &o.len);
+	if (rc == TETHER_ENOTFOUND)
+		return 1;
+	if (rc < 0)
+		return rc;
+	enum tt_gobj_type t = o.type;
+	free(o.data);
+	if (t == TT_GOBJ_TAG && (rc = peel_commit(w->v, target)) != 0)
+		return rc;
+	if (t != TT_GOBJ_COMMIT && t != TT_GOBJ_TAG)
+		return 0; /* a tag of a tree or blob names no commit */
+	char hex[41];
+	tt_goid_hex(target, hex);
+	json_t *name_text = json_text_n(name + skip, len - skip);
+	if (!name_text || json_array_append_new(w->out, json_pack("{s:o, s:s, s:s}", "name", name_text, "type", type,
+	                                                          "commit", hex)) < 0)
+		return tt_fail_oom();
+	return 0;
+}
+
+static int native_list_refs(struct tether_vcs *v, json_t **refs)
+{
+	struct refs_walk w = { v, native(v) ? json_array() : NULL };
+	int rc = w.out ? tt_gref_each_as_libgit2(&v->repo, "refs/", on_export_ref, &w) : 1;
+	if (rc == 0) {
+		tt_json_array_sort(w.out, tt_vcs_refs_order);
+		*refs = w.out;
+		return 0;
+	}
+	json_decref(w.out);
+	if (rc < 0)
+		return rc;
+	FORWARD(v, list_refs(v->full, refs));
+}
+
 /* git's checkout stands on one branch at most: the one HEAD names. */
 static int native_checkout_bookmarks(struct tether_vcs *v, json_t **names)
 {
@@ -1045,4 +1231,6 @@ const struct tether_vcs_ops tt_git_native_ops = {
 	.rewrite_files = native_rewrite_files,
 	.containing_refs = native_containing_refs,
 	.abandon = native_abandon,
+	.commits_info = native_commits_info,
+	.list_refs = native_list_refs,
 };

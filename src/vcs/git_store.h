@@ -72,4 +72,14 @@ int tt_git_abandon(struct tether_vcs *v, const char *id, const char *expect_head
 int tt_git_abandon_check(struct tether_vcs *v, const char *head, const char *id, int allow_root,
                          const char *const *own, size_t nown, json_t **fixups);
 
+/* A string a commit holds as JSON text: as it is when UTF-8, else with
+ * every byte >= 0x80 as '?' (git does not require UTF-8). */
+json_t *tt_git_json_text(const char *s);
+
+/* git_export.c: tether_vcs_ops.commits_info and .list_refs on libgit2;
+ * tt_vcs_refs_sort puts list_refs' answer in its order (type, name). */
+int tt_git_commits_info(struct tether_vcs *v, const char *const *ids, size_t n, json_t **infos);
+int tt_git_list_refs(struct tether_vcs *v, json_t **refs);
+int tt_vcs_refs_sort(json_t *refs);
+
 #endif

@@ -1489,6 +1489,93 @@ static int jj_abandon(struct tether_vcs *v, const char *id, const char *expect_h
 }
 
 /* ------------------------------------------------------------------ */
+/* export: commits_info, list_refs                                     */
+/* ------------------------------------------------------------------ */
+
+/* git's facts of each commit, and jj's change id beside them: one jj call
+ * for every visible commit's, whatever the number asked. */
+static int jj_commits_info(struct tether_vcs *v, const char *const *ids, size_t n, json_t **infos)
+{
+	const char *args[] = { "log", "--ignore-working-copy", "--no-graph", "--revisions=all()",
+		               "--template=commit_id ++ \" \" ++ change_id ++ \"\\n\"", NULL };
+	struct tt_jj_result res;
+	int rc = tt_git_commits_info(v, ids, n, infos);
+	if (rc || n == 0)
+		return rc;
+	if ((rc = jj_call(v, "cannot read the change ids", args, &res)) != 0) {
+		json_decref(*infos);
+		*infos = NULL;
+		return rc;
+	}
+	json_t *change = json_object();
+	char *cursor = res.out, *line;
+	while ((line = next_line(&cursor))) {
+		char *sp = strchr(line, ' ');
+		if (!sp)
+			continue;
+		*sp = '\0';
+		json_object_set_new(change, line, json_string(sp + 1));
+	}
+	size_t i;
+	json_t *info;
+	json_array_foreach(*infos, i, info) {
+		json_t *c = json_object_get(change, json_string_value(json_object_get(info, "id")));
+		if (c)
+			json_object_set(info, "change_id", c);
+	}
+	json_decref(change);
+	tt_jj_result_free(&res);
+	return 0;
+}
+
+/* One line per commit a ref names: its id, then CONTAINING_TEMPLATE's
+ * three lists. */
+static const char EXPORT_REFS_TEMPLATE[] =
+	"--template=commit_id ++ \"\\t\" ++ "
+	"local_bookmarks.map(|b| b.name()).join(\" \") ++ \"\\t\" ++ "
+	"remote_bookmarks.filter(|b| b.remote() != \"git\").map(|b| b.name() ++ \"@\" ++ b.remote()).join(\" \") ++ "
+	"\"\\t\" ++ tags.map(|t| t.name()).join(\" \") ++ \"\\n\"";
+
+static void add_export_refs(json_t *out, const char *commit, char *list, const char *type)
+{
+	char *save = NULL;
+	for (char *name = strtok_r(list, " ", &save); name; name = strtok_r(NULL, " ", &save))
+		json_array_append_new(out, json_pack("{s:s, s:s, s:s}", "name", name, "type", type, "commit", commit));
+}
+
+static int jj_list_refs(struct tether_vcs *v, json_t **refs)
+{
+	const char *args[] = { "log", "--ignore-working-copy", "--no-graph",
+		               "--revisions=bookmarks() | remote_bookmarks() | tags()", EXPORT_REFS_TEMPLATE, NULL };
+	struct tt_jj_result res;
+	int rc = jj_call(v, "cannot list the bookmarks and tags", args, &res);
+	*refs = NULL;
+	if (rc)
+		return rc;
+	json_t *out = json_array();
+	char *cursor = res.out, *line;
+	while ((line = next_line(&cursor))) {
+		char *local = strchr(line, '\t'), *remote = local ? strchr(local + 1, '\t') : NULL,
+		     *tags = remote ? strchr(remote + 1, '\t') : NULL;
+		if (!tags)
+			continue;
+		*local++ = *remote++ = *tags++ = '\0';
+		if (!is_full_id(line))
+			continue;
+		add_export_refs(out, line, local, "bookmark");
+		add_export_refs(out, line, remote, "remote");
+		add_export_refs(out, line, tags, "tag");
+	}
+	tt_jj_result_free(&res);
+	rc = tt_vcs_refs_sort(out);
+	if (rc)
+		json_decref(out);
+	else
+		*refs = out;
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
 /* The module                                                          */
 /* ------------------------------------------------------------------ */
 
@@ -1514,6 +1601,8 @@ static const struct tether_vcs_ops jj_ops = {
 	.return_to = jj_return_to,
 	.containing_refs = jj_containing_refs,
 	.abandon = jj_abandon,
+	.commits_info = jj_commits_info,
+	.list_refs = jj_list_refs,
 };
 
 TETHER_API tether_vcs_module_t tether_vcs_module = { &jj_ops, NULL };

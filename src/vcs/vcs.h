@@ -31,11 +31,11 @@
 /* The version of struct tether_vcs_ops. It continues the numbers of the
  * `int abi` member it had before it carried a size (2 added the streams);
  * 3 is version and size themselves; 4 added rewrite_files, containing_refs and
- * abandon (history surgery). Members are appended only, each with a
+ * abandon (history surgery); 5 commits_info and list_refs (export). Members are appended only, each with a
  * version bump; the engine reads one a module may lack through
  * TT_VCS_GET, and refuses a module newer than itself (docs/BACKENDS.md,
  * "Versions and sizes"). */
-#define TETHER_VCS_OPS_VERSION 4
+#define TETHER_VCS_OPS_VERSION 5
 #define TETHER_VCS_OPS_INIT .version = TETHER_VCS_OPS_VERSION, .size = (uint32_t)sizeof(struct tether_vcs_ops)
 /* Member m of ops, or NULL when the module's struct ends before it. */
 #define TT_VCS_GET(ops, m)                                                                                    \
@@ -348,6 +348,24 @@ struct tether_vcs_ops {
 	 * change is no disagreement. Appended (version 4); NULL in older
 	 * modules: the engine compares current_branch alone. */
 	int (*checkout_bookmarks)(struct tether_vcs *, json_t **names);
+
+	/* What `tether export` tells of commits: for each of ids[0..n) (full
+	 * ids), in that order, {"id", "parents": [full ids, in order],
+	 * "author", "email", "time" (author's, unix seconds), "tz" (author's
+	 * offset in minutes), "committer", "committer_email",
+	 * "commit_time", "message" (as stored)}; jj adds "change_id".
+	 * TETHER_ENOTFOUND naming an id that is no commit. Appended
+	 * (version 5); NULL in older modules: export is refused. */
+	int (*commits_info)(struct tether_vcs *, const char *const *ids, size_t n, json_t **infos);
+
+	/* The repository's named refs and the commits they name, as
+	 * [{"name", "type", "commit"}]: git: "branch" (refs/heads, short
+	 * name), "remote" (refs/remotes, "origin/main"; a remote's HEAD left
+	 * out), "tag" (refs/tags, peeled to its commit; a tag of no commit left
+	 * out). jj: "bookmark" (local), "remote" ("main@origin"; not a
+	 * colocated repository's @git entries), "tag". Sorted by type, then
+	 * name. Appended (version 5). */
+	int (*list_refs)(struct tether_vcs *, json_t **refs);
 };
 
 /* A VCS module exports this. */

@@ -239,10 +239,12 @@ def test_manifest_field_errors_name_line_and_column(plates, text, where, message
 
 
 @pytest.mark.parametrize("text,where,message", [
-    ('[object."raw/samples"]\nremote = "x"\n', "1:2", "unknown key 'object' (allowed: objects, uris)"),
-    ('token = "x"\n', "1:1", "unknown key 'token' (allowed: objects, uris)"),
+    ('[object."raw/samples"]\nremote = "x"\n', "1:2", "unknown key 'object' (allowed: objects, uris, databases)"),
+    ('token = "x"\n', "1:1", "unknown key 'token' (allowed: objects, uris, databases)"),
     ('objects = 3\n', "1:1", "'objects' must be a table"),
     ('[objects]\n"raw/samples" = "x"\n', "2:1", 'objects."raw/samples" must be a table'),
+    ('[databases."postgresql://h/"]\nuser = "x"\n', "2:1", "unknown key 'user' in postgresql://h/ (allowed: password)"),
+    ('[databases."postgresql://h/"]\n', "1:12", 'databases."postgresql://h/" needs password = "..."'),
 ])
 def test_secrets_file_errors_name_line_and_column(plates, text, where, message):
     secrets = plates.write(".tether/secrets.toml", text)

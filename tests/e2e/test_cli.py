@@ -9,7 +9,8 @@ import pytest
 from conftest import SOURCE_ROOT, TETHER_BIN, check_sanitizers
 
 COMMANDS = ["init", "add", "backends", "status", "commit", "diff", "log", "verify", "new", "pull", "promote", "merge", "open",
-            "restore", "drop", "gc", "repair", "upgrade", "abandon", "undo", "ops", "help"]
+            "restore", "drop", "gc", "repair", "upgrade", "abandon", "undo", "ops", "export", "publish",
+            "import", "help"]
 
 
 def project_version():

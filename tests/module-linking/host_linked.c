@@ -13,7 +13,7 @@
 
 static const char *const entry_points[] = {"tether_module", "tether_backend_module", "tether_vcs_module", "tether_gitbe_libgit2",
                                            "tether_store_module", "tether_ducklake_pg_open",
-                                           "tether_ducklake_mysql_open"};
+                                           "tether_ducklake_mysql_open", "tether_sql_module"};
 
 int main(int argc, char **argv)
 {

@@ -662,6 +662,86 @@ static void test_log(void)
 }
 
 /* ---------------------------------------------------------------- */
+/* commits_info, list_refs (export)                                  */
+/* ---------------------------------------------------------------- */
+
+/* Run both through the module under test: the libgit2 one (vcs_git) and
+ * the native reader (vcs_git_native) must give these same answers. */
+static void test_export_facts(void)
+{
+	char *repo = mkrepo("facts");
+	put(repo, "a", "1");
+	sh("printf '\\n\\nroot\\n\\nbody\\n' > '%s/../facts.msg'", repo);
+	sh("cd '%s' && git add -A && GIT_AUTHOR_NAME=' Ann  Author ' GIT_AUTHOR_EMAIL='ann@example.com' "
+	   "GIT_AUTHOR_DATE='1700000000 +0130' GIT_COMMITTER_NAME='Carl' GIT_COMMITTER_EMAIL='carl@example.com' "
+	   "GIT_COMMITTER_DATE='1700000100 -0245' git commit -q --cleanup=verbatim -F ../facts.msg",
+	   repo);
+	char *root = rev_parse(repo, "HEAD");
+	sh("git -C '%s' checkout -q -b side", repo);
+	put(repo, "b", "1");
+	git_commit_all(repo, "side");
+	sh("git -C '%s' checkout -q main", repo);
+	put(repo, "c", "1");
+	git_commit_all(repo, "main");
+	sh("cd '%s' && git merge -q --no-ff -m merged side && git tag light && git tag -a -m rel annotated HEAD~1 && "
+	   "git tag -a -m tree treetag 'HEAD^{tree}' && git update-ref refs/remotes/origin/main HEAD && "
+	   "git symbolic-ref refs/remotes/origin/HEAD refs/remotes/origin/main && git update-ref refs/notes/x HEAD",
+	   repo);
+	char *merge = rev_parse(repo, "HEAD"), *p1 = rev_parse(repo, "HEAD^1"), *p2 = rev_parse(repo, "HEAD^2");
+	struct tether_vcs *v = open_at(repo);
+	const char *ids[] = { root, merge };
+	json_t *infos = NULL;
+	CHECK(ops->commits_info(v, ids, 2, &infos) == 0);
+	CHECK(json_array_size(infos) == 2);
+	json_t *r = json_array_get(infos, 0), *m = json_array_get(infos, 1);
+	CHECK_STR(json_string_value(json_object_get(r, "id")), root);
+	CHECK(json_array_size(json_object_get(r, "parents")) == 0);
+	CHECK_STR(json_string_value(json_object_get(r, "author")), "Ann  Author");
+	CHECK_STR(json_string_value(json_object_get(r, "email")), "ann@example.com");
+	CHECK(json_integer_value(json_object_get(r, "time")) == 1700000000);
+	CHECK(json_integer_value(json_object_get(r, "tz")) == 90);
+	CHECK_STR(json_string_value(json_object_get(r, "committer")), "Carl");
+	CHECK_STR(json_string_value(json_object_get(r, "committer_email")), "carl@example.com");
+	CHECK(json_integer_value(json_object_get(r, "commit_time")) == 1700000100);
+	/* leading newlines are not the message's, as libgit2 reads it */
+	CHECK_STR(json_string_value(json_object_get(r, "message")), "root\n\nbody\n");
+	CHECK(json_array_size(json_object_get(m, "parents")) == 2);
+	CHECK_STR(json_string_value(json_array_get(json_object_get(m, "parents"), 0)), p1);
+	CHECK_STR(json_string_value(json_array_get(json_object_get(m, "parents"), 1)), p2);
+	CHECK_STR(json_string_value(json_object_get(m, "message")), "merged\n");
+	json_decref(infos);
+	const char *missing[] = { "0123456789012345678901234567890123456789" };
+	infos = NULL;
+	CHECK(ops->commits_info(v, missing, 1, &infos) != 0 && infos == NULL);
+
+	json_t *refs = NULL;
+	CHECK(ops->list_refs(v, &refs) == 0);
+	char *got = json_dumps(refs, JSON_COMPACT);
+	char *want = tt_strdupf("[{\"name\":\"main\",\"type\":\"branch\",\"commit\":\"%s\"},"
+	                        "{\"name\":\"side\",\"type\":\"branch\",\"commit\":\"%s\"},"
+	                        "{\"name\":\"origin/main\",\"type\":\"remote\",\"commit\":\"%s\"},"
+	                        "{\"name\":\"annotated\",\"type\":\"tag\",\"commit\":\"%s\"},"
+	                        "{\"name\":\"light\",\"type\":\"tag\",\"commit\":\"%s\"}]",
+	                        merge, p2, merge, p1, merge);
+	CHECK_STR(got, want);
+	free(got);
+	free(want);
+	json_decref(refs);
+	/* packed refs and a packed annotated tag (peeled by packed-refs) */
+	sh("git -C '%s' pack-refs --all", repo);
+	CHECK(ops->list_refs(v, &refs) == 0);
+	CHECK(json_array_size(refs) == 5);
+	CHECK_STR(json_string_value(json_object_get(json_array_get(refs, 3), "commit")), p1);
+	json_decref(refs);
+	ops->close(v);
+	free(root);
+	free(merge);
+	free(p1);
+	free(p2);
+	free(repo);
+}
+
+/* ---------------------------------------------------------------- */
 /* commit_paths                                                      */
 /* ---------------------------------------------------------------- */
 
@@ -1207,6 +1287,7 @@ int main(void)
 	test_read();
 	test_history();
 	test_log();
+	test_export_facts();
 	test_commit_unborn();
 	test_commit_keeps_user_changes();
 	test_commit_ignores_no_rule();

@@ -1,0 +1,77 @@
+/* Parquet: a directory of one file per table (<table>.parquet), written by
+ * format/parquet.h's writer: TEXT as STRING, INT as INT64, BOOL as
+ * BOOLEAN, nullable columns OPTIONAL. */
+#include "sql/sql.h"
+
+#include <tether/backend.h>
+
+#include "format/parquet.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static enum tt_parquet_type parquet_type(enum tt_col_type t)
+{
+	return t == TT_COL_TEXT ? TT_PARQUET_STRING : t == TT_COL_INT ? TT_PARQUET_INT64 : TT_PARQUET_BOOLEAN;
+}
+
+static int write_table(const struct tt_export_table *t, const char *file)
+{
+	struct tt_parquet_column *cols = calloc(t->ncols, sizeof *cols);
+	struct tt_parquet_value *vals = calloc(t->ncols, sizeof *vals);
+	if (!cols || !vals)
+		abort();
+	for (size_t c = 0; c < t->ncols; c++)
+		cols[c] = (struct tt_parquet_column){ t->cols[c].name, parquet_type(t->cols[c].type), t->cols[c].nullable };
+	int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	struct tt_parquet_writer *w = NULL;
+	int rc = fd < 0 ? tt_sql_io_error(file, "cannot create") : tt_parquet_writer_new(fd, file, cols, t->ncols, 0, &w);
+	size_t i;
+	json_t *row;
+	json_array_foreach(t->rows, i, row) {
+		if (rc)
+			break;
+		for (size_t c = 0; c < t->ncols; c++) {
+			const json_t *v = json_array_get(row, c);
+			struct tt_parquet_value *p = &vals[c];
+			p->is_null = !v || json_is_null(v);
+			if (p->is_null)
+				continue;
+			if (t->cols[c].type == TT_COL_INT)
+				p->v.i64 = json_integer_value(v);
+			else if (t->cols[c].type == TT_COL_BOOL)
+				p->v.b = json_is_true(v);
+			else {
+				p->v.str.s = json_string_value(v);
+				p->v.str.len = json_string_length(v);
+			}
+		}
+		rc = tt_parquet_writer_add(w, vals);
+	}
+	if (w) {
+		if (rc)
+			tt_parquet_writer_free(w);
+		else
+			rc = tt_parquet_writer_finish(w);
+	}
+	if (fd >= 0 && close(fd) != 0 && !rc)
+		rc = tt_sql_io_error(file, "cannot write");
+	free(cols);
+	free(vals);
+	return rc;
+}
+
+int tt_sql_write_parquet(const struct tt_export_table *tables, size_t n, const char *path)
+{
+	struct tt_sql_dir d;
+	int rc = tt_sql_dir_begin(&d, path, tables, n, ".parquet");
+	if (rc)
+		return rc;
+	for (size_t i = 0; !rc && i < n; i++) {
+		char *file = tt_sql_dir_file(&d, tables[i].name, ".parquet");
+		rc = write_table(&tables[i], file);
+		free(file);
+	}
+	return tt_sql_dir_end(&d, rc);
+}

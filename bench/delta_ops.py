@@ -1,9 +1,9 @@
-"""Benchmark 12's reference side, and its fixture: the deltalake library.
+"""Benchmark 13's reference side, and its fixture: the deltalake library.
 
     python delta_ops.py make TABLE N        a table of N commits (appends), checkpoints as delta-rs makes them
     python delta_ops.py version TABLE N     N x DeltaTable(TABLE).version()
 
-The operations are timed one by one, in-process, the way delta_ops.c times
+The operations are timed one by one, in-process, the way backend_ops.c times
 tether's fingerprint: each opens the table afresh, as a tether command (one
 process per command) reads the log afresh. Prints one JSON line: {"op",
 "n", "seconds": [...]} (make: {"op", "n", "version", "checkpoints"}).

@@ -1,13 +1,14 @@
-"""Benchmark 11's driver: the Dolt backend's fingerprint beside PyMySQL's
+"""Benchmark 15's driver: the Dolt backend's fingerprint beside PyMySQL's
 `SELECT HASHOF('main')` on the same `dolt sql-server` (v0.40.4, started on
 127.0.0.1 by tests/e2e/doltserver.py and stopped by PID).
 
-    python dolt_hashof.py DOLT_OPS WORKDIR CALLS ROUNDS
+    python dolt_hashof.py BACKEND_OPS WORKDIR CALLS ROUNDS
 
-DOLT_OPS is bench/dolt_ops.c built against the tether under test (its
-module path in $TETHER_MODULE_PATH). Process start is left out on both
-sides: tether's calls are timed in-process by dolt_ops, PyMySQL's in this
-process. Per round, CALLS calls of each: tether's fingerprint with a new
+BACKEND_OPS is bench/backend_ops.c built against the tether under test
+(its module path in $TETHER_MODULE_PATH). Process start is left out on
+both sides: tether's calls are timed in-process by backend_ops, PyMySQL's
+in this process. The server's login goes to backend_ops as secrets.toml's
+[uris."mysql://127.0.0.1:PORT"] would give it. Per round, CALLS calls of each: tether's fingerprint with a new
 connection per call and within one store session (one pooled connection),
 and PyMySQL's connect + HASHOF + close, and HASHOF on one open connection.
 tether's fingerprint asks more than HASHOF does (whether dolt_branches has
@@ -15,7 +16,6 @@ a dirty column, then the branch's row), so the ratio shows what that costs.
 Prints one JSON object.
 """
 import json
-import os
 import subprocess
 import sys
 import time
@@ -29,11 +29,16 @@ import pymysql  # noqa: E402
 import doltserver  # noqa: E402
 
 
-def tether_times(ops, srv, db, op, calls):
-    env = dict(os.environ, BENCH_DOLT_USER=srv.user, BENCH_DOLT_PASSWORD=srv.password)
-    p = subprocess.run([ops, str(srv.port), db, op, str(calls)], env=env, capture_output=True, text=True)
+def tether_times(ops, srv, db, calls, session):
+    """calls timed fingerprints of the database's main: a connection per
+    call, or (session) one store session's pooled connection."""
+    login = {f"mysql://127.0.0.1:{srv.port}": {"user": srv.user, "password": srv.password}}
+    loc = {"host": "127.0.0.1", "port": srv.port, "database": db, "branch": "main"}
+    cmd = [ops, "--uri-secrets", json.dumps(login)] + (["--session"] if session else []) + \
+        ["dolt", json.dumps(loc), "fingerprint", str(calls)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
-        raise SystemExit(f"dolt_ops {op}: {p.stderr.strip()}")
+        raise SystemExit(f"backend_ops dolt fingerprint{' --session' if session else ''}: {p.stderr.strip()}")
     return json.loads(p.stdout)["seconds"]
 
 
@@ -66,8 +71,8 @@ def main(ops, workdir, calls, rounds):
         db = srv.database("bench")
         times = {k: [] for k in ("t_fp", "t_fp_session", "p_hashof", "p_hashof_held")}
         for _ in range(rounds):
-            times["t_fp"] += tether_times(ops, srv, db, "fingerprint", calls)
-            times["t_fp_session"] += tether_times(ops, srv, db, "fingerprint-session", calls)
+            times["t_fp"] += tether_times(ops, srv, db, calls, session=False)
+            times["t_fp_session"] += tether_times(ops, srv, db, calls, session=True)
             times["p_hashof"] += pymysql_times(srv, db, calls, held=False)
             times["p_hashof_held"] += pymysql_times(srv, db, calls, held=True)
         print(json.dumps({"times": times, "calls": calls, "rounds": rounds, "dolt": "v0.40.4",

@@ -2,16 +2,17 @@
 """Iceberg fingerprint through a catalog, beside pyiceberg on the same one.
 
     python bench/iceberg_catalog.py BUILD_DIR [--catalog sqlite|postgres|PROPS_JSON]
-                                    [--snapshots K] [--n N]
+                                    [--snapshots K] [--n N] [--ops BACKEND_OPS]
 
 Makes a table with K snapshots (pyiceberg appends) in the catalog, then
 times N fingerprints of it on each side, process start excluded on both,
 in two pairs:
 
-  cold     each call connects to the catalog. tether: bench/iceberg_ops.c
-           (built here against BUILD_DIR's libtether) calls the iceberg
-           backend's fingerprint through the public backend API with no
-           store session (a command's first call about the table);
+  cold     each call connects to the catalog. tether: bench/backend_ops.c
+           (built here against BUILD_DIR's libtether, or --ops, bench/run's
+           copy) calls the iceberg backend's fingerprint through the public
+           backend API with no store session (a command's first call about
+           the table);
            pyiceberg: load_catalog(...) then load_table(...)
            .current_snapshot().
   session  the connection made once, before the timed calls. tether: one
@@ -29,7 +30,8 @@ properties for any other catalog (a REST catalog: {"type": "rest", "uri":
 server's here). The SQL catalogs' properties are made here.
 
 Prints one JSON line: {"catalog", "snapshots", "n", "cold": {"tether_median_s",
-"pyiceberg_median_s", "ratio"}, "session": {...}, "target": 0.5, "pass"}
+"pyiceberg_median_s", "ratio", "tether_s": [...], "pyiceberg_s": [...]},
+"session": {...}, "target": 0.5, "pass"}
 (pass: both ratios within the target). Runs in the tests'
 environment (.venv: pyiceberg pinned in tests/requirements.txt).
 """
@@ -86,13 +88,25 @@ def make_table(cat, snapshots):
 
 
 def build_ops(build_dir, out_dir):
-    exe = Path(out_dir) / "iceberg_ops"
-    cmd = ["cc", "-O2", "-std=c17", "-o", str(exe), str(HERE / "iceberg_ops.c"), f"-I{HERE.parent / 'include'}",
-           f"-L{build_dir}", "-ltether", "-ljansson", f"-Wl,-rpath,{build_dir}"]
+    exe = Path(out_dir) / "backend_ops"
+    cmd = ["cc", "-O2", "-std=c17", "-o", str(exe), str(HERE / "backend_ops.c"), f"-I{HERE.parent / 'include'}",
+           f"-L{build_dir}", "-ltether", "-ljansson", "-lpthread", f"-Wl,-rpath,{build_dir}"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode:
-        sys.exit(f"iceberg_catalog: cannot build bench/iceberg_ops.c: {p.stderr}")
+        sys.exit(f"iceberg_catalog: cannot build bench/backend_ops.c: {p.stderr}")
     return exe
+
+
+def ops_command(exe, props, session, n):
+    """backend_ops' command line for n fingerprints of bench.t: the
+    catalog's type and warehouse handed over as tether.toml's
+    [backends.iceberg] catalog, the rest (uri, password, token, ...) as
+    secrets.toml's; its name goes into the locator."""
+    committed = {k: v for k, v in props.items() if k in ("type", "warehouse")}
+    secret = {k: v for k, v in props.items() if k not in ("type", "warehouse", "name")}
+    loc = {"identifier": "bench.t", "branch": "main", "catalog_name": props.get("name", "default")}
+    return [str(exe), "--config", json.dumps({"catalog": committed}), "--secrets", json.dumps({"catalog": secret})] + \
+        (["--session"] if session else []) + ["iceberg", json.dumps(loc), "fingerprint", str(n)]
 
 
 def main():
@@ -101,6 +115,7 @@ def main():
     ap.add_argument("--catalog", default="sqlite")
     ap.add_argument("--snapshots", type=int, default=50)
     ap.add_argument("--n", type=int, default=30)
+    ap.add_argument("--ops", help="bench/backend_ops.c, already built against BUILD_DIR's libtether")
     a = ap.parse_args()
     build = Path(a.build_dir).resolve()
     with tempfile.TemporaryDirectory(prefix="tether-bench-iceberg-") as tmp:
@@ -125,19 +140,20 @@ def main():
             warm_py.append(time.perf_counter() - t0)
             assert snap.snapshot_id == head
 
-        exe = build_ops(build, tmp)
-        env = dict(os.environ, BENCH_ICEBERG_CATALOG=json.dumps(tether_props(props)),
-                   TETHER_MODULE_PATH=str(build))
+        exe = a.ops or build_ops(build, tmp)
+        env = dict(os.environ, TETHER_MODULE_PATH=str(build))
         out = {"catalog": a.catalog if a.catalog in ("sqlite", "postgres") else props.get("type", "?"),
                "snapshots": a.snapshots, "n": a.n}
         for mode, py in (("cold", cold_py), ("session", warm_py)):
-            p = subprocess.run([str(exe), "bench.t", str(a.n), mode], capture_output=True, text=True, env=env)
+            p = subprocess.run(ops_command(exe, tether_props(props), mode == "session", a.n), capture_output=True,
+                               text=True, env=env)
             if p.returncode:
-                sys.exit(f"iceberg_catalog: iceberg_ops failed: {p.stderr.strip()}")
+                sys.exit(f"iceberg_catalog: backend_ops failed: {p.stderr.strip()}")
             r = json.loads(p.stdout)
             assert r["state"] == {"snapshot_id": head}, (r["state"], head)
             tm, pm = statistics.median(r["seconds"]), statistics.median(py)
-            out[mode] = {"tether_median_s": tm, "pyiceberg_median_s": pm, "ratio": tm / pm}
+            out[mode] = {"tether_median_s": tm, "pyiceberg_median_s": pm, "ratio": tm / pm,
+                         "tether_s": r["seconds"], "pyiceberg_s": py}
         out["target"] = TARGET
         out["pass"] = all(out[m]["ratio"] <= TARGET for m in ("cold", "session"))
         print(json.dumps(out))

@@ -3,6 +3,7 @@
 RestCatalog on the same server, in the same run.
 
     python bench/iceberg_rest.py BUILD_DIR [--snapshots K] [--n N] [--auth token|credential]
+                                 [--ops BACKEND_OPS]
 
 Starts the Iceberg project's own REST catalog server on 127.0.0.1
 (tests/e2e/icebergrest.py: Iceberg 1.10.0's RESTCatalogAdapter on a
@@ -38,6 +39,7 @@ def main():
     ap.add_argument("--snapshots", type=int, default=50)
     ap.add_argument("--n", type=int, default=30)
     ap.add_argument("--auth", choices=("token", "credential"), default="token")
+    ap.add_argument("--ops", help="bench/backend_ops.c, already built (else iceberg_catalog.py builds it)")
     a = ap.parse_args()
     why = icebergrest.installed()
     if why:
@@ -58,7 +60,8 @@ def main():
             else:
                 props["credential"] = f"{srv.client_id}:{srv.client_secret}"
             p = subprocess.run([sys.executable, str(HERE / "iceberg_catalog.py"), a.build_dir,
-                                "--catalog", json.dumps(props), "--snapshots", str(a.snapshots), "--n", str(a.n)],
+                                "--catalog", json.dumps(props), "--snapshots", str(a.snapshots), "--n", str(a.n)]
+                               + (["--ops", a.ops] if a.ops else []),
                                capture_output=True, text=True, timeout=1800)
             if p.returncode:
                 sys.exit(f"iceberg_rest: bench/iceberg_catalog.py failed: {p.stderr.strip()}")

@@ -8,7 +8,7 @@
 REPO is a path, or s3://BUCKET/PREFIX on the server the AWS_* variables
 name (benchmark 10, bench/icechunk_s3.py).
 
-The operations are timed one by one, in-process, the way icechunk_ops.c
+The operations are timed one by one, in-process, the way backend_ops.c
 times tether's. fingerprint and pin open the repository afresh each time,
 as a tether command (one process per command) reads the file afresh; in
 pin-warm the Repository keeps the repo file it wrote last in its cache and

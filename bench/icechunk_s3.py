@@ -2,15 +2,16 @@
 library, on one SeaweedFS server (tests/e2e/s3servers.py starts it on
 127.0.0.1 and stops it).
 
-    python icechunk_s3.py ICECHUNK_OPS WORKDIR SNAPSHOTS CALLS ROUNDS
+    python icechunk_s3.py BACKEND_OPS WORKDIR SNAPSHOTS CALLS ROUNDS
 
-ICECHUNK_OPS is bench/icechunk_ops.c built against the tether under test
+BACKEND_OPS is bench/backend_ops.c built against the tether under test
 (its module path in $TETHER_MODULE_PATH). The fixture, a repository of
 SNAPSHOTS commits on main, is written once by icechunk through its S3
 client and copied server-side for each side of each round, as pins change
-the repository. Per round: tether's fingerprint and pin (icechunk_ops, in
+the repository. Per round: tether's fingerprint and pin (backend_ops, in
 its own process, timed call by call in-process, through the S3 store
-module with the environment AWS's tools read), then icechunk's
+module with the environment AWS's tools read and allow_http as
+secrets.toml's [uris] would give it), then icechunk's
 Repository.open + lookup_branch, Repository.open + create_tag, and
 create_tag on a Repository held open (bench/icechunk_ops.py, in this
 process). Prints one JSON object.
@@ -56,13 +57,17 @@ def main(ops, workdir, snapshots, calls, rounds):
         t0 = time.time()
         icechunk_ops.make(fixture, snapshots)
         built = time.time() - t0
-        env = dict(os.environ, BENCH_STORE_OPTIONS='{"allow_http": true}')
         times = {k: [] for k in ("t_fp", "t_pin", "i_fp", "i_pin", "i_pin_warm")}
 
         def tether_op(repo, op):
-            p = subprocess.run([ops, repo, op, str(calls)], env=env, capture_output=True, text=True, timeout=3600)
+            # A fingerprint on a thread of its own per call, as benchmark 5's
+            # cold one: the backend's per-thread view of the repo never helps.
+            cmd = [ops, "--uri-secrets", json.dumps({repo: {"allow_http": True}})] + \
+                (["--thread-per-call"] if op == "fingerprint" else []) + \
+                ["icechunk", json.dumps({"uri": repo, "branch": "main"}), op, str(calls)]
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
             if p.returncode != 0:
-                raise RuntimeError(f"icechunk_ops {repo} {op}: {p.stderr.strip()[:400]}")
+                raise RuntimeError(f"backend_ops icechunk {op} {repo}: {p.stderr.strip()[:400]}")
             return json.loads(p.stdout)["seconds"]
 
         for r in range(rounds):

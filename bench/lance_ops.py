@@ -6,7 +6,7 @@
     python lance_ops.py pin-warm DATASET N      N x tags.create on one dataset held open
 
 The operations are timed one by one, in-process, the way
-bench/icechunk_ops.c (BENCH_KIND=lance) times tether's: fingerprint and
+bench/backend_ops.c (kind lance) times tether's: fingerprint and
 pin open the dataset afresh each time, as a tether command (one process per
 command) reads it afresh. Prints one JSON line: {"op", "n", "seconds": [...]}.
 Runs in the tests' environment (.venv), which has pylance pinned.

@@ -149,11 +149,6 @@ static int content_diff(struct tether_repo *repo, const struct side *a, const st
 	}
 	if (!(be->caps & TETHER_CAP_DIFF) || !tt_manifest_state(ma) || !tt_manifest_state(mb))
 		return 0;
-	/* A backend reads its system with the object's secrets (a catalog's
-	 * password), as status and log do: loaded once, refused if tracked. */
-	int loaded = tt_repo_check_secrets(repo);
-	if (loaded)
-		return loaded;
 	struct tether_bctx ctx;
 	tt_repo_bctx(repo, be->kind, mb->key, &ctx);
 	if (TT_BACKEND_GET(be, diff_streams) && *a->id && *b->id && strcmp(a->id, "unborn") != 0 && strcmp(b->id, "unborn") != 0)
@@ -268,8 +263,11 @@ static int diff_command(tether_repo *repo, const struct tether_diff_opts *opts, 
 	*report = NULL;
 	struct side a = {0}, b = {0};
 	/* A content diff asks the objects' systems, which are reached with
-	 * what secrets.toml gives them (an endpoint, keys), as for status. */
-	int rc = opts->content ? tt_repo_check_secrets(repo) : 0;
+	 * what secrets.toml gives them (an endpoint, keys, a catalog's
+	 * password), as for status: a tracked secrets.toml is refused. diff
+	 * only reads, so a committed workspace.toml, which could steer a
+	 * fork, does not stop it (tt_repo_check_secrets would). */
+	int rc = opts->content ? tt_repo_load_secrets(repo) : 0;
 	if (!rc)
 		rc = load_side(repo, opts->from ? opts->from : "HEAD", &a);
 	if (!rc)

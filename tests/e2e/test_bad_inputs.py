@@ -239,8 +239,8 @@ def test_manifest_field_errors_name_line_and_column(plates, text, where, message
 
 
 @pytest.mark.parametrize("text,where,message", [
-    ('[object."raw/samples"]\nremote = "x"\n', "1:2", "unknown key 'object' (allowed: objects, uris, databases)"),
-    ('token = "x"\n', "1:1", "unknown key 'token' (allowed: objects, uris, databases)"),
+    ('[object."raw/samples"]\nremote = "x"\n', "1:2", "unknown key 'object' (allowed: objects, uris, backends, databases)"),
+    ('token = "x"\n', "1:1", "unknown key 'token' (allowed: objects, uris, backends, databases)"),
     ('objects = 3\n', "1:1", "'objects' must be a table"),
     ('[objects]\n"raw/samples" = "x"\n', "2:1", 'objects."raw/samples" must be a table'),
     ('[databases."postgresql://h/"]\nuser = "x"\n', "2:1", "unknown key 'user' in postgresql://h/ (allowed: password)"),

@@ -64,7 +64,7 @@ def test_help_on_every_command(run, cmd):
 
 
 def test_help_wins_over_missing_or_extra_arguments(run):
-    assert run("add", "--help").stdout.startswith("usage: tether add KEY URI")
+    assert run("add", "--help").stdout.startswith("usage: tether add KEY [URI]")
     assert run("commit", "--help").stdout.startswith("usage: tether commit -m MSG")
     assert run("status", "extra", "args", "--help").stdout.startswith("usage: tether status")
     # an unknown option before --help is reported instead

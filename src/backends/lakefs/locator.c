@@ -320,7 +320,7 @@ const struct tether_add_option lfs_add_options[] = {
 	{TETHER_ADD_OPTION_INIT, .name = "branch", .value_name = "NAME", .help = "the lakeFS branch to follow",
 	 .default_value = "main", .field = TETHER_ADD_LOCATOR},
 	{TETHER_ADD_OPTION_INIT, .name = "prefix", .value_name = "PATH",
-	 .help = "the object path prefix the object covers (diffs and staging are read under it)", .default_value = "",
+	 .help = "the object path prefix the object covers; diffs and staging are read under it (default: the whole repository)",
 	 .field = TETHER_ADD_LOCATOR},
 	{0},
 };

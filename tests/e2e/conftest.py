@@ -47,6 +47,8 @@ from azureserver import azurite_server  # noqa: F401
 from dbservers import mariadb_server, postgres_server  # noqa: F401
 # The fake lakeFS API (tests/e2e/lakefsfake.py): lakeFS itself is not served here.
 from lakefsfake import lakefs_server  # noqa: F401
+# The fake Neon control plane over real Postgres clusters (tests/e2e/neonfake.py).
+from neonfake import neon_server  # noqa: F401
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 TETHER_BIN = os.environ.get("TETHER_BIN") or str(SOURCE_ROOT / "build" / "tether")

@@ -562,6 +562,13 @@ class NeonAdapter(Adapter):
         (Path(root) / ".tether" / "secrets.toml").write_text("\n".join(tables))
 
     def make_store(self, tmp_path, name="store"):
+        # The suite runs one check at a time: an earlier check's projects
+        # are done with, and their clusters go (the machine is small).
+        if getattr(self, "_tmp", None) != tmp_path:
+            for old in list(self.projects):
+                self.server.drop(old)
+                del self.projects[old]
+            self._tmp = tmp_path
         p = self.server.project()
         self.projects[p["project_id"]] = p
         self.server.sql(p, "main", "CREATE TABLE t (id serial primary key, v text)")
@@ -609,6 +616,12 @@ class NeonAdapter(Adapter):
     def delete_pin(self, store, ref):
         bid = self.server.branches(store)[ref]["id"]
         self._api("DELETE", f"/projects/{store}/branches/{bid}")
+
+    def delete_via(self, neon, name):
+        """Delete a branch of a test_neon.py project through the API."""
+        self.server = neon.server
+        bid = neon.server.branches(neon.pid)[name]["id"]
+        self._api("DELETE", f"/projects/{neon.pid}/branches/{bid}")
 
     def add_foreign_ref(self, store, name, state_id):
         """A branch of someone else's off the base, at its head (the fake

@@ -172,6 +172,7 @@ class Cluster:
         self.datadir = Path(datadir)
         self.port = port or _free_port()
         self.proc = None
+        self.last_used = time.monotonic()
 
     def run(self, argv):
         r = subprocess.run(argv, preexec_fn=_as_postgres, capture_output=True, text=True)
@@ -179,6 +180,7 @@ class Cluster:
             raise ApiError(500, f"{Path(argv[0]).name}: {r.stderr.strip()[-300:]}")
 
     def start(self):
+        self.last_used = time.monotonic()
         if self.proc and self.proc.poll() is None:
             return
         self.fake.reserve_cluster(self)
@@ -187,7 +189,8 @@ class Cluster:
             [str(PG_BIN / "postgres"), "-D", str(self.datadir), "-p", str(self.port), "-k", str(self.datadir),
              "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "autovacuum=off",
              "-c", "shared_buffers=8MB", "-c", "max_connections=40", "-c", "max_wal_senders=4",
-             "-c", "wal_level=replica", "-c", "full_page_writes=off", "-c", "log_min_messages=warning"],
+             "-c", "wal_level=replica", "-c", "full_page_writes=off",
+             "-c", "wal_keep_size=128MB", "-c", "log_min_messages=warning"],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_as_postgres)
         log.close()
         self.fake.note_pid(self.proc.pid)
@@ -273,9 +276,16 @@ class Fake:
 
     # clusters
     def reserve_cluster(self, cluster):
+        """Room for one more running cluster: past MAX_CLUSTERS the one used
+        longest ago is suspended (stopped), as Neon suspends idle computes;
+        it starts again when next asked for."""
         with self.lock:
-            if cluster not in self.alive and len(self.alive) >= MAX_CLUSTERS:
-                raise ApiError(422, f"branch limit exceeded: the fake runs at most {MAX_CLUSTERS} computes")
+            cluster.last_used = time.monotonic()
+            if cluster in self.alive:
+                return
+            while len(self.alive) >= MAX_CLUSTERS:
+                idle = min(self.alive, key=lambda c: c.last_used)
+                idle.stop()
             self.alive.add(cluster)
 
     def release_cluster(self, cluster):
@@ -371,8 +381,12 @@ class Fake:
             raise ApiError(400, f"parent_lsn {lsn} is ahead of the parent's LSN {cur}")
         if lsn == cur:
             return
-        n = cluster.sql("SELECT count(*) FROM pg_get_wal_records_info_till_end_of_wal("
-                        f"'{lsn}') WHERE resource_manager = 'Transaction' AND record_type LIKE 'COMMIT%'")
+        try:
+            n = cluster.sql("SELECT count(*) FROM pg_get_wal_records_info_till_end_of_wal("
+                            f"'{lsn}') WHERE resource_manager = 'Transaction' AND record_type LIKE 'COMMIT%'")
+        except ApiError as e:
+            # WAL the parent no longer keeps: past its history retention.
+            raise ApiError(400, f"parent_lsn {lsn} is outside the history the fake retains: {e.message}")
         if n != "0":
             raise ApiError(400, f"the fake cannot branch at parent_lsn {lsn}: {n} transaction(s) committed on the "
                                 f"parent since (it copies only the parent's current state)")
@@ -654,6 +668,9 @@ class Handler(BaseHTTPRequestHandler):
                     return self._send(204, None)
                 if path == "/_fake/branches" and method == "POST":
                     p = fake.project(body["project_id"])
+                    for b in p.branches.values():
+                        if b["name"] == body.get("wake") and b["id"] not in fake.killed:
+                            p.clusters[b["id"]].start()
                     out = {}
                     for b in p.branches.values():
                         c = p.clusters[b["id"]]
@@ -771,8 +788,10 @@ class NeonFake:
     def project(self):
         return self.admin("POST", "/_fake/projects", {})
 
-    def branches(self, project_id):
-        return self.admin("POST", "/_fake/branches", {"project_id": project_id})
+    def branches(self, project_id, wake=None):
+        """name -> the branch, its port, whether its server runs, and its
+        endpoints' types; `wake` starts that branch's server first."""
+        return self.admin("POST", "/_fake/branches", {"project_id": project_id, "wake": wake})
 
     def fault(self, path_re, status=None, method=None, drop=False, count=1):
         f = {"path_re": path_re, "count": count}
@@ -813,7 +832,7 @@ class NeonFake:
         """SQL on a branch's server over TCP with the project's password,
         as a user's client would (psycopg2)."""
         import psycopg2
-        b = self.branches(project["project_id"])[branch]
+        b = self.branches(project["project_id"], wake=branch)[branch]
         conn = psycopg2.connect(host="127.0.0.1", port=b["port"], user=project["role"],
                                 password=project["password"], dbname=database)
         try:

@@ -83,10 +83,33 @@ static int check_expect(struct neon_conn *c, const struct neon_loc *loc, const j
 	return rc;
 }
 
+/* Does branch b sit at the pin src: src was cut from b, and b's newest
+ * commit is still the state's? (commit, then new: the branch is reused.) */
+static int sits_at_pin(struct neon_conn *c, const struct neon_loc *loc, const json_t *b, const json_t *src,
+                       const json_t *state, int *rc)
+{
+	const char *parent = json_string_value(json_object_get(src, "parent_id"));
+	const char *id = json_string_value(json_object_get(b, "id"));
+	const char *want = json_string_value(json_object_get(state, "commit_xid"));
+	const char *name = json_string_value(json_object_get(b, "name"));
+	if (!parent || !id || !want || strcmp(parent, id) != 0)
+		return 0;
+	json_t *got = NULL;
+	char *uri = NULL, *lsn = NULL, *xid = NULL;
+	*rc = neon_branch_uri(c, loc, name, "read_write", &got, &uri);
+	if (*rc == 0)
+		*rc = neon_probe(c, loc, name, uri, &lsn, &xid);
+	int yes = *rc == 0 && strcmp(xid, want) == 0;
+	json_decref(got);
+	free(uri);
+	free(lsn);
+	free(xid);
+	return yes;
+}
+
 int neon_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
               const char *branch, const json_t *expect, json_t **working_ref)
 {
-	(void)state;
 	*working_ref = NULL;
 	struct neon_loc loc;
 	struct neon_conn c;
@@ -110,9 +133,15 @@ int neon_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t
 		rc = tether_error_set(TETHER_ENOTFOUND, "neon object %s: cannot fork: pin branch %s is gone from Neon project "
 		                                        "%s (`tether repair` re-pins the state if the project still holds "
 		                                        "it)", c.key, pin, c.project);
+	/* The condition guards what a restore would overwrite: a branch with
+	 * pins hanging off it is never restored (the fork goes to a sibling),
+	 * so only a childless one is checked. */
 	if (rc == 0) {
 		have = neon_find_branch(all, branch);
-		rc = check_expect(&c, &loc, have, branch, expect);
+		json_t *kids = have ? neon_children(all, json_string_value(json_object_get(have, "id"))) : NULL;
+		if (!have || json_array_size(kids) == 0)
+			rc = check_expect(&c, &loc, have, branch, expect);
+		json_decref(kids);
 	}
 	const char *src_id = json_string_value(json_object_get(src, "id"));
 	for (int n = 1; rc == 0 && !used && n <= MAX_SIBLINGS; n++) {
@@ -126,8 +155,16 @@ int neon_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t
 				used = name, name = NULL;
 		} else if (!(kids = neon_children(all, id)))
 			rc = tt_fail_oom();
-		else if (json_array_size(kids) == 0) {
-			if ((rc = restore(&c, id, src_id)) == 0)
+		else if (json_array_size(kids) && sits_at_pin(&c, &loc, b, src, state, &rc)) {
+			used = name, name = NULL;
+		} else if (rc == 0 && json_array_size(kids) == 0) {
+			/* A sibling tether made earlier, childless: restored only
+			 * when the call set no condition (the named branch's was
+			 * checked above). */
+			if (n > 1 && expect)
+				rc = tether_error_set(TETHER_EREFUSED, "Neon project %s: branch %s exists: expected a free "
+				                                       "sibling of %s", c.project, name, branch);
+			else if ((rc = restore(&c, id, src_id)) == 0)
 				used = name, name = NULL;
 		}
 		free(name);

@@ -104,13 +104,15 @@ int neon_pin(const struct tether_bctx *ctx, const json_t *locator, const json_t 
 	} else if (rc == TETHER_ETRANSIENT && body) {
 		/* No answer: the branch as it stands says whether it was made. */
 		int first = rc;
+		char *why = strdup(tether_error_last());
 		json_decref(all);
 		all = NULL;
 		json_decref(have);
 		if ((rc = neon_list_branches(&c, &all)) == 0 && (have = neon_find_branch(all, name)))
 			*pin_ref = pin_ref_of(name, json_string_value(json_object_get(have, "id")), lsn);
 		else if (rc == 0)
-			rc = tether_error_set(first, "neon object %s: Neon project %s: branch %s not made", c.key, c.project, name);
+			rc = tether_error_set(first, "%s (branch %s not made)", why ? why : "", name);
+		free(why);
 	}
 done:
 	if (rc == 0 && !*pin_ref)

@@ -632,7 +632,10 @@ class NeonAdapter(Adapter):
         self.foreign.add(name)
 
     def witness(self, store):
-        return json.dumps({n: [b.get("parent_lsn"), b["endpoints"]] for n, b in self.server.branches(store).items()},
+        """The branches and where they were cut, and the base's newest
+        commit. Endpoints are computes, not data: a fingerprint makes the
+        read_write one on a branch that has none (docs/CLI.md)."""
+        return json.dumps({n: b.get("parent_lsn") for n, b in self.server.branches(store).items()},
                           sort_keys=True) + self.head(store)
 
     def identity(self, store):

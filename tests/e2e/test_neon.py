@@ -282,3 +282,16 @@ def test_a_manifest_cannot_choose_the_api_or_smuggle_names(neon):
     neon.server.clear_requests()
     ds.tj("status")
     assert neon.server.requests() and all(q["auth"] == "Bearer " for q in neon.server.requests())
+
+
+def test_protected_pins_only_when_secrets_say_so(neon):
+    ds = neon.ds
+    neon.add()
+    ds.tj("commit", "-m", "unprotected")
+    pin1 = ds.manifest(KEY)["pin_ref"]["branch"]
+    assert neon.branches()[pin1]["protected"] is False
+    (ds.root / ".tether" / "secrets.toml").write_text(secrets_for(neon.server, protected_pins=True))
+    neon.sql("INSERT INTO t VALUES (3, 'three')")
+    ds.tj("commit", "-m", "protected")
+    pin2 = ds.manifest(KEY)["pin_ref"]["branch"]
+    assert neon.branches()[pin2]["protected"] is True

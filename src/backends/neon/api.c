@@ -18,7 +18,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #define RETRY_SECONDS 60.0
@@ -36,17 +35,6 @@ static const char *secret_string(const struct tether_bctx *ctx, const char *key)
 	return ctx ? json_string_value(json_object_get(ctx->secrets, key)) : NULL;
 }
 
-static int loopback_url(const char *url)
-{
-	static const char *const loopback[] = {"http://127.0.0.1", "http://localhost", "http://[::1]", NULL};
-	for (int i = 0; loopback[i]; i++) {
-		size_t n = strlen(loopback[i]);
-		if (strncasecmp(url, loopback[i], n) == 0 && (url[n] == ':' || url[n] == '/' || !url[n]))
-			return 1;
-	}
-	return 0;
-}
-
 int neon_connect(const struct tether_bctx *ctx, const struct neon_loc *loc, struct neon_conn *c)
 {
 	memset(c, 0, sizeof *c);
@@ -57,7 +45,7 @@ int neon_connect(const struct tether_bctx *ctx, const struct neon_loc *loc, stru
 	const char *api = secret_string(ctx, "api_url");
 	if (!api)
 		api = NEON_DEFAULT_API;
-	if (strncmp(api, "https://", 8) != 0 && !loopback_url(api))
+	if (strncmp(api, "https://", 8) != 0 && !(strncmp(api, "http://", 7) == 0 && tt_http_loopback_url(api)))
 		return tether_error_set(TETHER_ECONFIG, "neon object %s: api_url '%s' in .tether/secrets.toml is not an "
 		                                        "https:// URL (plain http only to this machine)", c->key, api);
 	const char *var = secret_string(ctx, "api_key_env");
@@ -142,21 +130,6 @@ static int error_code(long status)
 	}
 }
 
-/* Neon's error body is {"code", "message"}; anything else is shown as its
- * first line, cut short. */
-static char *server_message(const struct tt_http_response *r)
-{
-	json_t *j = json_loadb((const char *)r->body, r->body_len, 0, NULL);
-	const char *m = json_string_value(json_object_get(j, "message"));
-	size_t n = strcspn((const char *)r->body, "\r\n");
-	char *out = m ? strdup(m) : tt_strdupf("%.*s", (int)(n > 200 ? 200 : n), (const char *)r->body);
-	json_decref(j);
-	for (char *p = out; p && *p; p++)
-		if ((unsigned char)*p < 0x20)
-			*p = ' ';
-	return out;
-}
-
 static int neon_busy(long status)
 {
 	return status == 423 || status == 429 || status == 503;
@@ -211,7 +184,7 @@ int neon_request(struct neon_conn *c, const char *method, const char *path, cons
 	for (const long *s = ok_statuses; !ok && s && *s; s++)
 		ok = resp.status == *s;
 	if (!ok) {
-		char *msg = server_message(&resp);
+		char *msg = tt_http_error_message(&resp);
 		char *q = strchr(path, '?');
 		rc = tether_error_set(error_code(resp.status), "neon object %s: Neon project %s: %s %.*s: %ld %s", c->key,
 		                      c->project, method, q ? (int)(q - path) : (int)strlen(path), path, resp.status,

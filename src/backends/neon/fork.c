@@ -194,23 +194,10 @@ int neon_delete_working_ref(const struct tether_bctx *ctx, const json_t *locator
 	int rc = neon_begin(ctx, locator, &loc, &c);
 	if (rc)
 		return rc;
-	json_t *all = NULL, *b = NULL, *kids = NULL;
-	if ((rc = refuse_base(&loc, name, "delete")) == 0 && (rc = neon_list_branches(&c, &all)) == 0 &&
-	    (b = neon_find_branch(all, name))) {
-		const char *id = json_string_value(json_object_get(b, "id"));
-		if (!(kids = neon_children(all, id)))
-			rc = tt_fail_oom();
-		else if (json_array_size(kids)) {
-			char *list = json_dumps(kids, JSON_COMPACT);
-			rc = tether_error_set(TETHER_EREFUSED, "Neon project %s: branch %s cannot be deleted: pins %s hang off "
-			                                       "it", c.project, name, list ? list : "");
-			free(list);
-		} else
-			rc = neon_delete_branch(&c, id, name);
-	}
+	json_t *all = NULL;
+	if ((rc = refuse_base(&loc, name, "delete")) == 0 && (rc = neon_list_branches(&c, &all)) == 0)
+		rc = neon_delete_leaf(&c, all, name, "a working branch with pins hanging off it is kept");
 	json_decref(all);
-	json_decref(b);
-	json_decref(kids);
 	neon_disconnect(&c);
 	return rc;
 }

@@ -33,6 +33,7 @@ static const struct tether_backend neon_backend = {
 	.open_store = neon_session_open,
 	.close_store = neon_session_close,
 	.check_quiescence = neon_check_quiescence,
+	.verify_deep = neon_verify_deep,
 };
 
 static const struct tether_backend *const neon_backends[] = {&neon_backend, NULL};

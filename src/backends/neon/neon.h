@@ -119,8 +119,13 @@ int neon_unpin(const struct tether_bctx *ctx, const json_t *locator, const json_
 int neon_list_pins(const struct tether_bctx *ctx, const json_t *locator, json_t **pin_refs);
 int neon_verify(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
                 int *ok, char **detail);
+int neon_verify_deep(const struct tether_bctx *ctx, const json_t *locator, const json_t *state,
+                     const json_t *pin_ref, int *ok, char **detail);
 /* Delete a branch by id and wait for Neon to finish. */
-int neon_delete_branch(struct neon_conn *c, const char *id, const char *name);
+int neon_delete_branch(struct neon_conn *c, const char *id);
+/* Delete branch `name` of the list `all` unless branches hang off it
+ * (TETHER_EREFUSED naming them and `rule`); 0 when it is absent. */
+int neon_delete_leaf(struct neon_conn *c, const json_t *all, const char *name, const char *rule);
 
 /* fork.c */
 int neon_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,

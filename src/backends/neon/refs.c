@@ -129,9 +129,30 @@ done:
 	return rc;
 }
 
-int neon_delete_branch(struct neon_conn *c, const char *id, const char *name)
+int neon_delete_leaf(struct neon_conn *c, const json_t *all, const char *name, const char *rule)
 {
-	(void)name;
+	json_t *b = neon_find_branch(all, name);
+	if (!b)
+		return 0;
+	const char *id = json_string_value(json_object_get(b, "id"));
+	json_t *kids = neon_children(all, id);
+	int rc = 0;
+	if (!kids)
+		rc = tt_fail_oom();
+	else if (json_array_size(kids)) {
+		char *list = json_dumps(kids, JSON_COMPACT);
+		rc = tether_error_set(TETHER_EREFUSED, "neon object %s: Neon project %s: branch %s has child branches %s: "
+		                                       "%s", c->key, c->project, name, list ? list : "", rule);
+		free(list);
+	} else
+		rc = neon_delete_branch(c, id);
+	json_decref(b);
+	json_decref(kids);
+	return rc;
+}
+
+int neon_delete_branch(struct neon_conn *c, const char *id)
+{
 	char *p = neon_esc(c->project), *b = neon_esc(id);
 	char *path = p && b ? tt_strdupf("/projects/%s/branches/%s", p, b) : NULL;
 	free(p);
@@ -157,24 +178,10 @@ int neon_unpin(const struct tether_bctx *ctx, const json_t *locator, const json_
 	int rc = neon_begin(ctx, locator, &loc, &c);
 	if (rc)
 		return rc;
-	json_t *all = NULL, *b = NULL, *kids = NULL;
-	if ((rc = neon_list_branches(&c, &all)) == 0 && (b = neon_find_branch(all, name))) {
-		const char *id = json_string_value(json_object_get(b, "id"));
-		kids = neon_children(all, id);
-		if (!kids)
-			rc = tt_fail_oom();
-		else if (json_array_size(kids)) {
-			char *list = json_dumps(kids, JSON_COMPACT);
-			rc = tether_error_set(TETHER_EREFUSED, "neon object %s: Neon project %s: pin branch %s has child "
-			                                       "branches %s: only leaf pins are dropped", c.key, c.project,
-			                      name, list ? list : "");
-			free(list);
-		} else
-			rc = neon_delete_branch(&c, id, name);
-	}
+	json_t *all = NULL;
+	if ((rc = neon_list_branches(&c, &all)) == 0)
+		rc = neon_delete_leaf(&c, all, name, "only leaf pins are dropped");
 	json_decref(all);
-	json_decref(b);
-	json_decref(kids);
 	neon_disconnect(&c);
 	return rc;
 }
@@ -227,6 +234,46 @@ int neon_verify(const struct tether_bctx *ctx, const json_t *locator, const json
 	}
 	json_decref(all);
 	json_decref(b);
+	neon_disconnect(&c);
+	return rc;
+}
+
+/* verify, then the pinned state read back: the pin's branch on a
+ * read_only endpoint, probed over SQL, must hold the state's newest
+ * commit. A pin branch whose compute cannot start, or that Neon restored
+ * to something else, fails though the branch is listed. */
+int neon_verify_deep(const struct tether_bctx *ctx, const json_t *locator, const json_t *state,
+                     const json_t *pin_ref, int *ok, char **detail)
+{
+	int rc = neon_verify(ctx, locator, state, pin_ref, ok, detail);
+	const char *name = json_string_value(json_object_get(pin_ref, "branch"));
+	if (rc || !*ok || !name)
+		return rc;
+	struct neon_loc loc;
+	struct neon_conn c;
+	if ((rc = neon_begin(ctx, locator, &loc, &c)) != 0)
+		return rc;
+	json_t *b = NULL;
+	char *uri = NULL, *lsn = NULL, *xid = NULL;
+	const char *want = json_string_value(json_object_get(state, "commit_xid"));
+	if ((rc = neon_branch_uri(&c, &loc, name, "read_only", &b, &uri)) == 0 &&
+	    (rc = neon_probe(&c, &loc, name, uri, &lsn, &xid)) == 0 && (!want || strcmp(want, xid) != 0)) {
+		*ok = 0;
+		*detail = tt_strdupf("pin branch %s holds commit %s, not %s", name, xid, want ? want : "?");
+	}
+	if (rc && rc != TETHER_ETRANSIENT && rc != TETHER_EAUTH && rc != TETHER_ECANCELLED) {
+		*ok = 0;
+		*detail = tt_strdupf("pin branch %s cannot be read: %s", name, tether_error_last());
+		tether_error_clear();
+		rc = 0;
+	}
+	json_decref(b);
+	if (uri) {
+		memset(uri, 0, strlen(uri));
+		free(uri);
+	}
+	free(lsn);
+	free(xid);
 	neon_disconnect(&c);
 	return rc;
 }

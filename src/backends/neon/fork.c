@@ -25,11 +25,14 @@ static int refuse_base(const struct neon_loc *loc, const char *name, const char 
 	return 0;
 }
 
-static int restore(struct neon_conn *c, const char *id, const char *source_id)
+/* Restore branch id onto the source (its head, or at lsn when not NULL). */
+static int restore(struct neon_conn *c, const char *id, const char *source_id, const char *lsn)
 {
 	char *p = neon_esc(c->project), *b = neon_esc(id);
 	char *path = p && b ? tt_strdupf("/projects/%s/branches/%s/restore", p, b) : NULL;
 	json_t *body = json_pack("{s:s}", "source_branch_id", source_id);
+	if (body && lsn)
+		json_object_set_new(body, "source_lsn", json_string(lsn));
 	long status;
 	int rc = path && body ? neon_request(c, "POST", path, body, NULL, &status, NULL) : tt_fail_oom();
 	free(p);
@@ -39,12 +42,16 @@ static int restore(struct neon_conn *c, const char *id, const char *source_id)
 	return rc;
 }
 
-static int create_child(struct neon_conn *c, const char *name, const char *parent_id)
+/* A child of parent_id (at its head, or at lsn when not NULL) with a
+ * read_write endpoint. */
+static int create_child(struct neon_conn *c, const char *name, const char *parent_id, const char *lsn)
 {
 	char *p = neon_esc(c->project);
 	char *path = p ? tt_strdupf("/projects/%s/branches", p) : NULL;
 	json_t *body = json_pack("{s:{s:s, s:s}, s:[{s:s}]}", "branch", "name", name, "parent_id", parent_id,
 	                         "endpoints", "type", "read_write");
+	if (body && lsn)
+		json_object_set_new(json_object_get(body, "branch"), "parent_lsn", json_string(lsn));
 	long status;
 	int rc = path && body ? neon_request(c, "POST", path, body, NULL, &status, NULL) : tt_fail_oom();
 	free(p);
@@ -116,21 +123,26 @@ int neon_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t
 	int rc = neon_begin(ctx, locator, &loc, &c);
 	if (rc)
 		return rc;
+	/* Without a pin (--pin record) the fork is cut from the state's
+	 * timeline at its LSN, which holds while Neon's history does. */
 	const char *pin = json_string_value(json_object_get(pin_ref, "branch"));
+	const char *at = pin ? NULL : json_string_value(json_object_get(state, "lsn"));
+	if (!pin)
+		pin = json_string_value(json_object_get(state, "timeline"));
 	json_t *all = NULL, *src = NULL, *have = NULL;
 	char *used = NULL;
 	if (!neon_valid_branch_name(branch) || strlen(branch) > 240)
 		rc = tether_error_set(TETHER_EUSAGE, "Neon project %s: branch name %s is not a Neon branch name", c.project,
 		                      branch);
-	else if (!pin)
-		rc = tether_error_set(TETHER_EREFUSED, "neon object %s: cannot fork a state without its pin branch (an "
-		                                       "object added with --pin record has none)", c.key);
+	else if (!pin || (!pin_ref && !at))
+		rc = tether_error_set(TETHER_ECONFIG, "neon object %s: the state names no timeline and LSN to fork from",
+		                      c.key);
 	if (rc == 0)
 		rc = refuse_base(&loc, branch, "fork over");
 	if (rc == 0)
 		rc = neon_list_branches(&c, &all);
 	if (rc == 0 && !(src = neon_find_branch(all, pin)))
-		rc = tether_error_set(TETHER_ENOTFOUND, "neon object %s: cannot fork: pin branch %s is gone from Neon project "
+		rc = tether_error_set(TETHER_ENOTFOUND, "neon object %s: cannot fork: branch %s is gone from Neon project "
 		                                        "%s (`tether repair` re-pins the state if the project still holds "
 		                                        "it)", c.key, pin, c.project);
 	/* The condition guards what a restore would overwrite: a branch with
@@ -151,11 +163,11 @@ int neon_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t
 		if (!name)
 			rc = tt_fail_oom();
 		else if (!b) {
-			if ((rc = create_child(&c, name, src_id)) == 0)
+			if ((rc = create_child(&c, name, src_id, at)) == 0)
 				used = name, name = NULL;
 		} else if (!(kids = neon_children(all, id)))
 			rc = tt_fail_oom();
-		else if (json_array_size(kids) && sits_at_pin(&c, &loc, b, src, state, &rc)) {
+		else if (json_array_size(kids) && !at && sits_at_pin(&c, &loc, b, src, state, &rc)) {
 			used = name, name = NULL;
 		} else if (rc == 0 && json_array_size(kids) == 0) {
 			/* A sibling tether made earlier, childless: restored only
@@ -164,7 +176,7 @@ int neon_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t
 			if (n > 1 && expect)
 				rc = tether_error_set(TETHER_EREFUSED, "Neon project %s: branch %s exists: expected a free "
 				                                       "sibling of %s", c.project, name, branch);
-			else if ((rc = restore(&c, id, src_id)) == 0)
+			else if ((rc = restore(&c, id, src_id, at)) == 0)
 				used = name, name = NULL;
 		}
 		free(name);

@@ -162,6 +162,13 @@ int neon_request(struct neon_conn *c, const char *method, const char *path, cons
 		.body_len = text ? strlen(text) : 0,
 	};
 	int repeatable = strcmp(method, "POST") != 0;
+	/* Anything but a read may change the branches: the list is read anew. */
+	if (strcmp(method, "GET") != 0 && c->session) {
+		pthread_mutex_lock(&c->session->branches_mu);
+		json_decref(c->session->branches);
+		c->session->branches = NULL;
+		pthread_mutex_unlock(&c->session->branches_mu);
+	}
 	double deadline = now_s() + RETRY_SECONDS;
 	struct tt_http_response resp = {0};
 	int rc;
@@ -286,6 +293,14 @@ static int wait_operations(struct neon_conn *c, const json_t *answer)
 int neon_list_branches(struct neon_conn *c, json_t **branches)
 {
 	*branches = NULL;
+	struct neon_session *s = c->session;
+	if (s) {
+		pthread_mutex_lock(&s->branches_mu);
+		*branches = s->branches ? json_deep_copy(s->branches) : NULL;
+		pthread_mutex_unlock(&s->branches_mu);
+		if (*branches)
+			return 0;
+	}
 	char *p = neon_esc(c->project);
 	char *path = p ? tt_strdupf("/projects/%s/branches", p) : NULL;
 	free(p);
@@ -304,6 +319,12 @@ int neon_list_branches(struct neon_conn *c, json_t **branches)
 		                      c->key, c->project);
 	if (rc == 0)
 		*branches = json_incref(list);
+	if (rc == 0 && s) {
+		pthread_mutex_lock(&s->branches_mu);
+		json_decref(s->branches);
+		s->branches = json_deep_copy(list);
+		pthread_mutex_unlock(&s->branches_mu);
+	}
 	json_decref(j);
 	return rc;
 }
@@ -359,6 +380,13 @@ int neon_session_open(const struct tether_bctx *ctx, const json_t *locator, cons
 		neon_disconnect(&c);
 		return tt_fail_oom();
 	}
+	if (pthread_mutex_init(&s->branches_mu, NULL) != 0) {
+		pthread_mutex_destroy(&s->mu);
+		json_decref(s->endpoints);
+		free(s);
+		neon_disconnect(&c);
+		return tt_fail_oom();
+	}
 	s->http = c.http;
 	c.own_http = 0;
 	neon_disconnect(&c);
@@ -374,6 +402,8 @@ void neon_session_close(const struct tether_bctx *ctx, void *session)
 		return;
 	tt_http_free(s->http);
 	json_decref(s->endpoints);
+	json_decref(s->branches);
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->branches_mu);
 	free(s);
 }

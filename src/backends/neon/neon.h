@@ -40,11 +40,17 @@ struct neon_loc {
 
 /* What one command keeps for one project: the HTTP client, and under
  * `mu` the read_write endpoints it found or made (branch id ->
- * endpoint id), so that objects asking at once create one. */
+ * endpoint id), so that objects asking at once create one, and the branch
+ * list, so that ten objects of the project list it once. */
 struct neon_session {
 	struct tt_http *http;
 	pthread_mutex_t mu;
 	json_t *endpoints;
+	/* Under its own lock (an endpoint is made while `mu` is held): the
+	 * project's branch list, until a request that is not a GET (one that
+	 * may change it). */
+	pthread_mutex_t branches_mu;
+	json_t *branches;
 };
 
 /* One call's connection to the control plane. */

@@ -11,8 +11,10 @@
 #include <dlfcn.h>
 #include <stdio.h>
 
-static const char *const entry_points[] = {"tether_backend_module", "tether_vcs_module", "tether_gitbe_libgit2",
-                                           "tether_store_module"};
+/* tether_module: the table form (struct tether_module) backend modules
+ * such as lakefs and neon export. */
+static const char *const entry_points[] = {"tether_module", "tether_backend_module", "tether_vcs_module",
+                                           "tether_gitbe_libgit2", "tether_store_module"};
 
 int main(int argc, char **argv)
 {

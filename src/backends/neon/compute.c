@@ -240,3 +240,21 @@ int neon_writers(struct neon_conn *c, const char *branch_name, const char *uri, 
 	PQfinish(pg);
 	return rc;
 }
+
+int neon_read_branch(struct neon_conn *c, const struct neon_loc *loc, const char *name, const char *type, char **lsn,
+                     char **commit_xid)
+{
+	*lsn = *commit_xid = NULL;
+	json_t *b = NULL;
+	char *uri = NULL;
+	int rc = neon_branch_uri(c, loc, name, type, &b, &uri);
+	if (rc == 0)
+		rc = neon_probe(c, loc, name, uri, lsn, commit_xid);
+	json_decref(b);
+	/* The URI carries the role's password. */
+	if (uri) {
+		memset(uri, 0, strlen(uri));
+		free(uri);
+	}
+	return rc;
+}

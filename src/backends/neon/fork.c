@@ -74,17 +74,12 @@ static int check_expect(struct neon_conn *c, const struct neon_loc *loc, const j
 	if (!have)
 		return tether_error_set(TETHER_EREFUSED, "Neon project %s: branch %s is gone: expected it at commit %s",
 		                        c->project, name, json_string_value(json_object_get(expect, "commit_xid")));
-	json_t *b = NULL;
-	char *uri = NULL, *lsn = NULL, *xid = NULL;
-	int rc = neon_branch_uri(c, loc, name, "read_write", &b, &uri);
-	if (rc == 0)
-		rc = neon_probe(c, loc, name, uri, &lsn, &xid);
+	char *lsn = NULL, *xid = NULL;
+	int rc = neon_read_branch(c, loc, name, "read_write", &lsn, &xid);
 	const char *want = json_string_value(json_object_get(expect, "commit_xid"));
 	if (rc == 0 && (!want || strcmp(want, xid) != 0))
 		rc = tether_error_set(TETHER_EREFUSED, "Neon project %s: branch %s moved: expected commit %s, found %s",
 		                      c->project, name, want ? want : "?", xid);
-	json_decref(b);
-	free(uri);
 	free(lsn);
 	free(xid);
 	return rc;
@@ -101,14 +96,9 @@ static int sits_at_pin(struct neon_conn *c, const struct neon_loc *loc, const js
 	const char *name = json_string_value(json_object_get(b, "name"));
 	if (!parent || !id || !want || strcmp(parent, id) != 0)
 		return 0;
-	json_t *got = NULL;
-	char *uri = NULL, *lsn = NULL, *xid = NULL;
-	*rc = neon_branch_uri(c, loc, name, "read_write", &got, &uri);
-	if (*rc == 0)
-		*rc = neon_probe(c, loc, name, uri, &lsn, &xid);
+	char *lsn = NULL, *xid = NULL;
+	*rc = neon_read_branch(c, loc, name, "read_write", &lsn, &xid);
 	int yes = *rc == 0 && strcmp(xid, want) == 0;
-	json_decref(got);
-	free(uri);
 	free(lsn);
 	free(xid);
 	return yes;

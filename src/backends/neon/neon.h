@@ -112,6 +112,9 @@ int neon_probe(struct neon_conn *c, const struct neon_loc *loc, const char *bran
                char **lsn, char **commit_xid);
 /* Sessions that hold a transaction id (writers), other than ours. */
 int neon_writers(struct neon_conn *c, const char *branch_name, const char *uri, int *busy, char **why);
+/* {lsn, commit_xid} of branch `name`, read on an endpoint of `type`. */
+int neon_read_branch(struct neon_conn *c, const struct neon_loc *loc, const char *name, const char *type, char **lsn,
+                     char **commit_xid);
 /* Connect to `branch_name` of the locator (read_write endpoint). */
 int neon_branch_uri(struct neon_conn *c, const struct neon_loc *loc, const char *branch_name, const char *type,
                     json_t **branch, char **uri);

@@ -30,18 +30,11 @@ int neon_fingerprint(const struct tether_bctx *ctx, const json_t *locator, const
 	if (rc)
 		return rc;
 	const char *pos = neon_position(&loc);
-	json_t *branch = NULL;
-	char *uri = NULL, *lsn = NULL, *xid = NULL;
-	if ((rc = neon_branch_uri(&c, &loc, pos, "read_write", &branch, &uri)) == 0)
-		rc = neon_probe(&c, &loc, pos, uri, &lsn, &xid);
+	char *lsn = NULL, *xid = NULL;
+	rc = neon_read_branch(&c, &loc, pos, "read_write", &lsn, &xid);
 	if (rc == 0 && !(out->state = json_pack("{s:s, s:s, s:s, s:s}", "lsn", lsn, "commit_xid", xid, "branch",
 	                                        loc.branch, "timeline", pos)))
 		rc = tt_fail_oom();
-	json_decref(branch);
-	if (uri) {
-		memset(uri, 0, strlen(uri));
-		free(uri);
-	}
 	free(lsn);
 	free(xid);
 	neon_disconnect(&c);
@@ -253,11 +246,9 @@ int neon_verify_deep(const struct tether_bctx *ctx, const json_t *locator, const
 	struct neon_conn c;
 	if ((rc = neon_begin(ctx, locator, &loc, &c)) != 0)
 		return rc;
-	json_t *b = NULL;
-	char *uri = NULL, *lsn = NULL, *xid = NULL;
+	char *lsn = NULL, *xid = NULL;
 	const char *want = json_string_value(json_object_get(state, "commit_xid"));
-	if ((rc = neon_branch_uri(&c, &loc, name, "read_only", &b, &uri)) == 0 &&
-	    (rc = neon_probe(&c, &loc, name, uri, &lsn, &xid)) == 0 && (!want || strcmp(want, xid) != 0)) {
+	if ((rc = neon_read_branch(&c, &loc, name, "read_only", &lsn, &xid)) == 0 && (!want || strcmp(want, xid) != 0)) {
 		*ok = 0;
 		*detail = tt_strdupf("pin branch %s holds commit %s, not %s", name, xid, want ? want : "?");
 	}
@@ -266,11 +257,6 @@ int neon_verify_deep(const struct tether_bctx *ctx, const json_t *locator, const
 		*detail = tt_strdupf("pin branch %s cannot be read: %s", name, tether_error_last());
 		tether_error_clear();
 		rc = 0;
-	}
-	json_decref(b);
-	if (uri) {
-		memset(uri, 0, strlen(uri));
-		free(uri);
 	}
 	free(lsn);
 	free(xid);

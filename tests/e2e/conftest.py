@@ -52,6 +52,8 @@ from lakefsfake import lakefs_server  # noqa: F401
 from doltserver import dolt_server  # noqa: F401
 # The Iceberg project's REST catalog server (tests/e2e/icebergrest.py).
 from icebergrest import _iceberg_rest_classes, iceberg_rest_server, rest_proxy, start_iceberg_rest  # noqa: F401
+# The fake Neon control plane over real Postgres clusters (tests/e2e/neonfake.py).
+from neonfake import neon_server  # noqa: F401
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 TETHER_BIN = os.environ.get("TETHER_BIN") or str(SOURCE_ROOT / "build" / "tether")

@@ -1085,7 +1085,159 @@ class IcebergRest(IcebergSqlite):
         return f'{{uri = "{store.cat["uri"]}", token = "{store.cat["token"]}", allow_http = true}}'
 
 
-ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3(), LakeFSAdapter(), DoltAdapter(), LanceAdapter(), LanceS3(), DuckLakeAdapter(), DeltaAdapter(), IcebergSqlite(), IcebergRest()]
+# ---------------------------------------------------------------------------
+class NeonAdapter(Adapter):
+    """A Neon project on the fake control plane (tests/e2e/neonfake.py),
+    each branch a real Postgres cluster. The oracle is psycopg2 on a
+    branch's own server, and Neon's API (as neonctl would call it) for the
+    branches. A state id is the newest transaction that wrote to the
+    table the adapter writes (max xmin): it writes nothing else, so that is
+    the branch's newest commit."""
+
+    name = "neon"
+    kind = "neon"
+    server_fixture = "neon_server"
+    keys = ("obj", "twin", "bad", "made")
+    cannot = {
+        "log_key": "Neon has no commit history to list (no HISTORY)",
+        "add_at_an_earlier_state": "Neon has no `at`: a past state is reached through a pin branch",
+        "add_pick": "Neon has no history to pick from",
+        "restore_an_older_revision": "Neon cannot restore a branch that pins hang off, so the re-fork lands on "
+                                     "a sibling <name>.2 (which the engine records) and the named branch stays "
+                                     "where it was (test_neon.py checks the sibling)",
+        "drop_deletes_the_pinned_fork_and_keeps_the_pins": "a Neon pin is a child branch of the fork it was cut "
+                                                           "from, so a pinned fork cannot be deleted while its "
+                                                           "pins exist: drop keeps it",
+    }
+
+    def __init__(self):
+        self.server = None
+        self.projects = {}
+
+    def bind(self, server):
+        self.server = server
+
+    def reach(self, root, env, store):
+        """api_url only from secrets.toml (every key the suite adds), the
+        key from the variable it names."""
+        env["TEST_NEON_KEY"] = self.server.key
+        tables = [f'[objects."{k}"]\napi_url = "{self.server.api_url}"\napi_key_env = "TEST_NEON_KEY"\n'
+                  for k in self.keys]
+        (Path(root) / ".tether" / "secrets.toml").write_text("\n".join(tables))
+
+    def make_store(self, tmp_path, name="store"):
+        # The suite runs one check at a time: an earlier check's projects
+        # are done with, and their clusters go (the machine is small).
+        if getattr(self, "_tmp", None) != tmp_path:
+            for old in list(self.projects):
+                self.server.drop(old)
+                del self.projects[old]
+            self._tmp = tmp_path
+        p = self.server.project()
+        self.projects[p["project_id"]] = p
+        self.server.sql(p, "main", "CREATE TABLE t (id serial primary key, v text)")
+        self.server.sql(p, "main", "INSERT INTO t (v) VALUES ('first')")
+        return p["project_id"]
+
+    def add_args(self, store):
+        return ["--kind", "neon", "--project-id", store, "--database", "neondb", "--role", "neondb_owner"]
+
+    def _sql(self, store, branch, sql):
+        return self.server.sql(self.projects[store], branch, sql)
+
+    def _state(self, store, branch):
+        return str(self._sql(store, branch, "SELECT max(xmin::text::bigint) FROM t")[0][0])
+
+    def mutate(self, store, branch=None):
+        import secrets as _s
+        self._sql(store, branch or self.base_branch, f"INSERT INTO t (v) VALUES ('{_s.token_hex(6)}')")
+        return self.head(store, branch)
+
+    def head(self, store, branch=None):
+        return self._state(store, branch or self.base_branch)
+
+    def refs(self, store):
+        out = {"pins": {}, "branches": {}}
+        for name in self.server.branches(store):
+            pin = name.startswith("tether.") and not name.startswith("tether.ws.") or name in self.foreign
+            out["pins" if pin else "branches"][name] = self._state(store, name)
+        return out
+
+    foreign = set()
+
+    def content(self, store, ref):
+        return sorted(self._sql(store, ref, "SELECT id, v FROM t"))
+
+    def _api(self, method, path, body=None):
+        import urllib.request
+        req = urllib.request.Request(self.server.api_url + path, method=method,
+                                     data=json.dumps(body).encode() if body is not None else None,
+                                     headers={"Authorization": f"Bearer {self.server.key}",
+                                              "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return json.loads(r.read() or b"null")
+
+    def delete_pin(self, store, ref):
+        bid = self.server.branches(store)[ref]["id"]
+        self._api("DELETE", f"/projects/{store}/branches/{bid}")
+
+    def delete_via(self, neon, name):
+        """Delete a branch of a test_neon.py project through the API."""
+        self.server = neon.server
+        bid = neon.server.branches(neon.pid)[name]["id"]
+        self._api("DELETE", f"/projects/{neon.pid}/branches/{bid}")
+
+    def add_foreign_ref(self, store, name, state_id):
+        """A branch of someone else's off the base, at its head (the fake
+        cuts branches at a parent's current state)."""
+        assert self.head(store) == state_id
+        main = self.server.branches(store)["main"]["id"]
+        self._api("POST", f"/projects/{store}/branches", {"branch": {"name": name, "parent_id": main}})
+        self.foreign.add(name)
+
+    def witness(self, store):
+        """The branches and where they were cut, and the base's newest
+        commit. Endpoints are computes, not data: a fingerprint makes the
+        read_write one on a branch that has none (docs/CLI.md)."""
+        return json.dumps({n: b.get("parent_lsn") for n, b in self.server.branches(store).items()},
+                          sort_keys=True) + self.head(store)
+
+    def identity(self, store):
+        return {"project_id": store, "branch": "main"}
+
+    def content_state(self, state_id):
+        return {"commit_xid": state_id, "branch": "main"}
+
+    def state_id(self, state):
+        return state["commit_xid"]
+
+    def pin_ref_name(self, pin_ref):
+        return pin_ref["branch"]
+
+    def _handle_sql(self, handle, sql):
+        import psycopg2
+        conn = psycopg2.connect(handle["uri"])
+        try:
+            conn.autocommit = True
+            with conn.cursor() as cur:
+                cur.execute(sql)
+                return cur.fetchall() if cur.description else None
+        finally:
+            conn.close()
+
+    def handle_state(self, handle):
+        return str(self._handle_sql(handle, "SELECT max(xmin::text::bigint) FROM t")[0][0])
+
+    def handle_ref(self, handle):
+        return handle["branch"]
+
+    def write_via_handle(self, handle):
+        import secrets as _s
+        self._handle_sql(handle, f"INSERT INTO t (v) VALUES ('{_s.token_hex(6)}')")
+        return self.handle_state(handle)
+
+
+ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3(), LakeFSAdapter(), DoltAdapter(), LanceAdapter(), LanceS3(), DuckLakeAdapter(), DeltaAdapter(), IcebergSqlite(), IcebergRest(), NeonAdapter()]
 
 # Stable Pinnable kinds with no adapter, and why the lifecycle cannot be
 # run on them end to end. Any other such kind without an adapter fails

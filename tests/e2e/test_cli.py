@@ -24,7 +24,7 @@ def test_backends_text(run):
     assert lines[0].split() == ["KIND", "MATURITY", "TIER", "FLAGS", "SUMMARY"]
     rows = {l.split()[0]: l.split() for l in lines[1:]}
     # every backend but file and memory is a module: listed because it is on the module path
-    assert set(rows) == {"file", "memory", "delta", "dolt", "ducklake", "git", "iceberg", "icechunk", "lakefs", "lance"}
+    assert set(rows) == {"file", "memory", "delta", "dolt", "ducklake", "git", "iceberg", "icechunk", "lakefs", "lance", "neon"}
     assert rows["file"][1:3] == ["stable", "observed"]
     assert rows["memory"][2] == "forkable"
     # the columns line up: every row's TIER starts where the header's does
@@ -41,7 +41,7 @@ def test_backends_json(run):
     r = json.loads(run("backends", "--json").stdout)
     kinds = {b["kind"]: b for b in r}
     # built-ins first, then the modules in the order of their kinds
-    assert [b["kind"] for b in r] == ["file", "memory", "delta", "dolt", "ducklake", "git", "iceberg", "icechunk", "lakefs", "lance"]
+    assert [b["kind"] for b in r] == ["file", "memory", "delta", "dolt", "ducklake", "git", "iceberg", "icechunk", "lakefs", "lance", "neon"]
     f = kinds["file"]
     assert f["maturity"] == "stable"
     assert f["tier"] == "observed"

@@ -11,6 +11,9 @@
 #include <dlfcn.h>
 #include <stdio.h>
 
+/* tether_module: the table form (struct tether_module) backend modules
+ * such as lakefs and neon export; the others are the older and the
+ * internal modules' entry points. */
 static const char *const entry_points[] = {"tether_module", "tether_backend_module", "tether_vcs_module", "tether_gitbe_libgit2",
                                            "tether_store_module", "tether_ducklake_pg_open",
                                            "tether_ducklake_mysql_open", "tether_sql_module"};

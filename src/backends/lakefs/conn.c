@@ -39,21 +39,6 @@ static const char *credential(const struct tether_bctx *ctx, const char *key, co
 	return getenv(lakectl_var);
 }
 
-static int loopback_url(const char *url)
-{
-	const char *host = strstr(url, "://");
-	if (!host)
-		return 0;
-	host += 3;
-	static const char *const loopback[] = {"127.0.0.1", "localhost", "[::1]", NULL};
-	for (int i = 0; loopback[i]; i++) {
-		size_t n = strlen(loopback[i]);
-		if (strncasecmp(host, loopback[i], n) == 0 && (host[n] == ':' || host[n] == '/' || !host[n]))
-			return 1;
-	}
-	return 0;
-}
-
 static char *basic_auth(const char *id, const char *secret)
 {
 	char *plain = tt_strdupf("%s:%s", id, secret);
@@ -88,7 +73,7 @@ int lfs_connect(const struct tether_bctx *ctx, const struct lfs_loc *loc, struct
 	/* Plain http carries the keys in clear: only to this machine, or when
 	 * secrets.toml says so. */
 	int allow_http = json_is_true(ctx ? json_object_get(ctx->secrets, "allow_http") : NULL) ||
-	                 (strncmp(endpoint, "http://", 7) == 0 && loopback_url(endpoint));
+	                 (strncmp(endpoint, "http://", 7) == 0 && tt_http_loopback_url(endpoint));
 	size_t n = strlen(endpoint);
 	while (n && endpoint[n - 1] == '/')
 		n--;
@@ -167,26 +152,6 @@ static int error_code(long status)
 	}
 }
 
-/* lakeFS's error body is {"message": "..."}; anything else is shown as
- * its first line, cut short. */
-static char *server_message(const struct tt_http_response *r)
-{
-	json_t *j = json_loadb((const char *)r->body, r->body_len, 0, NULL);
-	const char *m = json_string_value(json_object_get(j, "message"));
-	char *out;
-	if (m)
-		out = strdup(m);
-	else {
-		size_t n = strcspn((const char *)r->body, "\r\n");
-		out = tt_strdupf("%.*s", (int)(n > 200 ? 200 : n), (const char *)r->body);
-	}
-	json_decref(j);
-	for (char *p = out; p && *p; p++)
-		if ((unsigned char)*p < 0x20)
-			*p = ' ';
-	return out;
-}
-
 int lfs_request(struct lfs_conn *c, const char *method, const char *path, const json_t *body,
                 const long *ok_statuses, long *status, json_t **out)
 {
@@ -225,7 +190,7 @@ int lfs_request(struct lfs_conn *c, const char *method, const char *path, const 
 	for (const long *s = ok_statuses; !ok && s && *s; s++)
 		ok = resp.status == *s;
 	if (!ok) {
-		char *msg = server_message(&resp);
+		char *msg = tt_http_error_message(&resp);
 		rc = tether_error_set(error_code(resp.status), "lakeFS repository %s: %s %s: %ld %s", c->repo, method, path,
 		                      resp.status, msg ? msg : "");
 		if (resp.status == 401 || resp.status == 403)

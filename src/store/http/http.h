@@ -116,4 +116,12 @@ int tt_http_token_ok(const char *token);
  * ~ stay); '/' stays too when keep_slash. malloc'd. */
 char *tt_http_escape(const char *s, int keep_slash);
 
+/* For JSON APIs (json_api.c). Does the URL's host name this machine
+ * (127.0.0.1, localhost or [::1])? */
+int tt_http_loopback_url(const char *url);
+/* An error answer's message, one line: the body's JSON "message" (lakeFS,
+ * Neon), else its first line cut at 200 bytes; control bytes blanked.
+ * malloc'd, NULL when out of memory. */
+char *tt_http_error_message(const struct tt_http_response *resp);
+
 #endif

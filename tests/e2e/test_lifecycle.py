@@ -121,7 +121,7 @@ def _life(request, tmp_path, declared, jj_problem, vcs):
     adapter = request.param
     check = request.node.originalname[len("test_"):]
     if check in adapter.cannot:
-        pytest.skip(f"{adapter.name} cannot: {adapter.cannot[check]}")
+        pytest.skip(f"not possible: {adapter.name} cannot: {adapter.cannot[check]}")
     adapter.prepare()
     if adapter.server_fixture:
         adapter.bind(request.getfixturevalue(adapter.server_fixture))

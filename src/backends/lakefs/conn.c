@@ -97,19 +97,10 @@ int lfs_connect(const struct tether_bctx *ctx, const struct lfs_loc *loc, struct
 		return tt_fail_oom();
 	}
 	struct lfs_session *s = ctx ? ctx->session : NULL;
-	int plain = strncmp(endpoint, "http://", 7) == 0;
-	if (s && s->http && (!plain || tt_http_options(s->http)->allow_http == allow_http)) {
-		c->http = s->http;
-		return 0;
-	}
-	struct tt_http_options o = {.allow_http = allow_http, .timeout_ms = 120000};
-	int rc = tt_http_new(&o, &c->http);
-	if (rc) {
+	int rc = tt_http_shared_or_new(s ? s->http : NULL, endpoint, allow_http, 120000, &c->http, &c->own_http);
+	if (rc)
 		lfs_disconnect(c);
-		return rc;
-	}
-	c->own_http = 1;
-	return 0;
+	return rc;
 }
 
 void lfs_disconnect(struct lfs_conn *c)

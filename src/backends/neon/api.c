@@ -65,19 +65,11 @@ int neon_connect(const struct tether_bctx *ctx, const struct neon_loc *loc, stru
 		neon_disconnect(c);
 		return tt_fail_oom();
 	}
-	int plain = strncmp(api, "http://", 7) == 0;
-	if (c->session && c->session->http && (!plain || tt_http_options(c->session->http)->allow_http)) {
-		c->http = c->session->http;
-		return 0;
-	}
-	struct tt_http_options o = {.allow_http = plain, .timeout_ms = 120000};
-	int rc = tt_http_new(&o, &c->http);
-	if (rc) {
+	int rc = tt_http_shared_or_new(c->session ? c->session->http : NULL, api, strncmp(api, "http://", 7) == 0,
+	                               120000, &c->http, &c->own_http);
+	if (rc)
 		neon_disconnect(c);
-		return rc;
-	}
-	c->own_http = 1;
-	return 0;
+	return rc;
 }
 
 void neon_disconnect(struct neon_conn *c)

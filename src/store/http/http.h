@@ -123,5 +123,11 @@ int tt_http_loopback_url(const char *url);
  * Neon), else its first line cut at 200 bytes; control bytes blanked.
  * malloc'd, NULL when out of memory. */
 char *tt_http_error_message(const struct tt_http_response *resp);
+/* A command's shared client when it may carry this request (plain http
+ * only through a client allowed it, as allow_http says for this endpoint),
+ * else a new one of the caller's (*own = 1: free it). For the backends
+ * over a JSON API (lakefs, neon), whose store session holds one client. */
+int tt_http_shared_or_new(struct tt_http *shared, const char *url, int allow_http, long timeout_ms,
+                          struct tt_http **out, int *own);
 
 #endif

@@ -42,3 +42,18 @@ char *tt_http_error_message(const struct tt_http_response *r)
 			*p = ' ';
 	return out;
 }
+
+int tt_http_shared_or_new(struct tt_http *shared, const char *url, int allow_http, long timeout_ms,
+                          struct tt_http **out, int *own)
+{
+	int plain = strncmp(url, "http://", 7) == 0;
+	*own = 0;
+	if (shared && (!plain || tt_http_options(shared)->allow_http == allow_http)) {
+		*out = shared;
+		return 0;
+	}
+	struct tt_http_options o = {.allow_http = allow_http, .timeout_ms = timeout_ms};
+	int rc = tt_http_new(&o, out);
+	*own = rc == 0;
+	return rc;
+}

@@ -78,9 +78,27 @@ def _as_user(pw):
     _die_with_parent()
 
 
-class PostgresServer:
+class _Server:
+    """What both servers share: the PID tests stop them by, stopping, the
+    repr."""
     host = "127.0.0.1"
+    proc = None
+    port = None
+    workdir = None
 
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def stop(self):
+        _stop(self.proc)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __repr__(self):
+        return f"<{type(self).__name__} 127.0.0.1:{self.port} pid {self.proc.pid if self.proc else None}>"
+
+
+class PostgresServer(_Server):
     def __init__(self):
         self.proc = None
         self.port = None
@@ -91,10 +109,6 @@ class PostgresServer:
         self.workdir = Path(tempfile.mkdtemp(prefix="tether-pg-"))
         self.data = self.workdir / "data"
         self.log_path = self.workdir / "postgres.log"
-
-    @property
-    def pid(self):
-        return self.proc.pid
 
     def start(self):
         pg = pwd.getpwnam("postgres")
@@ -149,17 +163,9 @@ class PostgresServer:
     def url(self, database="postgres"):
         return f"postgresql://{self.user}:{self.password}@{self.host}:{self.port}/{database}"
 
-    def stop(self):
-        _stop(self.proc)
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def __repr__(self):
-        return f"<PostgresServer 127.0.0.1:{self.port} pid {self.proc.pid if self.proc else None}>"
 
 
-class MariaDBServer:
-    host = "127.0.0.1"
-
+class MariaDBServer(_Server):
     def __init__(self):
         self.proc = None
         self.port = None
@@ -169,10 +175,6 @@ class MariaDBServer:
         self.data = self.workdir / "data"
         self.socket = self.workdir / "mysqld.sock"
         self.log_path = self.workdir / "mariadb.log"
-
-    @property
-    def pid(self):
-        return self.proc.pid
 
     def _client(self, sql, database=None, as_root=False):
         argv = ["mariadb", "--no-defaults", "-N", "-B"]
@@ -220,12 +222,6 @@ class MariaDBServer:
     def url(self, database=""):
         return f"mysql://{self.user}:{self.password}@{self.host}:{self.port}/{database}"
 
-    def stop(self):
-        _stop(self.proc)
-        shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def __repr__(self):
-        return f"<MariaDBServer 127.0.0.1:{self.port} pid {self.proc.pid if self.proc else None}>"
 
 
 def _started(server, needs):

@@ -274,6 +274,30 @@ def test_commit_503_before_the_server_is_rechecked_and_resent(iceberg_rest_serve
     assert calls == [("POST", 503), ("GET", 200), ("POST", 200)], calls
 
 
+def test_commit_throttled_is_resent_after_a_check(iceberg_rest_server, rest_proxy, tmp_path):
+    srv = iceberg_rest_server
+    ns, name, t = make_table(srv)
+    s1 = t.current_snapshot().snapshot_id
+    rest_proxy.rules.append({"method": "POST", "path": "/tables/", "status": 429, "times": 1})
+    r = tool(tmp_path, srv.secrets(uri=rest_proxy.uri), "commit", ns, name, at("tether.q", None), tag("tether.q", s1))
+    assert r.rc == 0, r.err
+    calls = [(s[0], s[3]) for s in rest_proxy.seen if "/tables/" in s[1]]
+    assert calls == [("POST", 429), ("GET", 200), ("POST", 200)], calls
+
+
+def test_commit_without_a_token_is_never_sent(iceberg_rest_server, rest_proxy, tmp_path):
+    """The token endpoint failing is not a commit of unknown outcome: the
+    commit was never sent, and the error names the token endpoint."""
+    srv = iceberg_rest_server
+    ns, name, t = make_table(srv)
+    rest_proxy.rules.append({"method": "POST", "path": "^/v1/oauth/tokens", "status": 503})
+    r = tool(tmp_path, srv.secrets("credential", uri=rest_proxy.uri), "commit", ns, name, at("tether.q", None),
+             tag("tether.q", t.current_snapshot().snapshot_id))
+    line = one_line_error(r, "ETRANSIENT")
+    assert "the token endpoint answered 503" in line and "outcome" not in line, line
+    assert not [s for s in rest_proxy.seen if "/tables/" in s[1]]
+
+
 def test_commit_whose_answer_is_lost_is_not_resent(iceberg_rest_server, rest_proxy, tmp_path):
     srv = iceberg_rest_server
     ns, name, t = make_table(srv)

@@ -349,3 +349,18 @@ def test_committed_secrets_and_bad_settings_refused(iceberg_rest_server, tmp_pat
     del sec["allow_http"]
     r = tool(tmp_path, sec, "load", "a", "b")
     assert r.rc == 2 and "allow_http" in r.err
+
+
+@pytest.mark.parametrize("path,body,said", [
+    ("/tables/", "not json at all", "the answer is not a table result"),
+    ("/tables/", '{"metadata-location": "x"}', "the answer is not a table result (no metadata object)"),
+    ("/tables/", '{"metadata": {}, "metadata-location": 5}', "the answer is not a table result"),
+    ("^/v1/config", '{"overrides": []}', "the answer is not a config object"),
+    ("^/v1/config", '{"defaults": {"prefix": 7}}', "a prefix or warehouse that is not a string"),
+])
+def test_malformed_answers_are_refused_on_one_line(iceberg_rest_server, rest_proxy, tmp_path, path, body, said):
+    srv = iceberg_rest_server
+    ns, name, _ = make_table(srv)
+    rest_proxy.rules.append({"method": "GET", "path": path, "status": 200, "body": body})
+    r = tool(tmp_path, srv.secrets(uri=rest_proxy.uri), "load", ns, name)
+    assert said in one_line_error(r, "EIO")

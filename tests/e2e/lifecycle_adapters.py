@@ -457,16 +457,22 @@ class IcebergSqlite(Adapter):
         self.mutate(store)
         return store
 
+    def committed(self, store):
+        """tether.toml's [backends.iceberg] catalog: the type and warehouse."""
+        return f'{{type = "sql", warehouse = "{store.cat["warehouse"]}"}}'
+
+    def secret(self, store):
+        """secrets.toml's [backends.iceberg] catalog: the URI, never committed."""
+        return f'{{uri = "{store.cat["uri"]}"}}'
+
     def reach(self, root, env, store):
         self.current = store
-        # Committed: the type and warehouse; the URI only in secrets.toml.
         root = Path(root)
         if "[backends.iceberg]" not in (root / "tether.toml").read_text():  # a clone has it committed
             with open(root / "tether.toml", "a") as f:
-                f.write(f'\n[backends.iceberg]\ncatalog = {{type = "sql", warehouse = "{store.cat["warehouse"]}"}}\n')
+                f.write(f'\n[backends.iceberg]\ncatalog = {self.committed(store)}\n')
         (root / ".tether").mkdir(exist_ok=True)
-        (root / ".tether" / "secrets.toml").write_text(
-            f'[backends.iceberg]\ncatalog = {{uri = "{store.cat["uri"]}"}}\n')
+        (root / ".tether" / "secrets.toml").write_text(f'[backends.iceberg]\ncatalog = {self.secret(store)}\n')
 
     def add_args(self, store):
         return [store.identifier, "--kind", self.kind]
@@ -573,17 +579,12 @@ class IcebergRest(IcebergSqlite):
         self.mutate(store)
         return store
 
-    def reach(self, root, env, store):
-        self.current = store
-        # Committed: the type alone; the URI and the token only in secrets.toml.
-        root = Path(root)
-        if "[backends.iceberg]" not in (root / "tether.toml").read_text():  # a clone has it committed
-            with open(root / "tether.toml", "a") as f:
-                f.write('\n[backends.iceberg]\ncatalog = {type = "rest"}\n')
-        (root / ".tether").mkdir(exist_ok=True)
-        (root / ".tether" / "secrets.toml").write_text(
-            f'[backends.iceberg]\ncatalog = {{uri = "{store.cat["uri"]}", token = "{store.cat["token"]}", '
-            f'allow_http = true}}\n')
+    def committed(self, store):
+        return '{type = "rest"}'
+
+    def secret(self, store):
+        # The URI and the token only in secrets.toml.
+        return f'{{uri = "{store.cat["uri"]}", token = "{store.cat["token"]}", allow_http = true}}'
 
 
 ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3(), IcebergSqlite(), IcebergRest()]

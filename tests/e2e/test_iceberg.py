@@ -40,8 +40,8 @@ def configure(ds, cat, secrets=None):
     ds.write(".tether/secrets.toml", secrets)
 
 
-def add(ds, key, identifier, *extra, check_rc=0):
-    return ds.tether("add", key, identifier, "--kind", "iceberg", *extra, check_rc=check_rc)
+def add(ds, key, identifier, *extra, check_rc=0, env=None):
+    return ds.tether("add", key, identifier, "--kind", "iceberg", *extra, check_rc=check_rc, env=env)
 
 
 def tether_refs(cat, identifier="ns.t"):
@@ -116,6 +116,25 @@ def test_metadata_tether_writes_follows_the_spec(gds, cat, tmp_path):
     del t
 
 
+def test_v0_catalog_schema_and_java_style_local_paths(gds, tmp_path):
+    """Java's JdbcCatalog v0 schema (no iceberg_type column) and its
+    spelling of local metadata paths, file:/p, are read and written."""
+    import sqlite3
+    cat = ib.sqlite_catalog(tmp_path)
+    ib.create_table(cat, "ns.t", rows=3)
+    db = sqlite3.connect(cat["uri"][len("sqlite:///"):])
+    db.execute("ALTER TABLE iceberg_tables DROP COLUMN iceberg_type")
+    loc = db.execute("SELECT metadata_location FROM iceberg_tables").fetchone()[0]
+    db.execute("UPDATE iceberg_tables SET metadata_location = ?", ("file:" + loc[len("file://"):],))
+    db.commit()
+    db.close()
+    configure(gds, cat)
+    add(gds, "tbl", "ns.t")
+    gds.tether("commit", "-m", "v0")
+    [tag] = tether_refs(cat)
+    assert ib.rows_at(cat, "ns.t", ib.refs(cat)[tag][0]) == 3
+
+
 def test_empty_table_records_minus_one_and_cannot_fork(gds, cat):
     ib.create_table(cat, "ns.empty")
     configure(gds, cat)
@@ -165,8 +184,10 @@ def test_racing_forks_one_wins_the_other_is_refused(gds, cat, tmp_path):
     assert [n for n in ib.refs(cat) if n.startswith("tether.ws.")] == [f"tether.ws.{gds.dataset_id()[:8]}.race"]
 
 
-def test_promote_refused_when_not_a_fast_forward(gds, cat):
-    ib.create_table(cat, "ns.t", rows=1)
+def written_fork(gds, cat, rows):
+    """A table of `rows` rows recorded on main, then forked on bookmark
+    feat, 2 rows appended there by pyiceberg and committed."""
+    ib.create_table(cat, "ns.t", rows=rows)
     configure(gds, cat)
     add(gds, "tbl", "ns.t")
     gds.tether("commit", "-m", "first")
@@ -174,6 +195,10 @@ def test_promote_refused_when_not_a_fast_forward(gds, cat):
     fork = [n for n in ib.refs(cat) if n.startswith("tether.ws.")][0]
     ib.append(cat, "ns.t", 2, branch=fork, start=10)
     gds.tether("commit", "-m", "fork work")
+
+
+def test_promote_refused_when_not_a_fast_forward(gds, cat):
+    written_fork(gds, cat, 1)
     main_head = ib.append(cat, "ns.t", 1, start=50)  # main moves on behind tether's back
     p = gds.tether("promote", "tbl", check_rc=3)
     assert "diverged" in p.stderr or "not a fast-forward" in p.stderr, p.stderr
@@ -181,14 +206,7 @@ def test_promote_refused_when_not_a_fast_forward(gds, cat):
 
 
 def test_diff_of_diverged_states_compares_totals(gds, cat):
-    ib.create_table(cat, "ns.t", rows=4)
-    configure(gds, cat)
-    add(gds, "tbl", "ns.t")
-    gds.tether("commit", "-m", "first")
-    gds.tether("new", "-b", "feat")
-    fork = [n for n in ib.refs(cat) if n.startswith("tether.ws.")][0]
-    ib.append(cat, "ns.t", 2, branch=fork, start=10)
-    gds.tether("commit", "-m", "fork")
+    written_fork(gds, cat, 4)
     gds.git("checkout", "-q", "main")
     gds.tether("new")
     ib.append(cat, "ns.t", 7, start=50)
@@ -281,6 +299,38 @@ def test_missing_table_secrets_and_wrong_password(gds, cat):
         p = add(gds, "tbl", "ns.t", check_rc=None)
         assert p.returncode != 0 and "password authentication failed" in p.stderr, p.stderr
         assert "wrong" not in p.stderr.replace("password authentication failed", "")
+
+
+def test_a_lost_compare_and_swap_is_refused_and_leaves_no_file(gds, tmp_path):
+    """The catalog row never moves (a trigger ignores every UPDATE, as if a
+    peer won each time): tether retries, then refuses, and deletes every
+    metadata file it wrote; the table is as it was."""
+    import sqlite3
+    cat = ib.sqlite_catalog(tmp_path)
+    ib.create_table(cat, "ns.t", rows=1)
+    configure(gds, cat)
+    add(gds, "tbl", "ns.t")
+    db = sqlite3.connect(cat["uri"][len("sqlite:///"):])
+    db.execute("CREATE TRIGGER lose BEFORE UPDATE ON iceberg_tables BEGIN SELECT RAISE(IGNORE); END")
+    db.commit()
+    db.close()
+    meta = Path(ib.load(cat).metadata_location[len("file://"):]).parent
+    files = sorted(meta.iterdir())
+    p = gds.tether("commit", "-m", "x", check_rc=3)
+    assert "refused, the head moved" in p.stderr and "nothing was changed" in p.stderr, p.stderr
+    assert sorted(meta.iterdir()) == files and ib.refs(cat).keys() == {"main"}
+    assert gds.commit_count() == 0
+
+
+def test_postgres_password_from_the_environment(gds, postgres_server, tmp_path):
+    cat = ib.postgres_catalog(postgres_server, tmp_path)
+    ib.create_table(cat, "ns.t", rows=1)
+    configure(gds, cat, secrets=f'[backends.iceberg]\ncatalog = {{uri = "{cat["tether_uri"]}"}}\n')
+    p = add(gds, "tbl", "ns.t", check_rc=None, env={"PGPASSWORD": "", "PGPASSFILE": str(tmp_path / "none")})
+    assert p.returncode != 0 and cat["password"] not in p.stderr, p.stderr
+    add(gds, "tbl", "ns.t", env={"PGPASSWORD": cat["password"]})
+    gds.tether("commit", "-m", "pg", env={"PGPASSWORD": cat["password"]})
+    assert len(tether_refs(cat)) == 1
 
 
 def test_secrets_in_a_misspelt_key_are_refused(gds, cat):

@@ -20,6 +20,7 @@
  * merge), worktree.c (checkouts), diff.c (diff and history), create.c
  * (stores tether creates). */
 #include "backends/git/gitbe.h"
+#include "util/backend_args.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -155,21 +156,8 @@ int gb_open_cached(const struct tether_bctx *ctx, const json_t *locator, struct 
 static int check_options(const json_t *options)
 {
 	static const char *const known[] = {"ref", "remote", "allow_dirty", "at", "create", NULL};
-	const char *k;
-	json_t *v;
-
-	json_object_foreach((json_t *)options, k, v) {
-		size_t i = 0;
-
-		while (known[i] && strcmp(known[i], k) != 0)
-			i++;
-		if (!known[i])
-			return tether_error_set(TETHER_EUSAGE, "unknown option '--%s' for kind git", k);
-		if (strcmp(k, "allow_dirty") != 0 && strcmp(k, "create") != 0 &&
-		    (!json_is_string(v) || !*json_string_value(v)))
-			return tether_error_set(TETHER_EUSAGE, "--%s for kind git takes a non-empty string", k);
-	}
-	return 0;
+	static const char *const flags[] = {"allow_dirty", "create", NULL};
+	return tt_backend_options_check(options, "git", known, flags);
 }
 
 /* A linked worktree of the dataset's own repository is outside the

@@ -1,6 +1,7 @@
 /* The git backend's locators, states and pin refs: what both of its
  * modules read the same way, without libgit2 (gitbe_read.h). */
 #include "backends/git/gitbe_read.h"
+#include "util/backend_args.h"
 #include "util/hex.h"
 
 #include <stdarg.h>
@@ -62,15 +63,7 @@ int gb_parse_sha20(const json_t *holder, const char *what, unsigned char out[GB_
 
 static int optional_string(const json_t *locator, const char *key, const char **out)
 {
-	json_t *v = json_object_get(locator, key);
-
-	*out = NULL;
-	if (!v)
-		return 0;
-	if (!json_is_string(v) || !*json_string_value(v))
-		return tether_error_set(TETHER_ECONFIG, "git locator: \"%s\" must be a non-empty string", key);
-	*out = json_string_value(v);
-	return 0;
+	return tt_locator_string(locator, "git", key, out);
 }
 
 /* "true"/"false" as strings (the command line) or booleans (TOML). */

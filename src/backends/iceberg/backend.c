@@ -1,17 +1,18 @@
 /* The `iceberg` backend: Apache Iceberg tables behind a catalog (SQL:
  * pyiceberg's SqlCatalog and Java's JdbcCatalog, on SQLite or Postgres;
- * REST when the build has it). Forkable: the state is the followed ref's
+ * REST). Forkable: the state is the followed ref's
  * snapshot id, a pin the tag tether.<pin id>, a fork the branch
  * tether.ws.<dataset8>.<bookmark>, and every ref move a catalog commit
  * conditional on the table's UUID and the ref's current snapshot
  * (CONDITIONAL_REF). Built as the module tether-backend-iceberg.so, the
- * only place libsqlite3 and libpq are linked.
+ * only place libsqlite3 and libpq are linked (libcurl too, for REST).
  *
  * This file: locators, identity, fingerprint, handles, the description;
  * refs.c the pins and forks; history.c history and diff; catalog*.c,
  * sql_db.c and metadata_*.c the catalogs and the metadata. */
 #include "backends/iceberg/ib.h"
 
+#include "util/backend_args.h"
 #include "util/fsutil.h"
 
 #include <stdlib.h>
@@ -23,14 +24,7 @@
 
 static int optional_string(const json_t *locator, const char *key, const char **out)
 {
-	json_t *v = json_object_get(locator, key);
-	*out = NULL;
-	if (!v)
-		return 0;
-	if (!json_is_string(v) || !*json_string_value(v))
-		return tether_error_set(TETHER_ECONFIG, "iceberg locator: \"%s\" must be a non-empty string", key);
-	*out = json_string_value(v);
-	return 0;
+	return tt_locator_string(locator, "iceberg", key, out);
 }
 
 static int split_identifier(const char *identifier, struct ib_loc *out)
@@ -74,18 +68,7 @@ int ib_read_locator(const json_t *locator, struct ib_loc *out)
 static int check_options(const json_t *options)
 {
 	static const char *const known[] = {"branch", "at", "catalog_name", NULL};
-	const char *k;
-	json_t *v;
-	json_object_foreach((json_t *)options, k, v) {
-		size_t i = 0;
-		while (known[i] && strcmp(known[i], k) != 0)
-			i++;
-		if (!known[i])
-			return tether_error_set(TETHER_EUSAGE, "unknown option '--%s' for kind iceberg", k);
-		if (!json_is_string(v) || !*json_string_value(v))
-			return tether_error_set(TETHER_EUSAGE, "--%s for kind iceberg takes a non-empty string", k);
-	}
-	return 0;
+	return tt_backend_options_check(options, "iceberg", known, NULL);
 }
 
 static int ib_make_locator(const struct tether_bctx *ctx, const char *uri, const json_t *options, const char *cwd,
@@ -255,8 +238,11 @@ static const struct tether_add_option ib_add_options[] = {
 const struct tether_backend tt_backend_iceberg = {
 	TETHER_BACKEND_INIT,
 	.kind = "iceberg",
-	.maturity = "experimental",
-	.summary = "Apache Iceberg tables in a SQL catalog (SQLite, Postgres): tags pin, branches fork",
+	/* Stable: the lifecycle suite runs on pyiceberg's SqlCatalog (SQLite)
+	 * and on the Iceberg project's REST catalog server; Postgres in
+	 * test_iceberg.py. */
+	.maturity = "stable",
+	.summary = "Apache Iceberg tables in a SQL (SQLite, Postgres) or REST catalog: tags pin, branches fork",
 	.caps = TETHER_CAP_FINGERPRINT | TETHER_CAP_ADDRESSABLE | TETHER_CAP_PIN | TETHER_CAP_FORK |
 	        TETHER_CAP_RETENTION_BOUND | TETHER_CAP_CONDITIONAL_REF | TETHER_CAP_DIFF | TETHER_CAP_HISTORY |
 	        TETHER_CAP_PROMOTE,

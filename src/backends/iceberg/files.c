@@ -22,6 +22,9 @@ int ib_open_dir(const struct tether_bctx *ctx, const char *dir, tether_store **s
 	 * the object's own secrets are catalog properties, not the store's. */
 	struct tether_bctx plain = ctx ? *ctx : (struct tether_bctx){TETHER_BCTX_INIT};
 	plain.secrets = NULL;
+	/* Java's Hadoop paths spell a local file "file:/p" (one slash). */
+	if (strncmp(dir, "file:/", 6) == 0 && dir[6] != '/')
+		dir += 5;
 	json_t *options = NULL;
 	int rc = ctx ? tether_bctx_store_options(&plain, dir, NULL, &options) : 0;
 	if (rc == 0)

@@ -8,6 +8,8 @@
  * repository.c, v1.c, repo*.c, files.c, diff.c and update.c the format. */
 #include "backends/icechunk/ic.h"
 
+#include "util/backend_args.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,14 +19,7 @@
 
 static int optional_string(const json_t *locator, const char *key, const char **out)
 {
-	json_t *v = json_object_get(locator, key);
-	*out = NULL;
-	if (!v)
-		return 0;
-	if (!json_is_string(v) || !*json_string_value(v))
-		return tether_error_set(TETHER_ECONFIG, "icechunk locator: \"%s\" must be a non-empty string", key);
-	*out = json_string_value(v);
-	return 0;
+	return tt_locator_string(locator, "icechunk", key, out);
 }
 
 int ic_read_locator(const json_t *locator, struct ic_loc *out)
@@ -66,19 +61,8 @@ const char *ic_position(const struct ic_loc *loc, int *is_branch)
 
 static int check_options(const json_t *options)
 {
-	static const char *const known[] = {"branch", "at", "create", NULL};
-	const char *k;
-	json_t *v;
-	json_object_foreach((json_t *)options, k, v) {
-		size_t i = 0;
-		while (known[i] && strcmp(known[i], k) != 0)
-			i++;
-		if (!known[i])
-			return tether_error_set(TETHER_EUSAGE, "unknown option '--%s' for kind icechunk", k);
-		if (strcmp(k, "create") != 0 && (!json_is_string(v) || !*json_string_value(v)))
-			return tether_error_set(TETHER_EUSAGE, "--%s for kind icechunk takes a non-empty string", k);
-	}
-	return 0;
+	static const char *const known[] = {"branch", "at", "create", NULL}, *const flags[] = {"create", NULL};
+	return tt_backend_options_check(options, "icechunk", known, flags);
 }
 
 static int ic_make_locator(const struct tether_bctx *ctx, const char *uri, const json_t *options,

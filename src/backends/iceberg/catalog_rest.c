@@ -371,7 +371,8 @@ int ib_catalog_rest_open(const json_t *props, const json_t *secrets, const char 
 		rest_close(&c->base);
 		return tt_fail_oom();
 	}
-	struct tt_http_options hopts = {.connect_timeout_ms = 10000, .timeout_ms = 120000, .allow_http = c->s.allow_http};
+	/* bounded: a request 10 s to connect, 60 s in all; 5 attempts (the client's default) */
+	struct tt_http_options hopts = {.connect_timeout_ms = 10000, .timeout_ms = 60000, .allow_http = c->s.allow_http};
 	rc = tt_http_new(&hopts, &c->http);
 	if (!rc)
 		rc = ib_rest_auth_new(&c->s, c->http, &c->auth);

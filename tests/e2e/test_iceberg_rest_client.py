@@ -274,6 +274,30 @@ def test_commit_503_before_the_server_is_rechecked_and_resent(iceberg_rest_serve
     assert calls == [("POST", 503), ("GET", 200), ("POST", 200)], calls
 
 
+def test_commit_throttled_is_resent_after_a_check(iceberg_rest_server, rest_proxy, tmp_path):
+    srv = iceberg_rest_server
+    ns, name, t = make_table(srv)
+    s1 = t.current_snapshot().snapshot_id
+    rest_proxy.rules.append({"method": "POST", "path": "/tables/", "status": 429, "times": 1})
+    r = tool(tmp_path, srv.secrets(uri=rest_proxy.uri), "commit", ns, name, at("tether.q", None), tag("tether.q", s1))
+    assert r.rc == 0, r.err
+    calls = [(s[0], s[3]) for s in rest_proxy.seen if "/tables/" in s[1]]
+    assert calls == [("POST", 429), ("GET", 200), ("POST", 200)], calls
+
+
+def test_commit_without_a_token_is_never_sent(iceberg_rest_server, rest_proxy, tmp_path):
+    """The token endpoint failing is not a commit of unknown outcome: the
+    commit was never sent, and the error names the token endpoint."""
+    srv = iceberg_rest_server
+    ns, name, t = make_table(srv)
+    rest_proxy.rules.append({"method": "POST", "path": "^/v1/oauth/tokens", "status": 503})
+    r = tool(tmp_path, srv.secrets("credential", uri=rest_proxy.uri), "commit", ns, name, at("tether.q", None),
+             tag("tether.q", t.current_snapshot().snapshot_id))
+    line = one_line_error(r, "ETRANSIENT")
+    assert "the token endpoint answered 503" in line and "outcome" not in line, line
+    assert not [s for s in rest_proxy.seen if "/tables/" in s[1]]
+
+
 def test_commit_whose_answer_is_lost_is_not_resent(iceberg_rest_server, rest_proxy, tmp_path):
     srv = iceberg_rest_server
     ns, name, t = make_table(srv)
@@ -325,3 +349,18 @@ def test_committed_secrets_and_bad_settings_refused(iceberg_rest_server, tmp_pat
     del sec["allow_http"]
     r = tool(tmp_path, sec, "load", "a", "b")
     assert r.rc == 2 and "allow_http" in r.err
+
+
+@pytest.mark.parametrize("path,body,said", [
+    ("/tables/", "not json at all", "the answer is not a table result"),
+    ("/tables/", '{"metadata-location": "x"}', "the answer is not a table result (no metadata object)"),
+    ("/tables/", '{"metadata": {}, "metadata-location": 5}', "the answer is not a table result"),
+    ("^/v1/config", '{"overrides": []}', "the answer is not a config object"),
+    ("^/v1/config", '{"defaults": {"prefix": 7}}', "a prefix or warehouse that is not a string"),
+])
+def test_malformed_answers_are_refused_on_one_line(iceberg_rest_server, rest_proxy, tmp_path, path, body, said):
+    srv = iceberg_rest_server
+    ns, name, _ = make_table(srv)
+    rest_proxy.rules.append({"method": "GET", "path": path, "status": 200, "body": body})
+    r = tool(tmp_path, srv.secrets(uri=rest_proxy.uri), "load", ns, name)
+    assert said in one_line_error(r, "EIO")

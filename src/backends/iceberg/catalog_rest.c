@@ -10,7 +10,7 @@
  * "refused, the head moved"; 400/422 on a commit TETHER_EREFUSED (the
  * catalog refused the change; nothing changed); 401/403/419 TETHER_EAUTH,
  * after one new token when the client-credentials flow can get one; 429
- * and 500/502/503/504 tried again with backoff (the HTTP client's bounded
+ * and 500/502/503/504 (on a commit too: see below) tried again with backoff (the HTTP client's bounded
  * loop: max_attempts, 100 ms doubling to 5 s, full jitter), then
  * TETHER_ETRANSIENT. A GET and a token request change nothing and are
  * simply repeated. A commit is never repeated blindly: after a 5xx or a
@@ -54,14 +54,20 @@ static int is_auth_status(long status)
  * token and one more try. retried: repeat on 5xx/429/no answer (only for
  * what changes nothing). */
 static int send_request(struct rest_catalog *c, const char *method, const char *url, const char *body,
-                        int retried, struct tt_http_response *resp)
+                        int retried, struct tt_http_response *resp, int *sent)
 {
 	memset(resp, 0, sizeof *resp);
 	for (int renew = 0;; renew++) {
+		/* *sent: whether the failure, if any, is the request's own (a
+		 * refused token was never applied; a token not got was never sent) */
+		if (sent)
+			*sent = 0;
 		char *authz = NULL;
 		int rc = ib_rest_auth_header(c->auth, renew, &authz);
 		if (rc)
 			return rc;
+		if (sent)
+			*sent = 1;
 		struct tt_http_header hdrs[3] = {{"Accept", "application/json"},
 		                                 {"Content-Type", "application/json"}};
 		size_t n = body ? 2 : 1;
@@ -121,7 +127,7 @@ static int ensure_config(struct rest_catalog *c)
 	if (!url)
 		return tt_fail_oom();
 	struct tt_http_response resp;
-	int rc = send_request(c, "GET", url, NULL, 1, &resp);
+	int rc = send_request(c, "GET", url, NULL, 1, &resp, NULL);
 	if (!rc && resp.status != 200)
 		rc = status_error(c, "GET", url, "config", NULL, &resp, 0);
 	if (!rc) {
@@ -190,7 +196,7 @@ static int rest_load(struct ib_catalog *base, const char *ns, const char *table,
 	if (rc)
 		return rc;
 	struct tt_http_response resp;
-	rc = send_request(c, "GET", url, NULL, 1, &resp);
+	rc = send_request(c, "GET", url, NULL, 1, &resp, NULL);
 	if (!rc && resp.status != 200)
 		rc = status_error(c, "GET", url, what, NULL, &resp, 0);
 	else if (!rc)
@@ -275,17 +281,18 @@ static int rest_commit(struct ib_catalog *base, const char *ns, const char *tabl
 	int unknown = 0; /* an earlier attempt's outcome was unknown */
 	for (int attempt = 1;; attempt++) {
 		struct tt_http_response resp;
-		rc = send_request(c, "POST", url, body, 0, &resp);
+		int sent;
+		rc = send_request(c, "POST", url, body, 0, &resp, &sent);
 		char status[96];
 		int lost = 0;
-		if (rc == TETHER_ETRANSIENT) {
+		if (rc == TETHER_ETRANSIENT && sent) {
 			snprintf(status, sizeof status, "no answer: %.70s", tether_error_last());
 			lost = 1;
 		} else if (rc) {
 			break;
 		} else if (resp.status == 200) {
 			rc = read_table_answer(c, "POST", url, &resp, metadata, NULL);
-		} else if (tt_http_retryable(0, &resp) && resp.status >= 500) {
+		} else if (tt_http_retryable(0, &resp)) { /* 429 and 5xx */
 			snprintf(status, sizeof status, "POST answered %ld", resp.status);
 			lost = 1;
 		} else if (resp.status == 409 && unknown) {
@@ -364,7 +371,8 @@ int ib_catalog_rest_open(const json_t *props, const json_t *secrets, const char 
 		rest_close(&c->base);
 		return tt_fail_oom();
 	}
-	struct tt_http_options hopts = {.connect_timeout_ms = 10000, .timeout_ms = 120000, .allow_http = c->s.allow_http};
+	/* bounded: a request 10 s to connect, 60 s in all; 5 attempts (the client's default) */
+	struct tt_http_options hopts = {.connect_timeout_ms = 10000, .timeout_ms = 60000, .allow_http = c->s.allow_http};
 	rc = tt_http_new(&hopts, &c->http);
 	if (!rc)
 		rc = ib_rest_auth_new(&c->s, c->http, &c->auth);

@@ -39,4 +39,8 @@ int tt_walk_each_commit(const struct tt_walk_src *src, int (*cb)(void *ud, const
 int tt_walk_history_files(const struct tt_walk_src *src, const char *dir, const char *cache_path,
                           tether_vcs_history_cb cb, void *ud, size_t *commits);
 
+/* tether_vcs_ops.history_trees over src's commits (git_history.c). */
+int tt_walk_history_trees(const struct tt_walk_src *src, const char *dir, const char *cache_path,
+                          const struct tether_vcs_tree_walk *trees, void *ud, size_t *commits);
+
 #endif

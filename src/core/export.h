@@ -7,6 +7,7 @@
 
 struct tt_export_data {
 	struct tt_export_table t[TT_T_COUNT];
+	void *own; /* the cells, their strings, and what the rows are made of */
 };
 
 /* The tables of the commits reachable from any ref (nrevs 0) or from the

@@ -438,12 +438,32 @@ static void export_time(json_int_t newest, char out[32])
 	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+static void json_row(const struct tt_export_table *t, size_t r, struct tt_cell *out)
+{
+	const json_t *row = json_array_get(t->src, r);
+	for (size_t c = 0; c < t->ncols; c++) {
+		const json_t *v = json_array_get(row, c);
+		struct tt_cell *o = &out[c];
+		memset(o, 0, sizeof *o);
+		o->null = !v || json_is_null(v);
+		if (json_is_string(v)) {
+			o->s = json_string_value(v);
+			o->len = json_string_length(v);
+		} else if (json_is_integer(v))
+			o->i = json_integer_value(v);
+		else if (json_is_boolean(v))
+			o->i = json_is_true(v);
+	}
+}
+
 int tt_export_collect(struct tether_repo *repo, const char *const *revs, size_t nrevs, struct tt_export_data *out)
 {
 	memset(out, 0, sizeof *out);
-	for (size_t t = 0; t < TT_T_COUNT; t++)
+	for (size_t t = 0; t < TT_T_COUNT; t++) {
+		out->rows[t] = json_array();
 		out->t[t] = (struct tt_export_table){ schema[t].name, schema[t].cols, schema[t].ncols, schema[t].nkey,
-			                              json_array() };
+			                              0, json_row, NULL };
+	}
 	int rc = tt_repo_vcs(repo);
 	if (rc)
 		return rc;
@@ -474,7 +494,7 @@ int tt_export_collect(struct tether_repo *repo, const char *const *revs, size_t 
 			json_t *row = json_array();
 			json_array_append(row, commit_id);
 			json_array_extend(row, e);
-			json_array_append_new(out->t[TT_T_OBJECTS].rows, row);
+			json_array_append_new(out->rows[TT_T_OBJECTS], row);
 		}
 		if (tt_cancelled()) {
 			rc = tt_cancel_error("exporting");
@@ -485,24 +505,24 @@ int tt_export_collect(struct tether_repo *repo, const char *const *revs, size_t 
 	tt_json_array_sort(commits, by_time);
 	json_int_t newest = 0;
 	json_array_foreach(commits, i, c) {
-		json_array_append_new(out->t[TT_T_COMMITS].rows, commit_row(c));
+		json_array_append_new(out->rows[TT_T_COMMITS], commit_row(c));
 		if (json_integer_value(json_object_get(c, "commit_time")) > newest)
 			newest = json_integer_value(json_object_get(c, "commit_time"));
 	}
 	if (!rc) {
 		json_t *states = object_values_sorted(w.states);
-		json_decref(out->t[TT_T_OBJECT_STATES].rows);
-		out->t[TT_T_OBJECT_STATES].rows = states;
+		json_decref(out->rows[TT_T_OBJECT_STATES]);
+		out->rows[TT_T_OBJECT_STATES] = states;
 		const char *digest;
 		json_t *at;
 		json_object_foreach(w.listings, digest, at) {
-			rc = read_listing(repo, digest, json_string_value(at), out->t[TT_T_LISTINGS].rows,
-			                  out->t[TT_T_LISTING_ENTRIES].rows);
+			rc = read_listing(repo, digest, json_string_value(at), out->rows[TT_T_LISTINGS],
+			                  out->rows[TT_T_LISTING_ENTRIES]);
 			if (rc)
 				break;
 		}
-		tt_json_array_sort(out->t[TT_T_LISTINGS].rows, by_first_cells);
-		tt_json_array_sort(out->t[TT_T_LISTING_ENTRIES].rows, by_first_cells);
+		tt_json_array_sort(out->rows[TT_T_LISTINGS], by_first_cells);
+		tt_json_array_sort(out->rows[TT_T_LISTING_ENTRIES], by_first_cells);
 	}
 	json_t *refs = NULL;
 	if (!rc)
@@ -511,11 +531,11 @@ int tt_export_collect(struct tether_repo *repo, const char *const *revs, size_t 
 		json_array_foreach(refs, i, c) {
 			/* only refs naming an exported commit: --rev limits them too */
 			if (json_object_get(infos, json_string_value(json_object_get(c, "commit"))))
-				json_array_append_new(out->t[TT_T_REFS].rows,
+				json_array_append_new(out->rows[TT_T_REFS],
 				                      json_pack("[O, O, O]", json_object_get(c, "type"),
 				                                json_object_get(c, "name"), json_object_get(c, "commit")));
 		}
-		json_t *meta = out->t[TT_T_META].rows;
+		json_t *meta = out->rows[TT_T_META];
 		char when[32], schema_version[16];
 		export_time(newest, when);
 		snprintf(schema_version, sizeof schema_version, "%d", TT_EXPORT_SCHEMA_VERSION);
@@ -532,6 +552,10 @@ int tt_export_collect(struct tether_repo *repo, const char *const *revs, size_t 
 		meta_row(meta, "vcs", repo->vcs->name);
 		free(revtext);
 	}
+	for (size_t t = 0; t < TT_T_COUNT; t++) {
+		out->t[t].nrows = json_array_size(out->rows[t]);
+		out->t[t].src = out->rows[t];
+	}
 	json_decref(refs);
 	json_decref(commits);
 	json_decref(infos);
@@ -546,6 +570,6 @@ int tt_export_collect(struct tether_repo *repo, const char *const *revs, size_t 
 void tt_export_data_free(struct tt_export_data *d)
 {
 	for (size_t t = 0; t < TT_T_COUNT; t++)
-		json_decref(d->t[t].rows);
+		json_decref(d->rows[t]);
 	memset(d, 0, sizeof *d);
 }

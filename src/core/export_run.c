@@ -85,7 +85,7 @@ static json_t *counts(const struct tt_export_data *d)
 {
 	json_t *c = json_object();
 	for (size_t t = 0; t < TT_T_COUNT; t++)
-		json_object_set_new(c, d->t[t].name, json_integer((json_int_t)json_array_size(d->t[t].rows)));
+		json_object_set_new(c, d->t[t].name, json_integer((json_int_t)d->t[t].nrows));
 	return c;
 }
 

@@ -3,12 +3,17 @@
  * tether-sql.so (SQLite, Parquet, CSV, JSON Lines; write and query) and
  * tether-sql-pg.so (Postgres; publish and query).
  *
- * The engine builds the tables (core/export.c) as plain data: every row a
- * JSON array in column order, each cell a string, an integer, true/false or
- * null, as its column's type says. The module only writes what it is given,
- * so the schema below is the one place the column names and types live
- * (docs/CLI.md, "tether export", documents them: they are stable; a change
- * bumps TT_EXPORT_SCHEMA_VERSION). The module is loaded on first use, so
+ * The engine builds the tables (core/export.c) and hands each to the module
+ * as a row source: nrows rows, row(t, r, cells) filling a row's cells in
+ * column order, each a string, an integer, a boolean or null as its
+ * column's type says. The cells' strings belong to the table and live as
+ * long as it does: a module copies nothing it only passes on. (Rows are
+ * not stored as such: the objects table, commits times objects, is made of
+ * one cell for the commit and the cells its manifest gave once.) The
+ * module only writes what it is given, so the schema below is the one
+ * place the column names and types live (docs/CLI.md, "tether export",
+ * documents them: they are stable; a change bumps
+ * TT_EXPORT_SCHEMA_VERSION). The module is loaded on first use, so
  * libsqlite3, libpq and libzstd are never mapped by other commands. */
 #ifndef TETHER_CORE_EXPORT_TABLES_H
 #define TETHER_CORE_EXPORT_TABLES_H
@@ -31,12 +36,25 @@ struct tt_export_column {
 	int nullable;
 };
 
+/* One cell. TEXT: s (NUL-terminated, valid UTF-8, len bytes, no NUL
+ * inside); INT: i; BOOL: i, 0 or 1. null: the cell is NULL (s is NULL). */
+struct tt_cell {
+	const char *s;
+	size_t len;
+	int64_t i;
+	int null;
+};
+
 struct tt_export_table {
 	const char *name;
 	const struct tt_export_column *cols;
 	size_t ncols;
 	size_t nkey;  /* the primary key: the first nkey columns */
-	json_t *rows; /* array of arrays, in the order they are written */
+	size_t nrows; /* rows, in the order they are written */
+	/* Row r (< nrows) into out[0..ncols). Cheap (no allocation), any
+	 * order, any number of times. */
+	void (*row)(const struct tt_export_table *t, size_t r, struct tt_cell *out);
+	const void *src; /* row's */
 };
 
 enum {
@@ -69,7 +87,7 @@ struct tt_sql_rows {
 	json_t *rows;
 };
 
-#define TT_SQL_MODULE_VERSION 1
+#define TT_SQL_MODULE_VERSION 2
 struct tt_sql_module {
 	uint32_t version; /* TT_SQL_MODULE_VERSION */
 	uint32_t size;

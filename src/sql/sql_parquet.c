@@ -20,31 +20,29 @@ static int write_table(const struct tt_export_table *t, const char *file)
 {
 	struct tt_parquet_column *cols = calloc(t->ncols, sizeof *cols);
 	struct tt_parquet_value *vals = calloc(t->ncols, sizeof *vals);
-	if (!cols || !vals)
+	struct tt_cell *cells = calloc(t->ncols, sizeof *cells);
+	if (!cols || !vals || !cells)
 		abort();
 	for (size_t c = 0; c < t->ncols; c++)
 		cols[c] = (struct tt_parquet_column){ t->cols[c].name, parquet_type(t->cols[c].type), t->cols[c].nullable };
 	int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 	struct tt_parquet_writer *w = NULL;
 	int rc = fd < 0 ? tt_sql_io_error(file, "cannot create") : tt_parquet_writer_new(fd, file, cols, t->ncols, 0, &w);
-	size_t i;
-	json_t *row;
-	json_array_foreach(t->rows, i, row) {
-		if (rc)
-			break;
+	for (size_t r = 0; !rc && r < t->nrows; r++) {
+		t->row(t, r, cells);
 		for (size_t c = 0; c < t->ncols; c++) {
-			const json_t *v = json_array_get(row, c);
+			const struct tt_cell *v = &cells[c];
 			struct tt_parquet_value *p = &vals[c];
-			p->is_null = !v || json_is_null(v);
+			p->is_null = v->null;
 			if (p->is_null)
 				continue;
 			if (t->cols[c].type == TT_COL_INT)
-				p->v.i64 = json_integer_value(v);
+				p->v.i64 = v->i;
 			else if (t->cols[c].type == TT_COL_BOOL)
-				p->v.b = json_is_true(v);
+				p->v.b = v->i != 0;
 			else {
-				p->v.str.s = json_string_value(v);
-				p->v.str.len = json_string_length(v);
+				p->v.str.s = v->s;
+				p->v.str.len = v->len;
 			}
 		}
 		rc = tt_parquet_writer_add(w, vals);
@@ -59,6 +57,7 @@ static int write_table(const struct tt_export_table *t, const char *file)
 		rc = tt_sql_io_error(file, "cannot write");
 	free(cols);
 	free(vals);
+	free(cells);
 	return rc;
 }
 

@@ -19,6 +19,7 @@
 
 #include <libpq-fe.h>
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -185,23 +186,23 @@ static int check_meta(PGconn *c, const char *url, const char *schema, const char
 }
 
 /* COPY's text format: backslash, tab, newline and CR escaped, \N null. */
-static void copy_cell(char **buf, size_t *len, size_t *cap, const json_t *v)
+static void copy_cell(char **buf, size_t *len, size_t *cap, enum tt_col_type type, const struct tt_cell *v)
 {
 	char num[32];
 	const char *s;
 	size_t n;
-	if (!v || json_is_null(v)) {
+	if (v->null) {
 		s = "\\N";
 		n = 2;
-	} else if (json_is_integer(v)) {
-		n = (size_t)snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+	} else if (type == TT_COL_INT) {
+		n = (size_t)snprintf(num, sizeof num, "%" PRId64, v->i);
 		s = num;
-	} else if (json_is_boolean(v)) {
-		s = json_is_true(v) ? "t" : "f";
+	} else if (type == TT_COL_BOOL) {
+		s = v->i ? "t" : "f";
 		n = 1;
 	} else {
-		s = json_string_value(v);
-		n = json_string_length(v);
+		s = v->s;
+		n = v->len;
 	}
 	if (*len + 2 * n + 4 > *cap) {
 		*cap = 2 * (*cap + 2 * n + 4);
@@ -209,7 +210,7 @@ static void copy_cell(char **buf, size_t *len, size_t *cap, const json_t *v)
 		if (!*buf)
 			abort();
 	}
-	int raw = !v || !json_is_string(v);
+	int raw = v->null || type != TT_COL_TEXT;
 	for (size_t i = 0; i < n; i++) {
 		char ch = s[i];
 		if (raw) {
@@ -229,7 +230,7 @@ static void copy_cell(char **buf, size_t *len, size_t *cap, const json_t *v)
 /* The rows of `t` that `keep` (NULL: all) lets through, sent into a
  * temporary copy of the table, then into it, skipping rows already there. */
 static int send_rows(PGconn *c, const char *url, const char *schema, const struct tt_export_table *t,
-                     int (*keep)(const json_t *row, void *ud), void *ud, size_t *sent)
+                     int (*keep)(const struct tt_cell *row, void *ud), void *ud, size_t *sent)
 {
 	char *tmp = tt_strdupf("tt_in_%s", t->name);
 	char *sql = tt_strdupf("CREATE TEMP TABLE %s (LIKE %s.%s) ON COMMIT DROP", tmp, schema, t->name);
@@ -239,19 +240,18 @@ static int send_rows(PGconn *c, const char *url, const char *schema, const struc
 	if (!rc)
 		rc = run(c, url, "cannot start a COPY", sql, 0, NULL, PGRES_COPY_IN, NULL);
 	free(sql);
-	size_t cap = 1 << 16, len = 0, i;
+	size_t cap = 1 << 16, len = 0;
 	char *buf = malloc(cap);
-	json_t *row;
+	struct tt_cell *row = calloc(t->ncols, sizeof *row);
 	*sent = 0;
-	if (!buf)
+	if (!buf || !row)
 		abort();
-	json_array_foreach(t->rows, i, row) {
-		if (rc)
-			break;
+	for (size_t i = 0; !rc && i < t->nrows; i++) {
+		t->row(t, i, row);
 		if (keep && !keep(row, ud))
 			continue;
 		for (size_t k = 0; k < t->ncols; k++) {
-			copy_cell(&buf, &len, &cap, json_array_get(row, k));
+			copy_cell(&buf, &len, &cap, t->cols[k].type, &row[k]);
 			buf[len++] = k + 1 < t->ncols ? '\t' : '\n';
 		}
 		(*sent)++;
@@ -264,6 +264,7 @@ static int send_rows(PGconn *c, const char *url, const char *schema, const struc
 	if (!rc && len && PQputCopyData(c, buf, (int)len) != 1)
 		rc = pg_fail(c, url, "COPY failed", NULL);
 	free(buf);
+	free(row);
 	if (!rc || PQtransactionStatus(c) == PQTRANS_ACTIVE) {
 		int end = PQputCopyEnd(c, rc ? "tether stopped" : NULL);
 		PGresult *r;
@@ -281,10 +282,10 @@ static int send_rows(PGconn *c, const char *url, const char *schema, const struc
 	return rc;
 }
 
-static int row_in(const json_t *row, void *ud)
+static int row_in(const struct tt_cell *row, void *ud)
 {
 	/* the first cell (commit_id) in the set */
-	return json_object_get(ud, json_string_value(json_array_get(row, 0))) != NULL;
+	return !row[0].null && json_object_get(ud, row[0].s) != NULL;
 }
 
 /* Rows whose first cell (state id, listing digest) the new objects name. */
@@ -292,10 +293,19 @@ struct wanted {
 	json_t *set; /* {value: true} */
 };
 
-static int cell_in(const json_t *row, void *ud)
+static int cell_in(const struct tt_cell *row, void *ud)
 {
 	struct wanted *w = ud;
-	return json_object_get(w->set, json_string_value(json_array_get(row, 0))) != NULL;
+	return !row[0].null && json_object_get(w->set, row[0].s) != NULL;
+}
+
+/* The index of t's column `name` (export.c's schema has it). */
+static size_t column(const struct tt_export_table *t, const char *name)
+{
+	for (size_t k = 0; k < t->ncols; k++)
+		if (strcmp(t->cols[k].name, name) == 0)
+			return k;
+	abort();
 }
 
 static int publish_in(PGconn *c, const struct tt_sql_publish *p, const char *schema, json_t *report)
@@ -333,10 +343,14 @@ static int publish_in(PGconn *c, const struct tt_sql_publish *p, const char *sch
 	for (int i = 0; !rc && i < PQntuples(r); i++)
 		json_object_set_new(there, PQgetvalue(r, i, 0), json_true());
 	PQclear(r);
-	size_t i;
-	json_t *row;
-	json_array_foreach(T[TT_T_COMMITS].rows, i, row) {
-		const char *id = json_string_value(json_array_get(row, 0));
+	struct tt_cell *row = calloc(T[TT_T_OBJECTS].ncols > T[TT_T_COMMITS].ncols ? T[TT_T_OBJECTS].ncols
+	                                                                              : T[TT_T_COMMITS].ncols,
+	                             sizeof *row);
+	if (!row)
+		abort();
+	for (size_t i = 0; i < T[TT_T_COMMITS].nrows; i++) {
+		T[TT_T_COMMITS].row(&T[TT_T_COMMITS], i, row);
+		const char *id = row[0].s;
 		json_object_set_new(exported, id, json_true());
 		if (!json_object_get(there, id))
 			json_object_set_new(fresh, id, json_true());
@@ -360,15 +374,17 @@ static int publish_in(PGconn *c, const struct tt_sql_publish *p, const char *sch
 	}
 	/* the states and listings the new commits' objects name */
 	struct wanted states = { json_object() }, listings = { json_object() };
-	json_array_foreach(T[TT_T_OBJECTS].rows, i, row) {
-		if (!json_object_get(fresh, json_string_value(json_array_get(row, 0))))
+	size_t state_col = column(&T[TT_T_OBJECTS], "state_id"), listing_col = column(&T[TT_T_OBJECTS], "listing");
+	for (size_t i = 0; i < T[TT_T_OBJECTS].nrows; i++) {
+		T[TT_T_OBJECTS].row(&T[TT_T_OBJECTS], i, row);
+		if (!json_object_get(fresh, row[0].s))
 			continue;
-		json_t *s = json_array_get(row, 8), *l = json_array_get(row, 12);
-		if (json_is_string(s))
-			json_object_set_new(states.set, json_string_value(s), json_true());
-		if (json_is_string(l))
-			json_object_set_new(listings.set, json_string_value(l), json_true());
+		if (!row[state_col].null)
+			json_object_set_new(states.set, row[state_col].s, json_true());
+		if (!row[listing_col].null)
+			json_object_set_new(listings.set, row[listing_col].s, json_true());
 	}
+	free(row);
 	size_t sent_commits = 0, sent_objects = 0, sent = 0;
 	if (!rc)
 		rc = send_rows(c, url, schema, &T[TT_T_COMMITS], row_in, fresh, &sent_commits);

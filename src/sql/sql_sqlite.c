@@ -57,20 +57,18 @@ static char *insert_sql(const struct tt_export_table *t)
 	return s;
 }
 
-static int bind_row(sqlite3_stmt *st, const struct tt_export_table *t, const json_t *row)
+static int bind_row(sqlite3_stmt *st, const struct tt_export_table *t, const struct tt_cell *cells)
 {
 	int rc = SQLITE_OK;
 	for (size_t c = 0; rc == SQLITE_OK && c < t->ncols; c++) {
-		const json_t *v = json_array_get(row, c);
+		const struct tt_cell *v = &cells[c];
 		int i = (int)c + 1;
-		if (!v || json_is_null(v))
+		if (v->null)
 			rc = sqlite3_bind_null(st, i);
-		else if (json_is_integer(v))
-			rc = sqlite3_bind_int64(st, i, json_integer_value(v));
-		else if (json_is_boolean(v))
-			rc = sqlite3_bind_int(st, i, json_is_true(v));
+		else if (t->cols[c].type == TT_COL_TEXT)
+			rc = sqlite3_bind_text(st, i, v->s, (int)v->len, SQLITE_STATIC);
 		else
-			rc = sqlite3_bind_text(st, i, json_string_value(v), (int)json_string_length(v), SQLITE_STATIC);
+			rc = sqlite3_bind_int64(st, i, v->i);
 	}
 	return rc;
 }
@@ -78,20 +76,21 @@ static int bind_row(sqlite3_stmt *st, const struct tt_export_table *t, const jso
 static int write_table(sqlite3 *db, const struct tt_export_table *t, const char *path)
 {
 	char *create = create_sql(t), *insert = insert_sql(t);
+	struct tt_cell *cells = calloc(t->ncols ? t->ncols : 1, sizeof *cells);
+	if (!cells)
+		abort();
 	sqlite3_stmt *st = NULL;
 	int rc = sqlite3_exec(db, create, NULL, NULL, NULL) == SQLITE_OK ? 0 : db_error(db, path, "cannot create a table");
 	if (!rc && sqlite3_prepare_v2(db, insert, -1, &st, NULL) != SQLITE_OK)
 		rc = db_error(db, path, "cannot prepare an insert");
-	size_t i;
-	json_t *row;
-	json_array_foreach(t->rows, i, row) {
-		if (rc)
-			break;
-		if (bind_row(st, t, row) != SQLITE_OK || sqlite3_step(st) != SQLITE_DONE)
+	for (size_t i = 0; !rc && i < t->nrows; i++) {
+		t->row(t, i, cells);
+		if (bind_row(st, t, cells) != SQLITE_OK || sqlite3_step(st) != SQLITE_DONE)
 			rc = tether_error_set(TETHER_EIO, "%s: table %s, row %zu: %s", path, t->name, i + 1, sqlite3_errmsg(db));
 		sqlite3_reset(st);
 	}
 	sqlite3_finalize(st);
+	free(cells);
 	free(create);
 	free(insert);
 	return rc;

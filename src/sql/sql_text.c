@@ -10,23 +10,24 @@
 
 #include <tether/backend.h>
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void csv_field(FILE *f, const json_t *v)
+static void csv_field(FILE *f, enum tt_col_type type, const struct tt_cell *v)
 {
-	if (json_is_null(v) || !v)
+	if (v->null)
 		return;
-	if (json_is_integer(v)) {
-		fprintf(f, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-		return;
-	}
-	if (json_is_boolean(v)) {
-		fputs(json_is_true(v) ? "true" : "false", f);
+	if (type == TT_COL_INT) {
+		fprintf(f, "%" PRId64, v->i);
 		return;
 	}
-	const char *s = json_string_value(v);
-	size_t n = json_string_length(v);
+	if (type == TT_COL_BOOL) {
+		fputs(v->i ? "true" : "false", f);
+		return;
+	}
+	const char *s = v->s;
+	size_t n = v->len;
 	int quote = n == 0 || s[0] == ' ' || s[n - 1] == ' ' || strpbrk(s, ",\"\r\n") != NULL;
 	if (!quote) {
 		fwrite(s, 1, n, f);
@@ -46,22 +47,54 @@ static int write_csv_table(const struct tt_export_table *t, const char *file)
 	FILE *f = fopen(file, "w");
 	if (!f)
 		return tt_sql_io_error(file, "cannot create");
+	struct tt_cell *cells = calloc(t->ncols ? t->ncols : 1, sizeof *cells);
+	if (!cells)
+		abort();
 	for (size_t c = 0; c < t->ncols; c++)
 		fprintf(f, "%s%s", c ? "," : "", t->cols[c].name);
 	fputs("\r\n", f);
-	size_t i;
-	json_t *row;
-	json_array_foreach(t->rows, i, row) {
+	for (size_t r = 0; r < t->nrows; r++) {
+		t->row(t, r, cells);
 		for (size_t c = 0; c < t->ncols; c++) {
 			if (c)
 				fputc(',', f);
-			csv_field(f, json_array_get(row, c));
+			csv_field(f, t->cols[c].type, &cells[c]);
 		}
 		fputs("\r\n", f);
 	}
+	free(cells);
 	if (ferror(f) | (fclose(f) != 0))
 		return tt_sql_io_error(file, "cannot write");
 	return 0;
+}
+
+/* A JSON string as jansson's compact dump writes one (what this writer
+ * wrote before it wrote rows itself, and so still does): quote and
+ * backslash escaped, \b \f \n \r \t as such, other control characters as
+ * \u00XX, everything else (UTF-8 included) as it is. */
+static void json_string_out(FILE *f, const char *s, size_t n)
+{
+	fputc('"', f);
+	size_t run = 0; /* the first byte not yet written */
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch >= 0x20 && ch != '"' && ch != '\\')
+			continue;
+		fwrite(s + run, 1, i - run, f);
+		run = i + 1;
+		switch (ch) {
+		case '"': fputs("\\\"", f); break;
+		case '\\': fputs("\\\\", f); break;
+		case '\b': fputs("\\b", f); break;
+		case '\f': fputs("\\f", f); break;
+		case '\n': fputs("\\n", f); break;
+		case '\r': fputs("\\r", f); break;
+		case '\t': fputs("\\t", f); break;
+		default: fprintf(f, "\\u%04X", ch);
+		}
+	}
+	fwrite(s + run, 1, n - run, f);
+	fputc('"', f);
 }
 
 static int write_jsonl_table(const struct tt_export_table *t, const char *file)
@@ -69,16 +102,28 @@ static int write_jsonl_table(const struct tt_export_table *t, const char *file)
 	FILE *f = fopen(file, "w");
 	if (!f)
 		return tt_sql_io_error(file, "cannot create");
-	size_t i;
-	json_t *row;
-	json_array_foreach(t->rows, i, row) {
-		json_t *o = json_object();
-		for (size_t c = 0; c < t->ncols; c++)
-			json_object_set(o, t->cols[c].name, json_array_get(row, c));
-		json_dumpf(o, f, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		fputc('\n', f);
-		json_decref(o);
+	struct tt_cell *cells = calloc(t->ncols ? t->ncols : 1, sizeof *cells);
+	if (!cells)
+		abort();
+	for (size_t r = 0; r < t->nrows; r++) {
+		t->row(t, r, cells);
+		for (size_t c = 0; c < t->ncols; c++) {
+			const struct tt_cell *v = &cells[c];
+			fputc(c ? ',' : '{', f);
+			json_string_out(f, t->cols[c].name, strlen(t->cols[c].name));
+			fputc(':', f);
+			if (v->null)
+				fputs("null", f);
+			else if (t->cols[c].type == TT_COL_INT)
+				fprintf(f, "%" PRId64, v->i);
+			else if (t->cols[c].type == TT_COL_BOOL)
+				fputs(v->i ? "true" : "false", f);
+			else
+				json_string_out(f, v->s, v->len);
+		}
+		fputs(t->ncols ? "}\n" : "{}\n", f);
 	}
+	free(cells);
 	if (ferror(f) | (fclose(f) != 0))
 		return tt_sql_io_error(file, "cannot write");
 	return 0;

@@ -412,9 +412,10 @@ static int visit_commit(void *ud, const unsigned char id[20], const unsigned cha
 	return fresh ? walk_files(w, dir_id) : 0;
 }
 
-static int history_walk(struct file_walk w, const struct tt_walk_src *src, const char *dir, const char *cache_path,
-                        size_t *commits)
+int tt_walk_history(const struct tt_walk_src *src, const char *dir, const char *cache_path,
+                    const struct tt_walk_wants *wants, size_t *commits)
 {
+	struct file_walk w = {.src = src, .cb = wants->files, .trees = wants->trees, .ud = wants->ud};
 	char *norm = NULL;
 	int rc = tt_git_path_normalize(dir, &norm);
 
@@ -436,16 +437,4 @@ static int history_walk(struct file_walk w, const struct tt_walk_src *src, const
 	free(w.path.s);
 	free(norm);
 	return rc;
-}
-
-int tt_walk_history_files(const struct tt_walk_src *src, const char *dir, const char *cache_path,
-                          tether_vcs_history_cb cb, void *ud, size_t *commits)
-{
-	return history_walk((struct file_walk){.src = src, .cb = cb, .ud = ud}, src, dir, cache_path, commits);
-}
-
-int tt_walk_history_trees(const struct tt_walk_src *src, const char *dir, const char *cache_path,
-                          const struct tether_vcs_tree_walk *trees, void *ud, size_t *commits)
-{
-	return history_walk((struct file_walk){.src = src, .trees = trees, .ud = ud}, src, dir, cache_path, commits);
 }

@@ -981,7 +981,8 @@ static int native_history_files(struct tether_vcs *v, const char *dir, const cha
                                 tether_vcs_history_cb cb, void *ud, size_t *commits)
 {
 	int to_libgit2 = 1,
-	    rc = native(v) ? tt_native_history_files(&v->repo, v->odb, dir, cache_path, cb, ud, commits, &to_libgit2)
+	    rc = native(v) ? tt_native_history(&v->repo, v->odb, dir, cache_path,
+	                                       &(struct tt_walk_wants){.files = cb, .ud = ud}, commits, &to_libgit2)
 	                   : 0;
 	if (rc < 0 || !to_libgit2)
 		return rc;
@@ -996,7 +997,8 @@ static int native_history_trees(struct tether_vcs *v, const char *const *tips, s
 {
 	int to_libgit2 = 1,
 	    rc = native(v) && !tips
-	             ? tt_native_history_trees(&v->repo, v->odb, dir, cache_path, cb, ud, commits, &to_libgit2)
+	             ? tt_native_history(&v->repo, v->odb, dir, cache_path,
+	                                 &(struct tt_walk_wants){.trees = cb, .ud = ud}, commits, &to_libgit2)
 	             : 0;
 	if (rc < 0 || !to_libgit2)
 		return rc;

@@ -15,6 +15,7 @@
 #include "util/fsutil.h"
 #include "util/tempname.h"
 #include "vcs/git_store.h"
+#include "vcs/git_walk.h"
 #include "vcs/jj_run.h"
 #include "vcs/vcs.h"
 
@@ -700,7 +701,7 @@ static int jj_history_files(struct tether_vcs *v, const char *dir, const char *c
 		rc = visible_tips(v, &res, &tips, &n);
 	if (rc)
 		return rc;
-	rc = tt_git_store_history_files(v, tips, n, dir, cache_path, cb, ud, commits);
+	rc = tt_git_store_history(v, tips, n, dir, cache_path, &(struct tt_walk_wants){.files = cb, .ud = ud}, commits);
 	free(tips);
 	tt_jj_result_free(&res);
 	return rc;
@@ -721,7 +722,8 @@ static int jj_history_trees(struct tether_vcs *v, const char *const *given, size
 		rc = visible_tips(v, &res, &tips, &n);
 	if (rc)
 		return rc;
-	rc = tt_git_store_history_trees(v, given ? given : tips, given ? ngiven : n, dir, cache_path, cb, ud, commits);
+	rc = tt_git_store_history(v, given ? given : tips, given ? ngiven : n, dir, cache_path,
+	                          &(struct tt_walk_wants){.trees = cb, .ud = ud}, commits);
 	if (!given) {
 		free(tips);
 		tt_jj_result_free(&res);

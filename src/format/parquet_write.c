@@ -28,18 +28,36 @@
 enum { PQW_BOOLEAN = 0, PQW_INT32 = 1, PQW_INT64 = 2, PQW_DOUBLE = 5, PQW_BYTE_ARRAY = 6 };
 enum { PQW_PLAIN = 0, PQW_PLAIN_DICTIONARY = 2, PQW_RLE = 3 };
 
+/* A block of a column's string pool. */
+struct pqw_block {
+	uint8_t *buf;
+	size_t len, cap;
+};
+
 struct pqw_col {
 	char *name;
 	enum tt_parquet_type type;
 	bool nullable;
 	uint8_t *defined; /* per buffered row: 1 when not null */
-	uint64_t *v;      /* per non-null value: the bits, or for strings the offset of its bytes in pool */
-	uint32_t *len;    /* strings: per non-null value */
+	uint64_t *v;      /* per non-null value: the bits, or for strings its entry */
 	size_t nv, vcap;
-	/* Strings as PLAIN encodes them, each its 4-byte length then its
-	 * bytes: a chunk's PLAIN values are the pool as it is, a dictionary
-	 * entry one copy. */
-	struct tc_writer pool;
+	/* Strings: the row group's distinct values (entries), numbered in the
+	 * order first seen, found through a hash table as they are added: a
+	 * repeated string is never copied, and the entries are the dictionary
+	 * the chunk may be written with. */
+	const uint8_t **ent;     /* each entry's bytes, in pool */
+	uint32_t *ent_len;
+	uint64_t *ent_hash;
+	size_t nent, entcap;
+	uint32_t *slots;         /* entry + 1, or 0: empty */
+	size_t nslots;           /* a power of 2, at least twice nent */
+	size_t plain;            /* the PLAIN size of all buffered values */
+	/* The entries as PLAIN encodes them, each its 4-byte length then its
+	 * bytes. Blocks, not one buffer: a growing buffer is copied at each
+	 * doubling; an entry never moves once added. Blocks are kept from row
+	 * group to row group. */
+	struct pqw_block *pool;
+	size_t npool, used; /* blocks allocated; in use: pool[0..used) */
 };
 
 struct tt_parquet_writer {
@@ -106,8 +124,13 @@ void tt_parquet_writer_free(struct tt_parquet_writer *w)
 		free(w->cols[i].name);
 		free(w->cols[i].defined);
 		free(w->cols[i].v);
-		free(w->cols[i].len);
-		tc_writer_free(&w->cols[i].pool);
+		free(w->cols[i].ent);
+		free(w->cols[i].ent_len);
+		free(w->cols[i].ent_hash);
+		free(w->cols[i].slots);
+		for (size_t b = 0; b < w->cols[i].npool; b++)
+			free(w->cols[i].pool[b].buf);
+		free(w->cols[i].pool);
 	}
 	free(w->cols);
 	free(w->what);
@@ -145,7 +168,6 @@ int tt_parquet_writer_new(int fd, const char *what, const struct tt_parquet_colu
 			tt_parquet_writer_free(w);
 			return tether_error_set(TETHER_EUSAGE, "%s: column %zu without a name or of an unknown type", what, i);
 		}
-		tc_writer_init(&w->cols[i].pool);
 		w->cols[i].type = cols[i].type;
 		w->cols[i].nullable = cols[i].nullable;
 		if (!(w->cols[i].name = strdup(cols[i].name))) {
@@ -231,31 +253,38 @@ static int pqw_bit_width(size_t max)
 	return bw ? bw : 1;
 }
 
-/* Value i's bytes as Parquet's PLAIN encodes it (no length prefix). */
+/* String value i's bytes (no length prefix; the pool's 4 bytes before
+ * them are it) and length. */
 static const uint8_t *pqw_str(const struct pqw_col *c, size_t i)
 {
-	return c->pool.buf + c->v[i];
+	return c->ent[c->v[i]];
 }
 
+static uint32_t pqw_len(const struct pqw_col *c, size_t i)
+{
+	return c->ent_len[c->v[i]];
+}
+
+/* Values of other types: strings are their entries, already distinct. */
 static bool pqw_equal(const struct pqw_col *c, size_t a, size_t b)
 {
-	if (c->type != TT_PARQUET_STRING)
-		return c->v[a] == c->v[b];
-	return c->len[a] == c->len[b] && memcmp(pqw_str(c, a), pqw_str(c, b), c->len[a]) == 0;
+	return c->v[a] == c->v[b];
 }
 
 static uint64_t pqw_hash(const struct pqw_col *c, size_t i)
 {
 	uint64_t h = 0xcbf29ce484222325u;
-	if (c->type != TT_PARQUET_STRING) {
-		h ^= c->v[i];
-		h *= 0x100000001b3u;
-		return h ^ (h >> 29);
-	}
-	/* Eight bytes a step: only the table's layout depends on the hash,
-	 * never the dictionary's order (first seen) or the file. */
-	const uint8_t *s = pqw_str(c, i);
-	size_t n = c->len[i], k = 0;
+	h ^= c->v[i];
+	h *= 0x100000001b3u;
+	return h ^ (h >> 29);
+}
+
+/* A string's hash, eight bytes a step: only the table's layout depends
+ * on it, never the entries' order (first seen) or the file. */
+static uint64_t pqw_hash_bytes(const uint8_t *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325u ^ n;
+	size_t k = 0;
 	for (; k + 8 <= n; k += 8) {
 		uint64_t x;
 		memcpy(&x, s + k, 8);
@@ -272,6 +301,19 @@ static uint64_t pqw_hash(const struct pqw_col *c, size_t i)
  * or SIZE_MAX when out of memory. */
 static size_t pqw_dictionary(const struct pqw_col *c, size_t **dict, uint32_t *idx)
 {
+	if (c->type == TT_PARQUET_STRING) {
+		/* the entries are the dictionary: each one's first value */
+		size_t *d = malloc((c->nent ? c->nent : 1) * sizeof *d), n = 0;
+		if (!d)
+			return SIZE_MAX;
+		for (size_t i = 0; i < c->nv; i++) {
+			idx[i] = (uint32_t)c->v[i];
+			if (c->v[i] == n)
+				d[n++] = i;
+		}
+		*dict = d;
+		return n;
+	}
 	size_t cap = 16;
 	while (cap < c->nv * 2)
 		cap *= 2;
@@ -302,7 +344,7 @@ static size_t pqw_dictionary(const struct pqw_col *c, size_t **dict, uint32_t *i
 static void pqw_plain_value(struct tc_writer *b, const struct pqw_col *c, size_t i)
 {
 	if (c->type == TT_PARQUET_STRING)
-		tc_w_bytes(b, pqw_str(c, i) - 4, 4 + (size_t)c->len[i]); /* the pool's length prefix too */
+		tc_w_bytes(b, pqw_str(c, i) - 4, 4 + (size_t)pqw_len(c, i)); /* the pool's length prefix too */
 	else
 		pqw_le(b, c->v[i], pqw_width(c->type));
 }
@@ -310,10 +352,6 @@ static void pqw_plain_value(struct tc_writer *b, const struct pqw_col *c, size_t
 /* The PLAIN values of entries (NULL: every value, in order) into b. */
 static void pqw_plain_values(struct tc_writer *b, const struct pqw_col *c, const size_t *entries, size_t n)
 {
-	if (!entries && c->type == TT_PARQUET_STRING) {
-		tc_w_bytes(b, c->pool.buf, c->pool.len);
-		return;
-	}
 	uint8_t buf[512];
 	size_t at = 0, width = pqw_width(c->type);
 	for (size_t k = 0; k < n; k++) {
@@ -334,7 +372,7 @@ static void pqw_plain_values(struct tc_writer *b, const struct pqw_col *c, const
 
 static size_t pqw_plain_size(const struct pqw_col *c, size_t i)
 {
-	return c->type == TT_PARQUET_STRING ? 4 + (size_t)c->len[i] : pqw_width(c->type);
+	return c->type == TT_PARQUET_STRING ? 4 + (size_t)pqw_len(c, i) : pqw_width(c->type);
 }
 
 /* ---- statistics ---- */
@@ -358,7 +396,7 @@ static bool pqw_less(const struct pqw_col *c, size_t a, size_t b)
 	case TT_PARQUET_DOUBLE:
 		return pqw_double(c->v[a]) < pqw_double(c->v[b]);
 	case TT_PARQUET_STRING: {
-		uint32_t la = c->len[a], lb = c->len[b];
+		uint32_t la = pqw_len(c, a), lb = pqw_len(c, b);
 		int r = memcmp(pqw_str(c, a), pqw_str(c, b), la < lb ? la : lb);
 		return r < 0 || (r == 0 && la < lb);
 	}
@@ -371,7 +409,7 @@ static void pqw_stat_value(struct tc_writer *b, int16_t id, const struct pqw_col
 {
 	uint8_t x[8];
 	if (c->type == TT_PARQUET_STRING) {
-		tc_w_binary(b, id, pqw_str(c, i), c->len[i]);
+		tc_w_binary(b, id, pqw_str(c, i), pqw_len(c, i));
 		return;
 	}
 	uint64_t v = c->v[i];
@@ -501,7 +539,7 @@ static int pqw_chunk(struct tt_parquet_writer *w, const struct pqw_col *c, struc
 	if (c->type == TT_PARQUET_BOOLEAN)
 		plain = (c->nv + 7) / 8;
 	else if (c->type == TT_PARQUET_STRING)
-		plain = c->pool.len;
+		plain = c->plain;
 	else
 		plain = c->nv * pqw_width(c->type);
 	/* The dictionary, and whether it is smaller than PLAIN. */
@@ -636,8 +674,13 @@ static int pqw_flush(struct tt_parquet_writer *w)
 	}
 	tc_writer_free(&meta);
 	for (size_t i = 0; i < w->ncols; i++) {
-		w->cols[i].nv = 0;
-		w->cols[i].pool.len = 0;
+		struct pqw_col *c = &w->cols[i];
+		c->nv = 0;
+		c->used = 0;
+		c->plain = 0;
+		c->nent = 0;
+		if (c->slots)
+			memset(c->slots, 0, c->nslots * sizeof *c->slots);
 	}
 	w->rows = 0;
 	w->bytes = 0;
@@ -657,12 +700,6 @@ static int pqw_grow(struct tt_parquet_writer *w)
 			c->v = v;
 		if (!d || !v)
 			return pqw_oom(w);
-		if (c->type == TT_PARQUET_STRING) {
-			uint32_t *l = realloc(c->len, cap * sizeof *l);
-			if (!l)
-				return pqw_oom(w);
-			c->len = l;
-		}
 	}
 	w->rcap = cap;
 	return 0;
@@ -687,6 +724,97 @@ static bool pqw_valid_utf8(const unsigned char *s, size_t n)
 		i += k;
 	}
 	return true;
+}
+
+/* n bytes at the end of c's pool, in the last block in use or the next
+ * one (reused when big enough: the pool's blocks stay in order), or NULL
+ * when out of memory. */
+static uint8_t *pqw_pool_take(struct pqw_col *c, size_t n)
+{
+	struct pqw_block *b = c->used ? &c->pool[c->used - 1] : NULL;
+	if (!b || b->cap - b->len < n) {
+		if (c->used == c->npool) {
+			struct pqw_block *p = realloc(c->pool, (c->npool + 1) * sizeof *p);
+			if (!p)
+				return NULL;
+			c->pool = p;
+			c->pool[c->npool++] = (struct pqw_block){ NULL, 0, 0 };
+		}
+		b = &c->pool[c->used];
+		if (b->cap < n) {
+			/* doubling from 64 KiB up to 4 MiB a block, or one string's size */
+			size_t cap = c->used ? c->pool[c->used - 1].cap * 2 : (size_t)64 << 10;
+			if (cap > (size_t)4 << 20)
+				cap = (size_t)4 << 20;
+			if (cap < n)
+				cap = n;
+			free(b->buf);
+			if (!(b->buf = malloc(cap))) {
+				b->cap = 0;
+				return NULL;
+			}
+			b->cap = cap;
+		}
+		b->len = 0;
+		c->used++;
+	}
+	uint8_t *at = b->buf + b->len;
+	b->len += n;
+	return at;
+}
+
+/* The entry of string s (added when new), or SIZE_MAX when out of memory. */
+static size_t pqw_entry(struct pqw_col *c, const char *s, size_t n)
+{
+	if (2 * (c->nent + 1) > c->nslots) {
+		size_t ns = c->nslots ? 2 * c->nslots : 1024;
+		uint32_t *slots = calloc(ns, sizeof *slots);
+		if (!slots)
+			return SIZE_MAX;
+		for (size_t e = 0; e < c->nent; e++) {
+			size_t at = (size_t)c->ent_hash[e] & (ns - 1);
+			while (slots[at])
+				at = (at + 1) & (ns - 1);
+			slots[at] = (uint32_t)e + 1;
+		}
+		free(c->slots);
+		c->slots = slots;
+		c->nslots = ns;
+	}
+	uint64_t h = pqw_hash_bytes((const uint8_t *)s, n);
+	size_t at = (size_t)h & (c->nslots - 1);
+	for (; c->slots[at]; at = (at + 1) & (c->nslots - 1)) {
+		size_t e = c->slots[at] - 1;
+		if (c->ent_hash[e] == h && c->ent_len[e] == n && memcmp(c->ent[e], s, n) == 0)
+			return e;
+	}
+	if (c->nent == c->entcap) {
+		size_t cap = c->entcap ? 2 * c->entcap : 256;
+		const uint8_t **ent = realloc(c->ent, cap * sizeof *ent);
+		if (ent)
+			c->ent = ent;
+		uint32_t *len = realloc(c->ent_len, cap * sizeof *len);
+		if (len)
+			c->ent_len = len;
+		uint64_t *hash = realloc(c->ent_hash, cap * sizeof *hash);
+		if (hash)
+			c->ent_hash = hash;
+		if (!ent || !len || !hash)
+			return SIZE_MAX;
+		c->entcap = cap;
+	}
+	uint8_t *dst = pqw_pool_take(c, 4 + n);
+	if (!dst)
+		return SIZE_MAX;
+	for (int k = 0; k < 4; k++)
+		dst[k] = (uint8_t)(n >> (8 * k));
+	memcpy(dst + 4, s, n);
+	size_t e = c->nent++;
+	c->ent[e] = dst + 4;
+	c->ent_len[e] = (uint32_t)n;
+	c->ent_hash[e] = h;
+	c->slots[at] = (uint32_t)e + 1;
+	return e;
 }
 
 int tt_parquet_writer_add(struct tt_parquet_writer *w, const struct tt_parquet_value *values)
@@ -722,6 +850,7 @@ int tt_parquet_writer_add(struct tt_parquet_writer *w, const struct tt_parquet_v
 			continue;
 		}
 		uint64_t bits = 0;
+		size_t entry;
 		switch (c->type) {
 		case TT_PARQUET_BOOLEAN:
 			bits = v->v.b;
@@ -733,12 +862,10 @@ int tt_parquet_writer_add(struct tt_parquet_writer *w, const struct tt_parquet_v
 			memcpy(&bits, &v->v.d, sizeof bits);
 			break;
 		case TT_PARQUET_STRING:
-			pqw_le(&c->pool, v->v.str.len, 4);
-			bits = c->pool.len;
-			tc_w_bytes(&c->pool, v->v.str.s, v->v.str.len);
-			if (c->pool.oom)
+			if ((entry = pqw_entry(c, v->v.str.s, v->v.str.len)) == SIZE_MAX)
 				return pqw_oom(w);
-			c->len[c->nv] = (uint32_t)v->v.str.len;
+			bits = entry;
+			c->plain += 4 + v->v.str.len;
 			w->bytes += v->v.str.len;
 			break;
 		default:

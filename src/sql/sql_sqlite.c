@@ -108,9 +108,17 @@ int tt_sql_write_sqlite(const struct tt_export_table *tables, size_t n, const ch
 	unlink(tmp);
 	sqlite3 *db = NULL;
 	int rc = 0;
-	if (sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK)
+	if (sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK)
 		rc = db_error(db, tmp, "cannot create");
-	if (!rc && sqlite3_exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+	/* A page cache that holds the whole file (up to 256 MiB, taken only as
+	 * the file grows): the default 2 MiB spills pages to the file and reads
+	 * them back while the one transaction builds it. Neither the cache nor
+	 * the exclusive lock is stored in the file. */
+	if (!rc && sqlite3_exec(db,
+	                        "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; "
+	                        "PRAGMA cache_size=-262144; BEGIN",
+	                        NULL, NULL, NULL) != SQLITE_OK)
 		rc = db_error(db, tmp, "cannot begin");
 	for (size_t i = 0; !rc && i < n; i++)
 		rc = write_table(db, &tables[i], path);

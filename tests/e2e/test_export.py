@@ -182,6 +182,11 @@ def test_a_rerun_writes_the_same_bytes(history, tmp_path):
     first = {p.name: p.read_bytes() for p in (tmp_path / "c.jsonl").iterdir()}
     ds.tether("export", tmp_path / "c.jsonl")  # replaces the earlier export
     assert {p.name: p.read_bytes() for p in (tmp_path / "c.jsonl").iterdir()} == first
+    # a file export replaced (swapped into place, the earlier one removed)
+    (tmp_path / "b.sqlite").write_bytes(b"an earlier file")
+    ds.tether("export", tmp_path / "b.sqlite")
+    assert (tmp_path / "a.sqlite").read_bytes() == (tmp_path / "b.sqlite").read_bytes()
+    assert sorted(os.listdir(tmp_path)) == ["a.sqlite", "b.sqlite", "c.jsonl"]
 
 
 def test_rev_exports_the_ancestors_only(history, tmp_path):

@@ -2,8 +2,9 @@
  * dictionary-encoded where dictionary plus indices is smaller than PLAIN,
  * zstd-compressed, with min/max/null-count statistics under the types'
  * defined orders (column_orders says so, so readers use them). Rows are
- * buffered per row group; nothing depends on time or addresses, so the
- * same rows give the same bytes. */
+ * buffered per row group, each distinct string once, and each chunk is
+ * written as soon as it is made; nothing depends on time or addresses, so
+ * the same rows give the same bytes. */
 #include "format/parquet.h"
 #include "format/parquet_codec.h"
 #include "format/thrift_compact.h"
@@ -253,8 +254,8 @@ static int pqw_bit_width(size_t max)
 	return bw ? bw : 1;
 }
 
-/* String value i's bytes (no length prefix; the pool's 4 bytes before
- * them are it) and length. */
+/* String value i's bytes (the 4 bytes before them, in the pool, are its
+ * PLAIN length prefix) and its length. */
 static const uint8_t *pqw_str(const struct pqw_col *c, size_t i)
 {
 	return c->ent[c->v[i]];
@@ -265,7 +266,8 @@ static uint32_t pqw_len(const struct pqw_col *c, size_t i)
 	return c->ent_len[c->v[i]];
 }
 
-/* Values of other types: strings are their entries, already distinct. */
+/* Equality and hash of values other than strings (a string's entry is
+ * already its distinct value). */
 static bool pqw_equal(const struct pqw_col *c, size_t a, size_t b)
 {
 	return c->v[a] == c->v[b];
@@ -349,7 +351,8 @@ static void pqw_plain_value(struct tc_writer *b, const struct pqw_col *c, size_t
 		pqw_le(b, c->v[i], pqw_width(c->type));
 }
 
-/* The PLAIN values of entries (NULL: every value, in order) into b. */
+/* The PLAIN encoding of the values `entries` names (NULL: every value,
+ * in order) into b. */
 static void pqw_plain_values(struct tc_writer *b, const struct pqw_col *c, const size_t *entries, size_t n)
 {
 	uint8_t buf[512];
@@ -473,7 +476,7 @@ static const char *pqw_zstd(struct tt_parquet_writer *w, const uint8_t *src, siz
 	if (ZSTD_isError(n))
 		return ZSTD_getErrorName(n);
 	*outlen = n;
-	return 0;
+	return NULL;
 }
 
 static int pqw_write(struct tt_parquet_writer *w, const void *data, size_t n)

@@ -692,7 +692,8 @@ static int pqw_flush(struct tt_parquet_writer *w)
 
 static int pqw_grow(struct tt_parquet_writer *w)
 {
-	size_t cap = w->rcap ? w->rcap * 2 : 1024;
+	/* a row group of a known size up to 64K rows: room for it at once */
+	size_t cap = w->rcap ? w->rcap * 2 : w->group_rows <= ((size_t)1 << 16) ? w->group_rows : 1024;
 	for (size_t i = 0; i < w->ncols; i++) {
 		struct pqw_col *c = &w->cols[i];
 		uint8_t *d = realloc(c->defined, cap);

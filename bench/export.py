@@ -1,4 +1,4 @@
-"""Benchmark 11 of bench/run: `tether export` of COMMITS commits x OBJECTS
+"""Benchmark 17 of bench/run: `tether export` of COMMITS commits x OBJECTS
 objects, to SQLite and to Parquet, each beside its reference in the same
 run: the same rows (the export's own CSV tables) loaded into SQLite by the
 `sqlite3` command-line tool (`.import --csv` into the same tables, made
@@ -10,9 +10,13 @@ the tests' .venv (duckdb).
 
 The dataset: OBJECTS single files (kind file) and COMMITS real `tether
 commit`s, each changing one file round robin (so the objects table has
-COMMITS x OBJECTS rows). Prints its report lines, then one JSON line (the
-figures) last."""
+COMMITS x OBJECTS rows). tether's history walk keeps a cache of what it
+read (beside the journal, as gc's does); the runs after the first find it
+warm, so the SQLite export is also timed with that cache removed before
+each run (cold), and each export's peak memory is reported. Prints its
+report lines, then one JSON line (the figures) last."""
 import csv
+import glob
 import json
 import os
 import shutil
@@ -21,7 +25,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import fmt, say, timed  # noqa: E402
+from timing import fmt, say, stats, timed  # noqa: E402
 
 
 def run(args, cwd=None, env=None):
@@ -53,6 +57,28 @@ def build(tether, base, ncommits, nobjects):
     run(["git", "-C", repo, "gc", "-q"])
     open(os.path.join(repo, ".done"), "w").close()
     return repo
+
+
+def peak_rss_kib(args, cwd):
+    """Run args once under GNU time; its peak resident set (KiB). (Not wait4
+    from here: a child spawned by this Python, duckdb loaded, carries this
+    process's resident size into its own maximum at exec.)"""
+    p = subprocess.run(["/usr/bin/time", "-f", "%M", *args], cwd=cwd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(args)} failed ({p.returncode}):\n{p.stderr}")
+    return int(p.stderr.strip().splitlines()[-1])
+
+
+def timed_cold(fn, repo, runs):
+    """fn timed `runs` times, the history-walk cache removed before each."""
+    out = []
+    for _ in range(runs):
+        for c in glob.glob(os.path.join(repo, ".git", "tether", "cache", "*", "history-walk")):
+            os.unlink(c)
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return stats(out)
 
 
 SQL_TYPES = {"TEXT": "TEXT", "INTEGER": "INTEGER", "BOOLEAN": "BOOLEAN"}
@@ -88,6 +114,9 @@ def main(argv):
     parquet_out = os.path.join(out, "t.parquet")
     tether_sqlite = timed(lambda: run([tether, "export", sqlite_out], cwd=repo), runs)
     tether_parquet = timed(lambda: run([tether, "export", parquet_out], cwd=repo), runs)
+    tether_sqlite_cold = timed_cold(lambda: run([tether, "export", sqlite_out], cwd=repo), repo, runs)
+    rss = {"sqlite": peak_rss_kib([tether, "export", sqlite_out], repo),
+           "parquet": peak_rss_kib([tether, "export", parquet_out], repo)}
 
     # sqlite3 CLI: the same tables created, then each CSV imported
     # (--skip 1: the header), in one transaction as the export writes.
@@ -119,10 +148,14 @@ def main(argv):
         sys.exit(f"tether's Parquet holds {got}, the CSV {rows}")
     say(f"    tether export SQLite   {fmt(tether_sqlite)}")
     say(f"    sqlite3 CLI .import    {fmt(ref_sqlite)}  ratio {tether_sqlite['mean'] / ref_sqlite['mean']:.2f}")
+    say(f"    tether export SQLite, history-walk cache removed before each run  {fmt(tether_sqlite_cold)}"
+        f"  ratio {tether_sqlite_cold['mean'] / ref_sqlite['mean']:.2f}")
     say(f"    tether export Parquet  {fmt(tether_parquet)}")
     say(f"    DuckDB COPY to Parquet {fmt(ref_duck)}  ratio {tether_parquet['mean'] / ref_duck['mean']:.2f}")
+    say(f"    tether export peak memory: SQLite {rss['sqlite'] / 1024:.1f} MiB, Parquet {rss['parquet'] / 1024:.1f} MiB")
     print(json.dumps({"commits": ncommits, "objects": nobjects, "rows": rows, "tether_sqlite": tether_sqlite,
-                      "sqlite_cli": ref_sqlite, "tether_parquet": tether_parquet, "duckdb_copy": ref_duck}))
+                      "sqlite_cli": ref_sqlite, "tether_parquet": tether_parquet, "duckdb_copy": ref_duck,
+                      "tether_sqlite_cold": tether_sqlite_cold, "peak_rss_kib": rss}))
 
 
 if __name__ == "__main__":

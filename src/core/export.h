@@ -7,7 +7,7 @@
 
 struct tt_export_data {
 	struct tt_export_table t[TT_T_COUNT];
-	json_t *rows[TT_T_COUNT]; /* each table's rows, arrays of cells */
+	void *own; /* the cells, their strings, and what the rows are made of */
 };
 
 /* The tables of the commits reachable from any ref (nrevs 0) or from the

@@ -322,6 +322,11 @@ static int finish(struct walk *w, int walk_rc)
 	return w->rc;
 }
 
+char *tt_history_cache_path(const struct tether_repo *repo)
+{
+	return repo->common_dir ? tt_strdupf("%s/tether/cache/%s/history-walk", repo->common_dir, repo->id) : NULL;
+}
+
 int tt_history_collect(struct tether_repo *repo, struct tt_history *h)
 {
 	memset(h, 0, sizeof *h);
@@ -345,8 +350,7 @@ int tt_history_collect(struct tether_repo *repo, struct tt_history *h)
 	char *dir = tt_repo_vcs_path(repo, ".tether/objects");
 	/* Beside the journal, in the directory only the VCS and tether write:
 	 * a clone cannot bring a cache along that would steer gc. */
-	char *cache = repo->common_dir ? tt_strdupf("%s/tether/cache/%s/history-walk", repo->common_dir, repo->id)
-	                               : NULL;
+	char *cache = tt_history_cache_path(repo);
 	struct walk w = {.h = h, .dir = dir};
 	pthread_mutex_init(&w.mu, NULL);
 	pthread_cond_init(&w.more, NULL);

@@ -18,4 +18,10 @@ struct tt_history {
 int tt_history_collect(struct tether_repo *repo, struct tt_history *h);
 void tt_history_free(struct tt_history *h);
 
+/* Where the VCS's history walks keep their cache for the dataset (see
+ * history_files), or NULL when the repository has no shared directory:
+ * beside the journal, where only the VCS and tether write, so a clone
+ * cannot bring a cache along that would steer gc. malloc'd. */
+char *tt_history_cache_path(const struct tether_repo *repo);
+
 #endif

@@ -23,6 +23,7 @@
 #include "util/tempname.h"
 #include "vcs/vcs.h"
 #include "vcs/git_store.h"
+#include "vcs/git_walk.h"
 #include "vcs/git_path.h"
 
 #include <tether/backend.h>
@@ -1876,7 +1877,16 @@ static int git_each_commit(struct tether_vcs *v, int (*cb)(void *ud, const char 
 static int git_history_files(struct tether_vcs *v, const char *dir, const char *cache_path,
                              tether_vcs_history_cb cb, void *ud, size_t *commits)
 {
-	return tt_git_store_history_files(v, NULL, 0, dir, cache_path, cb, ud, commits);
+	return tt_git_store_history(v, NULL, 0, dir, cache_path, &(struct tt_walk_wants){.files = cb, .ud = ud},
+	                            commits);
+}
+
+static int git_history_trees(struct tether_vcs *v, const char *const *tips, size_t ntips, const char *dir,
+                             const char *cache_path, const struct tether_vcs_tree_walk *cb, void *ud,
+                             size_t *commits)
+{
+	return tt_git_store_history(v, tips, ntips, dir, cache_path, &(struct tt_walk_wants){.trees = cb, .ud = ud},
+	                            commits);
 }
 
 int tt_git_store_has_path(struct tether_vcs *v, const char *id, const char *path, int *present)
@@ -1939,6 +1949,7 @@ const struct tether_vcs_ops tt_git_ops = {
 	.list_bookmarks = git_list_bookmarks,
 	.checkout_bookmarks = git_checkout_bookmarks,
 	.history_files = git_history_files,
+	.history_trees = git_history_trees,
 	.position = git_position,
 	.return_to = git_return_to,
 	.rewrite_files = tt_git_rewrite_files,

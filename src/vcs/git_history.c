@@ -1,6 +1,8 @@
 /* History walks on a git store: every commit reachable from a set of tips
  * (each_commit), and every distinct file under one directory across those
- * commits (history_files, behind gc and verify --all-history).
+ * commits (history_files, behind gc and verify --all-history), or the same
+ * walk telling also which commit holds which files (history_trees, behind
+ * export).
  *
  * history_files reads as little as the answer needs. A commit whose tree at
  * the directory was already read is skipped after reading the few trees on
@@ -138,7 +140,8 @@ struct file_walk {
 	const struct tt_walk_src *src;
 	struct walk_cache *cache; /* or NULL */
 	const char *dir; /* normalised; "" is the top */
-	tether_vcs_history_cb cb;
+	tether_vcs_history_cb cb;                  /* history_files' */
+	const struct tether_vcs_tree_walk *trees; /* or history_trees' */
 	void *ud;
 	struct seen_set seen;
 	struct path_buf path; /* the current path relative to dir */
@@ -243,14 +246,24 @@ static int read_under_dir(struct file_walk *w, const unsigned char id[20], enum 
 
 static int walk_files(struct file_walk *w, const unsigned char tree_id[20]);
 
-static int visit_blob(struct file_walk *w, const unsigned char id[20])
+/* A file: its content read when the walk meets (path, blob) first; for
+ * history_trees, named by its id again each time a fresh tree holds it. */
+static int visit_blob(struct file_walk *w, const unsigned char id[20], int fresh)
 {
 	struct raw blob;
-	int rc = read_under_dir(w, id, TT_GOBJ_BLOB, &blob);
+	char hex[41];
+	int rc;
 
-	if (rc < 0)
+	if (w->trees)
+		tt_goid_hex(id, hex);
+	if (!fresh)
+		return w->trees ? w->trees->file(w->ud, w->path.s, hex, NULL, 0) : 0;
+	if ((rc = read_under_dir(w, id, TT_GOBJ_BLOB, &blob)) < 0)
 		return rc;
-	rc = w->cb(w->ud, w->commit, w->path.s, (const char *)blob.data, blob.size);
+	if (w->trees)
+		rc = w->trees->file(w->ud, w->path.s, hex, (const char *)blob.data, blob.size);
+	else
+		rc = w->cb(w->ud, w->commit, w->path.s, (const char *)blob.data, blob.size);
 	raw_free(w, &blob);
 	return rc;
 }
@@ -267,15 +280,18 @@ static int visit_entry(struct file_walk *w, const struct tree_entry *e)
 	if ((rc = path_buf_push(&w->path, e->name)) < 0)
 		return rc;
 	rc = seen_add(&w->seen, e->id, w->path.s, &fresh);
-	if (rc == 0 && fresh && e->mode == MODE_TREE && w->depth >= TETHER_VCS_TREE_DEPTH_MAX)
+	/* history_trees lists every file of a fresh tree, so it enters a
+	 * subtree met before too (reading trees, not the blobs under it) */
+	int enter = fresh || w->trees;
+	if (rc == 0 && enter && e->mode == MODE_TREE && w->depth >= TETHER_VCS_TREE_DEPTH_MAX)
 		rc = tether_error_set(TETHER_ERROR, "a tree at '%s' of commit %.12s nests deeper than %d directories: "
 		                      "no object key is that deep", w->path.s, w->commit, TETHER_VCS_TREE_DEPTH_MAX);
-	else if (rc == 0 && fresh && e->mode == MODE_TREE) {
+	else if (rc == 0 && enter && e->mode == MODE_TREE) {
 		w->depth++;
 		rc = walk_files(w, e->id);
 		w->depth--;
-	} else if (rc == 0 && fresh)
-		rc = visit_blob(w, e->id);
+	} else if (rc == 0 && e->mode != MODE_TREE)
+		rc = visit_blob(w, e->id, fresh);
 	path_buf_pop_to(&w->path, mark);
 	return rc;
 }
@@ -382,18 +398,24 @@ static int visit_commit(void *ud, const unsigned char id[20], const unsigned cha
 			wc_put_commit_dir(w->cache, id, dir_id);
 	}
 	if (is_zero(dir_id))
-		return 0;
+		return w->trees ? w->trees->commit(w->ud, w->commit, "", 0) : 0;
 	/* The directory's own tree, under the empty path: seen before, every
 	 * file in it has been handed over. */
-	if ((rc = seen_add(&w->seen, dir_id, "", &fresh)) < 0 || !fresh)
+	if ((rc = seen_add(&w->seen, dir_id, "", &fresh)) < 0)
 		return rc;
-	return walk_files(w, dir_id);
+	if (w->trees) {
+		char hex[41];
+		tt_goid_hex(dir_id, hex);
+		if ((rc = w->trees->commit(w->ud, w->commit, hex, fresh)) != 0)
+			return rc;
+	}
+	return fresh ? walk_files(w, dir_id) : 0;
 }
 
-int tt_walk_history_files(const struct tt_walk_src *src, const char *dir, const char *cache_path,
-                          tether_vcs_history_cb cb, void *ud, size_t *commits)
+int tt_walk_history(const struct tt_walk_src *src, const char *dir, const char *cache_path,
+                    const struct tt_walk_wants *wants, size_t *commits)
 {
-	struct file_walk w = {.src = src, .cb = cb, .ud = ud};
+	struct file_walk w = {.src = src, .cb = wants->files, .trees = wants->trees, .ud = wants->ud};
 	char *norm = NULL;
 	int rc = tt_git_path_normalize(dir, &norm);
 

@@ -104,9 +104,8 @@ int tt_git_store_walk_from(struct tether_vcs *v, const char *const *tips, size_t
 	return tt_walk_each_commit(&src, cb, ud);
 }
 
-int tt_git_store_history_files(struct tether_vcs *v, const char *const *tips, size_t ntips,
-                               const char *dir, const char *cache_path, tether_vcs_history_cb cb, void *ud,
-                               size_t *commits)
+int tt_git_store_history(struct tether_vcs *v, const char *const *tips, size_t ntips, const char *dir,
+                         const char *cache_path, const struct tt_walk_wants *wants, size_t *commits)
 {
 	struct lg2_src s = {tt_git_store_repository(v), NULL, tips, ntips};
 	struct tt_walk_src src = {&s, lg2_read, lg2_release, lg2_commits};
@@ -115,7 +114,7 @@ int tt_git_store_history_files(struct tether_vcs *v, const char *const *tips, si
 	*commits = 0;
 	if (rc < 0)
 		return tt_git_fail(rc, "cannot open the object database");
-	rc = tt_walk_history_files(&src, dir, cache_path, cb, ud, commits);
+	rc = tt_walk_history(&src, dir, cache_path, wants, commits);
 	git_odb_free(s.odb);
 	return rc;
 }

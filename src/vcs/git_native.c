@@ -981,11 +981,28 @@ static int native_history_files(struct tether_vcs *v, const char *dir, const cha
                                 tether_vcs_history_cb cb, void *ud, size_t *commits)
 {
 	int to_libgit2 = 1,
-	    rc = native(v) ? tt_native_history_files(&v->repo, v->odb, dir, cache_path, cb, ud, commits, &to_libgit2)
+	    rc = native(v) ? tt_native_history(&v->repo, v->odb, dir, cache_path,
+	                                       &(struct tt_walk_wants){.files = cb, .ud = ud}, commits, &to_libgit2)
 	                   : 0;
 	if (rc < 0 || !to_libgit2)
 		return rc;
 	FORWARD(v, history_files(v->full, dir, cache_path, cb, ud, commits));
+}
+
+/* From every ref natively; from given tips, libgit2's walk (the native
+ * commit walk starts only from every ref). */
+static int native_history_trees(struct tether_vcs *v, const char *const *tips, size_t ntips, const char *dir,
+                                const char *cache_path, const struct tether_vcs_tree_walk *cb, void *ud,
+                                size_t *commits)
+{
+	int to_libgit2 = 1,
+	    rc = native(v) && !tips
+	             ? tt_native_history(&v->repo, v->odb, dir, cache_path,
+	                                 &(struct tt_walk_wants){.trees = cb, .ud = ud}, commits, &to_libgit2)
+	             : 0;
+	if (rc < 0 || !to_libgit2)
+		return rc;
+	FORWARD(v, history_trees(v->full, tips, ntips, dir, cache_path, cb, ud, commits));
 }
 
 static int native_position(struct tether_vcs *v, json_t **pos)
@@ -1226,6 +1243,7 @@ const struct tether_vcs_ops tt_git_native_ops = {
 	.list_bookmarks = native_list_bookmarks,
 	.checkout_bookmarks = native_checkout_bookmarks,
 	.history_files = native_history_files,
+	.history_trees = native_history_trees,
 	.position = native_position,
 	.return_to = native_return_to,
 	.rewrite_files = native_rewrite_files,

@@ -75,8 +75,8 @@ int tt_native_each_commit(const struct tt_grepo *r, struct tt_godb *db, int (*cb
 	return rc;
 }
 
-int tt_native_history_files(const struct tt_grepo *r, struct tt_godb *db, const char *dir, const char *cache_path,
-                            tether_vcs_history_cb cb, void *ud, size_t *commits, int *to_libgit2)
+int tt_native_history(const struct tt_grepo *r, struct tt_godb *db, const char *dir, const char *cache_path,
+                      const struct tt_walk_wants *wants, size_t *commits, int *to_libgit2)
 {
 	struct native_src s;
 	struct tt_walk_src src = {&s, native_read, native_release, native_commits};
@@ -85,7 +85,7 @@ int tt_native_history_files(const struct tt_grepo *r, struct tt_godb *db, const 
 
 	*commits = 0;
 	if (rc == 0 && !*to_libgit2)
-		rc = tt_walk_history_files(&src, dir, cache_path, cb, ud, commits);
+		rc = tt_walk_history(&src, dir, cache_path, wants, commits);
 	free(ids);
 	return rc;
 }

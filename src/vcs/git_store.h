@@ -42,11 +42,11 @@ git_repository *tt_git_store_repository(struct tether_vcs *v);
 int tt_git_store_walk_from(struct tether_vcs *v, const char *const *tips, size_t ntips,
                            int (*cb)(void *ud, const char *id), void *ud);
 
-/* tether_vcs_ops.history_files over the commits tt_git_store_walk_from
- * visits from the same tips. */
-int tt_git_store_history_files(struct tether_vcs *v, const char *const *tips, size_t ntips,
-                               const char *dir, const char *cache_path, tether_vcs_history_cb cb, void *ud,
-                               size_t *commits);
+/* tether_vcs_ops.history_files or history_trees (git_walk.h's wants) over
+ * the commits tt_git_store_walk_from visits from the same tips. */
+struct tt_walk_wants;
+int tt_git_store_history(struct tether_vcs *v, const char *const *tips, size_t ntips, const char *dir,
+                         const char *cache_path, const struct tt_walk_wants *wants, size_t *commits);
 
 /* git_rewrite.c: tether_vcs_ops.rewrite_files on libgit2. */
 int tt_git_rewrite_files(struct tether_vcs *v, const char *dir, const char *const *paths, size_t npaths,

@@ -35,8 +35,17 @@ struct tt_walk_src {
 /* tether_vcs_ops.each_commit over src's commits (hex ids). */
 int tt_walk_each_commit(const struct tt_walk_src *src, int (*cb)(void *ud, const char *id), void *ud);
 
-/* tether_vcs_ops.history_files over src's commits (git_history.c). */
-int tt_walk_history_files(const struct tt_walk_src *src, const char *dir, const char *cache_path,
-                          tether_vcs_history_cb cb, void *ud, size_t *commits);
+/* What a history walk hands over, to ud: history_files' calls (files) or
+ * history_trees' (trees); one of the two is set. */
+struct tt_walk_wants {
+	tether_vcs_history_cb files;
+	const struct tether_vcs_tree_walk *trees;
+	void *ud;
+};
+
+/* tether_vcs_ops.history_files or history_trees over src's commits
+ * (git_history.c). */
+int tt_walk_history(const struct tt_walk_src *src, const char *dir, const char *cache_path,
+                    const struct tt_walk_wants *wants, size_t *commits);
 
 #endif

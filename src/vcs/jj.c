@@ -15,6 +15,7 @@
 #include "util/fsutil.h"
 #include "util/tempname.h"
 #include "vcs/git_store.h"
+#include "vcs/git_walk.h"
 #include "vcs/jj_run.h"
 #include "vcs/vcs.h"
 
@@ -700,9 +701,33 @@ static int jj_history_files(struct tether_vcs *v, const char *dir, const char *c
 		rc = visible_tips(v, &res, &tips, &n);
 	if (rc)
 		return rc;
-	rc = tt_git_store_history_files(v, tips, n, dir, cache_path, cb, ud, commits);
+	rc = tt_git_store_history(v, tips, n, dir, cache_path, &(struct tt_walk_wants){.files = cb, .ud = ud}, commits);
 	free(tips);
 	tt_jj_result_free(&res);
+	return rc;
+}
+
+/* From the visible commits' tips, or from the given ones. */
+static int jj_history_trees(struct tether_vcs *v, const char *const *given, size_t ngiven, const char *dir,
+                            const char *cache_path, const struct tether_vcs_tree_walk *cb, void *ud,
+                            size_t *commits)
+{
+	struct tt_jj_result res;
+	const char **tips = NULL;
+	size_t n = 0;
+	int rc = refuse_dotjj(dir);
+
+	*commits = 0;
+	if (rc == 0 && !given)
+		rc = visible_tips(v, &res, &tips, &n);
+	if (rc)
+		return rc;
+	rc = tt_git_store_history(v, given ? given : tips, given ? ngiven : n, dir, cache_path,
+	                          &(struct tt_walk_wants){.trees = cb, .ud = ud}, commits);
+	if (!given) {
+		free(tips);
+		tt_jj_result_free(&res);
+	}
 	return rc;
 }
 
@@ -1597,6 +1622,7 @@ static const struct tether_vcs_ops jj_ops = {
 	.list_bookmarks = jj_list_bookmarks,
 	.checkout_bookmarks = jj_checkout_bookmarks,
 	.history_files = jj_history_files,
+	.history_trees = jj_history_trees,
 	.position = jj_position,
 	.return_to = jj_return_to,
 	.containing_refs = jj_containing_refs,

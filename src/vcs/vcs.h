@@ -31,11 +31,12 @@
 /* The version of struct tether_vcs_ops. It continues the numbers of the
  * `int abi` member it had before it carried a size (2 added the streams);
  * 3 is version and size themselves; 4 added rewrite_files, containing_refs and
- * abandon (history surgery); 5 commits_info and list_refs (export). Members are appended only, each with a
+ * abandon (history surgery); 5 commits_info and list_refs (export); 6 history_trees (export's walk).
+ * Members are appended only, each with a
  * version bump; the engine reads one a module may lack through
  * TT_VCS_GET, and refuses a module newer than itself (docs/BACKENDS.md,
  * "Versions and sizes"). */
-#define TETHER_VCS_OPS_VERSION 5
+#define TETHER_VCS_OPS_VERSION 6
 #define TETHER_VCS_OPS_INIT .version = TETHER_VCS_OPS_VERSION, .size = (uint32_t)sizeof(struct tether_vcs_ops)
 /* Member m of ops, or NULL when the module's struct ends before it. */
 #define TT_VCS_GET(ops, m)                                                                                    \
@@ -67,6 +68,20 @@ typedef int (*tether_vcs_rewrite_cb)(void *ud, const char *path, const char *dat
  * commit of the walk that holds it. Non-zero stops the walk, as above. */
 typedef int (*tether_vcs_history_cb)(void *ud, const char *commit, const char *path,
                                      const char *data, size_t len);
+
+/* What history_trees tells. Non-zero from either stops the walk and is
+ * returned. */
+struct tether_vcs_tree_walk {
+	/* Commit `commit` of the walk holds tree `tree` (40 hex) at the
+	 * directory, or "" when it holds none. fresh: the walk meets that
+	 * tree for the first time, and its files follow. */
+	int (*commit)(void *ud, const char *commit, const char *tree, int fresh);
+	/* A file of the fresh tree just named, in path order: `path`
+	 * relative to the directory, `blob` its object id (40 hex), and its
+	 * content the first time the walk meets (path, blob), else data NULL
+	 * (the caller had it before). */
+	int (*file)(void *ud, const char *path, const char *blob, const char *data, size_t len);
+};
 
 struct tether_vcs_ops {
 	uint32_t version; /* TETHER_VCS_OPS_INIT */
@@ -366,6 +381,17 @@ struct tether_vcs_ops {
 	 * colocated repository's @git entries), "tag". Sorted by type, then
 	 * name. Appended (version 5). */
 	int (*list_refs)(struct tether_vcs *, json_t **refs);
+
+	/* history_files' walk (the same reading of each distinct tree and
+	 * file once, the same cache), telling also which commit holds which
+	 * files, through `cb` (struct tether_vcs_tree_walk): the batched walk
+	 * behind export. Over the commits reachable from tips[0..ntips) (full
+	 * ids), or, tips NULL, those each_commit visits; each once, in the
+	 * walk's order. *commits: the commits walked. Appended (version 6);
+	 * NULL in older modules: export is refused. */
+	int (*history_trees)(struct tether_vcs *, const char *const *tips, size_t ntips, const char *dir,
+	                     const char *cache_path, const struct tether_vcs_tree_walk *cb, void *ud,
+	                     size_t *commits);
 };
 
 /* A VCS module exports this. */

@@ -136,7 +136,8 @@ static char *native_files(const char *dir, const char *sub, const char *cache, s
 	*handed_over = -1;
 	if (native_open(dir, &n) != 0)
 		return NULL;
-	int rc = tt_native_history_files(&n.repo, n.db, sub, cache, on_file, &l, commits, handed_over);
+	int rc = tt_native_history(&n.repo, n.db, sub, cache, &(struct tt_walk_wants){.files = on_file, .ud = &l},
+	                           commits, handed_over);
 	native_close(&n);
 	if (rc != 0) {
 		free(l.s);

@@ -498,6 +498,120 @@ static int count_commit(void *ud, const char *id)
 	return 0;
 }
 
+
+/* history_trees: each commit once, with its tree at the directory as git
+ * names it, fresh the first time that tree is met; a fresh tree's files
+ * follow in path order with their blob ids, the content given the first
+ * time a (path, blob) is met. */
+struct tree_calls {
+	json_t *commits;  /* {commit: tree} */
+	json_t *fresh;    /* {tree: "path blob|path blob|..."} */
+	json_t *contents; /* {"path blob": content} */
+	const char *tree; /* the fresh tree whose files come */
+	char *listing;
+	int stop_after, calls, errors;
+};
+
+static void flush_tree(struct tree_calls *t)
+{
+	if (t->tree)
+		json_object_set_new(t->fresh, t->tree, json_string(t->listing ? t->listing : ""));
+	free(t->listing);
+	t->listing = NULL;
+	t->tree = NULL;
+}
+
+static int on_tree_commit(void *ud, const char *commit, const char *tree, int fresh)
+{
+	struct tree_calls *t = ud;
+	flush_tree(t);
+	t->errors += json_object_get(t->commits, commit) != NULL; /* each commit once */
+	t->errors += fresh != (*tree && !json_object_get(t->fresh, tree));
+	json_object_set_new(t->commits, commit, json_string(tree));
+	if (fresh) {
+		json_object_set_new(t->fresh, tree, json_string("")); /* so a later fresh is caught */
+		t->tree = json_string_value(json_object_get(t->commits, commit));
+	}
+	return t->stop_after && ++t->calls >= t->stop_after ? 9 : 0;
+}
+
+static int on_tree_file(void *ud, const char *path, const char *blob, const char *data, size_t len)
+{
+	struct tree_calls *t = ud;
+	char key[1024];
+	snprintf(key, sizeof key, "%s %s", path, blob);
+	t->errors += !t->tree;
+	t->errors += (data != NULL) == (json_object_get(t->contents, key) != NULL);
+	if (data)
+		json_object_set_new(t->contents, key, json_stringn(data, len));
+	char *longer = malloc((t->listing ? strlen(t->listing) : 0) + strlen(key) + 2);
+	sprintf(longer, "%s%s%s", t->listing ? t->listing : "", t->listing ? "|" : "", key);
+	free(t->listing);
+	t->listing = longer;
+	return 0;
+}
+
+static const struct tether_vcs_tree_walk tree_cbs = { on_tree_commit, on_tree_file };
+
+static void test_history_trees(const char *repo, struct tether_vcs *v, size_t all)
+{
+	struct tree_calls t = { .commits = json_object(), .fresh = json_object(), .contents = json_object() };
+	size_t walked = 0;
+	CHECK(ops->history_trees(v, NULL, 0, "ds", NULL, &tree_cbs, &t, &walked) == 0);
+	flush_tree(&t);
+	CHECK(walked == all && json_object_size(t.commits) == all && t.errors == 0);
+	const char *commit, *tree;
+	json_t *val;
+	json_object_foreach(t.commits, commit, val) {
+		char *there = out("git -C '%s' rev-parse -q --verify '%s:ds' || true", repo, commit);
+		CHECK_STR(json_string_value(val), there);
+		free(there);
+	}
+	json_object_foreach(t.fresh, tree, val) {
+		char *listing = out("git -C '%s' ls-tree -r --format='%%(path) %%(objectname)' '%s' | paste -sd'|'",
+		                    repo, tree);
+		CHECK_STR(json_string_value(val), listing);
+		free(listing);
+	}
+	const char *pb;
+	json_object_foreach(t.contents, pb, val) {
+		char *blob = strchr(pb, ' ') + 1;
+		char *content = out("git -C '%s' cat-file blob %s", repo, blob);
+		CHECK_STR(json_string_value(val), content);
+		free(content);
+	}
+	/* "four" put a.toml back to A: a fresh tree, whose a.toml comes
+	 * without content (met before at that path). */
+	CHECK(json_object_size(t.contents) == 6);
+
+	/* From one tip: its ancestors only. */
+	char *head = rev_parse(repo, "HEAD~1");
+	const char *tips[] = { head };
+	json_object_clear(t.commits);
+	json_object_clear(t.fresh);
+	json_object_clear(t.contents);
+	CHECK(ops->history_trees(v, tips, 1, "ds", NULL, &tree_cbs, &t, &walked) == 0);
+	flush_tree(&t);
+	CHECK(walked == 3 && json_object_size(t.commits) == 3 && t.errors == 0);
+	free(head);
+
+	/* A directory no commit has: every commit, with no tree; the
+	 * callback's value stops the walk. */
+	json_object_clear(t.commits);
+	json_object_clear(t.fresh);
+	CHECK(ops->history_trees(v, NULL, 0, "nowhere", NULL, &tree_cbs, &t, &walked) == 0);
+	CHECK(walked == all && json_object_size(t.fresh) == 0);
+	t.stop_after = 2;
+	json_object_clear(t.commits);
+	CHECK(ops->history_trees(v, NULL, 0, "ds", NULL, &tree_cbs, &t, &walked) == 9);
+	flush_tree(&t);
+	CHECK(json_object_size(t.commits) == 2);
+	CHECK(ops->history_trees(v, NULL, 0, "../outside", NULL, &tree_cbs, &t, &walked) == TETHER_EUSAGE);
+	json_decref(t.commits);
+	json_decref(t.fresh);
+	json_decref(t.contents);
+}
+
 static void test_history(void)
 {
 	char *repo = mkrepo("history");
@@ -565,6 +679,7 @@ static void test_history(void)
 	CHECK(visited == all);
 	json_decref(h.calls);
 	test_history_cache(repo, v, all);
+	test_history_trees(repo, v, all);
 	ops->close(v);
 	free(repo);
 }

@@ -337,6 +337,27 @@ static int names_path(const json_t *files, const char *path)
 	return 0;
 }
 
+/* history_trees: the commits, as "commit" strings; files not kept. */
+static int tree_commit(void *ud, const char *commit, const char *tree, int fresh)
+{
+	(void)tree;
+	(void)fresh;
+	json_array_append_new(ud, json_string(commit));
+	return 0;
+}
+
+static int tree_file(void *ud, const char *path, const char *blob, const char *data, size_t len)
+{
+	(void)ud;
+	(void)path;
+	(void)blob;
+	(void)data;
+	(void)len;
+	return 0;
+}
+
+static const struct tether_vcs_tree_walk tree_cbs = { tree_commit, tree_file };
+
 static void test_each_commit(const char *repo, struct tether_vcs *v)
 {
 	json_t *ids = json_array(), *files = json_array();
@@ -362,6 +383,16 @@ static void test_each_commit(const char *repo, struct tether_vcs *v)
 	CHECK(!names_path(files, "gone.toml"));
 	CHECK(walked == json_array_size(ids));
 	CHECK(ops->history_files(v, ".jj/repo", NULL, collect_file, files, &walked) == TETHER_EUSAGE);
+	/* history_trees walks the same visible commits, or those of a tip */
+	json_t *walked_ids = json_array();
+	CHECK(ops->history_trees(v, NULL, 0, "ds/.tether/objects", NULL, &tree_cbs, walked_ids, &walked) == 0);
+	CHECK(walked == json_array_size(ids) && json_array_size(walked_ids) == walked && !contains(walked_ids, abandoned));
+	json_array_clear(walked_ids);
+	const char *tip[] = { json_string_value(json_array_get(ids, 0)) };
+	CHECK(ops->history_trees(v, tip, 1, "ds/.tether/objects", NULL, &tree_cbs, walked_ids, &walked) == 0);
+	CHECK(walked >= 1 && contains(walked_ids, tip[0]));
+	CHECK(ops->history_trees(v, NULL, 0, ".jj/repo", NULL, &tree_cbs, walked_ids, &walked) == TETHER_EUSAGE);
+	json_decref(walked_ids);
 	json_decref(files);
 	expected = out("%s -R '%s' log --ignore-working-copy --no-graph -r '::visible_heads() ~ root()' "
 	               "-T 'commit_id ++ \"\\n\"' | wc -l",

@@ -27,10 +27,9 @@ struct out {
 	char buf[1 << 16];
 };
 
-static void out_flush(struct out *o)
+/* n bytes at p to the file, or o->err set. */
+static void out_write(struct out *o, const char *p, size_t n)
 {
-	const char *p = o->buf;
-	size_t n = o->len;
 	while (n && !o->err) {
 		ssize_t k = write(o->fd, p, n);
 		if (k < 0 && errno != EINTR)
@@ -40,6 +39,11 @@ static void out_flush(struct out *o)
 			n -= (size_t)k;
 		}
 	}
+}
+
+static void out_flush(struct out *o)
+{
+	out_write(o, o->buf, o->len);
 	o->len = 0;
 }
 
@@ -48,16 +52,7 @@ static void out_bytes(struct out *o, const char *s, size_t n)
 	if (sizeof o->buf - o->len < n) {
 		out_flush(o);
 		if (n > sizeof o->buf) {
-			o->len = 0;
-			while (n && !o->err) { /* too big to buffer: written as it is */
-				ssize_t k = write(o->fd, s, n);
-				if (k < 0 && errno != EINTR)
-					o->err = errno;
-				if (k > 0) {
-					s += k;
-					n -= (size_t)k;
-				}
-			}
+			out_write(o, s, n); /* too big to buffer: written as it is */
 			return;
 		}
 	}

@@ -2,8 +2,9 @@
  * dictionary-encoded where dictionary plus indices is smaller than PLAIN,
  * zstd-compressed, with min/max/null-count statistics under the types'
  * defined orders (column_orders says so, so readers use them). Rows are
- * buffered per row group; nothing depends on time or addresses, so the
- * same rows give the same bytes. */
+ * buffered per row group, each distinct string once, and each chunk is
+ * written as soon as it is made; nothing depends on time or addresses, so
+ * the same rows give the same bytes. */
 #include "format/parquet.h"
 #include "format/parquet_codec.h"
 #include "format/thrift_compact.h"
@@ -28,15 +29,36 @@
 enum { PQW_BOOLEAN = 0, PQW_INT32 = 1, PQW_INT64 = 2, PQW_DOUBLE = 5, PQW_BYTE_ARRAY = 6 };
 enum { PQW_PLAIN = 0, PQW_PLAIN_DICTIONARY = 2, PQW_RLE = 3 };
 
+/* A block of a column's string pool. */
+struct pqw_block {
+	uint8_t *buf;
+	size_t len, cap;
+};
+
 struct pqw_col {
 	char *name;
 	enum tt_parquet_type type;
 	bool nullable;
 	uint8_t *defined; /* per buffered row: 1 when not null */
-	uint64_t *v;      /* per non-null value: the bits, or for strings the offset in pool */
-	uint32_t *len;    /* strings: per non-null value */
+	uint64_t *v;      /* per non-null value: the bits, or for strings its entry */
 	size_t nv, vcap;
-	struct tc_writer pool; /* strings' bytes */
+	/* Strings: the row group's distinct values (entries), numbered in the
+	 * order first seen, found through a hash table as they are added: a
+	 * repeated string is never copied, and the entries are the dictionary
+	 * the chunk may be written with. */
+	const uint8_t **ent;     /* each entry's bytes, in pool */
+	uint32_t *ent_len;
+	uint64_t *ent_hash;
+	size_t nent, entcap;
+	uint32_t *slots;         /* entry + 1, or 0: empty */
+	size_t nslots;           /* a power of 2, at least twice nent */
+	size_t plain;            /* the PLAIN size of all buffered values */
+	/* The entries as PLAIN encodes them, each its 4-byte length then its
+	 * bytes. Blocks, not one buffer: a growing buffer is copied at each
+	 * doubling; an entry never moves once added. Blocks are kept from row
+	 * group to row group. */
+	struct pqw_block *pool;
+	size_t npool, used; /* blocks allocated; in use: pool[0..used) */
 };
 
 struct tt_parquet_writer {
@@ -53,6 +75,13 @@ struct tt_parquet_writer {
 	struct tc_writer groups; /* the footer's row_groups list elements, built as they are written */
 	size_t ngroups;
 	int err;
+	/* Scratch kept from chunk to chunk (a row group's buffers are as big
+	 * as its data: allocating them afresh for each column costs page
+	 * faults): a page's body, its compressed form, the compressor. */
+	struct tc_writer body;
+	uint8_t *z;
+	size_t zcap;
+	ZSTD_CCtx *zctx;
 };
 
 static int pqw_fail(struct tt_parquet_writer *w, int code, const char *fmt, const char *detail)
@@ -96,12 +125,20 @@ void tt_parquet_writer_free(struct tt_parquet_writer *w)
 		free(w->cols[i].name);
 		free(w->cols[i].defined);
 		free(w->cols[i].v);
-		free(w->cols[i].len);
-		tc_writer_free(&w->cols[i].pool);
+		free(w->cols[i].ent);
+		free(w->cols[i].ent_len);
+		free(w->cols[i].ent_hash);
+		free(w->cols[i].slots);
+		for (size_t b = 0; b < w->cols[i].npool; b++)
+			free(w->cols[i].pool[b].buf);
+		free(w->cols[i].pool);
 	}
 	free(w->cols);
 	free(w->what);
 	tc_writer_free(&w->groups);
+	tc_writer_free(&w->body);
+	free(w->z);
+	ZSTD_freeCCtx(w->zctx);
 	free(w);
 }
 
@@ -126,12 +163,12 @@ int tt_parquet_writer_new(int fd, const char *what, const struct tt_parquet_colu
 	w->ncols = ncols;
 	w->group_rows = row_group_rows && row_group_rows < PQW_MAX_GROUP_ROWS ? row_group_rows : PQW_MAX_GROUP_ROWS;
 	tc_writer_init(&w->groups);
+	tc_writer_init(&w->body);
 	for (size_t i = 0; i < ncols; i++) {
 		if (!cols[i].name || !*cols[i].name || (unsigned)cols[i].type > TT_PARQUET_TIMESTAMP_US) {
 			tt_parquet_writer_free(w);
 			return tether_error_set(TETHER_EUSAGE, "%s: column %zu without a name or of an unknown type", what, i);
 		}
-		tc_writer_init(&w->cols[i].pool);
 		w->cols[i].type = cols[i].type;
 		w->cols[i].nullable = cols[i].nullable;
 		if (!(w->cols[i].name = strdup(cols[i].name))) {
@@ -184,18 +221,26 @@ static void pqw_rle(struct tc_writer *b, const uint32_t *v, size_t n, int bw)
 			groups++;
 		} while (i < n && pqw_run8(v, n, i) < 8);
 		tc_w_uvarint(b, (uint64_t)groups << 1 | 1);
+		/* a group of 8 values is bw bytes (at most 32): gathered, then
+		 * appended a few groups at a time */
+		uint8_t packed[256];
+		size_t np = 0;
 		uint64_t acc = 0;
 		int nbits = 0;
 		for (size_t j = start; j < start + groups * 8; j++) {
 			acc |= (uint64_t)(j < n ? v[j] : 0) << nbits;
 			nbits += bw;
 			while (nbits >= 8) {
-				uint8_t byte = (uint8_t)acc;
-				tc_w_bytes(b, &byte, 1);
+				packed[np++] = (uint8_t)acc;
 				acc >>= 8;
 				nbits -= 8;
 			}
+			if (np > sizeof packed - 8) {
+				tc_w_bytes(b, packed, np);
+				np = 0;
+			}
 		}
+		tc_w_bytes(b, packed, np);
 	}
 }
 
@@ -209,33 +254,48 @@ static int pqw_bit_width(size_t max)
 	return bw ? bw : 1;
 }
 
-/* Value i's bytes as Parquet's PLAIN encodes it (no length prefix). */
+/* String value i's bytes (the 4 bytes before them, in the pool, are its
+ * PLAIN length prefix) and its length. */
 static const uint8_t *pqw_str(const struct pqw_col *c, size_t i)
 {
-	return c->pool.buf + c->v[i];
+	return c->ent[c->v[i]];
 }
 
+static uint32_t pqw_len(const struct pqw_col *c, size_t i)
+{
+	return c->ent_len[c->v[i]];
+}
+
+/* Equality and hash of values other than strings (a string's entry is
+ * already its distinct value). */
 static bool pqw_equal(const struct pqw_col *c, size_t a, size_t b)
 {
-	if (c->type != TT_PARQUET_STRING)
-		return c->v[a] == c->v[b];
-	return c->len[a] == c->len[b] && memcmp(pqw_str(c, a), pqw_str(c, b), c->len[a]) == 0;
+	return c->v[a] == c->v[b];
 }
 
 static uint64_t pqw_hash(const struct pqw_col *c, size_t i)
 {
 	uint64_t h = 0xcbf29ce484222325u;
-	if (c->type != TT_PARQUET_STRING) {
-		h ^= c->v[i];
-		h *= 0x100000001b3u;
-		return h ^ (h >> 29);
+	h ^= c->v[i];
+	h *= 0x100000001b3u;
+	return h ^ (h >> 29);
+}
+
+/* A string's hash, eight bytes a step: only the table's layout depends
+ * on it, never the entries' order (first seen) or the file. */
+static uint64_t pqw_hash_bytes(const uint8_t *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325u ^ n;
+	size_t k = 0;
+	for (; k + 8 <= n; k += 8) {
+		uint64_t x;
+		memcpy(&x, s + k, 8);
+		h = (h ^ x) * 0x9e3779b97f4a7c15u;
+		h ^= h >> 32;
 	}
-	const uint8_t *s = pqw_str(c, i);
-	for (uint32_t k = 0; k < c->len[i]; k++) {
-		h ^= s[k];
-		h *= 0x100000001b3u;
-	}
-	return h;
+	for (; k < n; k++)
+		h = (h ^ s[k]) * 0x100000001b3u;
+	return h ^ (h >> 29);
 }
 
 /* The dictionary of c's values in first-seen order: *dict holds the value
@@ -243,6 +303,19 @@ static uint64_t pqw_hash(const struct pqw_col *c, size_t i)
  * or SIZE_MAX when out of memory. */
 static size_t pqw_dictionary(const struct pqw_col *c, size_t **dict, uint32_t *idx)
 {
+	if (c->type == TT_PARQUET_STRING) {
+		/* the entries are the dictionary: each one's first value */
+		size_t *d = malloc((c->nent ? c->nent : 1) * sizeof *d), n = 0;
+		if (!d)
+			return SIZE_MAX;
+		for (size_t i = 0; i < c->nv; i++) {
+			idx[i] = (uint32_t)c->v[i];
+			if (c->v[i] == n)
+				d[n++] = i;
+		}
+		*dict = d;
+		return n;
+	}
 	size_t cap = 16;
 	while (cap < c->nv * 2)
 		cap *= 2;
@@ -272,17 +345,37 @@ static size_t pqw_dictionary(const struct pqw_col *c, size_t **dict, uint32_t *i
 
 static void pqw_plain_value(struct tc_writer *b, const struct pqw_col *c, size_t i)
 {
-	if (c->type == TT_PARQUET_STRING) {
-		pqw_le(b, c->len[i], 4);
-		tc_w_bytes(b, pqw_str(c, i), c->len[i]);
-	} else {
+	if (c->type == TT_PARQUET_STRING)
+		tc_w_bytes(b, pqw_str(c, i) - 4, 4 + (size_t)pqw_len(c, i)); /* the pool's length prefix too */
+	else
 		pqw_le(b, c->v[i], pqw_width(c->type));
+}
+
+/* The PLAIN encoding of the values `entries` names (NULL: every value,
+ * in order) into b. */
+static void pqw_plain_values(struct tc_writer *b, const struct pqw_col *c, const size_t *entries, size_t n)
+{
+	uint8_t buf[512];
+	size_t at = 0, width = pqw_width(c->type);
+	for (size_t k = 0; k < n; k++) {
+		size_t i = entries ? entries[k] : k;
+		if (c->type == TT_PARQUET_STRING) {
+			pqw_plain_value(b, c, i);
+			continue;
+		}
+		for (size_t j = 0; j < width; j++)
+			buf[at++] = (uint8_t)(c->v[i] >> (8 * j));
+		if (at > sizeof buf - 8) {
+			tc_w_bytes(b, buf, at);
+			at = 0;
+		}
 	}
+	tc_w_bytes(b, buf, at);
 }
 
 static size_t pqw_plain_size(const struct pqw_col *c, size_t i)
 {
-	return c->type == TT_PARQUET_STRING ? 4 + (size_t)c->len[i] : pqw_width(c->type);
+	return c->type == TT_PARQUET_STRING ? 4 + (size_t)pqw_len(c, i) : pqw_width(c->type);
 }
 
 /* ---- statistics ---- */
@@ -306,7 +399,7 @@ static bool pqw_less(const struct pqw_col *c, size_t a, size_t b)
 	case TT_PARQUET_DOUBLE:
 		return pqw_double(c->v[a]) < pqw_double(c->v[b]);
 	case TT_PARQUET_STRING: {
-		uint32_t la = c->len[a], lb = c->len[b];
+		uint32_t la = pqw_len(c, a), lb = pqw_len(c, b);
 		int r = memcmp(pqw_str(c, a), pqw_str(c, b), la < lb ? la : lb);
 		return r < 0 || (r == 0 && la < lb);
 	}
@@ -319,7 +412,7 @@ static void pqw_stat_value(struct tc_writer *b, int16_t id, const struct pqw_col
 {
 	uint8_t x[8];
 	if (c->type == TT_PARQUET_STRING) {
-		tc_w_binary(b, id, pqw_str(c, i), c->len[i]);
+		tc_w_binary(b, id, pqw_str(c, i), pqw_len(c, i));
 		return;
 	}
 	uint64_t v = c->v[i];
@@ -333,11 +426,15 @@ static void pqw_stat_value(struct tc_writer *b, int16_t id, const struct pqw_col
 	tc_w_binary(b, id, x, n);
 }
 
-/* Statistics {3: null_count, 5: max_value, 6: min_value}. */
-static void pqw_statistics(struct tc_writer *m, const struct pqw_col *c, size_t nulls)
+/* Statistics {3: null_count, 5: max_value, 6: min_value}, over the
+ * values `entries` names (NULL: all of them; the dictionary's entries
+ * when there is one: the same bounds, each distinct value compared once). */
+static void pqw_statistics(struct tc_writer *m, const struct pqw_col *c, size_t nulls, const size_t *entries,
+                           size_t n)
 {
 	size_t lo = SIZE_MAX, hi = SIZE_MAX;
-	for (size_t i = 0; i < c->nv; i++) {
+	for (size_t k = 0; k < n; k++) {
+		size_t i = entries ? entries[k] : k;
 		if (c->type == TT_PARQUET_DOUBLE && isnan(pqw_double(c->v[i])))
 			continue;
 		if (lo == SIZE_MAX || pqw_less(c, i, lo))
@@ -361,18 +458,23 @@ static void pqw_statistics(struct tc_writer *m, const struct pqw_col *c, size_t 
  * and libzstd give the same bytes. */
 #define PQW_ZSTD_LEVEL 3
 
-static const char *pqw_zstd(const uint8_t *src, size_t len, uint8_t **out, size_t *outlen)
+/* src compressed into w->z; one context for the writer's life (a
+ * context's output is ZSTD_compress's, without its set-up per call). */
+static const char *pqw_zstd(struct tt_parquet_writer *w, const uint8_t *src, size_t len, size_t *outlen)
 {
 	size_t cap = ZSTD_compressBound(len);
-	uint8_t *buf = malloc(cap ? cap : 1);
-	if (!buf)
-		return "out of memory";
-	size_t n = ZSTD_compress(buf, cap, src, len, PQW_ZSTD_LEVEL);
-	if (ZSTD_isError(n)) {
-		free(buf);
-		return ZSTD_getErrorName(n);
+	if (cap > w->zcap) {
+		uint8_t *z = realloc(w->z, cap);
+		if (!z)
+			return "out of memory";
+		w->z = z;
+		w->zcap = cap;
 	}
-	*out = buf;
+	if (!w->zctx && !(w->zctx = ZSTD_createCCtx()))
+		return "out of memory";
+	size_t n = ZSTD_compressCCtx(w->zctx, w->z, w->zcap, src, len, PQW_ZSTD_LEVEL);
+	if (ZSTD_isError(n))
+		return ZSTD_getErrorName(n);
 	*outlen = n;
 	return NULL;
 }
@@ -393,19 +495,19 @@ static int pqw_write(struct tt_parquet_writer *w, const void *data, size_t n)
 	return 0;
 }
 
-/* A page: its header, then its body compressed with zstd. */
-static int pqw_page(struct tt_parquet_writer *w, struct tc_writer *out, bool dict_page, const struct tc_writer *body,
-                    size_t nvals, int encoding, uint64_t *uncompressed)
+/* A page written to the file: its header, then w->body compressed with
+ * zstd. */
+static int pqw_page(struct tt_parquet_writer *w, bool dict_page, size_t nvals, int encoding, uint64_t *uncompressed)
 {
-	uint8_t *z;
-	size_t zlen;
-	const char *err = pqw_zstd(body->buf, body->len, &z, &zlen);
+	const struct tc_writer *body = &w->body;
+	if (body->oom)
+		return pqw_oom(w);
+	size_t zlen = 0;
+	const char *err = pqw_zstd(w, body->buf, body->len, &zlen);
 	if (err)
 		return pqw_fail(w, TETHER_ERROR, "%s: zstd: %s", err);
-	if (body->len > INT32_MAX || zlen > INT32_MAX) {
-		free(z);
+	if (body->len > INT32_MAX || zlen > INT32_MAX)
 		return pqw_fail(w, TETHER_ERROR, "%s: %s", "a page over 2 GiB");
-	}
 	struct tc_writer h;
 	tc_writer_init(&h);
 	tc_w_struct_begin(&h);
@@ -422,28 +524,27 @@ static int pqw_page(struct tt_parquet_writer *w, struct tc_writer *out, bool dic
 	}
 	tc_w_struct_end(&h);
 	tc_w_struct_end(&h);
-	tc_w_bytes(out, h.buf, h.len);
-	tc_w_bytes(out, z, zlen);
 	*uncompressed += h.len + body->len;
-	bool oom = h.oom;
+	int rc = h.oom ? pqw_oom(w) : pqw_write(w, h.buf, h.len);
+	if (!rc)
+		rc = pqw_write(w, w->z, zlen);
 	tc_writer_free(&h);
-	free(z);
-	return oom ? pqw_oom(w) : 0;
+	return rc;
 }
 
-/* Column c of the buffered row group into out (the chunk's bytes) and its
- * ColumnChunk into meta; chunk_offset is where out will land in the file. */
-static int pqw_chunk(struct tt_parquet_writer *w, const struct pqw_col *c, uint64_t chunk_offset,
-                     struct tc_writer *out, struct tc_writer *meta, uint64_t *group_uncompressed)
+/* Column c of the buffered row group written to the file, and its
+ * ColumnChunk into meta. */
+static int pqw_chunk(struct tt_parquet_writer *w, const struct pqw_col *c, struct tc_writer *meta,
+                     uint64_t *group_uncompressed)
 {
 	size_t nulls = w->rows - c->nv;
-	size_t plain = 0;
-	if (c->type == TT_PARQUET_BOOLEAN) {
+	size_t plain;
+	if (c->type == TT_PARQUET_BOOLEAN)
 		plain = (c->nv + 7) / 8;
-	} else {
-		for (size_t i = 0; i < c->nv; i++)
-			plain += pqw_plain_size(c, i);
-	}
+	else if (c->type == TT_PARQUET_STRING)
+		plain = c->plain;
+	else
+		plain = c->nv * pqw_width(c->type);
 	/* The dictionary, and whether it is smaller than PLAIN. */
 	size_t *dict = NULL, ndict = 0;
 	uint32_t *idx = NULL;
@@ -459,18 +560,17 @@ static int pqw_chunk(struct tt_parquet_writer *w, const struct pqw_col *c, uint6
 		size_t isize = 1 + (c->nv * (size_t)pqw_bit_width(ndict - 1) + 7) / 8;
 		use_dict = dsize + isize < plain;
 	}
-	struct tc_writer body;
-	tc_writer_init(&body);
-	uint64_t uncompressed = 0, start = chunk_offset + out->len, dict_offset = 0, data_offset;
+	struct tc_writer *body = &w->body;
+	body->len = 0;
+	uint64_t uncompressed = 0, start = w->offset, dict_offset = 0, data_offset;
 	int rc = 0;
 	if (use_dict) {
-		for (size_t k = 0; k < ndict; k++)
-			pqw_plain_value(&body, c, dict[k]);
+		pqw_plain_values(body, c, dict, ndict);
 		dict_offset = start;
-		rc = pqw_page(w, out, true, &body, ndict, PQW_PLAIN_DICTIONARY, &uncompressed);
-		body.len = 0;
+		rc = pqw_page(w, true, ndict, PQW_PLAIN_DICTIONARY, &uncompressed);
+		body->len = 0;
 	}
-	data_offset = chunk_offset + out->len;
+	data_offset = w->offset;
 	if (rc == 0 && c->nullable) {
 		uint32_t *lv = malloc((w->rows ? w->rows : 1) * sizeof *lv);
 		if (!lv) {
@@ -478,13 +578,13 @@ static int pqw_chunk(struct tt_parquet_writer *w, const struct pqw_col *c, uint6
 		} else {
 			for (size_t r = 0; r < w->rows; r++)
 				lv[r] = c->defined[r];
-			size_t at = body.len;
-			pqw_le(&body, 0, 4);
-			pqw_rle(&body, lv, w->rows, 1);
-			size_t n = body.len - at - 4;
-			if (!body.oom)
+			size_t at = body->len;
+			pqw_le(body, 0, 4);
+			pqw_rle(body, lv, w->rows, 1);
+			size_t n = body->len - at - 4;
+			if (!body->oom)
 				for (int k = 0; k < 4; k++)
-					body.buf[at + (size_t)k] = (uint8_t)(n >> (8 * k));
+					body->buf[at + (size_t)k] = (uint8_t)(n >> (8 * k));
 			free(lv);
 		}
 	}
@@ -492,30 +592,26 @@ static int pqw_chunk(struct tt_parquet_writer *w, const struct pqw_col *c, uint6
 		if (use_dict) {
 			int bw = pqw_bit_width(ndict - 1);
 			uint8_t b = (uint8_t)bw;
-			tc_w_bytes(&body, &b, 1);
-			pqw_rle(&body, idx, c->nv, bw);
+			tc_w_bytes(body, &b, 1);
+			pqw_rle(body, idx, c->nv, bw);
 		} else if (c->type == TT_PARQUET_BOOLEAN) {
 			for (size_t i = 0; i < c->nv; i += 8) {
 				uint8_t byte = 0;
 				for (size_t k = 0; k < 8 && i + k < c->nv; k++)
 					byte |= (uint8_t)((c->v[i + k] & 1) << k);
-				tc_w_bytes(&body, &byte, 1);
+				tc_w_bytes(body, &byte, 1);
 			}
 		} else {
-			for (size_t i = 0; i < c->nv; i++)
-				pqw_plain_value(&body, c, i);
+			pqw_plain_values(body, c, NULL, c->nv);
 		}
-		if (body.oom)
-			rc = pqw_oom(w);
-		else
-			rc = pqw_page(w, out, false, &body, w->rows, use_dict ? PQW_PLAIN_DICTIONARY : PQW_PLAIN, &uncompressed);
+		rc = pqw_page(w, false, w->rows, use_dict ? PQW_PLAIN_DICTIONARY : PQW_PLAIN, &uncompressed);
 	}
-	tc_writer_free(&body);
-	free(dict);
 	free(idx);
-	if (rc != 0)
+	if (rc != 0) {
+		free(dict);
 		return rc;
-	uint64_t compressed = chunk_offset + out->len - start;
+	}
+	uint64_t compressed = w->offset - start;
 	*group_uncompressed += uncompressed;
 
 	/* ColumnChunk {2: file_offset, 3: ColumnMetaData}. */
@@ -536,20 +632,22 @@ static int pqw_chunk(struct tt_parquet_writer *w, const struct pqw_col *c, uint6
 	tc_w_i64(meta, 9, (int64_t)data_offset);
 	if (use_dict)
 		tc_w_i64(meta, 11, (int64_t)dict_offset);
-	pqw_statistics(meta, c, nulls);
+	pqw_statistics(meta, c, nulls, dict, dict ? ndict : c->nv);
 	tc_w_struct_end(meta);
 	tc_w_struct_end(meta);
+	free(dict);
 	return 0;
 }
 
+/* The buffered row group written: each column chunk as it is made (the
+ * group is never copied whole), its RowGroup kept for the footer. */
 static int pqw_flush(struct tt_parquet_writer *w)
 {
 	if (w->rows == 0)
 		return 0;
 	if (w->offset == 0 && pqw_write(w, "PAR1", 4) != 0)
 		return w->err;
-	struct tc_writer out, meta;
-	tc_writer_init(&out);
+	struct tc_writer meta;
 	tc_writer_init(&meta);
 	uint64_t group_start = w->offset, uncompressed = 0;
 	int rc = 0;
@@ -558,20 +656,18 @@ static int pqw_flush(struct tt_parquet_writer *w)
 	tc_w_struct_begin(&meta);
 	tc_w_list(&meta, 1, TC_STRUCT, (uint32_t)w->ncols);
 	for (size_t i = 0; i < w->ncols && rc == 0; i++)
-		rc = pqw_chunk(w, &w->cols[i], group_start, &out, &meta, &uncompressed);
+		rc = pqw_chunk(w, &w->cols[i], &meta, &uncompressed);
 	if (rc == 0) {
 		tc_w_i64(&meta, 2, (int64_t)uncompressed);
 		tc_w_i64(&meta, 3, (int64_t)w->rows);
 		tc_w_i64(&meta, 5, (int64_t)group_start);
-		tc_w_i64(&meta, 6, (int64_t)out.len);
+		tc_w_i64(&meta, 6, (int64_t)(w->offset - group_start));
 		tc_w_field(&meta, 7, TC_I16);
 		tc_w_varint_i32(&meta, (int32_t)(w->ngroups > INT16_MAX ? INT16_MAX : w->ngroups));
 		tc_w_struct_end(&meta);
-		if (out.oom || meta.oom)
+		if (meta.oom)
 			rc = pqw_oom(w);
 	}
-	if (rc == 0)
-		rc = pqw_write(w, out.buf, out.len);
 	if (rc == 0) {
 		tc_w_bytes(&w->groups, meta.buf, meta.len);
 		if (w->groups.oom)
@@ -579,11 +675,15 @@ static int pqw_flush(struct tt_parquet_writer *w)
 		w->ngroups++;
 		w->total_rows += (int64_t)w->rows;
 	}
-	tc_writer_free(&out);
 	tc_writer_free(&meta);
 	for (size_t i = 0; i < w->ncols; i++) {
-		w->cols[i].nv = 0;
-		w->cols[i].pool.len = 0;
+		struct pqw_col *c = &w->cols[i];
+		c->nv = 0;
+		c->used = 0;
+		c->plain = 0;
+		c->nent = 0;
+		if (c->slots)
+			memset(c->slots, 0, c->nslots * sizeof *c->slots);
 	}
 	w->rows = 0;
 	w->bytes = 0;
@@ -592,7 +692,8 @@ static int pqw_flush(struct tt_parquet_writer *w)
 
 static int pqw_grow(struct tt_parquet_writer *w)
 {
-	size_t cap = w->rcap ? w->rcap * 2 : 1024;
+	/* a row group of a known size up to 64K rows: room for it at once */
+	size_t cap = w->rcap ? w->rcap * 2 : w->group_rows <= ((size_t)1 << 16) ? w->group_rows : 1024;
 	for (size_t i = 0; i < w->ncols; i++) {
 		struct pqw_col *c = &w->cols[i];
 		uint8_t *d = realloc(c->defined, cap);
@@ -603,12 +704,6 @@ static int pqw_grow(struct tt_parquet_writer *w)
 			c->v = v;
 		if (!d || !v)
 			return pqw_oom(w);
-		if (c->type == TT_PARQUET_STRING) {
-			uint32_t *l = realloc(c->len, cap * sizeof *l);
-			if (!l)
-				return pqw_oom(w);
-			c->len = l;
-		}
 	}
 	w->rcap = cap;
 	return 0;
@@ -617,6 +712,12 @@ static int pqw_grow(struct tt_parquet_writer *w)
 static bool pqw_valid_utf8(const unsigned char *s, size_t n)
 {
 	for (size_t i = 0; i < n;) {
+		/* ASCII eight bytes at a time: the common case, by far */
+		uint64_t x;
+		if (n - i >= 8 && (memcpy(&x, s + i, 8), (x & 0x8080808080808080u) == 0)) {
+			i += 8;
+			continue;
+		}
 		if (s[i] < 0x80) {
 			i++;
 			continue;
@@ -627,6 +728,97 @@ static bool pqw_valid_utf8(const unsigned char *s, size_t n)
 		i += k;
 	}
 	return true;
+}
+
+/* n bytes at the end of c's pool, in the last block in use or the next
+ * one (reused when big enough: the pool's blocks stay in order), or NULL
+ * when out of memory. */
+static uint8_t *pqw_pool_take(struct pqw_col *c, size_t n)
+{
+	struct pqw_block *b = c->used ? &c->pool[c->used - 1] : NULL;
+	if (!b || b->cap - b->len < n) {
+		if (c->used == c->npool) {
+			struct pqw_block *p = realloc(c->pool, (c->npool + 1) * sizeof *p);
+			if (!p)
+				return NULL;
+			c->pool = p;
+			c->pool[c->npool++] = (struct pqw_block){ NULL, 0, 0 };
+		}
+		b = &c->pool[c->used];
+		if (b->cap < n) {
+			/* doubling from 64 KiB up to 4 MiB a block, or one string's size */
+			size_t cap = c->used ? c->pool[c->used - 1].cap * 2 : (size_t)64 << 10;
+			if (cap > (size_t)4 << 20)
+				cap = (size_t)4 << 20;
+			if (cap < n)
+				cap = n;
+			free(b->buf);
+			if (!(b->buf = malloc(cap))) {
+				b->cap = 0;
+				return NULL;
+			}
+			b->cap = cap;
+		}
+		b->len = 0;
+		c->used++;
+	}
+	uint8_t *at = b->buf + b->len;
+	b->len += n;
+	return at;
+}
+
+/* The entry of string s (added when new), or SIZE_MAX when out of memory. */
+static size_t pqw_entry(struct pqw_col *c, const char *s, size_t n)
+{
+	if (2 * (c->nent + 1) > c->nslots) {
+		size_t ns = c->nslots ? 2 * c->nslots : 1024;
+		uint32_t *slots = calloc(ns, sizeof *slots);
+		if (!slots)
+			return SIZE_MAX;
+		for (size_t e = 0; e < c->nent; e++) {
+			size_t at = (size_t)c->ent_hash[e] & (ns - 1);
+			while (slots[at])
+				at = (at + 1) & (ns - 1);
+			slots[at] = (uint32_t)e + 1;
+		}
+		free(c->slots);
+		c->slots = slots;
+		c->nslots = ns;
+	}
+	uint64_t h = pqw_hash_bytes((const uint8_t *)s, n);
+	size_t at = (size_t)h & (c->nslots - 1);
+	for (; c->slots[at]; at = (at + 1) & (c->nslots - 1)) {
+		size_t e = c->slots[at] - 1;
+		if (c->ent_hash[e] == h && c->ent_len[e] == n && memcmp(c->ent[e], s, n) == 0)
+			return e;
+	}
+	if (c->nent == c->entcap) {
+		size_t cap = c->entcap ? 2 * c->entcap : 256;
+		const uint8_t **ent = realloc(c->ent, cap * sizeof *ent);
+		if (ent)
+			c->ent = ent;
+		uint32_t *len = realloc(c->ent_len, cap * sizeof *len);
+		if (len)
+			c->ent_len = len;
+		uint64_t *hash = realloc(c->ent_hash, cap * sizeof *hash);
+		if (hash)
+			c->ent_hash = hash;
+		if (!ent || !len || !hash)
+			return SIZE_MAX;
+		c->entcap = cap;
+	}
+	uint8_t *dst = pqw_pool_take(c, 4 + n);
+	if (!dst)
+		return SIZE_MAX;
+	for (int k = 0; k < 4; k++)
+		dst[k] = (uint8_t)(n >> (8 * k));
+	memcpy(dst + 4, s, n);
+	size_t e = c->nent++;
+	c->ent[e] = dst + 4;
+	c->ent_len[e] = (uint32_t)n;
+	c->ent_hash[e] = h;
+	c->slots[at] = (uint32_t)e + 1;
+	return e;
 }
 
 int tt_parquet_writer_add(struct tt_parquet_writer *w, const struct tt_parquet_value *values)
@@ -662,6 +854,7 @@ int tt_parquet_writer_add(struct tt_parquet_writer *w, const struct tt_parquet_v
 			continue;
 		}
 		uint64_t bits = 0;
+		size_t entry;
 		switch (c->type) {
 		case TT_PARQUET_BOOLEAN:
 			bits = v->v.b;
@@ -673,11 +866,10 @@ int tt_parquet_writer_add(struct tt_parquet_writer *w, const struct tt_parquet_v
 			memcpy(&bits, &v->v.d, sizeof bits);
 			break;
 		case TT_PARQUET_STRING:
-			bits = c->pool.len;
-			tc_w_bytes(&c->pool, v->v.str.s, v->v.str.len);
-			if (c->pool.oom)
+			if ((entry = pqw_entry(c, v->v.str.s, v->v.str.len)) == SIZE_MAX)
 				return pqw_oom(w);
-			c->len[c->nv] = (uint32_t)v->v.str.len;
+			bits = entry;
+			c->plain += 4 + v->v.str.len;
 			w->bytes += v->v.str.len;
 			break;
 		default:

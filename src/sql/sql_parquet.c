@@ -27,7 +27,11 @@ static int write_table(const struct tt_export_table *t, const char *file)
 		cols[c] = (struct tt_parquet_column){ t->cols[c].name, parquet_type(t->cols[c].type), t->cols[c].nullable };
 	int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 	struct tt_parquet_writer *w = NULL;
-	int rc = fd < 0 ? tt_sql_io_error(file, "cannot create") : tt_parquet_writer_new(fd, file, cols, t->ncols, 0, &w);
+	/* Row groups of the table's row count: as many as the default gives
+	 * (only the writer's size limit splits a table), and the writer knows
+	 * how many rows to make room for. */
+	int rc = fd < 0 ? tt_sql_io_error(file, "cannot create")
+	                : tt_parquet_writer_new(fd, file, cols, t->ncols, t->nrows, &w);
 	for (size_t r = 0; !rc && r < t->nrows; r++) {
 		t->row(t, r, cells);
 		for (size_t c = 0; c < t->ncols; c++) {

@@ -343,9 +343,8 @@ static int publish_in(PGconn *c, const struct tt_sql_publish *p, const char *sch
 	for (int i = 0; !rc && i < PQntuples(r); i++)
 		json_object_set_new(there, PQgetvalue(r, i, 0), json_true());
 	PQclear(r);
-	struct tt_cell *row = calloc(T[TT_T_OBJECTS].ncols > T[TT_T_COMMITS].ncols ? T[TT_T_OBJECTS].ncols
-	                                                                              : T[TT_T_COMMITS].ncols,
-	                             sizeof *row);
+	size_t width = T[TT_T_OBJECTS].ncols > T[TT_T_COMMITS].ncols ? T[TT_T_OBJECTS].ncols : T[TT_T_COMMITS].ncols;
+	struct tt_cell *row = calloc(width, sizeof *row); /* a row of either table */
 	if (!row)
 		abort();
 	for (size_t i = 0; i < T[TT_T_COMMITS].nrows; i++) {

@@ -1,6 +1,7 @@
 /* SQLite: the export written as one database file (each table with its
  * primary key, the cells in their SQL types), and import's query run on
  * one, read-only. */
+#define _GNU_SOURCE /* renameat2's RENAME_EXCHANGE, where there is one */
 #include "sql/sql.h"
 
 #include <tether/backend.h>
@@ -11,6 +12,8 @@
 #include <sqlite3.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -44,25 +47,35 @@ static char *create_sql(const struct tt_export_table *t)
 	return s;
 }
 
-static char *insert_sql(const struct tt_export_table *t)
+/* Rows go in up to BATCH to a statement: one statement's set-up and end
+ * per batch, not per row. The rows, their order, and so the file are the
+ * same. */
+#define BATCH 64
+
+/* INSERT of `rows` rows. */
+static char *insert_sql(const struct tt_export_table *t, size_t rows)
 {
-	size_t cap = 64 + 48 * t->ncols, len = 0;
+	size_t cap = 64 + strlen(t->name) + rows * (4 + 3 * t->ncols), len = 0;
 	char *s = malloc(cap);
 	if (!s)
 		abort();
-	len += (size_t)snprintf(s + len, cap - len, "INSERT INTO \"%s\" VALUES (", t->name);
-	for (size_t c = 0; c < t->ncols; c++)
-		len += (size_t)snprintf(s + len, cap - len, "%s?", c ? ", " : "");
-	snprintf(s + len, cap - len, ")");
+	len += (size_t)snprintf(s + len, cap - len, "INSERT INTO \"%s\" VALUES ", t->name);
+	for (size_t r = 0; r < rows; r++) {
+		len += (size_t)snprintf(s + len, cap - len, "%s(", r ? ", " : "");
+		for (size_t c = 0; c < t->ncols; c++)
+			len += (size_t)snprintf(s + len, cap - len, "%s?", c ? "," : "");
+		len += (size_t)snprintf(s + len, cap - len, ")");
+	}
 	return s;
 }
 
-static int bind_row(sqlite3_stmt *st, const struct tt_export_table *t, const struct tt_cell *cells)
+/* Row `cells` as the batch's row `at` of st. */
+static int bind_row(sqlite3_stmt *st, const struct tt_export_table *t, size_t at, const struct tt_cell *cells)
 {
 	int rc = SQLITE_OK;
 	for (size_t c = 0; rc == SQLITE_OK && c < t->ncols; c++) {
 		const struct tt_cell *v = &cells[c];
-		int i = (int)c + 1;
+		int i = (int)(at * t->ncols + c) + 1;
 		if (v->null)
 			rc = sqlite3_bind_null(st, i);
 		else if (t->cols[c].type == TT_COL_TEXT)
@@ -73,27 +86,77 @@ static int bind_row(sqlite3_stmt *st, const struct tt_export_table *t, const str
 	return rc;
 }
 
+/* Rows [from, from + rows) through st (an INSERT of that many rows). */
+static int insert_rows(sqlite3 *db, sqlite3_stmt *st, const struct tt_export_table *t, size_t from, size_t rows,
+                       struct tt_cell *cells, const char *path)
+{
+	int rc = SQLITE_OK;
+	for (size_t k = 0; rc == SQLITE_OK && k < rows; k++) {
+		t->row(t, from + k, cells);
+		rc = bind_row(st, t, k, cells);
+	}
+	if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_DONE)
+		rc = 0;
+	else
+		rc = tether_error_set(TETHER_EIO, "%s: table %s, rows %zu to %zu: %s", path, t->name, from + 1,
+		                      from + rows, sqlite3_errmsg(db));
+	sqlite3_reset(st);
+	return rc;
+}
+
 static int write_table(sqlite3 *db, const struct tt_export_table *t, const char *path)
 {
-	char *create = create_sql(t), *insert = insert_sql(t);
+	char *create = create_sql(t);
 	struct tt_cell *cells = calloc(t->ncols ? t->ncols : 1, sizeof *cells);
 	if (!cells)
 		abort();
-	sqlite3_stmt *st = NULL;
 	int rc = sqlite3_exec(db, create, NULL, NULL, NULL) == SQLITE_OK ? 0 : db_error(db, path, "cannot create a table");
-	if (!rc && sqlite3_prepare_v2(db, insert, -1, &st, NULL) != SQLITE_OK)
-		rc = db_error(db, path, "cannot prepare an insert");
-	for (size_t i = 0; !rc && i < t->nrows; i++) {
-		t->row(t, i, cells);
-		if (bind_row(st, t, cells) != SQLITE_OK || sqlite3_step(st) != SQLITE_DONE)
-			rc = tether_error_set(TETHER_EIO, "%s: table %s, row %zu: %s", path, t->name, i + 1, sqlite3_errmsg(db));
-		sqlite3_reset(st);
+	/* as many rows as the bound parameters' limit allows, up to BATCH */
+	size_t batch = (size_t)sqlite3_limit(db, SQLITE_LIMIT_VARIABLE_NUMBER, -1) / (t->ncols ? t->ncols : 1);
+	if (batch > BATCH)
+		batch = BATCH;
+	if (batch == 0)
+		batch = 1;
+	size_t full = t->nrows / batch, rest = t->nrows % batch;
+	for (int pass = 0; pass < 2 && !rc; pass++) {
+		size_t rows = pass == 0 ? batch : rest, count = pass == 0 ? full : rest != 0;
+		if (!count)
+			continue;
+		char *insert = insert_sql(t, rows);
+		sqlite3_stmt *st = NULL;
+		if (sqlite3_prepare_v2(db, insert, -1, &st, NULL) != SQLITE_OK)
+			rc = db_error(db, path, "cannot prepare an insert");
+		for (size_t b = 0; !rc && b < count; b++)
+			rc = insert_rows(db, st, t, pass == 0 ? b * batch : full * batch, rows, cells, path);
+		sqlite3_finalize(st);
+		free(insert);
 	}
-	sqlite3_finalize(st);
 	free(cells);
 	free(create);
-	free(insert);
 	return rc;
+}
+
+/* tmp put in place of path, in one step. An existing file is swapped
+ * with it (RENAME_EXCHANGE), then removed: a rename(2) over it has ext4
+ * write the new file's data out first (auto_da_alloc, tens of
+ * milliseconds for an export of some MiB), a durability this write does
+ * not promise (it never syncs). Readers see the old file or the new one
+ * either way. */
+static int put_in_place(const char *tmp, const char *path)
+{
+#ifdef RENAME_EXCHANGE
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
+		if (unlink(tmp) == 0 || errno == ENOENT) /* the earlier export */
+			return 0;
+		/* path became something else than a file since it was checked:
+		 * put it back, as rename(2) would have refused it */
+		int err = errno;
+		(void)renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE);
+		errno = err;
+		return -1;
+	}
+#endif
+	return rename(tmp, path);
 }
 
 /* Written to a temporary file beside `path` with no journal (nothing but
@@ -108,9 +171,17 @@ int tt_sql_write_sqlite(const struct tt_export_table *tables, size_t n, const ch
 	unlink(tmp);
 	sqlite3 *db = NULL;
 	int rc = 0;
-	if (sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK)
+	if (sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK)
 		rc = db_error(db, tmp, "cannot create");
-	if (!rc && sqlite3_exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+	/* A page cache that holds the whole file (up to 256 MiB, taken only as
+	 * the file grows): the default 2 MiB spills pages to the file and reads
+	 * them back while the one transaction builds it. Neither the cache nor
+	 * the exclusive lock is stored in the file. */
+	if (!rc && sqlite3_exec(db,
+	                        "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; "
+	                        "PRAGMA cache_size=-262144; BEGIN",
+	                        NULL, NULL, NULL) != SQLITE_OK)
 		rc = db_error(db, tmp, "cannot begin");
 	for (size_t i = 0; !rc && i < n; i++)
 		rc = write_table(db, &tables[i], path);
@@ -118,7 +189,7 @@ int tt_sql_write_sqlite(const struct tt_export_table *tables, size_t n, const ch
 		rc = db_error(db, tmp, "cannot commit");
 	if (sqlite3_close(db) != SQLITE_OK && !rc)
 		rc = tether_error_set(TETHER_EIO, "%s: cannot close", tmp);
-	if (!rc && rename(tmp, path) != 0)
+	if (!rc && put_in_place(tmp, path) != 0)
 		rc = tt_sql_io_error(path, "cannot put the export in place");
 	if (rc)
 		unlink(tmp);

@@ -182,6 +182,11 @@ def test_a_rerun_writes_the_same_bytes(history, tmp_path):
     first = {p.name: p.read_bytes() for p in (tmp_path / "c.jsonl").iterdir()}
     ds.tether("export", tmp_path / "c.jsonl")  # replaces the earlier export
     assert {p.name: p.read_bytes() for p in (tmp_path / "c.jsonl").iterdir()} == first
+    # a file export replaced (swapped into place, the earlier one removed)
+    (tmp_path / "b.sqlite").write_bytes(b"an earlier file")
+    ds.tether("export", tmp_path / "b.sqlite")
+    assert (tmp_path / "a.sqlite").read_bytes() == (tmp_path / "b.sqlite").read_bytes()
+    assert sorted(os.listdir(tmp_path)) == ["a.sqlite", "b.sqlite", "c.jsonl"]
 
 
 def test_rev_exports_the_ancestors_only(history, tmp_path):
@@ -290,3 +295,25 @@ def test_parquet_read_by_pyarrow_and_duckdb_holds_the_same(history, tmp_path):
     first = {p.name: p.read_bytes() for p in (tmp_path / "h.parquet").iterdir()}
     ds.tether("export", tmp_path / "h.parquet")
     assert {p.name: p.read_bytes() for p in (tmp_path / "h.parquet").iterdir()} == first
+
+
+def test_jsonl_and_csv_escape_control_characters(tmp_path):
+    """The JSON Lines writer escapes strings itself: quote, backslash, the
+    short escapes and every other control character as \\u00XX, the rest
+    (DEL, non-ASCII, U+2028) as it is; CSV quotes what needs it."""
+    ds = _new_repo(tmp_path, "ctl")
+    ds.tether("init")
+    ds.write("data/a.csv", "a\n")
+    ds.tether("add", "a", "data/a.csv", "--kind", "file", "--file", "mutable")
+    message = "ctl \x01\x08\x0c\x1b\x1f\x7f \\ \"q\" \t é \u2028 end"
+    ds.tether("commit", "-m", message)
+    ds.tether("export", tmp_path / "o.jsonl")
+    raw = (tmp_path / "o.jsonl" / "commits.jsonl").read_bytes()
+    want = ('"ctl \\u0001\\b\\f\\u001B\\u001F\x7f \\\\ \\"q\\" \\t é \u2028 end').encode()
+    assert want in raw, raw
+    messages = [json.loads(line)["message"] for line in raw.decode().split("\n") if line]
+    assert any(m.rstrip("\n") == message for m in messages), messages
+    ds.tether("export", tmp_path / "o.csv")
+    with open(tmp_path / "o.csv" / "commits.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert any(r["message"].rstrip("\n") == message for r in rows)

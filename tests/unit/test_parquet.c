@@ -253,6 +253,64 @@ static void test_write_read(void)
 	free(data);
 }
 
+/* Strings bigger than the writer's pool blocks (64 KiB first, 4 MiB at
+ * most) and one bigger than any block, repeated (deduplicated as they are
+ * added), over several row groups (whose blocks are reused, a too small
+ * one replaced): read back the same. */
+static char *big_value(size_t k, size_t *len)
+{
+	*len = k == 16 ? ((size_t)5 << 20) + 3 : k * 9000;
+	char *s = malloc(*len + 1);
+	for (size_t j = 0; j < *len; j++)
+		s[j] = (char)('a' + (j * 31 + k) % 26);
+	s[*len] = 0;
+	return s;
+}
+
+static void test_write_big_strings(void)
+{
+	static const struct tt_parquet_column col[] = {{"s", TT_PARQUET_STRING, true}};
+	char path[128];
+	snprintf(path, sizeof path, "%s/big.parquet", tmpdir);
+	const size_t nrows = 70;
+	char *vals[17];
+	size_t lens[17];
+	for (size_t k = 0; k < 17; k++)
+		vals[k] = big_value(k, &lens[k]);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	struct tt_parquet_writer *w = NULL;
+	CHECK(fd >= 0 && tt_parquet_writer_new(fd, path, col, 1, 20, &w) == 0);
+	for (size_t i = 0; w && i < nrows; i++) {
+		size_t k = (i * 7) % 17; /* every value again within a group */
+		struct tt_parquet_value v = {.is_null = i % 11 == 4, .v.str = {vals[k], lens[k]}};
+		CHECK(tt_parquet_writer_add(w, &v) == 0);
+	}
+	CHECK(w && tt_parquet_writer_finish(w) == 0);
+	close(fd);
+	size_t len;
+	unsigned char *data = slurp(path, &len);
+	struct tt_parquet_file *f = NULL;
+	const char *names[] = {"s"};
+	json_t *rows = NULL;
+	CHECK(data && tt_parquet_open(data, len, path, &f) == 0 && tt_parquet_read_rows(f, names, 1, &rows) == 0);
+	CHECK(json_array_size(rows) == nrows);
+	int bad = 0;
+	for (size_t i = 0; i < json_array_size(rows); i++) {
+		const json_t *got = json_object_get(json_array_get(rows, i), "s");
+		size_t k = (i * 7) % 17;
+		if (i % 11 == 4)
+			bad += !json_is_null(got);
+		else
+			bad += json_string_length(got) != lens[k] || memcmp(json_string_value(got), vals[k], lens[k]) != 0;
+	}
+	CHECK(bad == 0);
+	json_decref(rows);
+	tt_parquet_close(f);
+	free(data);
+	for (size_t k = 0; k < 17; k++)
+		free(vals[k]);
+}
+
 static void test_writer_refusals(void)
 {
 	char path[128];
@@ -487,6 +545,7 @@ int main(void)
 	test_thrift_round_trip();
 	test_thrift_hostile();
 	test_write_read();
+	test_write_big_strings();
 	test_writer_refusals();
 	test_made_files();
 	char cmd[256];

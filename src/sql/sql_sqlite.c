@@ -11,7 +11,6 @@
 #include <sqlite3.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -7,7 +7,7 @@ VENV ?= .venv
 MESON ?= meson
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= flatbuf icfile flexbuf icrepo gdelta gloose gpack grefs gcommit toml docs xml parquet
+FUZZ_TARGETS ?= flatbuf icfile flexbuf icrepo gdelta gloose gpack grefs gcommit toml docs xml parquet parquet_rt
 FUZZ_CORPUS = tests/fuzz/corpus
 # The toml target also starts from the whole toml-test suite (read only, recursive).
 TOML_TEST_SUITE = ../shared/data/toml-test/tests

@@ -1166,10 +1166,15 @@ class NeonAdapter(Adapter):
         return sorted(self._sql(store, ref, "SELECT id, v FROM t"))
 
     def _api(self, method, path, body=None):
+        return self._api_on(self.server, method, path, body)
+
+    @staticmethod
+    def _api_on(server, method, path, body=None):
+        """Neon's API as a client would call it (the fake checks it)."""
         import urllib.request
-        req = urllib.request.Request(self.server.api_url + path, method=method,
+        req = urllib.request.Request(server.api_url + path, method=method,
                                      data=json.dumps(body).encode() if body is not None else None,
-                                     headers={"Authorization": f"Bearer {self.server.key}",
+                                     headers={"Authorization": f"Bearer {server.key}",
                                               "Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=120) as r:
             return json.loads(r.read() or b"null")

@@ -1,4 +1,4 @@
-/* Forks, working branches, handles and quiescence.
+/* Forks, handles and quiescence.
  *
  * A fork is a child branch of the pin (its data is the pin's, cut at the
  * pin's LSN). Forking onto a working branch that exists restores it onto
@@ -199,24 +199,6 @@ int neon_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t
 	json_decref(all);
 	json_decref(src);
 	json_decref(have);
-	neon_disconnect(&c);
-	return rc;
-}
-
-int neon_delete_working_ref(const struct tether_bctx *ctx, const json_t *locator, const json_t *working_ref)
-{
-	const char *name = json_string_value(json_object_get(working_ref, "working_branch"));
-	if (!name)
-		return tether_error_set(TETHER_ECONFIG, "neon working ref names no working_branch");
-	struct neon_loc loc;
-	struct neon_conn c;
-	int rc = neon_begin(ctx, locator, &loc, &c);
-	if (rc)
-		return rc;
-	json_t *all = NULL;
-	if ((rc = neon_refuse_base(&loc, name, "delete")) == 0 && (rc = neon_list_branches(&c, &all)) == 0)
-		rc = neon_delete_leaf(&c, all, name, "a working branch with pins hanging off it is kept");
-	json_decref(all);
 	neon_disconnect(&c);
 	return rc;
 }

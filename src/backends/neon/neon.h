@@ -12,9 +12,9 @@
  *              pg_stat_activity
  *   refs.c     fingerprint, pins (child branches at an LSN), verify
  *   fork.c     forks (child branches of the pin, restore, siblings),
- *              working branches, the handle, quiescence
+ *              the handle, quiescence
  *   workrefs.c the dataset's working branches listed (siblings under
- *              their workspace), and deleted on condition
+ *              their workspace), and deleted (on condition or not)
  *   module.c   the backend's table
  *
  * Neon ids: a branch has an id (br-...) and a name; tether names its
@@ -143,7 +143,6 @@ int neon_delete_leaf(struct neon_conn *c, const json_t *all, const char *name, c
 /* fork.c */
 int neon_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
               const char *branch, const json_t *expect, json_t **working_ref);
-int neon_delete_working_ref(const struct tether_bctx *ctx, const json_t *locator, const json_t *working_ref);
 int neon_open(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
               const json_t *working_ref, int read_only, json_t **handle);
 int neon_check_quiescence(const struct tether_bctx *ctx, const json_t *locator, int *busy, char **why);
@@ -151,6 +150,7 @@ int neon_check_quiescence(const struct tether_bctx *ctx, const json_t *locator, 
 int neon_refuse_base(const struct neon_loc *loc, const char *name, const char *doing);
 
 /* workrefs.c */
+int neon_delete_working_ref(const struct tether_bctx *ctx, const json_t *locator, const json_t *working_ref);
 int neon_list_working_refs(const struct tether_bctx *ctx, const json_t *locator, json_t **refs);
 int neon_delete_working_ref_if(const struct tether_bctx *ctx, const json_t *locator, const json_t *working_ref,
                                const json_t *expect);

@@ -197,8 +197,9 @@ static int check_head(struct neon_conn *c, const struct neon_loc *loc, const cha
 	return rc;
 }
 
-int neon_delete_working_ref_if(const struct tether_bctx *ctx, const json_t *locator, const json_t *working_ref,
-                               const json_t *expect)
+/* Delete the working branch; with `expect`, only while its head is that. */
+static int delete_branch(const struct tether_bctx *ctx, const json_t *locator, const json_t *working_ref,
+                         const json_t *expect)
 {
 	const char *name = json_string_value(json_object_get(working_ref, "working_branch"));
 	if (!name)
@@ -216,7 +217,7 @@ int neon_delete_working_ref_if(const struct tether_bctx *ctx, const json_t *loca
 		rc = tt_fail_oom();
 	/* Gone already is done; a branch with pins hanging off it is refused
 	 * by neon_delete_leaf before anything is read. */
-	if (rc == 0 && b && json_array_size(kids) == 0)
+	if (rc == 0 && b && expect && json_array_size(kids) == 0)
 		rc = check_head(&c, &loc, name, expect);
 	if (rc == 0 && b)
 		rc = neon_delete_leaf(&c, all, name, "a working branch with pins hanging off it is kept");
@@ -225,4 +226,15 @@ int neon_delete_working_ref_if(const struct tether_bctx *ctx, const json_t *loca
 	json_decref(all);
 	neon_disconnect(&c);
 	return rc;
+}
+
+int neon_delete_working_ref(const struct tether_bctx *ctx, const json_t *locator, const json_t *working_ref)
+{
+	return delete_branch(ctx, locator, working_ref, NULL);
+}
+
+int neon_delete_working_ref_if(const struct tether_bctx *ctx, const json_t *locator, const json_t *working_ref,
+                               const json_t *expect)
+{
+	return delete_branch(ctx, locator, working_ref, expect);
 }

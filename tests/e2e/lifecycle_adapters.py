@@ -1101,11 +1101,9 @@ class NeonAdapter(Adapter):
     # log_key, add_at_an_earlier_state and add_pick skip as not applicable
     # (neon declares no HISTORY); a restore that lands on a sibling <name>.2
     # is what test_restore_an_older_revision accepts.
-    cannot = {
-        "drop_deletes_the_pinned_fork_and_keeps_the_pins": "a Neon pin is a child branch of the fork it was cut "
-                                                           "from, so a pinned fork cannot be deleted while its "
-                                                           "pins exist: drop keeps it",
-    }
+    # A Neon branch is storage (BRANCH_IS_STORAGE): the drop check forces
+    # the delete, which list_working_refs / delete_working_ref_if keep
+    # conditional on the head the plan read.
 
     def __init__(self):
         self.server = None
@@ -1166,10 +1164,15 @@ class NeonAdapter(Adapter):
         return sorted(self._sql(store, ref, "SELECT id, v FROM t"))
 
     def _api(self, method, path, body=None):
+        return self._api_on(self.server, method, path, body)
+
+    @staticmethod
+    def _api_on(server, method, path, body=None):
+        """Neon's API as a client would call it (the fake checks it)."""
         import urllib.request
-        req = urllib.request.Request(self.server.api_url + path, method=method,
+        req = urllib.request.Request(server.api_url + path, method=method,
                                      data=json.dumps(body).encode() if body is not None else None,
-                                     headers={"Authorization": f"Bearer {self.server.key}",
+                                     headers={"Authorization": f"Bearer {server.key}",
                                               "Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=120) as r:
             return json.loads(r.read() or b"null")

@@ -8,13 +8,16 @@ What the lifecycle suite (adapter NeonAdapter) does not hold: the state's
 shape and what counts as change, the shared endpoint, quiescence, pins as
 child branches and the sibling rule, and bad input: a wrong key, a missing
 project, a branch deleted behind tether's back, a compute that is gone, a
-hostile manifest, 423/429/503 and slow operations.
+hostile manifest, 423/429/503 and slow operations; gc --prune-workspaces
+on Neon working branches (siblings listed under their workspace), and the
+conditional delete (delete_working_ref_if) refusing a branch written to
+after gc or drop read it.
 """
 import json
 
 import pytest
 
-from conftest import expected_pin
+from conftest import expected_pin, run_stopped
 from lifecycle_adapters import NeonAdapter
 
 KEY = "pg"
@@ -92,6 +95,7 @@ def test_fork_is_a_child_of_the_pin_and_a_pinned_fork_refork_lands_on_a_sibling(
     ds = neon.ds
     neon.add()
     ds.tj("commit", "-m", "base")
+    base = ds.head()
     pin1 = ds.manifest(KEY)["pin_ref"]["branch"]
     ds.tj("new", "-b", "feat")
     ws = f"tether.ws.{ds.dataset_id()[:8]}.feat"
@@ -104,24 +108,150 @@ def test_fork_is_a_child_of_the_pin_and_a_pinned_fork_refork_lands_on_a_sibling(
     st = ds.tj("status")["objects"][0]
     assert st["status"] == "modified" and st["current"]["timeline"] == ws and st["current"]["branch"] == "main"
     ds.tj("commit", "-m", "fork write")
+    feat_head = ds.head()
     pin2 = ds.manifest(KEY)["pin_ref"]["branch"]
     b = neon.branches()
     assert b[pin2]["parent_id"] == b[ws]["id"], "a fork's pin hangs off the fork"
     # The pin is read on a read_only endpoint of its own branch.
     ro = ds.tj("open", KEY, "-r", "HEAD~1")
     assert ro["read_only"] is True and ro["branch"] == pin1 and "default_transaction_read_only" in ro["uri"]
-    # Back onto the first pin: the working branch has a pin hanging off it,
-    # so the fork lands on a sibling and the old branch stays.
-    assert ws + ".2" not in neon.branches(), "commit then new reuses the branch: it sits at the pin"
-    ds.tj("new", "main")
-    ds.git("branch", "-f", "feat", "main")
-    r = ds.tj("new", "feat")
-    names = [o["ref"]["working_branch"] for o in r["objects"]]
-    assert names == [ws + ".2"], r
+    # Back onto the first pin (restore): the working branch has a pin
+    # hanging off it, so the fork lands on a sibling and the old branch
+    # stays.
+    assert ws + ".2" not in neon.branches(), "a commit on the fork makes no sibling"
+    r = ds.tj("restore", "-r", base, KEY)
+    assert [o["action"] for o in r["objects"]] == ["reset"], r
     b = neon.branches()
     assert b[ws + ".2"]["parent_id"] == b[pin1]["id"] and ws in b
     assert neon.sql("SELECT count(*) FROM t", branch=ws + ".2") == [(1,)]
     assert ds.tj("open", KEY)["branch"] == ws + ".2"
+    # The sibling is the branch in use: a restore onto the second pin
+    # checks the condition there (nothing wrote to it) and restores it
+    # onto that pin; the older branch is not reused.
+    r = ds.tj("restore", "-r", feat_head, KEY)
+    assert [o["action"] for o in r["objects"]] == ["reset"], r
+    assert ds.tj("open", KEY)["branch"] == ws + ".2"
+    assert neon.sql("SELECT count(*) FROM t", branch=ws + ".2") == [(2,)]
+    assert ws + ".3" not in neon.branches()
+    # Both are feat's (list_working_refs lists the sibling under its
+    # workspace), and feat is live: gc prunes neither, even forced.
+    assert ds.tj("gc", "--prune-workspaces", "--force-prune", "--no-dry-run")["prune"] == []
+    assert {ws, ws + ".2"} <= set(neon.branches())
+    # Once feat is gone both are listed as its, the one in use first.
+    ds.tj("new", "-b", "other")
+    ds.git("branch", "-q", "-D", "feat")
+    r = ds.tj("gc", "--prune-workspaces", "--force-prune")
+    assert [(p["branch"], p["head"]["timeline"], p["action"]) for p in r["prune"]] == [
+        (ws, ws + ".2", "delete"), (ws, ws, "delete")], r
+
+
+def dead_and_live(neon):
+    """A committed dataset with workspaces dead (its bookmark deleted) and
+    live (the checkout's); (dead branch, live branch, the pinned state)."""
+    ds = neon.ds
+    neon.add()
+    ds.tj("commit", "-m", "base")
+    ds8 = ds.dataset_id()[:8]
+    ds.tj("new", "-b", "dead")
+    ds.tj("new", "-b", "live")
+    ds.git("branch", "-q", "-D", "dead")
+    dead, live = f"tether.ws.{ds8}.dead", f"tether.ws.{ds8}.live"
+    assert {dead, live} <= set(neon.branches())
+    return dead, live, ds.manifest(KEY)["state"]
+
+
+def prune_rows(r):
+    return [(p["branch"], p["head"]["commit_xid"], p["head"]["timeline"], p["pinned"], p["action"], p["done"])
+            for p in r["prune"]]
+
+
+def test_gc_prunes_the_working_branch_of_a_dead_workspace_and_keeps_live_ones(neon):
+    ds = neon.ds
+    dead, live, st = dead_and_live(neon)
+    pins = {n for n in neon.branches() if n.startswith("tether.") and not n.startswith("tether.ws.")}
+    # A Neon branch is storage: listed, kept unless --force-prune.
+    r = ds.tj("gc", "--prune-workspaces", "--no-dry-run")
+    assert prune_rows(r) == [(dead, st["commit_xid"], dead, True, "keep", False)], r
+    assert "only --force-prune deletes it" in r["prune"][0]["reason"]
+    assert dead in neon.branches()
+    r = ds.tj("gc", "--prune-workspaces", "--force-prune")  # a dry run
+    assert prune_rows(r) == [(dead, st["commit_xid"], dead, True, "delete", False)], r
+    assert dead in neon.branches()
+    r = ds.tj("gc", "--prune-workspaces", "--force-prune", "--no-dry-run")
+    assert prune_rows(r) == [(dead, st["commit_xid"], dead, True, "delete", True)], r
+    b = neon.branches()
+    assert dead not in b and live in b and pins <= set(b)
+    assert ds.tj("gc", "--prune-workspaces", "--force-prune", "--no-dry-run")["prune"] == []
+    assert ds.tj("verify", "--all-history")["ok"] is True
+    # Another dataset's working branches are not this one's.
+    main = neon.branches()["main"]["id"]
+    NeonAdapter()._api_on(neon.server, "POST", f"/projects/{neon.pid}/branches",
+                          {"branch": {"name": "tether.ws.00000000.dead", "parent_id": main}})
+    assert ds.tj("gc", "--prune-workspaces", "--force-prune", "--no-dry-run")["prune"] == []
+    assert "tether.ws.00000000.dead" in neon.branches()
+
+
+def test_a_branch_written_to_after_gc_listed_it_is_not_deleted(neon):
+    ds = neon.ds
+    dead, _, st = dead_and_live(neon)
+    args = ["gc", "--prune-workspaces", "--force-prune", "--no-dry-run", "--json"]
+
+    def racer():
+        neon.sql("INSERT INTO t VALUES (7, 'racer')", branch=dead)
+        return neon.sql("SELECT xmin::text FROM t WHERE id = 7", branch=dead)[0][0]
+
+    p, xid = run_stopped(ds, args, "gc:pruning:stop", racer)
+    assert p.returncode != 0, p
+    assert prune_rows(json.loads(p.stdout)) == [(dead, st["commit_xid"], dead, True, "delete", False)]
+    assert (f"Neon project {neon.pid}: branch {dead} moved: expected commit {st['commit_xid']}, found {xid}; "
+            "not deleted") in p.stderr, p.stderr
+    assert neon.sql("SELECT v FROM t WHERE id = 7", branch=dead) == [("racer",)]
+
+    # A writer in flight (a transaction holding an id) is refused too.
+    import psycopg2
+    holder = []
+
+    def in_flight():
+        port = neon.branches()[dead]["port"]
+        conn = psycopg2.connect(host="127.0.0.1", port=port, dbname="neondb", user="neondb_owner",
+                                password=neon.project["password"])
+        conn.cursor().execute("INSERT INTO t VALUES (8, 'in flight')")
+        holder.append(conn)
+
+    try:
+        p, _ = run_stopped(ds, args, "gc:pruning:stop", in_flight)
+        assert p.returncode != 0, p
+        assert f"branch {dead}: 1 session writing" in p.stderr and "not deleted while a session writes to it" \
+            in p.stderr, p.stderr
+        assert dead in neon.branches()
+    finally:
+        for conn in holder:
+            conn.rollback()
+            conn.close()
+    # Nobody writing, and the head gc reads is the one it deletes at.
+    r = ds.tj("gc", "--prune-workspaces", "--force-prune", "--no-dry-run")
+    assert [(p["branch"], p["head"]["commit_xid"], p["pinned"], p["done"]) for p in r["prune"]] == [
+        (dead, xid, False, True)]
+    assert dead not in neon.branches()
+
+
+def test_drop_does_not_delete_a_fork_written_to_while_it_ran(neon):
+    ds = neon.ds
+    neon.add()
+    ds.tj("commit", "-m", "base")
+    ds.tj("new", "-b", "feat")
+    ws = f"tether.ws.{ds.dataset_id()[:8]}.feat"
+    # A Neon branch is storage: drop keeps it unless --force.
+    assert [a["fork"] for a in ds.tj("drop", KEY, "--dry-run")["plan"]["actions"]] == ["keep"]
+
+    def racer():
+        neon.sql("INSERT INTO t VALUES (9, 'racer')", branch=ws)
+
+    p, _ = run_stopped(ds, ["drop", KEY, "--force"], "drop:branch-checked:stop", racer)
+    assert p.returncode != 0, p
+    assert f"{KEY}: {ws} was written to while drop deleted it: not deleted" in p.stderr, p.stderr
+    assert f"branch {ws} moved" in p.stderr, p.stderr
+    assert neon.sql("SELECT v FROM t WHERE id = 9", branch=ws) == [("racer",)]
 
 
 def test_objects_of_one_project_share_one_read_write_endpoint(neon):

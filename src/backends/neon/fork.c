@@ -1,4 +1,4 @@
-/* Forks, working branches, handles and quiescence.
+/* Forks, handles and quiescence.
  *
  * A fork is a child branch of the pin (its data is the pin's, cut at the
  * pin's LSN). Forking onto a working branch that exists restores it onto
@@ -6,7 +6,9 @@
  * later commit cut from the working branch hangs off it. Then the fork
  * lands on a sibling, <name>.2, <name>.3, ..., the first that is absent or
  * childless, and the old branch stays the pins' parent; the working_ref
- * names the branch used, which the engine records. */
+ * names the branch used, which the engine records. A sibling is reused
+ * without a restore (it sits at the pin) only when it is the one in use
+ * (workrefs.c). */
 #include "backends/neon/neon.h"
 
 #include "util/fail.h"
@@ -15,9 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_SIBLINGS 100
-
-static int refuse_base(const struct neon_loc *loc, const char *name, const char *doing)
+int neon_refuse_base(const struct neon_loc *loc, const char *name, const char *doing)
 {
 	if (strcmp(name, loc->branch) == 0)
 		return tether_error_set(TETHER_EREFUSED, "Neon project %s: will not %s branch %s, the object's base branch",
@@ -104,6 +104,17 @@ static int sits_at_pin(struct neon_conn *c, const struct neon_loc *loc, const js
 	return yes;
 }
 
+/* Is `name` the sibling of `branch` in use (neon_current_sibling)? Only
+ * that one is reused as it stands, so that the branch a fork chose is the
+ * one list_working_refs lists first. */
+static int is_current(const json_t *all, const char *branch, const char *name)
+{
+	char *current = neon_current_sibling(all, branch);
+	int yes = current && strcmp(current, name) == 0;
+	free(current);
+	return yes;
+}
+
 int neon_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
               const char *branch, const json_t *expect, json_t **working_ref)
 {
@@ -120,7 +131,7 @@ int neon_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t
 	if (!pin)
 		pin = json_string_value(json_object_get(state, "timeline"));
 	json_t *all = NULL, *src = NULL, *have = NULL;
-	char *used = NULL;
+	char *used = NULL, *target = NULL;
 	if (!neon_valid_branch_name(branch) || strlen(branch) > 240)
 		rc = tether_error_set(TETHER_EUSAGE, "Neon project %s: branch name %s is not a Neon branch name", c.project,
 		                      branch);
@@ -128,25 +139,29 @@ int neon_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t
 		rc = tether_error_set(TETHER_ECONFIG, "neon object %s: the state names no timeline and LSN to fork from",
 		                      c.key);
 	if (rc == 0)
-		rc = refuse_base(&loc, branch, "fork over");
+		rc = neon_refuse_base(&loc, branch, "fork over");
 	if (rc == 0)
 		rc = neon_list_branches(&c, &all);
 	if (rc == 0 && !(src = neon_find_branch(all, pin)))
 		rc = tether_error_set(TETHER_ENOTFOUND, "neon object %s: cannot fork: branch %s is gone from Neon project "
 		                                        "%s (`tether repair` re-pins the state if the project still holds "
 		                                        "it)", c.key, pin, c.project);
-	/* The condition guards what a restore would overwrite: a branch with
-	 * pins hanging off it is never restored (the fork goes to a sibling),
-	 * so only a childless one is checked. */
+	/* The condition is on the branch tether left the workspace on: the
+	 * sibling in use (workrefs.c), or the named branch when there is none.
+	 * It guards what a restore would overwrite: a branch with pins hanging
+	 * off it is never restored (the fork goes to a sibling), so only a
+	 * childless one is checked. */
+	if (rc == 0 && !(target = neon_current_sibling(all, branch)) && !(target = strdup(branch)))
+		rc = tt_fail_oom();
 	if (rc == 0) {
-		have = neon_find_branch(all, branch);
+		have = neon_find_branch(all, target);
 		json_t *kids = have ? neon_children(all, json_string_value(json_object_get(have, "id"))) : NULL;
 		if (!have || json_array_size(kids) == 0)
-			rc = check_expect(&c, &loc, have, branch, expect);
+			rc = check_expect(&c, &loc, have, target, expect);
 		json_decref(kids);
 	}
 	const char *src_id = json_string_value(json_object_get(src, "id"));
-	for (int n = 1; rc == 0 && !used && n <= MAX_SIBLINGS; n++) {
+	for (int n = 1; rc == 0 && !used && n <= NEON_MAX_SIBLINGS; n++) {
 		char *name = n == 1 ? strdup(branch) : tt_strdupf("%s.%d", branch, n);
 		json_t *b = name ? neon_find_branch(all, name) : NULL, *kids = NULL;
 		const char *id = json_string_value(json_object_get(b, "id"));
@@ -157,15 +172,16 @@ int neon_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t
 				used = name, name = NULL;
 		} else if (!(kids = neon_children(all, id)))
 			rc = tt_fail_oom();
-		else if (json_array_size(kids) && !at && sits_at_pin(&c, &loc, b, src, state, &rc)) {
+		else if (json_array_size(kids) && !at && is_current(all, branch, name) &&
+		         sits_at_pin(&c, &loc, b, src, state, &rc)) {
 			used = name, name = NULL;
 		} else if (rc == 0 && json_array_size(kids) == 0) {
-			/* A sibling tether made earlier, childless: restored only
-			 * when the call set no condition (the named branch's was
-			 * checked above). */
-			if (n > 1 && expect)
-				rc = tether_error_set(TETHER_EREFUSED, "Neon project %s: branch %s exists: expected a free "
-				                                       "sibling of %s", c.project, name, branch);
+			/* A branch tether made earlier, childless: restored only
+			 * when the call set no condition, or when it is the one
+			 * the condition was checked on above. */
+			if (expect && strcmp(name, target) != 0)
+				rc = tether_error_set(TETHER_EREFUSED, "Neon project %s: branch %s exists and is not the one "
+				                                       "tether left %s on (%s)", c.project, name, branch, target);
 			else if ((rc = restore(&c, id, src_id, at)) == 0)
 				used = name, name = NULL;
 		}
@@ -175,31 +191,14 @@ int neon_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t
 	}
 	if (rc == 0 && !used)
 		rc = tether_error_set(TETHER_EREFUSED, "Neon project %s: %s and its %d siblings all have pins hanging off "
-		                                       "them: drop or gc some first", c.project, branch, MAX_SIBLINGS - 1);
+		                                       "them: drop or gc some first", c.project, branch, NEON_MAX_SIBLINGS - 1);
 	if (rc == 0 && !(*working_ref = json_pack("{s:s}", "working_branch", used)))
 		rc = tt_fail_oom();
 	free(used);
+	free(target);
 	json_decref(all);
 	json_decref(src);
 	json_decref(have);
-	neon_disconnect(&c);
-	return rc;
-}
-
-int neon_delete_working_ref(const struct tether_bctx *ctx, const json_t *locator, const json_t *working_ref)
-{
-	const char *name = json_string_value(json_object_get(working_ref, "working_branch"));
-	if (!name)
-		return tether_error_set(TETHER_ECONFIG, "neon working ref names no working_branch");
-	struct neon_loc loc;
-	struct neon_conn c;
-	int rc = neon_begin(ctx, locator, &loc, &c);
-	if (rc)
-		return rc;
-	json_t *all = NULL;
-	if ((rc = refuse_base(&loc, name, "delete")) == 0 && (rc = neon_list_branches(&c, &all)) == 0)
-		rc = neon_delete_leaf(&c, all, name, "a working branch with pins hanging off it is kept");
-	json_decref(all);
 	neon_disconnect(&c);
 	return rc;
 }

@@ -12,7 +12,9 @@
  *              pg_stat_activity
  *   refs.c     fingerprint, pins (child branches at an LSN), verify
  *   fork.c     forks (child branches of the pin, restore, siblings),
- *              working branches, the handle, quiescence
+ *              the handle, quiescence
+ *   workrefs.c the dataset's working branches listed (siblings under
+ *              their workspace), and deleted (on condition or not)
  *   module.c   the backend's table
  *
  * Neon ids: a branch has an id (br-...) and a name; tether names its
@@ -29,6 +31,8 @@
 
 #define NEON_KIND "neon"
 #define NEON_DEFAULT_API "https://console.neon.tech/api/v2"
+/* A fork tries a working branch X, then its siblings X.2 .. X.<this>. */
+#define NEON_MAX_SIBLINGS 100
 
 struct neon_loc {
 	const char *project_id;
@@ -139,9 +143,20 @@ int neon_delete_leaf(struct neon_conn *c, const json_t *all, const char *name, c
 /* fork.c */
 int neon_fork(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
               const char *branch, const json_t *expect, json_t **working_ref);
-int neon_delete_working_ref(const struct tether_bctx *ctx, const json_t *locator, const json_t *working_ref);
 int neon_open(const struct tether_bctx *ctx, const json_t *locator, const json_t *state, const json_t *pin_ref,
               const json_t *working_ref, int read_only, json_t **handle);
 int neon_check_quiescence(const struct tether_bctx *ctx, const json_t *locator, int *busy, char **why);
+/* TETHER_EREFUSED when `name` is the locator's base branch. */
+int neon_refuse_base(const struct neon_loc *loc, const char *name, const char *doing);
+
+/* workrefs.c */
+int neon_delete_working_ref(const struct tether_bctx *ctx, const json_t *locator, const json_t *working_ref);
+int neon_list_working_refs(const struct tether_bctx *ctx, const json_t *locator, json_t **refs);
+int neon_delete_working_ref_if(const struct tether_bctx *ctx, const json_t *locator, const json_t *working_ref,
+                               const json_t *expect);
+/* Of `base` and its siblings base.N in `all`, the one in use: the one
+ * Neon last created or reset (ties: the higher N). malloc'd; NULL when
+ * there is none. */
+char *neon_current_sibling(const json_t *all, const char *base);
 
 #endif

@@ -50,6 +50,9 @@ static int read_metadata(struct sql_catalog *c, const char *location, const char
 		rc = tether_store_get(store, name, &data, &len, NULL);
 	if (rc == TETHER_ENOTFOUND)
 		rc = tether_error_set(TETHER_ENOTFOUND, "%s: its metadata file %s is missing", what, location);
+	else if (rc && rc != TETHER_ECANCELLED)
+		/* The store names the file and what the server said; say whose. */
+		rc = tether_error_set(rc, "%s: %s", what, tether_error_last());
 	json_error_t err;
 	if (rc == 0 && !(*md = json_loadb((const char *)data, len, JSON_REJECT_DUPLICATES, &err)))
 		rc = tether_error_set(TETHER_ECONFIG, "%s: %s:%d:%d: %s", what, location, err.line, err.column, err.text);
@@ -168,6 +171,8 @@ static int commit_once(struct ib_catalog *base, const char *ns, const char *tabl
 		rc = ib_open_dir(&c->ctx, dir, &store);
 	if (rc == 0 && (rc = tether_store_put(store, name, text, strlen(text), TETHER_PUT_IF_ABSENT, NULL, NULL)) == 0)
 		written = 1;
+	else if (rc && store && rc != TETHER_ECANCELLED)
+		rc = tether_error_set(rc, "%s: writing its next metadata file: %s", what, tether_error_last());
 	if (rc == 0)
 		rc = ib_db_swap(c->db, base->name, ns, table, old, location, &swapped);
 	if (rc == 0 && !swapped) {

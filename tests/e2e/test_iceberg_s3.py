@@ -247,14 +247,15 @@ def test_a_bucket_without_its_own_entry_gets_no_keys(gds, seaweedfs_server, tmp_
 def test_hadoop_s3a_locations_are_read_and_kept(gds, seaweedfs_server, tmp_path):
     """Spark and Java's HadoopFileIO write s3a:// into the catalog row and
     the table's location: tether reads them as s3:// (with the bucket's
-    s3:// entry) and writes the next metadata file in the same spelling."""
+    s3:// entry) and writes the next metadata file in the same spelling,
+    in <location>/metadata however many slashes the location ends in."""
     srv = seaweedfs_server
     cat, bucket = s3_catalog(tmp_path, srv)
     ib.create_table(cat, "ns.t", rows=3)
     loc, key = metadata_key(cat)
     s3 = srv.client()
     md = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
-    md["location"] = "s3a" + md["location"][2:]
+    md["location"] = "s3a" + md["location"][2:] + "/"  # and a trailing slash, as some writers leave
     hadoop_key = key.rsplit("/", 1)[0] + "/00002-0a0b0c0d-0000-4000-8000-000000000001.metadata.json"
     s3.put_object(Bucket=bucket, Key=hadoop_key, Body=json.dumps(md).encode())
     db = sqlite3.connect(cat["uri"][len("sqlite:///"):])

@@ -112,19 +112,27 @@ static int new_name(const char *old_name, char **out)
 	return *out ? 0 : ib_fail_oom();
 }
 
+/* The length of a location without its trailing slashes (one kept when
+ * it is all slashes). */
+static size_t trimmed_len(const char *loc)
+{
+	size_t n = strlen(loc);
+	while (n > 1 && loc[n - 1] == '/')
+		n--;
+	return n;
+}
+
 /* Where new metadata files go: write.metadata.path, else
- * <location>/metadata (pyiceberg's new_table_metadata_file_location). */
+ * <location>/metadata (pyiceberg's new_table_metadata_file_location).
+ * Either without trailing slashes, which some writers leave on a
+ * location: "t//metadata" is another key on S3, and one pyarrow refuses. */
 static char *metadata_dir(const json_t *md)
 {
 	const char *p = json_string_value(json_object_get(json_object_get(md, "properties"), "write.metadata.path"));
 	const char *loc = json_string_value(json_object_get(md, "location"));
-	if (!p && !loc)
-		return NULL;
-	char *dir = p ? strdup(p) : tt_strdupf("%s/metadata", loc);
-	size_t n = dir ? strlen(dir) : 0;
-	while (n > 1 && dir[n - 1] == '/')
-		dir[--n] = '\0';
-	return dir;
+	if (p)
+		return strndup(p, trimmed_len(p));
+	return loc ? tt_strdupf("%.*s/metadata", (int)trimmed_len(loc), loc) : NULL;
 }
 
 static int64_t now_ms(void)

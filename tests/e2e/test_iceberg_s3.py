@@ -18,8 +18,9 @@ import sqlite3
 import threading
 
 import iceberg_oracle as ib
-
+import test_iceberg
 from test_git_backend import gds, jj_problem  # noqa: F401
+from test_iceberg import add, add_and_pin, catalog_secrets, tether_refs
 
 
 def creds_entry(srv, bucket, secret=None):
@@ -39,25 +40,13 @@ def no_aws_env(ds, srv):
 
 
 def configure(ds, cat, s3_secrets):
-    """tether.toml: the catalog's type and warehouse; secrets.toml: its URI
-    (and Postgres's password) and s3_secrets, the [uris] entries."""
-    with open(ds.p("tether.toml"), "a") as f:
-        f.write(f'\n[backends.iceberg]\ncatalog = {{type = "sql", warehouse = "{cat["warehouse"]}"}}\n')
-    write_secrets(ds, cat, s3_secrets)
+    """test_iceberg's configure, with s3_secrets (the [uris] entries) after
+    the catalog's secrets."""
+    test_iceberg.configure(ds, cat, catalog_secrets(cat) + "\n" + s3_secrets)
 
 
 def write_secrets(ds, cat, s3_secrets):
-    uri = cat.get("tether_uri", cat["uri"])
-    pw = f', password = "{cat["password"]}"' if "password" in cat else ""
-    ds.write(".tether/secrets.toml", f'[backends.iceberg]\ncatalog = {{uri = "{uri}"{pw}}}\n\n{s3_secrets}')
-
-
-def add(ds, key, identifier, *extra, check_rc=0):
-    return ds.tether("add", key, identifier, "--kind", "iceberg", *extra, check_rc=check_rc)
-
-
-def tether_refs(cat, identifier="ns.t"):
-    return {n: r for n, r in ib.refs(cat, identifier).items() if n.startswith("tether.")}
+    ds.write(".tether/secrets.toml", catalog_secrets(cat) + "\n" + s3_secrets)
 
 
 def s3_catalog(tmp_path, srv, db="sqlite", request=None):
@@ -81,13 +70,7 @@ def test_pin_fork_write_promote_gc_on_postgres_and_s3(gds, seaweedfs_server, tmp
     ib.create_table(cat, "ns.t", rows=5)
     gds.env = no_aws_env(gds, srv)
     configure(gds, cat, creds_entry(srv, bucket))
-    add(gds, "tbl", "ns.t")
-    gds.tether("commit", "-m", "first")
-    m = gds.manifest("tbl")
-    s1 = ib.head(cat)
-    assert m["state"] == {"snapshot_id": s1}
-    tag1 = m["pin_ref"]["tag"]
-    assert tether_refs(cat) == {tag1: (s1, "tag")}
+    s1, tag1 = add_and_pin(gds, cat)
     # The metadata file tether wrote is in the bucket, beside pyiceberg's.
     loc, key = metadata_key(cat)
     assert loc.startswith(cat["warehouse"] + "/ns/t/metadata/") and loc.endswith(".metadata.json")
@@ -134,12 +117,10 @@ def test_a_metadata_file_gone_from_the_bucket_is_named(gds, seaweedfs_server, tm
     ib.create_table(cat, "ns.t", rows=2)
     gds.env = no_aws_env(gds, srv)
     configure(gds, cat, creds_entry(srv, bucket))
-    add(gds, "tbl", "ns.t")
-    gds.tether("commit", "-m", "first")
+    head, _ = add_and_pin(gds, cat)
     loc, key = metadata_key(cat)
     # The pinned snapshot's manifest list gone: verify --deep names it.
-    t = ib.load(cat)
-    mlist = t.snapshot_by_id(t.refs()[gds.manifest("tbl")["pin_ref"]["tag"]].snapshot_id).manifest_list
+    mlist = ib.load(cat).snapshot_by_id(head).manifest_list
     assert mlist.startswith(f"s3://{bucket}/"), mlist
     srv.client().delete_object(Bucket=bucket, Key=mlist.split("/", 3)[3])
     assert gds.tj("verify")["ok"] is True

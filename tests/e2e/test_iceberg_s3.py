@@ -186,8 +186,10 @@ class Recorder(http.server.BaseHTTPRequestHandler):
 
 def test_a_bucket_without_its_own_entry_gets_no_keys(gds, seaweedfs_server, tmp_path):
     """The catalog row names a metadata file in another bucket (a hostile
-    or mistaken row): that bucket is reached with its own options only, so
-    the keys of the warehouse bucket's entry are not sent to its host."""
+    or mistaken row) whose name starts with the warehouse bucket's: that
+    bucket is reached with its own options only (an entry applies a whole
+    segment at a time), so the keys of the warehouse bucket's entry are not
+    sent to its host."""
     srv = seaweedfs_server
     cat, bucket = s3_catalog(tmp_path, srv)
     ib.create_table(cat, "ns.t", rows=2)
@@ -195,29 +197,30 @@ def test_a_bucket_without_its_own_entry_gets_no_keys(gds, seaweedfs_server, tmp_
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
         other = f"http://127.0.0.1:{httpd.server_address[1]}"
+        elsewhere = f"s3://{bucket}-other"
         gds.env = no_aws_env(gds, srv)
         configure(gds, cat, creds_entry(srv, bucket) +
-                  f'\n[uris."s3://elsewhere"]\nendpoint_url = "{other}"\nallow_http = true\nforce_path_style = true\n')
+                  f'\n[uris."{elsewhere}"]\nendpoint_url = "{other}"\nallow_http = true\nforce_path_style = true\n')
         loc, key = metadata_key(cat)
         db = sqlite3.connect(cat["uri"][len("sqlite:///"):])
-        db.execute("UPDATE iceberg_tables SET metadata_location = ?", ("s3://elsewhere/" + key,))
+        db.execute("UPDATE iceberg_tables SET metadata_location = ?", (f"{elsewhere}/{key}",))
         db.commit()
         db.close()
         Recorder.seen.clear()
         p = add(gds, "tbl", "ns.t", check_rc=1)
         [line] = p.stderr.splitlines()
-        assert "table ns.t: s3://elsewhere/" + key.rsplit("/", 1)[0] in line, p.stderr
+        assert f"table ns.t: {elsewhere}/{key.rsplit('/', 1)[0]}" in line, p.stderr
         assert "no AWS credentials found" in line, p.stderr
         # Nothing asked the other host with this bucket's keys.
         assert not any(srv.access_key in json.dumps(h) for h in Recorder.seen), Recorder.seen
 
         # With keys of its own in its entry, those (and only those) go there.
         write_secrets(gds, cat, creds_entry(srv, bucket) +
-                  f'\n[uris."s3://elsewhere"]\nendpoint_url = "{other}"\nallow_http = true\nforce_path_style = true\n'
+                  f'\n[uris."{elsewhere}"]\nendpoint_url = "{other}"\nallow_http = true\nforce_path_style = true\n'
                   'access_key_id = "OTHERKEY"\nsecret_access_key = "other-secret"\n')
         p = add(gds, "tbl", "ns.t", check_rc=1)
         [line] = p.stderr.splitlines()
-        assert "s3://elsewhere/" in line and "AccessDenied" in line, p.stderr
+        assert f"{elsewhere}/" in line and "AccessDenied" in line, p.stderr
         assert Recorder.seen and all("OTHERKEY" in h.get("Authorization", "") for h in Recorder.seen), Recorder.seen
         assert not any(srv.access_key in json.dumps(h) for h in Recorder.seen), Recorder.seen
     finally:

@@ -62,6 +62,29 @@ def metadata_key(cat, identifier="ns.t"):
     return loc, loc[5:].split("/", 1)[1]
 
 
+def set_row(cat, location):
+    """The SQLite catalog's row for the table moved to location, as a
+    writer (or a hostile row) would leave it."""
+    db = sqlite3.connect(cat["uri"][len("sqlite:///"):])
+    db.execute("UPDATE iceberg_tables SET metadata_location = ?", (location,))
+    db.commit()
+    db.close()
+
+
+def rewrite_metadata(cat, srv, bucket, edit, serial, scheme="s3"):
+    """The table's metadata as edit(md) leaves it, put beside the current
+    file as its 00002 (serial in the uuid) and the row moved to it, spelt
+    scheme://; its key."""
+    _, key = metadata_key(cat)
+    s3 = srv.client()
+    md = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+    edit(md)
+    new = key.rsplit("/", 1)[0] + f"/00002-0a0b0c0d-0000-4000-8000-{serial:012d}.metadata.json"
+    s3.put_object(Bucket=bucket, Key=new, Body=json.dumps(md).encode())
+    set_row(cat, f"{scheme}://{bucket}/{new}")
+    return new
+
+
 def test_pin_fork_write_promote_gc_on_postgres_and_s3(gds, seaweedfs_server, tmp_path, request):
     """The walk on a Postgres catalog with the keys in secrets.toml only
     (lifecycle_adapters.IcebergSqliteS3 walks SQLite with AWS's variables)."""
@@ -166,6 +189,27 @@ def test_wrong_and_missing_credentials_name_the_uri_and_what_s3_said(gds, seawee
     assert "table ns.t: " + loc in line and "no AWS credentials found" in line, p.stderr
 
 
+def test_a_refused_metadata_write_changes_nothing(gds, seaweedfs_server, tmp_path):
+    """The table's write.metadata.path is a prefix whose own entry has a
+    wrong key: add reads the table, the commit's write is refused, named,
+    and the catalog row, the refs and the prefix are as they were."""
+    srv = seaweedfs_server
+    cat, bucket = s3_catalog(tmp_path, srv)
+    ib.create_table(cat, "ns.t", rows=2)
+    moved = rewrite_metadata(cat, srv, bucket, lambda md: md.setdefault("properties", {}).update(
+        {"write.metadata.path": f"s3://{bucket}/ro-meta/"}), 2)
+    gds.env = no_aws_env(gds, srv)
+    wrong = creds_entry(srv, bucket, secret="not-the-secret").replace(f's3://{bucket}"', f's3://{bucket}/ro-meta"')
+    configure(gds, cat, creds_entry(srv, bucket) + "\n" + wrong)
+    add(gds, "tbl", "ns.t")
+    p = gds.tether("commit", "-m", "pin", check_rc=1)
+    [line] = [x for x in p.stderr.splitlines() if x.startswith("tether:")]
+    assert f"table ns.t: writing its next metadata file: s3://{bucket}/ro-meta/00003-" in line, p.stderr
+    assert "403 SignatureDoesNotMatch" in line, p.stderr
+    assert ib.load(cat).metadata_location == f"s3://{bucket}/{moved}" and tether_refs(cat) == {}
+    assert "Contents" not in srv.client().list_objects_v2(Bucket=bucket, Prefix="ro-meta/")
+
+
 class Recorder(http.server.BaseHTTPRequestHandler):
     """An HTTP server that records each request's headers and answers 403."""
     seen = []
@@ -202,10 +246,7 @@ def test_a_bucket_without_its_own_entry_gets_no_keys(gds, seaweedfs_server, tmp_
         configure(gds, cat, creds_entry(srv, bucket) +
                   f'\n[uris."{elsewhere}"]\nendpoint_url = "{other}"\nallow_http = true\nforce_path_style = true\n')
         loc, key = metadata_key(cat)
-        db = sqlite3.connect(cat["uri"][len("sqlite:///"):])
-        db.execute("UPDATE iceberg_tables SET metadata_location = ?", (f"{elsewhere}/{key}",))
-        db.commit()
-        db.close()
+        set_row(cat, f"{elsewhere}/{key}")
         Recorder.seen.clear()
         p = add(gds, "tbl", "ns.t", check_rc=1)
         [line] = p.stderr.splitlines()
@@ -236,16 +277,10 @@ def test_hadoop_s3a_locations_are_read_and_kept(gds, seaweedfs_server, tmp_path)
     srv = seaweedfs_server
     cat, bucket = s3_catalog(tmp_path, srv)
     ib.create_table(cat, "ns.t", rows=3)
-    loc, key = metadata_key(cat)
+    # s3a:// and a trailing slash on the location, as some writers leave.
+    hadoop_key = rewrite_metadata(cat, srv, bucket, lambda md: md.update(location="s3a" + md["location"][2:] + "/"),
+                                  1, scheme="s3a")
     s3 = srv.client()
-    md = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
-    md["location"] = "s3a" + md["location"][2:] + "/"  # and a trailing slash, as some writers leave
-    hadoop_key = key.rsplit("/", 1)[0] + "/00002-0a0b0c0d-0000-4000-8000-000000000001.metadata.json"
-    s3.put_object(Bucket=bucket, Key=hadoop_key, Body=json.dumps(md).encode())
-    db = sqlite3.connect(cat["uri"][len("sqlite:///"):])
-    db.execute("UPDATE iceberg_tables SET metadata_location = ?", (f"s3a://{bucket}/{hadoop_key}",))
-    db.commit()
-    db.close()
     gds.env = no_aws_env(gds, srv)
     configure(gds, cat, creds_entry(srv, bucket))
     add(gds, "tbl", "ns.t")

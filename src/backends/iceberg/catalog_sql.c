@@ -175,12 +175,14 @@ static int commit_once(struct ib_catalog *base, const char *ns, const char *tabl
 		rc = ib_fail_oom();
 	if (rc == 0 && !(text = json_dumps(next, JSON_COMPACT)))
 		rc = ib_fail_oom();
-	if (rc == 0)
+	if (rc == 0) {
 		rc = ib_open_dir(&c->ctx, dir, &store);
-	if (rc == 0 && (rc = tether_store_put(store, name, text, strlen(text), TETHER_PUT_IF_ABSENT, NULL, NULL)) == 0)
-		written = 1;
-	else if (rc && store && rc != TETHER_ECANCELLED)
-		rc = tether_error_set(rc, "%s: writing its next metadata file: %s", what, tether_error_last());
+		if (rc == 0 && (rc = tether_store_put(store, name, text, strlen(text), TETHER_PUT_IF_ABSENT, NULL,
+		                                      NULL)) == 0)
+			written = 1;
+		else if (rc && rc != TETHER_ECANCELLED)
+			rc = tether_error_set(rc, "%s: writing its next metadata file: %s", what, tether_error_last());
+	}
 	if (rc == 0)
 		rc = ib_db_swap(c->db, base->name, ns, table, old, location, &swapped);
 	if (rc == 0 && !swapped) {

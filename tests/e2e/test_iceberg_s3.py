@@ -245,7 +245,7 @@ def test_a_bucket_without_its_own_entry_gets_no_keys(gds, seaweedfs_server, tmp_
         gds.env = no_aws_env(gds, srv)
         configure(gds, cat, creds_entry(srv, bucket) +
                   f'\n[uris."{elsewhere}"]\nendpoint_url = "{other}"\nallow_http = true\nforce_path_style = true\n')
-        loc, key = metadata_key(cat)
+        _, key = metadata_key(cat)
         set_row(cat, f"{elsewhere}/{key}")
         Recorder.seen.clear()
         p = add(gds, "tbl", "ns.t", check_rc=1)
@@ -257,8 +257,8 @@ def test_a_bucket_without_its_own_entry_gets_no_keys(gds, seaweedfs_server, tmp_
 
         # With keys of its own in its entry, those (and only those) go there.
         write_secrets(gds, cat, creds_entry(srv, bucket) +
-                  f'\n[uris."{elsewhere}"]\nendpoint_url = "{other}"\nallow_http = true\nforce_path_style = true\n'
-                  'access_key_id = "OTHERKEY"\nsecret_access_key = "other-secret"\n')
+                      f'\n[uris."{elsewhere}"]\nendpoint_url = "{other}"\nallow_http = true\nforce_path_style = true\n'
+                      'access_key_id = "OTHERKEY"\nsecret_access_key = "other-secret"\n')
         p = add(gds, "tbl", "ns.t", check_rc=1)
         [line] = p.stderr.splitlines()
         assert f"{elsewhere}/" in line and "AccessDenied" in line, p.stderr

@@ -6,7 +6,8 @@ creates and writes tables, and reads back every ref tether moved.
 tests/e2e/icebergrest.py.) A catalog is described by a small dict the tests also turn into tether's
 configuration: {"name", "uri", "warehouse"} (uri with the password in it
 for pyiceberg's own connection; tether gets the password from
-secrets.toml)."""
+secrets.toml), and for a warehouse on S3 (on_s3) "props", the FileIO
+properties pyiceberg needs to reach it."""
 import pyarrow as pa
 from pyiceberg.catalog.sql import SqlCatalog
 
@@ -29,6 +30,20 @@ def postgres_catalog(server, tmp_path, name="default"):
             "password": server.password}
 
 
+def s3_props(srv):
+    """pyiceberg's FileIO properties for the S3 server srv
+    (tests/e2e/s3servers.py): its endpoint, keys and region, path-style."""
+    return {"s3.endpoint": srv.endpoint, "s3.access-key-id": srv.access_key,
+            "s3.secret-access-key": srv.secret, "s3.region": srv.region,
+            "s3.force-virtual-addressing": "false"}
+
+
+def on_s3(cat, srv, bucket, prefix="warehouse"):
+    """cat with its warehouse moved to s3://bucket/prefix on srv; "props"
+    are the FileIO properties pyiceberg's catalog is opened with."""
+    return {**cat, "warehouse": f"s3://{bucket}/{prefix}", "props": s3_props(srv)}
+
+
 def rest_catalog(server, name="default"):
     """A catalog on the Iceberg REST server of tests/e2e/icebergrest.py."""
     return {"name": name, "uri": server.uri, "token": server.token, "warehouse": str(server.warehouse)}
@@ -38,7 +53,7 @@ def catalog(cat):
     if "token" in cat:
         from pyiceberg.catalog.rest import RestCatalog
         return RestCatalog(cat["name"], uri=cat["uri"], token=cat["token"])
-    return SqlCatalog(cat["name"], uri=cat["uri"], warehouse=cat["warehouse"])
+    return SqlCatalog(cat["name"], uri=cat["uri"], warehouse=cat["warehouse"], **cat.get("props", {}))
 
 
 def create_table(cat, identifier="ns.t", rows=0):

@@ -66,6 +66,13 @@ class Adapter:
     # tether runs get, a dict to update) to give it what it needs to
     # reach the store.
     server_fixture = None
+    # The VCS kinds its life_vcs checks run on (test_lifecycle.VCS_KINDS
+    # when None); a variant of another adapter on a different store may
+    # leave the VCS variants to that one.
+    vcs_kinds = None
+    # The suite's files (module names) it runs in, all when None: such a
+    # variant may also leave the landing and surgery checks to that one.
+    suites = None
 
     def bind(self, server):
         pass
@@ -1085,6 +1092,46 @@ class IcebergRest(IcebergSqlite):
         return f'{{uri = "{store.cat["uri"]}", token = "{store.cat["token"]}", allow_http = true}}'
 
 
+class IcebergSqliteS3(IcebergSqlite):
+    """IcebergSqlite with the warehouse in an S3 bucket on SeaweedFS: the
+    catalog stays SQLite, every metadata file, manifest list and data file
+    is written by pyiceberg through pyarrow's S3 FileIO and read and
+    written by tether through its S3 store module, reached as IcechunkS3's
+    checkouts reach theirs (AWS's variables, allow_http in secrets.toml).
+    To keep its cost small it runs test_lifecycle.py's checks on plain git
+    only (vcs_kinds, suites): the VCS variants and the landing and surgery
+    files exercise the VCS and the engine the same way on any store, and
+    iceberg-sql runs them; test_iceberg_s3.py promotes on S3."""
+    name = "iceberg-sql-s3"
+    server_fixture = os.environ.get("TETHER_LIFECYCLE_S3", "seaweedfs") + "_server"
+    vcs_kinds = ("git",)
+    suites = ("test_lifecycle",)
+
+    def __init__(self):
+        super().__init__()
+        self.server = None
+
+    def bind(self, server):
+        self.server = server
+
+    def make_store(self, tmp_path, name="store"):
+        import iceberg_oracle as ib
+        d = Path(tmp_path) / f"{name}-iceberg"
+        d.mkdir()
+        cat = ib.on_s3(ib.sqlite_catalog(d), self.server, self.server.bucket(name))
+        ib.create_table(cat, "ns.t")
+        store = IcebergTable(cat, "ns.t")
+        self.mutate(store)
+        return store
+
+    def reach(self, root, env, store):
+        super().reach(root, env, store)
+        env.update(self.server.env())
+        bucket = store.cat["warehouse"][len("s3://"):].split("/")[0]
+        with open(Path(root) / ".tether" / "secrets.toml", "a") as f:
+            f.write(f'\n[uris."s3://{bucket}"]\nallow_http = true\n')
+
+
 # ---------------------------------------------------------------------------
 class NeonAdapter(Adapter):
     """A Neon project on the fake control plane (tests/e2e/neonfake.py),
@@ -1237,7 +1284,7 @@ class NeonAdapter(Adapter):
         return self.handle_state(handle)
 
 
-ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3(), LakeFSAdapter(), DoltAdapter(), LanceAdapter(), LanceS3(), DuckLakeAdapter(), DeltaAdapter(), IcebergSqlite(), IcebergRest(), NeonAdapter()]
+ADAPTERS = [GitAdapter(), IcechunkSpec2(), IcechunkSpec1(), IcechunkS3(), LakeFSAdapter(), DoltAdapter(), LanceAdapter(), LanceS3(), DuckLakeAdapter(), DeltaAdapter(), IcebergSqlite(), IcebergSqliteS3(), IcebergRest(), NeonAdapter()]
 
 # Stable Pinnable kinds with no adapter, and why the lifecycle cannot be
 # run on them end to end. Any other such kind without an adapter fails

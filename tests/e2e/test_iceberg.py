@@ -28,16 +28,20 @@ def cat(request, tmp_path):
     return ib.postgres_catalog(request.getfixturevalue("postgres_server"), tmp_path)
 
 
+def catalog_secrets(cat):
+    """secrets.toml's [backends.iceberg]: the catalog's URI (and Postgres's
+    password), never committed."""
+    uri = cat.get("tether_uri", cat["uri"])
+    pw = f', password = "{cat["password"]}"' if "password" in cat else ""
+    return f'[backends.iceberg]\ncatalog = {{uri = "{uri}"{pw}}}\n'
+
+
 def configure(ds, cat, secrets=None):
-    """tether.toml: the committed catalog properties; secrets.toml: the URI
-    (and Postgres's password), never committed."""
+    """tether.toml: the committed catalog properties; secrets.toml: secrets,
+    by default catalog_secrets(cat)."""
     with open(ds.p("tether.toml"), "a") as f:
         f.write(f'\n[backends.iceberg]\ncatalog = {{type = "sql", warehouse = "{cat["warehouse"]}"}}\n')
-    if secrets is None:
-        uri = cat.get("tether_uri", cat["uri"])
-        pw = f', password = "{cat["password"]}"' if "password" in cat else ""
-        secrets = f'[backends.iceberg]\ncatalog = {{uri = "{uri}"{pw}}}\n'
-    ds.write(".tether/secrets.toml", secrets)
+    ds.write(".tether/secrets.toml", catalog_secrets(cat) if secrets is None else secrets)
 
 
 def add(ds, key, identifier, *extra, check_rc=0, env=None):
@@ -48,16 +52,23 @@ def tether_refs(cat, identifier="ns.t"):
     return {n: r for n, r in ib.refs(cat, identifier).items() if n.startswith("tether.")}
 
 
+def add_and_pin(ds, cat, identifier="ns.t"):
+    """tbl added and committed: its state is the table's head, pinned by the
+    tag tether.<pin id> and no other ref; (head, tag)."""
+    add(ds, "tbl", identifier)
+    ds.tether("commit", "-m", "first")
+    m = ds.manifest("tbl")
+    head = ib.head(cat, identifier)
+    tag = m["pin_ref"]["tag"]
+    assert m["state"] == {"snapshot_id": head} and tag == "tether." + m["pin"], m
+    assert tether_refs(cat, identifier) == {tag: (head, "tag")}
+    return head, tag
+
+
 def test_pin_fork_write_promote_read_back_by_pyiceberg(gds, cat):
     ib.create_table(cat, "ns.t", rows=5)
     configure(gds, cat)
-    add(gds, "tbl", "ns.t")
-    gds.tether("commit", "-m", "first")
-    m = gds.manifest("tbl")
-    s1 = ib.head(cat)
-    assert m["state"] == {"snapshot_id": s1}
-    tag = m["pin_ref"]["tag"]
-    assert tag == "tether." + m["pin"] and tether_refs(cat) == {tag: (s1, "tag")}
+    s1, tag = add_and_pin(gds, cat)
     assert ib.rows_at(cat, "ns.t", ib.refs(cat)[tag][0]) == 5
 
     # A fork: a branch pyiceberg appends to; the trunk does not move.

@@ -238,11 +238,13 @@ static const struct tether_add_option ib_add_options[] = {
 const struct tether_backend tt_backend_iceberg = {
 	TETHER_BACKEND_INIT,
 	.kind = "iceberg",
-	/* Stable: the lifecycle suite runs on pyiceberg's SqlCatalog (SQLite)
-	 * and on the Iceberg project's REST catalog server; Postgres in
-	 * test_iceberg.py. */
+	/* Stable: the lifecycle suite runs on pyiceberg's SqlCatalog (SQLite,
+	 * warehouse local and on S3 on SeaweedFS: iceberg-sql, iceberg-sql-s3)
+	 * and on the Iceberg project's REST catalog server (local warehouse);
+	 * Postgres, local and S3, in test_iceberg.py and test_iceberg_s3.py. */
 	.maturity = "stable",
-	.summary = "Apache Iceberg tables in a SQL (SQLite, Postgres) or REST catalog: tags pin, branches fork",
+	.summary = "Apache Iceberg tables in a SQL (SQLite, Postgres) or REST catalog, warehouse local or s3://: "
+	           "tags pin, branches fork",
 	.caps = TETHER_CAP_FINGERPRINT | TETHER_CAP_ADDRESSABLE | TETHER_CAP_PIN | TETHER_CAP_FORK |
 	        TETHER_CAP_RETENTION_BOUND | TETHER_CAP_CONDITIONAL_REF | TETHER_CAP_DIFF | TETHER_CAP_HISTORY |
 	        TETHER_CAP_PROMOTE,

@@ -50,6 +50,9 @@ static int read_metadata(struct sql_catalog *c, const char *location, const char
 		rc = tether_store_get(store, name, &data, &len, NULL);
 	if (rc == TETHER_ENOTFOUND)
 		rc = tether_error_set(TETHER_ENOTFOUND, "%s: its metadata file %s is missing", what, location);
+	else if (rc && rc != TETHER_ECANCELLED)
+		/* The store names the file and what the server said; say whose. */
+		rc = tether_error_set(rc, "%s: %s", what, tether_error_last());
 	json_error_t err;
 	if (rc == 0 && !(*md = json_loadb((const char *)data, len, JSON_REJECT_DUPLICATES, &err)))
 		rc = tether_error_set(TETHER_ECONFIG, "%s: %s:%d:%d: %s", what, location, err.line, err.column, err.text);
@@ -109,19 +112,27 @@ static int new_name(const char *old_name, char **out)
 	return *out ? 0 : ib_fail_oom();
 }
 
+/* The length of a location without its trailing slashes (one kept when
+ * it is all slashes). */
+static size_t trimmed_len(const char *loc)
+{
+	size_t n = strlen(loc);
+	while (n > 1 && loc[n - 1] == '/')
+		n--;
+	return n;
+}
+
 /* Where new metadata files go: write.metadata.path, else
- * <location>/metadata (pyiceberg's new_table_metadata_file_location). */
+ * <location>/metadata (pyiceberg's new_table_metadata_file_location).
+ * Either without trailing slashes, which some writers leave on a
+ * location: "t//metadata" is another key on S3, and one pyarrow refuses. */
 static char *metadata_dir(const json_t *md)
 {
 	const char *p = json_string_value(json_object_get(json_object_get(md, "properties"), "write.metadata.path"));
 	const char *loc = json_string_value(json_object_get(md, "location"));
-	if (!p && !loc)
-		return NULL;
-	char *dir = p ? strdup(p) : tt_strdupf("%s/metadata", loc);
-	size_t n = dir ? strlen(dir) : 0;
-	while (n > 1 && dir[n - 1] == '/')
-		dir[--n] = '\0';
-	return dir;
+	if (p)
+		return strndup(p, trimmed_len(p));
+	return loc ? tt_strdupf("%.*s/metadata", (int)trimmed_len(loc), loc) : NULL;
 }
 
 static int64_t now_ms(void)
@@ -164,10 +175,14 @@ static int commit_once(struct ib_catalog *base, const char *ns, const char *tabl
 		rc = ib_fail_oom();
 	if (rc == 0 && !(text = json_dumps(next, JSON_COMPACT)))
 		rc = ib_fail_oom();
-	if (rc == 0)
+	if (rc == 0) {
 		rc = ib_open_dir(&c->ctx, dir, &store);
-	if (rc == 0 && (rc = tether_store_put(store, name, text, strlen(text), TETHER_PUT_IF_ABSENT, NULL, NULL)) == 0)
-		written = 1;
+		if (rc == 0 && (rc = tether_store_put(store, name, text, strlen(text), TETHER_PUT_IF_ABSENT, NULL,
+		                                      NULL)) == 0)
+			written = 1;
+		else if (rc && rc != TETHER_ECANCELLED)
+			rc = tether_error_set(rc, "%s: writing its next metadata file: %s", what, tether_error_last());
+	}
 	if (rc == 0)
 		rc = ib_db_swap(c->db, base->name, ns, table, old, location, &swapped);
 	if (rc == 0 && !swapped) {

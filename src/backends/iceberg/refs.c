@@ -213,6 +213,9 @@ int ib_verify_deep(const struct tether_bctx *ctx, const json_t *locator, const j
 		*ok = 0;
 		free(*detail);
 		*detail = tt_strdupf("snapshot %lld: its manifest list %s is missing", (long long)id, list);
+	} else if (rc && rc != TETHER_ECANCELLED) {
+		rc = tether_error_set(rc, "%s: snapshot %lld's manifest list: %s", t.what, (long long)id,
+		                      tether_error_last());
 	}
 	ib_table_close(&t);
 	return rc;

@@ -317,3 +317,92 @@ def test_jsonl_and_csv_escape_control_characters(tmp_path):
     with open(tmp_path / "o.csv" / "commits.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     assert any(r["message"].rstrip("\n") == message for r in rows)
+
+
+def _written_rows(path, table):
+    """A table's rows in the order a JSON Lines export wrote them (SQLite's
+    tables are WITHOUT ROWID: their order is the key's anyway)."""
+    return read_jsonl_dir(path)[table]
+
+
+def test_keys_git_orders_apart_merges_and_overlapping_revs(tmp_path):
+    """Keys git's tree order puts apart from byte order ("a-b", "a.b",
+    "a/b", "a"), a key nested two directories down, a commit holding no
+    .tether/objects, a commit whose objects tree is new but whose
+    subdirectory is one met before, a merge, and --rev with revisions whose
+    ancestry overlaps: the tables are what git and the manifests say, and
+    the rows come written in their documented order (objects by commit id,
+    then key bytewise; commits by commit time, then id)."""
+    ds = _new_repo(tmp_path, "order")
+    ds.write("README", "before tether\n")
+    ds.git_commit_all("no dataset yet", "README", env=dated(1_700_000_000))
+    ds.tether("init")
+    keys = ["a-b", "a.b", "a/b", "a", "a/c/d", "b"]
+    for k in keys:
+        ds.write(f"data/{k.replace('/', '_')}.csv", f"{k}\n")
+        ds.tether("add", k, f"data/{k.replace('/', '_')}.csv", "--kind", "file", "--file", "mutable")
+    ds.tether("commit", "-m", "all keys", env=dated(1_700_000_100))
+    # the objects tree changes at its top only: "a/" is a subtree met before
+    ds.write("data/a-b.csv", "a-b v2\n")
+    ds.tether("commit", "-m", "a-b changed", env=dated(1_700_000_200))
+    ds.git("branch", "side")
+    ds.write("data/a_b.csv", "a/b v2\n")
+    ds.tether("commit", "-m", "a/b changed on main", env=dated(1_700_000_300))
+    ds.git("checkout", "-q", "side")
+    ds.write("data/b.csv", "b v2\n")
+    ds.tether("commit", "-m", "b changed on side", env=dated(1_700_000_400))
+    ds.git("checkout", "-q", "main")
+    ds.git("merge", "-q", "--no-edit", "side", env=dated(1_700_000_500))
+    commits = all_commits(ds.root)
+    assert len(commits) == 6
+    refs = git_refs(str(ds.root))
+    want = expected_tables(str(ds.root), commits, ds.dataset_id(), refs)
+    objects_per_commit = {}
+    for row in want["objects"]:
+        objects_per_commit[row[0]] = objects_per_commit.get(row[0], 0) + 1
+    assert sorted(objects_per_commit.values()) == [6] * 5  # the first commit holds none
+
+    ds.tether("export", tmp_path / "all.sqlite")
+    got = read_sqlite(tmp_path / "all.sqlite")
+    check_tables(got, want)
+    ds.tether("export", tmp_path / "all.jsonl")
+    check_tables(read_jsonl_dir(tmp_path / "all.jsonl"), want)
+    bykey = lambda r: (r[0].encode(), r[1].encode())  # noqa: E731
+    objects = _written_rows(tmp_path / "all.jsonl", "objects")
+    assert objects == sorted(objects, key=bykey)
+    commits_rows = _written_rows(tmp_path / "all.jsonl", "commits")
+    assert [r[0] for r in commits_rows] == [r[0] for r in sorted(commits_rows, key=lambda r: (r[9], r[0]))]
+
+    # overlapping revisions: each commit once, the same tables as --rev main
+    ds.tether("export", tmp_path / "revs.jsonl", "--rev", "main", "--rev", "side", "--rev", "main~1")
+    ds.tether("export", tmp_path / "main.jsonl", "--rev", "main")
+    check_tables(read_jsonl_dir(tmp_path / "revs.jsonl"), want, revisions='["main","side","main~1"]')
+    for table in TABLES:
+        if table != "meta":
+            assert _written_rows(tmp_path / "revs.jsonl", table) == _written_rows(tmp_path / "main.jsonl",
+                                                                                  table), table
+    # the same bytes again
+    ds.tether("export", tmp_path / "again.sqlite")
+    assert (tmp_path / "again.sqlite").read_bytes() == (tmp_path / "all.sqlite").read_bytes()
+
+
+def test_a_manifest_that_does_not_parse_names_its_file_and_commit(tmp_path):
+    """A damaged manifest in any commit of the history fails the export
+    with one line naming the file and the commit; nothing is written."""
+    ds = _new_repo(tmp_path, "bad")
+    ds.tether("init")
+    ds.write("data/a.csv", "a\n")
+    ds.tether("add", "a", "data/a.csv", "--kind", "file", "--file", "mutable")
+    ds.tether("commit", "-m", "good")
+    ds.write(".tether/objects/sub/bad.toml", "kind = [unterminated\n")
+    bad = ds.git_commit_all("a damaged manifest", ".tether/objects/sub/bad.toml")
+    ds.git("rm", "-q", ".tether/objects/sub/bad.toml")
+    ds.git("commit", "-q", "-m", "removed again")
+    for out in ("h.sqlite", "h.csv", "h.parquet"):
+        p = ds.tether("export", tmp_path / out, check_rc=None)
+        assert p.returncode != 0, describe(p)
+        err = p.stderr.strip()
+        assert "\n" not in err, err
+        assert ".tether/objects/sub/bad.toml" in err and bad[:12] in err, err
+        assert not (tmp_path / out).exists()
+    assert sorted(os.listdir(tmp_path)) == ["bad", "home"]

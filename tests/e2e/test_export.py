@@ -406,3 +406,21 @@ def test_a_manifest_that_does_not_parse_names_its_file_and_commit(tmp_path):
         assert ".tether/objects/sub/bad.toml" in err and bad[:12] in err, err
         assert not (tmp_path / out).exists()
     assert sorted(os.listdir(tmp_path)) == ["bad", "home"]
+
+
+def test_a_damaged_history_cache_changes_nothing(history, tmp_path):
+    """The history walk's cache (shared with gc) cut short or with a byte
+    flipped: the export reads what it must again and writes the same
+    bytes."""
+    ds, _ = history
+    ds.tether("export", tmp_path / "first.sqlite")
+    cache = ds.root / ".git" / "tether" / "cache" / ds.dataset_id() / "history-walk"
+    assert cache.is_file()
+    good = cache.read_bytes()
+    for damaged in (good[: len(good) // 2], good[:200] + bytes([good[200] ^ 0xFF]) + good[201:],
+                    good[: len(good) - 1] + bytes([good[-1] ^ 0x01])):
+        cache.write_bytes(damaged)
+        out = tmp_path / "again.sqlite"
+        ds.tether("export", out)
+        assert out.read_bytes() == (tmp_path / "first.sqlite").read_bytes()
+        out.unlink()

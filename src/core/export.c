@@ -375,7 +375,8 @@ static int commit_by_id(const void *a, const void *b)
 static void objects_table(struct walk *w)
 {
 	struct tables *d = w->d;
-	qsort(w->commits, w->ncommits, sizeof *w->commits, commit_by_id);
+	if (w->ncommits) /* before the first commit, commits is NULL: no qsort */
+		qsort(w->commits, w->ncommits, sizeof *w->commits, commit_by_id);
 	size_t n = 0;
 	for (size_t i = 0; i < w->ncommits; i++)
 		if (w->commits[i].tree >= 0)
@@ -557,7 +558,7 @@ static void export_time(int64_t newest, char out[32])
 static int exported(const struct walk *w, const char *id)
 {
 	struct commit key = { id, 0 };
-	return id && bsearch(&key, w->commits, w->ncommits, sizeof key, commit_by_id) != NULL;
+	return id && w->ncommits && bsearch(&key, w->commits, w->ncommits, sizeof key, commit_by_id) != NULL;
 }
 
 static int refs_and_meta(struct tether_repo *repo, struct walk *w, const char *const *revs, size_t nrevs,

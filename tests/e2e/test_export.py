@@ -424,3 +424,20 @@ def test_a_damaged_history_cache_changes_nothing(history, tmp_path):
         ds.tether("export", out)
         assert out.read_bytes() == (tmp_path / "first.sqlite").read_bytes()
         out.unlink()
+
+
+def test_a_dataset_with_no_commit_exports_empty_tables(tmp_path):
+    """Before the first commit every table but meta is empty, in every
+    format, and read back as such."""
+    import pyarrow.parquet as pq
+    ds = _new_repo(tmp_path, "empty")
+    ds.tether("init")
+    for out in ("e.sqlite", "e.csv", "e.jsonl", "e.parquet"):
+        report = ds.tj("export", tmp_path / out)
+        assert report["tables"] == {t: 6 if t == "meta" else 0 for t in TABLES}, report
+    assert read_sqlite(tmp_path / "e.sqlite")["commits"] == []
+    assert read_csv_dir(tmp_path / "e.csv")["objects"] == []
+    assert read_jsonl_dir(tmp_path / "e.jsonl")["refs"] == []
+    for table in TABLES:
+        t = pq.read_table(tmp_path / "e.parquet" / f"{table}.parquet")
+        assert t.column_names == COLUMNS[table] and t.num_rows == (6 if table == "meta" else 0)

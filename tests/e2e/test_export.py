@@ -441,3 +441,30 @@ def test_a_dataset_with_no_commit_exports_empty_tables(tmp_path):
     for table in TABLES:
         t = pq.read_table(tmp_path / "e.parquet" / f"{table}.parquet")
         assert t.column_names == COLUMNS[table] and t.num_rows == (6 if table == "meta" else 0)
+
+
+def test_jj_rev_exports_the_ancestors_only(tmp_path, jj_problem):  # noqa: F811
+    """--rev in a jj repository: the revision given (a jj revset naming
+    one commit) and its ancestors, each once, with their change ids."""
+    ds = make_dataset(tmp_path, "jj", jj_problem)
+    ds.write("data/a.csv", "a\n")
+    ds.tether("add", "raw/a", "data/a.csv", "--kind", "file", "--file", "mutable")
+    for i in range(3):
+        ds.write("data/a.csv", f"a{i}\n")
+        ds.tether("commit", "-m", f"jj step {i}")
+
+    def jj_log(revset):
+        p = subprocess.run(["jj", "log", "--ignore-working-copy", "--no-graph", "-r", revset, "-T",
+                            'commit_id ++ " " ++ change_id ++ "\\n"'], cwd=ds.root, env=ds.env,
+                           capture_output=True, text=True)
+        assert p.returncode == 0, describe(p)
+        return dict(line.split(" ") for line in p.stdout.split("\n") if line)
+
+    want_ids = jj_log("::@-- & ~root()")
+    assert 0 < len(want_ids) < len(jj_log("all() & ~root()"))
+    ds.tether("export", tmp_path / "rev.jsonl", "--rev", "@--", "--rev", "@---")
+    got = read_jsonl_dir(tmp_path / "rev.jsonl")
+    assert sorted(r[0] for r in got["commits"]) == sorted(want_ids)
+    assert {r[0]: r[1] for r in got["commits"]} == want_ids
+    assert {r[0] for r in got["objects"]} <= set(want_ids)
+    assert dict(got["meta"])["revisions"] == '["@--","@---"]'

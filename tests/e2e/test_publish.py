@@ -136,3 +136,19 @@ def test_schemas_that_are_not_this_datasets_are_refused(pds, postgres_server, ne
     p = publish(pds, pg, db, "--schema", "mine", check_rc=3)
     assert "not one tether writes" in p.stderr
     assert pg.psql("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'mine'", db).strip() == "1"
+
+
+def test_a_dataset_with_no_commit_publishes_empty_tables_then_its_first(ds, postgres_server):
+    """Before the first commit the tables are created empty (meta aside);
+    the first commits then go over as new ones."""
+    pg, db = postgres_server, postgres_server.database("empty")
+    r = publish(ds, pg, db)
+    assert (r["new_commits"], r["new_objects"], r["removed_commits"], r["created"]) == (0, 0, 0, True)
+    got = read_pg(pg, db)
+    assert all(got[t] == [] for t in TABLES if t != "meta") and len(got["meta"]) == 6
+    ds.write("data/samples.csv", "s0\n")
+    ds.tether("add", "raw/samples", "data/samples.csv", "--kind", "file", "--file", "mutable")
+    step(ds, 0)
+    r = publish(ds, pg, db)
+    assert (r["new_commits"], r["new_objects"], r["created"]) == (1, 1, False)
+    check(read_pg(pg, db), ds)

@@ -251,13 +251,19 @@ def test_status_loads_no_sql_library(history):
     assert "tether-sql-pg.so" not in p.stderr and "libpq" not in p.stderr
 
 
-def test_jj_commits_carry_change_ids_and_bookmarks(tmp_path, jj_problem):  # noqa: F811
+def jj_dataset(tmp_path, jj_problem):
+    """A jj repository with one object and three commits of it."""
     ds = make_dataset(tmp_path, "jj", jj_problem)
     ds.write("data/a.csv", "a\n")
     ds.tether("add", "raw/a", "data/a.csv", "--kind", "file", "--file", "mutable")
     for i in range(3):
         ds.write("data/a.csv", f"a{i}\n")
         ds.tether("commit", "-m", f"jj step {i}")
+    return ds
+
+
+def test_jj_commits_carry_change_ids_and_bookmarks(tmp_path, jj_problem):  # noqa: F811
+    ds = jj_dataset(tmp_path, jj_problem)
     p = subprocess.run(["jj", "bookmark", "create", "-r", "@-", "release"], cwd=ds.root, env=ds.env,
                        capture_output=True, text=True)
     assert p.returncode == 0, describe(p)
@@ -446,12 +452,7 @@ def test_a_dataset_with_no_commit_exports_empty_tables(tmp_path):
 def test_jj_rev_exports_the_ancestors_only(tmp_path, jj_problem):  # noqa: F811
     """--rev in a jj repository: the revision given (a jj revset naming
     one commit) and its ancestors, each once, with their change ids."""
-    ds = make_dataset(tmp_path, "jj", jj_problem)
-    ds.write("data/a.csv", "a\n")
-    ds.tether("add", "raw/a", "data/a.csv", "--kind", "file", "--file", "mutable")
-    for i in range(3):
-        ds.write("data/a.csv", f"a{i}\n")
-        ds.tether("commit", "-m", f"jj step {i}")
+    ds = jj_dataset(tmp_path, jj_problem)
 
     def jj_log(revset):
         p = subprocess.run(["jj", "log", "--ignore-working-copy", "--no-graph", "-r", revset, "-T",

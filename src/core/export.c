@@ -191,7 +191,9 @@ static int parse_manifest(struct tables *d, json_t *state_ids, const char *key, 
 	c[1] = kind;
 	c[2] = uri;
 	c[3] = loc;
-	c[4] = cjson_cell(a, policy);
+	/* a manifest may leave [policy] out (the defaults): the column is
+	 * NOT NULL, so the empty policy */
+	c[4] = policy ? cjson_cell(a, policy) : tt_cell_kept("{}");
 	c[5] = string_cell(a, json_object_get(policy, "write"));
 	c[6] = string_cell(a, json_object_get(policy, "pin"));
 	c[7] = state_id;

@@ -469,3 +469,33 @@ def test_jj_rev_exports_the_ancestors_only(tmp_path, jj_problem):  # noqa: F811
     assert {r[0]: r[1] for r in got["commits"]} == want_ids
     assert {r[0] for r in got["objects"]} <= set(want_ids)
     assert dict(got["meta"])["revisions"] == '["@--","@---"]'
+
+
+def test_a_manifest_without_a_policy_table_exports_the_empty_policy(tmp_path):
+    """A manifest may leave [policy] out (the defaults; status reads it so):
+    objects.policy is NOT NULL, so it holds {} then, in every format, and
+    write and pin_policy are null."""
+    import pyarrow.parquet as pq
+    ds = _new_repo(tmp_path, "nopolicy")
+    ds.tether("init")
+    ds.write("a.csv", "a\n")
+    ds.tether("add", "a", "a.csv", "--kind", "file", "--file", "mutable")
+    ds.tether("commit", "-m", "with a policy")
+    path = ds.manifest_path("a")
+    text = path.read_text()
+    start = text.index("[policy]\n")
+    end = text.index("\n[", start) + 1
+    path.write_text(text[:start] + text[end:])
+    assert "[policy]" not in path.read_text()
+    ds.git_commit_all("without one", str(path))
+    ds.tether("status")
+    want = expected_tables(str(ds.root), all_commits(ds.root), ds.dataset_id(), git_refs(str(ds.root)))
+    assert sorted(r[5] for r in want["objects"]) == ['{"file":"mutable","pin":"native","write":"none"}', "{}"]
+    ds.tether("export", tmp_path / "p.sqlite")
+    check_tables(read_sqlite(tmp_path / "p.sqlite"), want)
+    ds.tether("export", tmp_path / "p.jsonl")
+    check_tables(read_jsonl_dir(tmp_path / "p.jsonl"), want)
+    ds.tether("export", tmp_path / "p.parquet")
+    t = pq.read_table(tmp_path / "p.parquet" / "objects.parquet")
+    check_tables({**read_jsonl_dir(tmp_path / "p.jsonl"), "objects": [tuple(r.values()) for r in t.to_pylist()]},
+                 want)

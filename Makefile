@@ -12,6 +12,11 @@ FUZZ_CORPUS = tests/fuzz/corpus
 # The toml target also starts from the whole toml-test suite (read only, recursive).
 TOML_TEST_SUITE = ../shared/data/toml-test/tests
 
+# The e2e suite's pytest-xdist workers in `make check` (0: one process, no
+# workers). Two keep this two-core machine busy: most of a test's time is the
+# ASan tether and the servers it talks to, each a process of its own.
+E2E_WORKERS ?= 2
+
 STRESS_KILLS ?= 300
 STRESS_SEED ?=
 
@@ -40,7 +45,7 @@ check-asan: $(CHECK_BUILD)/build.ninja
 	$(MESON) compile -C $(CHECK_BUILD)
 	TETHER_REQUIRE_TOOLS=1 $(MESON) test -C $(CHECK_BUILD) --print-errorlogs
 	PATH="$$HOME/.cargo/bin:$$PATH" TETHER_REQUIRE_TOOLS=1 TETHER_BIN=$(CURDIR)/$(CHECK_BUILD)/tether \
-		$(VENV)/bin/python -m pytest -q tests/e2e
+		$(VENV)/bin/python -m pytest -q -n $(E2E_WORKERS) --dist loadgroup tests/e2e
 
 # The e2e suite is not run under ThreadSanitizer: it drives the CLI, whose
 # threads the unit and conformance tests already exercise, and TSan's

@@ -19,6 +19,13 @@ Fixtures:
   postgres_server, mariadb_server  Postgres 15 and MariaDB on 127.0.0.1,
             once per session, passwords enforced (dbservers.py)
 
+`make check` runs the suite on two pytest-xdist workers (Makefile:
+E2E_WORKERS, `--dist loadgroup`): each worker is a pytest session of its
+own, so a session fixture runs once per worker, under the worker's own
+basetemp, with its servers on ports the OS chooses. Nothing may be shared
+between tests but through fixtures; tests that must share a worker would
+carry one `xdist_group` mark (none does).
+
 Every run gets a private HOME, no GIT_* variables from outside, NO_COLOR and
 TZ=UTC. The helpers below compute what tether should record (states,
 listings, pin ids) independently, with hashlib and json.

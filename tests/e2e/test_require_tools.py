@@ -27,7 +27,7 @@ def test_never_runs():
 '''
 
 
-def run_probe(tmp_path, text, require):
+def run_probe(tmp_path, text, require, *extra):
     probe = tmp_path / "test_probe.py"
     probe.write_text(text)
     env = {k: v for k, v in os.environ.items() if k != "TETHER_REQUIRE_TOOLS"}
@@ -35,7 +35,7 @@ def run_probe(tmp_path, text, require):
     if require:
         env["TETHER_REQUIRE_TOOLS"] = "1"
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "conftest", "-p", "no:cacheprovider",
-                           "--rootdir", str(tmp_path), str(probe)],
+                           "--rootdir", str(tmp_path), *extra, str(probe)],
                           cwd=tmp_path, env=env, capture_output=True, text=True)
 
 
@@ -57,3 +57,15 @@ def test_a_module_skipped_for_a_tool_fails_under_make_check(tmp_path):
     assert p.returncode != 0, p.stdout + p.stderr
     assert "jj is not on PATH" in p.stdout
     assert run_probe(tmp_path, MODULE_PROBE, require=False).returncode == 5  # all skipped: nothing collected
+
+
+def test_a_missing_tool_fails_on_xdist_workers_too(tmp_path):
+    """`make check` runs the suite on pytest-xdist workers: the failure is
+    made in a worker's report and must reach the run's outcome."""
+    p = run_probe(tmp_path, PROBE, True, "-n", "1")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "1 failed, 1 skipped" in p.stdout
+    assert "skipped under TETHER_REQUIRE_TOOLS=1 (Skipped: strace is not installed)" in p.stdout
+    p = run_probe(tmp_path, MODULE_PROBE, True, "-n", "1")
+    assert p.returncode != 0, p.stdout + p.stderr
+    assert "jj is not on PATH" in p.stdout

@@ -237,9 +237,11 @@ def test_oauth2_token_refreshed_when_it_expires(start_iceberg_rest, tmp_path):
         r = tool(tmp_path, srv.secrets("credential", uri=proxy.uri), "watch", ns, name, "main", "3", "1500")
         assert r.rc == 0, r.err
         assert r.out.split() == [str(t.current_snapshot().snapshot_id)] * 3
-        # the expired token was replaced before use, not after a refusal
+        # the expired token was replaced before use, not after a refusal;
+        # reads 1.5 s apart under a 2 s lifetime need at least one refresh,
+        # and a loaded machine stretching the gaps may make it two
         assert 401 not in [s[3] for s in proxy.seen]
-        assert len([s for s in proxy.seen if s[1] == "/v1/oauth/tokens"]) == 2
+        assert 2 <= len([s for s in proxy.seen if s[1] == "/v1/oauth/tokens"]) <= 3
     finally:
         proxy.close()
 

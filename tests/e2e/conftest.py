@@ -106,6 +106,30 @@ def _fail_skip(report, where):
         report.longrepr = f"{where} skipped under TETHER_REQUIRE_TOOLS=1 ({reason}): run scripts/install-deps"
 
 
+def _outside_its_scope(item):
+    """A lifecycle check an adapter does not run: its `suites` (test modules)
+    or `vcs_kinds` leave it out (lifecycle_adapters.py). Such a check is not
+    collected at all, rather than skipped, so TETHER_REQUIRE_TOOLS=1 still
+    fails every skip that is a missing tool."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    for adapter in params.values():
+        if not (hasattr(adapter, "suites") and hasattr(adapter, "vcs_kinds")):
+            continue
+        if adapter.suites is not None and item.module.__name__ not in adapter.suites:
+            return True
+        vcs = params.get("vcs", "git")
+        if adapter.vcs_kinds is not None and vcs not in adapter.vcs_kinds:
+            return True
+    return False
+
+
+def pytest_collection_modifyitems(config, items):
+    dropped = [item for item in items if _outside_its_scope(item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if not _outside_its_scope(item)]
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield

@@ -21,43 +21,19 @@ Prints its report lines, then one JSON line (the figures) last."""
 import json
 import os
 import shlex
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "e2e"))
 
 import neonfake  # noqa: E402
 
+sys.path.insert(0, HERE)
+from timing import fmt, say, timed  # noqa: E402
+
 OBJECTS = 10
-
-
-def say(msg=""):
-    print(msg, flush=True)
-
-
-def stats(xs):
-    return {"mean": statistics.fmean(xs), "stddev": statistics.stdev(xs) if len(xs) > 1 else 0.0,
-            "median": statistics.median(xs), "min": min(xs), "runs": len(xs)}
-
-
-def fmt(s):
-    return (f"{s['mean'] * 1000:.1f} ms ± {s['stddev'] * 1000:.1f} (median {s['median'] * 1000:.1f}, "
-            f"min {s['min'] * 1000:.1f})")
-
-
-def timed(fn, runs, warmup=1):
-    for _ in range(warmup):
-        fn()
-    out = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return stats(out)
 
 
 def run(cmd, cwd=None, env=None):

@@ -1,4 +1,4 @@
-"""What the Python benchmark scripts (s3_file.py, export.py) share: report
+"""What the Python benchmark scripts (s3_file.py, export.py, neon_status.py) share: report
 lines, and timing a call `runs` times after warmups into mean, stddev,
 median and min."""
 import statistics

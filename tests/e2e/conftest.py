@@ -124,10 +124,12 @@ def _outside_its_scope(item):
 
 
 def pytest_collection_modifyitems(config, items):
-    dropped = [item for item in items if _outside_its_scope(item)]
+    kept, dropped = [], []
+    for item in items:
+        (dropped if _outside_its_scope(item) else kept).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = [item for item in items if not _outside_its_scope(item)]
+        items[:] = kept
 
 
 @pytest.hookimpl(hookwrapper=True)

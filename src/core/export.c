@@ -17,8 +17,6 @@
 #include "core/listing_stream.h"
 #include "format/cjson.h"
 #include "util/fsutil.h"
-#include "util/hash.h"
-#include "util/jsonsort.h"
 
 #include <stdio.h>
 #include <stdlib.h>
